@@ -1,0 +1,132 @@
+"""`python -m evalkit [overrides]`: compose -> run -> decide -> render -> exit code.
+
+Exit codes: 0 go (and review), 1 block, 2 incomparable, 3 input or usage error, 4 internal error.
+With `-m`, every job writes `job.json` and the sweep exits with its most severe job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import EvalkitError
+
+CONFIG_PATH = "../conf"
+
+
+class _Outcome:
+    """Carries a single run's exit code out of Hydra, which discards the task function's return."""
+
+    code: int = 0
+
+
+def _job(cfg: Any) -> None:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from evalkit.decision import ExitCode
+
+    hydra_cfg = HydraConfig.get()
+    multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    row: dict[str, Any] = {"job": hydra_cfg.job.num if multirun else 0,
+                           "overrides": list(hydra_cfg.overrides.task)}
+    try:
+        code = _run(cfg, row)
+    except EvalkitError as error:
+        print(f"error: {error}", file=sys.stderr)
+        code, row["error"] = ExitCode.INPUT_ERROR, str(error)
+    except Exception as error:  # a crash must never read as a decision
+        traceback.print_exc()
+        code, row["error"] = ExitCode.INTERNAL_ERROR, f"internal error: {type(error).__name__}: {error}"
+    row["exit_code"] = int(code)
+    if multirun:
+        from evalkit.atomic import write_atomic
+        from evalkit.sweep import JOB_FILE
+
+        write_atomic(Path(hydra_cfg.runtime.output_dir) / JOB_FILE, json.dumps(row, indent=2) + "\n")
+    else:
+        _Outcome.code = int(code)
+
+
+def _run(cfg: Any, row: dict[str, Any]) -> int:
+    from evalkit.atomic import write_atomic
+    from evalkit.baseline import load_baseline
+    from evalkit.config import from_hydra
+    from evalkit.decision import ExitCode, exit_code
+    from evalkit.gate import decide
+    from evalkit.render.text import render_changed, render_decision
+    from evalkit.runner import run_suite
+
+    config = from_hydra(cfg)
+    baseline = load_baseline(config.baseline, config.suite.baseline, config.suite.name) if config.baseline else None
+    result = run_suite(config)
+    row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
+    print(f"run: suite {config.suite.name}, {result.report.passed} of {len(result.report.outcomes)} tests "
+          f"passed ({config.mode}, recording {result.recording_path.name}, "
+          f"{result.report.provenance.get('recording_provenance')}); report {result.report_path}")
+    if baseline is None:
+        print("decision: none (baseline=none: the run was not gated)")
+        return ExitCode.GO
+    name, base_report = baseline
+    decision = decide(config.policy, base_report, result.report)
+    write_atomic(Path(config.run.out) / "decision.json",
+                 json.dumps({"baseline": name, **decision.to_json()}, indent=2) + "\n")
+    row.update(decision=str(decision.decision), changed=render_changed(decision.changed),
+               regressed=len(decision.regressed), pass_rate=decision.pass_rate)
+    print(render_decision(decision, config.policy.critical))
+    print(f"baseline: {name}")
+    return exit_code(decision.decision)
+
+
+def main() -> int:
+    """Run Hydra with evalkit's error handling: one line per refusal, decision codes kept distinct."""
+    import hydra
+    from hydra.errors import HydraException, MissingConfigException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from evalkit.decision import ExitCode
+
+    # Make Hydra raise instead of printing and exiting 1, which would read as `block`.
+    os.environ.setdefault("HYDRA_FULL_ERROR", "1")
+    app = hydra.main(config_path=CONFIG_PATH, config_name="config", version_base="1.3")(_job)
+    try:
+        app()
+    except MissingConfigException as error:
+        print(f"error: {_missing_option(error)}", file=sys.stderr)
+        return ExitCode.INPUT_ERROR
+    except (HydraException, OmegaConfBaseException) as error:
+        print(f"error: {_config_error(error)}", file=sys.stderr)
+        return ExitCode.INPUT_ERROR
+    return _Outcome.code
+
+
+def _missing_option(error: Any) -> str:
+    message = str(error).splitlines()[0]
+    options = getattr(error, "options", None)
+    if options:
+        return f"{message.strip()} (available: {', '.join(sorted(options))})"
+    return message
+
+
+def _config_error(error: BaseException) -> str:
+    """One line for a composition error; an unknown key lists the keys that exist there."""
+    from evalkit.config import RunConfig
+    from evalkit.errors import fields_at
+
+    cause = error.__cause__ or error
+    full_key = getattr(cause, "full_key", None)
+    first = str(error).splitlines()[0]
+    if full_key and "not in struct" in str(cause):
+        parts = tuple(str(full_key).split("."))
+        allowed = fields_at(RunConfig, parts[:-1])
+        hint = f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""
+        return f"command line: unknown key '{full_key}'{hint}"
+    return f"config: {first}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""The composed configuration as validated plain data. The only module that reads a DictConfig."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalkit.errors import ConfigError, describe_validation
+from evalkit.policy import Policy
+
+__all__ = ["Mode", "ModelConfig", "PromptConfig", "DatasetConfig", "SuiteConfig", "RunSettings",
+           "RunConfig", "from_hydra", "validate_config"]
+
+
+class Mode(enum.StrEnum):
+    """How calls are obtained: from the recording only, from the model, or from the model where missing."""
+
+    REPLAY = "replay"
+    LIVE = "live"
+    RECORD_MISSING = "record-missing"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(_Strict):
+    """A model behind a provider; used for the model under test and for the judge."""
+
+    name: str = Field(min_length=1)
+    """The provider's model id, e.g. `gemini-3.8-flash` or `gemma4:e2b`."""
+    provider: str = Field(min_length=1)
+    """Which provider module calls it: `ollama` (others arrive with the provider layer)."""
+    base_url: str | None = None
+    """Endpoint of the server; a transport setting, so it is not part of the eval key."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the credential; the value is never stored."""
+    timeout_s: float = Field(120.0, gt=0)
+    """Per-call timeout in seconds (transport; not in the eval key)."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Sampling options sent with every request (temperature, seed, ...); part of each request's fingerprint."""
+
+
+class PromptConfig(_Strict):
+    """One version of the suite's prompt."""
+
+    version: str = Field(min_length=1)
+    """Short version name that appears in the eval key and the recording file name."""
+    file: str = Field(min_length=1)
+    """The prompt text file (relative paths are relative to the project root)."""
+
+
+class DatasetConfig(_Strict):
+    """One version of the suite's dataset; name and version are read from the file itself."""
+
+    file: str = Field(min_length=1)
+    """The dataset JSON file (relative paths are relative to the project root)."""
+
+
+class SuiteConfig(_Strict):
+    """The eval program: where its tests and task live, and what it adds to the key."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    path: str = Field(min_length=1)
+    """Folder with the suite's `task.py`, `conftest.py` and `test_*.py` files."""
+    baseline: str | None = None
+    """The shipped baseline run report (`baseline=default` uses it)."""
+    components: tuple[str, ...] = ()
+    """Further config groups this suite declares as components (e.g. `retriever`): they join the eval key."""
+
+
+class RunSettings(_Strict):
+    """Where a run writes and reads; none of these change what is measured."""
+
+    out: str = Field(min_length=1)
+    """Job folder for `report.json` and `decision.json` (the Hydra job dir by default)."""
+    recordings: str = "recordings"
+    """Root folder of recordings (relative paths are relative to the project root)."""
+    save_report: str | None = None
+    """Also write the run report here, e.g. to refresh a suite's shipped baseline."""
+
+
+class RunConfig(_Strict):
+    """Everything one run needs, after Hydra composition and validation."""
+
+    suite: SuiteConfig
+    model: ModelConfig
+    prompt: PromptConfig
+    dataset: DatasetConfig
+    judge: ModelConfig | None = None
+    """The pinned judge model; it does not follow `model`."""
+    policy: Policy
+    mode: Mode = Mode.REPLAY
+    baseline: str | None = "default"
+    """`default` (the suite's shipped baseline), a report path, `git:REF:PATH`, or `none` to skip the gate."""
+    run: RunSettings
+    components: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The suite-declared components, by group name, as composed (validated by the suite)."""
+    choices: dict[str, str] = Field(default_factory=dict)
+    """Which option of each config group was chosen (from Hydra's runtime.choices)."""
+
+
+def validate_config(data: dict[str, Any], choices: dict[str, str]) -> RunConfig:
+    """Validate composed config data; errors name the option files the bad keys came from."""
+    data = dict(data)
+    suite = data.get("suite") if isinstance(data.get("suite"), dict) else {}
+    declared = [c for c in suite.get("components", ()) if isinstance(c, str)]
+    data["components"] = {name: data.pop(name) for name in declared if name in data}
+    if isinstance(data.get("baseline"), str) and data["baseline"].lower() in ("none", "null", ""):
+        data["baseline"] = None
+    data["choices"] = choices
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as error:
+        groups = sorted({str(e["loc"][0]) for e in error.errors() if e["loc"]})
+        sources = ", ".join(f"conf/{g}/{choices[g]}.yaml" for g in groups if g in choices)
+        raise ConfigError(describe_validation(error, RunConfig, sources or "config")) from None
+
+
+def from_hydra(cfg: Any) -> RunConfig:
+    """Cross from Hydra to plain data: resolve interpolations, read the chosen options, validate."""
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        data = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as error:
+        raise ConfigError(f"config: {str(error).splitlines()[0]}") from None
+    choices = {k: str(v) for k, v in HydraConfig.get().runtime.choices.items()
+               if not k.startswith("hydra") and v is not None}
+    assert isinstance(data, dict)
+    return validate_config({str(k): v for k, v in data.items()}, choices)
+

@@ -1,0 +1,65 @@
+"""One error hierarchy: everything evalkit refuses is an EvalkitError, printed as one line."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
+
+__all__ = ["EvalkitError", "ConfigError", "InputError", "RecordingError", "ProviderError", "describe_validation"]
+
+
+class EvalkitError(Exception):
+    """A refusal the user can act on. The message is one line: what is wrong, where, what to do."""
+
+
+class ConfigError(EvalkitError):
+    """The composed configuration (or a policy file) is invalid."""
+
+
+class InputError(EvalkitError):
+    """A file given to evalkit (report, dataset, prompt, baseline) cannot be used."""
+
+
+class RecordingError(InputError):
+    """A recording file is missing, malformed or belongs to another eval key."""
+
+
+class ProviderError(EvalkitError):
+    """A live call could not be set up (missing extra, missing credential)."""
+
+
+def describe_validation(error: ValidationError, model: type[BaseModel], where: str) -> str:
+    """Turn a pydantic ValidationError into one line naming the file, the key and the fix.
+
+    Every problem is listed (pydantic collects them all), separated by '; '.
+    """
+    problems = []
+    for item in error.errors():
+        loc = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        if item["type"] == "extra_forbidden":
+            allowed = ", ".join(sorted(fields_at(model, item["loc"][:-1])))
+            problems.append(f"unknown key '{loc}' (allowed: {allowed})")
+        elif item["type"] == "missing":
+            problems.append(f"missing key '{loc}'")
+        else:
+            problems.append(f"'{loc}': {item['msg']} (got {item.get('input')!r})")
+    return f"{where}: " + "; ".join(problems)
+
+
+def fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The field names of the (nested) model found at `loc`, for 'allowed: ...' hints."""
+    from pydantic import BaseModel
+
+    current: Any = model
+    for part in loc:
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return []
+        field = current.model_fields.get(str(part))
+        if field is None:
+            return []
+        current = field.annotation
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []

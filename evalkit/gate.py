@@ -1,0 +1,96 @@
+"""The gate: decide(policy, baseline, candidate) -> Decision. Pure: no I/O, no clock, no randomness.
+
+Run `python -m evalkit.gate BASELINE CANDIDATE` for the command-line front (evalkit/gate_cli.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evalkit.decision import Decision, Verdict
+from evalkit.policy import Policy
+from evalkit.report import RunReport
+
+__all__ = ["decide", "incomparability", "changed_components", "is_critical"]
+
+# Key fields that say what was measured and how, rather than which change is under test.
+_NOT_COMPONENTS = frozenset({"key_version", "suite", "dataset", "dataset_sha", "judge_model"})
+
+
+def incomparability(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
+    """Why two eval keys cannot be compared (empty when they can), each reason naming what to rerun."""
+    b, c = baseline, candidate
+    reasons = []
+    if "suite" in b and "suite" in c and b["suite"] != c["suite"]:
+        reasons.append(f"baseline is a run of suite {b['suite']}, candidate of suite {c['suite']}; "
+                       "gate a candidate against a baseline of the same suite")
+    if b.get("dataset_sha") != c.get("dataset_sha"):
+        reasons.append(f"baseline ran {b.get('dataset')} ({b.get('dataset_sha')}), candidate ran "
+                       f"{c.get('dataset')} ({c.get('dataset_sha')}); rerun the baseline on the candidate's dataset")
+    if b.get("judge_model") != c.get("judge_model"):
+        reasons.append(f"judge changed from {b.get('judge_model')} to {c.get('judge_model')}; judged scores are "
+                       "not comparable: rerun the baseline with the candidate's judge (or keep the judge pinned)")
+    return reasons
+
+
+def changed_components(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Components whose name or fingerprint differs, in the baseline key's order."""
+    b, c = _flatten(baseline), _flatten(candidate)
+    names = [k for k in b if k not in _NOT_COMPONENTS] + [k for k in c if k not in b and k not in _NOT_COMPONENTS]
+    return {k: (b.get(k), c.get(k)) for k in names if b.get(k) != c.get(k)}
+
+
+def _flatten(key: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in key.items():
+        if isinstance(value, Mapping):
+            out.update({f"{name}.{k}": v for k, v in value.items()})
+        else:
+            out[name] = value
+    return out
+
+
+def is_critical(nodeid: str, prefixes: tuple[str, ...]) -> bool:
+    """A test is critical when its name (after the last `::`) starts with one of the policy's prefixes."""
+    return bool(prefixes) and nodeid.rsplit("::", 1)[-1].startswith(prefixes)
+
+
+def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decision:
+    """Compare per-test outcomes of baseline and candidate under the policy."""
+    changed = changed_components(baseline.eval, candidate.eval)
+    blocked = incomparability(baseline.eval, candidate.eval)
+    if blocked:
+        return Decision(Verdict.INCOMPARABLE, tuple(blocked), changed)
+
+    before, after = baseline.outcomes, candidate.outcomes
+    regressed = sorted(n for n, o in before.items() if o == "passed" and after.get(n) != "passed")
+    fixed = sorted(n for n, o in before.items() if o != "passed" and after.get(n) == "passed")
+    critical = policy.critical
+    critical_failures = sorted(n for n, o in after.items() if o != "passed" and is_critical(n, critical))
+    missing_critical = sorted(n for n in before if n not in after and is_critical(n, critical))
+    passed = candidate.passed
+    pass_rate = passed / len(after)  # report loading guarantees at least one test
+
+    reasons = []
+    if len(regressed) > policy.max_regressions:
+        reasons.append(f"{len(regressed)} regression(s); policy allows {policy.max_regressions}")
+    if critical_failures:
+        reasons.append(f"{len(critical_failures)} critical test(s) fail")
+    if missing_critical:
+        reasons.append(f"{len(missing_critical)} critical test(s) from the baseline are missing from the candidate")
+    if pass_rate < policy.min_pass_rate:
+        reasons.append(f"pass rate {pass_rate:.3f} is below {policy.min_pass_rate}")
+    return Decision(
+        Verdict.BLOCK if reasons else Verdict.GO, tuple(reasons), changed, round(pass_rate, 3),
+        tuple(regressed), tuple(fixed), tuple(critical_failures), tuple(missing_critical),
+        tests=len(after), passed=passed,
+    )
+
+
+if __name__ == "__main__":  # `python -m evalkit.gate`: the I/O lives in gate_cli
+    import sys
+
+    from evalkit.gate_cli import main
+
+    sys.exit(main())

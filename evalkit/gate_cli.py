@@ -1,0 +1,56 @@
+"""`python -m evalkit.gate BASELINE CANDIDATE [--policy NAME|FILE] [--out FILE]`: gate two reports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from evalkit.atomic import write_atomic
+from evalkit.decision import ExitCode, exit_code
+from evalkit.errors import EvalkitError
+from evalkit.gate import decide
+from evalkit.policy import load_policy
+from evalkit.render.text import render_decision
+from evalkit.report import load_report
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on usage errors, which would read as `incomparable`; use the input-error code."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(ExitCode.INPUT_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m evalkit.gate",
+        description="Gate a candidate run report against a baseline run report under a policy. "
+                    "Exit code: 0 go (or review), 1 block, 2 incomparable, 3 input or usage error.")
+    parser.add_argument("baseline", type=Path, help="run report of the baseline (what is on main)")
+    parser.add_argument("candidate", type=Path, help="run report of the candidate")
+    parser.add_argument("--policy", default="triage",
+                        help="a policy name from conf/policy/ or a path to a YAML or JSON file (default: triage)")
+    parser.add_argument("--out", type=Path, help="also write the decision as JSON to this file")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        policy = load_policy(args.policy)
+        baseline = load_report(args.baseline)
+        candidate = load_report(args.candidate)
+    except EvalkitError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ExitCode.INPUT_ERROR
+    decision = decide(policy, baseline, candidate)
+    if args.out:
+        write_atomic(args.out, json.dumps(decision.to_json(), indent=2) + "\n")
+    print(render_decision(decision, policy.critical))
+    return exit_code(decision.decision)

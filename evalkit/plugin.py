@@ -1,0 +1,123 @@
+"""evalkit's pytest plugin (entry point `pytest11`): cases as parameters, replies as fixtures, and
+the eval key, per-case results and provenance added to pytest-json-report's report.
+
+Inert unless pytest is started with `--evalkit-run=FILE` (the runner does that), so installing
+evalkit changes nothing in other pytest sessions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.dataset import Case
+
+RUN_OPTION = "--evalkit-run"
+MACHINE_FIELDS = ("environment", "root")  # about the machine, not the eval: dropped from reports
+
+
+class RunInput:
+    """What the runner hands to the pytest process: key, cases, call results, provenance."""
+
+    def __init__(self, path: Path) -> None:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        self.key: dict[str, Any] = data["key"]
+        self.provenance: dict[str, Any] = data["provenance"]
+        self.cases = [Case(c["id"], c["fields"]) for c in data["cases"]]
+        self.calls: dict[str, dict[str, Any]] = data["calls"]
+
+    def text_of(self, call_id: str) -> str:
+        """The reply text of a call; a call without one fails the asking test with its reason."""
+        call = self.calls.get(call_id)
+        if call is None:
+            pytest.fail(f"{call_id} was never made: the suite's task did not plan this call", pytrace=False)
+        if call["text"] is None:
+            pytest.fail(call["reason"] or f"{call_id}: no reply text", pytrace=False)
+        text: str = call["text"]
+        return text
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("evalkit")
+    group.addoption(RUN_OPTION, default=None, metavar="FILE",
+                    help="run the suite's checks over the calls in FILE (written by `python -m evalkit`)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cases(select): run this check only on cases where select(case) is true")
+    path = config.getoption(RUN_OPTION)
+    if path:
+        config.pluginmanager.register(_EvalRun(RunInput(Path(path))), "evalkit-run")
+
+
+class _EvalRun:
+    """The active half of the plugin, registered only for an evalkit run."""
+
+    def __init__(self, run: RunInput) -> None:
+        self.run = run
+        self.case_of: dict[str, str] = {}
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "case" not in metafunc.fixturenames:
+            return
+        cases = self.run.cases
+        marker = metafunc.definition.get_closest_marker("cases")
+        if marker is not None and marker.args:
+            select: Callable[[Case], bool] = marker.args[0]
+            cases = [c for c in cases if select(c)]
+        metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            callspec = getattr(item, "callspec", None)
+            case = callspec.params.get("case") if callspec is not None else None
+            if isinstance(case, Case):
+                self.case_of[item.nodeid] = case.id
+
+    @pytest.fixture(scope="session")
+    def eval_key(self) -> dict[str, Any]:
+        """The eval key of this run."""
+        return self.run.key
+
+    @pytest.fixture
+    def task_reply(self, case: Case) -> str:
+        """The model's reply text for this case (`task/<case-id>`)."""
+        return self.run.text_of(f"task/{case.id}")
+
+    @pytest.fixture
+    def judge_reply(self, case: Case) -> Callable[[str], str]:
+        """`judge_reply(metric)`: the judge's reply text for this case (`judge/<metric>/<case-id>`)."""
+        return lambda metric: self.run.text_of(f"judge/{metric}/{case.id}")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
+        for field in MACHINE_FIELDS:
+            json_report.pop(field, None)
+        json_report["format"] = "evalkit-run-report/1"
+        json_report["eval"] = self.run.key
+        json_report["provenance"] = self.run.provenance
+        json_report["cases"] = self._cases(json_report.get("tests", []))
+
+    def _cases(self, tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        by_case: dict[str, dict[str, Any]] = {
+            c.id: {"id": c.id, "checks": {}, "calls": {}, "problems": []} for c in self.run.cases}
+        for test in tests:
+            case_id = self.case_of.get(test["nodeid"])
+            if case_id is None:
+                continue
+            test["case"] = case_id
+            check = test["nodeid"].split("::")[-1].split("[", 1)[0]
+            by_case[case_id]["checks"][check] = test["outcome"]
+        for call_id, call in self.run.calls.items():
+            case_id = call_id.rsplit("/", 1)[-1]
+            if case_id in by_case:
+                by_case[case_id]["calls"][call_id] = call["status"]
+                if call["reason"]:
+                    by_case[case_id]["problems"].append(call["reason"])
+        for entry in by_case.values():
+            entry["passed"] = bool(entry["checks"]) and all(o == "passed" for o in entry["checks"].values())
+        return list(by_case.values())

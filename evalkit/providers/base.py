@@ -1,0 +1,58 @@
+"""The provider contract: a request in, a reply out. A new provider is one module that meets it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Message", "Request", "Usage", "Reply", "Provider"]
+
+
+class Message(BaseModel):
+    """One chat message."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Request(BaseModel):
+    """A provider-neutral model call. Everything here changes the output, so all of it is fingerprinted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    messages: tuple[Message, ...] = Field(min_length=1)
+    response_schema: dict[str, Any] | None = None
+    """JSON schema the reply must follow (structured output), or None for free text."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Sampling options (temperature, seed, thinking level ...), passed through to the provider."""
+
+
+class Usage(BaseModel):
+    """Token counts as the provider reported them; None where it reported nothing."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class Reply(BaseModel):
+    """What came back from one call."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str | None
+    stop_reason: str | None = None
+    usage: Usage = Usage()
+    latency_ms: float | None = None
+    """Wall time of the call as measured by evalkit; None for authored fixtures."""
+
+
+class Provider(Protocol):
+    """Calls one kind of server. Construction must not touch the network; `complete` does."""
+
+    def complete(self, request: Request) -> Reply: ...

@@ -1,0 +1,34 @@
+"""The terminal view of a decision: the verdict in one line first, then why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalkit.decision import Decision
+from evalkit.gate import is_critical
+
+__all__ = ["render_decision", "render_changed"]
+
+
+def render_changed(changed: dict[str, tuple[Any, Any]]) -> str:
+    return ", ".join(f"{name} {before} -> {after}" for name, (before, after) in changed.items())
+
+
+def render_decision(decision: Decision, critical: tuple[str, ...] = ()) -> str:
+    lines = [f"decision: {decision.decision.upper()}"]
+    if decision.reasons:
+        lines.append("reasons:")
+        lines += [f"  - {r}" for r in decision.reasons]
+    if decision.changed:
+        lines.append(f"changed: {render_changed(decision.changed)}")
+    if decision.pass_rate is not None:
+        lines.append(f"pass rate: {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests passed)")
+    for title, names in (("regressed", decision.regressed), ("fixed", decision.fixed),
+                         ("critical failures", decision.critical_failures),
+                         ("missing critical", decision.missing_critical)):
+        if names:
+            lines.append(f"{title} ({len(names)}):")
+            for name in names:
+                mark = "  (critical)" if title == "regressed" and is_critical(name, critical) else ""
+                lines.append(f"  - {name}{mark}")
+    return "\n".join(lines)

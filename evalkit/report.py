@@ -1,0 +1,87 @@
+"""Run reports: what one run produced. Read from evalkit's own reports or any pytest-json-report
+file that carries an `eval` block, so a team can gate an existing pytest eval suite.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalkit.atomic import write_atomic
+from evalkit.errors import InputError
+
+__all__ = ["RunReport", "report_from_mapping", "load_report", "parse_report", "save_report"]
+
+OUTCOMES = frozenset({"passed", "failed", "skipped", "xfailed", "xpassed", "error"})
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """The parts of a run report the gate reads: the eval key and each test's outcome."""
+
+    eval: Mapping[str, Any]
+    outcomes: Mapping[str, str]
+    """nodeid -> pytest outcome, in report order."""
+    cases: tuple[Mapping[str, Any], ...] = ()
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for o in self.outcomes.values() if o == "passed")
+
+
+def report_from_mapping(data: Any, where: str) -> RunReport:
+    """Check that `data` is a run report and extract it; every refusal names `where` and the fix."""
+    if not isinstance(data, dict):
+        raise InputError(f"{where}: not a run report (expected a JSON object)")
+    key = data.get("eval")
+    if not isinstance(key, dict):
+        raise InputError(f"{where}: not a run report: no 'eval' block with the eval key "
+                         "(produce it with `python -m evalkit`, or add it in pytest_json_modifyreport)")
+    tests = data.get("tests")
+    if not isinstance(tests, list):
+        raise InputError(f"{where}: not a run report: no 'tests' list (was it written by pytest-json-report?)")
+    if not tests:
+        raise InputError(f"{where}: the run has no tests, so there is nothing to gate; check that the suite collected its tests")
+    outcomes: dict[str, str] = {}
+    for index, test in enumerate(tests):
+        try:
+            nodeid, outcome = test["nodeid"], test["outcome"]
+        except (TypeError, KeyError):
+            raise InputError(f"{where}: tests[{index}] needs 'nodeid' and 'outcome'") from None
+        if not isinstance(nodeid, str) or outcome not in OUTCOMES:
+            raise InputError(f"{where}: tests[{index}] has an invalid nodeid or outcome {outcome!r} "
+                             f"(outcomes: {', '.join(sorted(OUTCOMES))})")
+        if nodeid in outcomes:
+            raise InputError(f"{where}: duplicate test id {nodeid!r}; each test may appear once")
+        outcomes[nodeid] = outcome
+    cases = data.get("cases") or ()
+    provenance = data.get("provenance") or {}
+    return RunReport(key, outcomes, tuple(cases), provenance)
+
+
+def parse_report(text: str, where: str) -> RunReport:
+    """Parse report text; malformed or truncated JSON is an input error naming the position."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(f"{where}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg}); "
+                         "is the file truncated?") from None
+    return report_from_mapping(data, where)
+
+
+def load_report(path: Path) -> RunReport:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: report file not found") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: cannot read report ({error})") from None
+    return parse_report(text, str(path))
+
+
+def save_report(data: Mapping[str, Any], path: Path) -> None:
+    write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")

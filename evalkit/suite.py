@@ -1,0 +1,59 @@
+"""A suite's task module (`suites/<name>/task.py`): how each case becomes model calls.
+
+The module must define `build_task(case, prompt, model) -> Request`; it may define
+`build_judge(case, output_text, judge) -> {metric: Request}` for judged checks. It is loaded
+fresh for every run and removed from `sys.modules` afterwards, so jobs of one sweep never share
+a stale copy.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalkit.config import ModelConfig
+from evalkit.dataset import Case
+from evalkit.errors import InputError
+from evalkit.providers.base import Request
+
+__all__ = ["SuiteTask", "load_task"]
+
+_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class SuiteTask:
+    build_task: Callable[[Case, str, ModelConfig], Request]
+    build_judge: Callable[[Case, str, ModelConfig], Mapping[str, Request]] | None
+
+
+def load_task(suite_dir: Path) -> SuiteTask:
+    """Import `task.py` of a suite under a unique module name, then forget it and its siblings."""
+    path = suite_dir / "task.py"
+    if not path.is_file():
+        raise InputError(f"{path}: a suite needs a task.py defining build_task(case, prompt, model)")
+    name = f"_evalkit_suite_task_{next(_counter)}"
+    before = set(sys.modules)
+    sys.path.insert(0, str(suite_dir))
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # pydantic resolves the module's annotations through sys.modules
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(suite_dir))
+        for added in set(sys.modules) - before:
+            origin = getattr(sys.modules[added], "__file__", None) or ""
+            if added == name or Path(origin).resolve().is_relative_to(suite_dir.resolve()):
+                del sys.modules[added]
+    build_task: Any = getattr(module, "build_task", None)
+    if not callable(build_task):
+        raise InputError(f"{path}: defines no build_task(case, prompt, model) function")
+    build_judge: Any = getattr(module, "build_judge", None)
+    return SuiteTask(build_task, build_judge if callable(build_judge) else None)
