@@ -102,8 +102,8 @@ class RunConfig(_Strict):
     """Which option of each config group was chosen (from Hydra's runtime.choices)."""
 
 
-def validate_config(data: dict[str, Any], choices: dict[str, str]) -> RunConfig:
-    """Validate composed config data; errors name the option files the bad keys came from."""
+def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tuple[str, ...] = ()) -> RunConfig:
+    """Validate composed config data; errors name the option files (and overrides) the bad keys came from."""
     data = dict(data)
     suite = data.get("suite") if isinstance(data.get("suite"), dict) else {}
     declared = [c for c in suite.get("components", ()) if isinstance(c, str)]
@@ -115,8 +115,11 @@ def validate_config(data: dict[str, Any], choices: dict[str, str]) -> RunConfig:
         return RunConfig.model_validate(data)
     except ValidationError as error:
         groups = sorted({str(e["loc"][0]) for e in error.errors() if e["loc"]})
-        sources = ", ".join(f"conf/{g}/{choices[g]}.yaml" for g in groups if g in choices)
-        raise ConfigError(describe_validation(error, RunConfig, sources or "config")) from None
+        sources = [f"conf/{g}/{choices[g]}.yaml" for g in groups if g in choices]
+        touched = [o for o in overrides if o.lstrip("+~").split("=")[0].split(".")[0] in groups]
+        if touched:
+            sources.append("command line " + " ".join(touched))
+        raise ConfigError(describe_validation(error, RunConfig, ", ".join(sources) or "config")) from None
 
 
 def from_hydra(cfg: Any) -> RunConfig:
@@ -132,5 +135,6 @@ def from_hydra(cfg: Any) -> RunConfig:
     choices = {k: str(v) for k, v in HydraConfig.get().runtime.choices.items()
                if not k.startswith("hydra") and v is not None}
     assert isinstance(data, dict)
-    return validate_config({str(k): v for k, v in data.items()}, choices)
+    overrides = tuple(HydraConfig.get().overrides.task)
+    return validate_config({str(k): v for k, v in data.items()}, choices, overrides)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -10,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.errors import InputError
+from evalkit.fingerprint import fingerprint
 
-__all__ = ["Case", "Dataset", "load_dataset", "SHA_LENGTH"]
+__all__ = ["Case", "Dataset", "load_dataset"]
 
-SHA_LENGTH = 12  # short fingerprints, as in the seed's keys; 48 bits is plenty to tell versions apart
 _CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -47,10 +46,6 @@ class Dataset:
     def label(self) -> str:
         """`name@version`, as the eval key writes it."""
         return f"{self.name}@{self.version}"
-
-
-def fingerprint(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:SHA_LENGTH]
 
 
 def load_dataset(path: Path) -> Dataset:

@@ -6,23 +6,19 @@ pointing a run at another server or folder never orphans its recording.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from evalkit.dataset import SHA_LENGTH, Dataset
+from evalkit.dataset import Dataset
+from evalkit.fingerprint import fingerprint
 
-__all__ = ["KEY_VERSION", "EvalKey", "build_key", "canonical_json", "fingerprint", "recording_path",
-           "safe_name", "COMPARABILITY_FIELDS"]
+__all__ = ["KEY_VERSION", "EvalKey", "build_key", "recording_path",
+           "safe_name"]
 
 KEY_VERSION = 1  # bump when the meaning of a field changes; tests pin the keys of each version
-
-# Fields that must agree for two runs to be compared at all (the rest may differ: that is the change).
-COMPARABILITY_FIELDS = ("dataset_sha", "judge_model")
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@-]+")
 
@@ -46,17 +42,6 @@ class EvalKey(BaseModel):
     """The pinned judge (None when the suite judges nothing)."""
     components: dict[str, str] = {}
     """Suite-declared components: group name -> `option@fingerprint`."""
-
-
-def canonical_json(value: Any) -> str:
-    """One spelling per value, so equal values always fingerprint alike."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def fingerprint(value: Any) -> str:
-    """Short SHA-256 of a string's UTF-8 bytes, or of any other value's canonical JSON."""
-    text = value if isinstance(value, str) else canonical_json(value)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:SHA_LENGTH]
 
 
 def build_key(*, suite: str, dataset: Dataset, model: str, prompt_version: str, prompt_text: str,

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalkit.atomic import write_atomic
 from evalkit.errors import RecordingError, describe_validation
-from evalkit.key import EvalKey, fingerprint
+from evalkit.fingerprint import fingerprint
+from evalkit.key import EvalKey
 from evalkit.providers.base import Reply, Request
 
 __all__ = ["FORMAT", "Provenance", "Entry", "Recording", "Hit", "Miss", "lookup", "load_recording",

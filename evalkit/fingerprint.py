@@ -1,0 +1,25 @@
+"""Fingerprints: short SHA-256 digests of bytes, text, or a value's canonical JSON."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+__all__ = ["SHA_LENGTH", "canonical_json", "fingerprint"]
+
+SHA_LENGTH = 12  # short, as in the seed's keys; 48 bits tell versions of one file apart
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value, so equal values always fingerprint alike."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def fingerprint(value: Any) -> str:
+    """Digest of bytes as they are, of a string's UTF-8, or of any other value's canonical JSON."""
+    if isinstance(value, bytes):
+        data = value
+    else:
+        data = (value if isinstance(value, str) else canonical_json(value)).encode("utf-8")
+    return hashlib.sha256(data).hexdigest()[:SHA_LENGTH]

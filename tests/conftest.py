@@ -1,0 +1,49 @@
+"""Shared helpers for evalkit's own tests: hand-built reports and a real `python -m evalkit` subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.paths import PROJECT_ROOT
+
+KEY = {"dataset": "issue-triage@1", "dataset_sha": "aaa", "model": "m", "prompt_version": "v1",
+       "prompt_sha": "p1", "judge_model": "j"}
+
+
+def report(outcomes: dict[str, str], **key: Any) -> dict[str, Any]:
+    """A run report in the seed's minimal format: an eval key and per-test outcomes."""
+    tests = [{"nodeid": f"test_triage.py::{name}", "outcome": o} for name, o in outcomes.items()]
+    return {"eval": {**KEY, **key}, "tests": tests}
+
+
+def evalkit_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+@pytest.fixture
+def run_evalkit(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run `python -m evalkit ARGS` from the project root with its outputs under tmp_path."""
+
+    def run(*args: str, module: str = "evalkit", job_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
+        extra = [] if module != "evalkit" or "-m" in args else [f"hydra.run.dir={job_dir or tmp_path / 'job'}"]
+        if module == "evalkit" and "-m" in args:
+            extra = [f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+        return subprocess.run([sys.executable, "-m", module, *args, *extra], cwd=PROJECT_ROOT,
+                              env=evalkit_env(), capture_output=True, text=True, timeout=300)
+
+    return run
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path

@@ -1,0 +1,152 @@
+"""The gate's rules, each on small hand-built reports (no model, no files)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import report
+
+from evalkit.decision import ExitCode, Verdict, exit_code
+from evalkit.gate import changed_components, decide, is_critical
+from evalkit.policy import Policy
+from evalkit.report import report_from_mapping
+
+POLICY = Policy(max_regressions=0, min_pass_rate=0.9, critical=("test_priority", "test_reply_matches_schema"))
+BASE = {f"test_label[c{i}]": "passed" for i in range(20)} | {"test_priority[c0]": "passed"}
+
+
+def gate(baseline: dict, candidate: dict, policy: Policy = POLICY):
+    return decide(policy, report_from_mapping(baseline, "baseline"), report_from_mapping(candidate, "candidate"))
+
+
+def test_changed_dataset_is_incomparable_and_says_what_to_rerun():
+    result = gate(report(BASE), report(BASE, dataset_sha="bbb", dataset="issue-triage@2"))
+    assert result.decision is Verdict.INCOMPARABLE
+    assert result.reasons == ("baseline ran issue-triage@1 (aaa), candidate ran issue-triage@2 (bbb); "
+                              "rerun the baseline on the candidate's dataset",)
+    assert result.regressed == () and result.pass_rate is None
+
+
+def test_changed_judge_is_incomparable():
+    result = gate(report(BASE), report(BASE, judge_model="other"))
+    assert result.decision is Verdict.INCOMPARABLE
+    assert "judge changed from j to other" in result.reasons[0]
+
+
+def test_another_suite_is_incomparable():
+    result = gate(report(BASE, suite="a"), report(BASE, suite="b"))
+    assert result.decision is Verdict.INCOMPARABLE and "suite a" in result.reasons[0]
+
+
+def test_incomparable_reports_every_reason():
+    result = gate(report(BASE), report(BASE, dataset_sha="bbb", judge_model="other"))
+    assert len(result.reasons) == 2
+
+
+def test_one_regression_blocks_and_names_the_test_and_the_change():
+    result = gate(report(BASE), report(BASE | {"test_label[c3]": "failed"}, prompt_version="v2"))
+    assert result.decision is Verdict.BLOCK
+    assert result.regressed == ("test_triage.py::test_label[c3]",)
+    assert result.changed == {"prompt_version": ("v1", "v2")}
+    assert result.reasons == ("1 regression(s); policy allows 0",)
+
+
+def test_regressions_within_the_allowance_go():
+    lenient = POLICY.model_copy(update={"max_regressions": 1})
+    result = gate(report(BASE), report(BASE | {"test_label[c3]": "failed"}), lenient)
+    assert result.decision is Verdict.GO and len(result.regressed) == 1
+
+
+@pytest.mark.parametrize("outcome", ["skipped", "error", "xfailed"])
+def test_skipped_or_errored_counts_as_not_passed(outcome):
+    result = gate(report(BASE), report(BASE | {"test_label[c3]": outcome}))
+    assert result.regressed == ("test_triage.py::test_label[c3]",)
+
+
+def test_critical_failure_blocks_even_if_the_baseline_failed_it_too():
+    both = BASE | {"test_priority[c0]": "failed"}
+    result = gate(report(both), report(both))
+    assert result.decision is Verdict.BLOCK and result.regressed == ()
+    assert result.critical_failures == ("test_triage.py::test_priority[c0]",)
+    assert result.reasons == ("1 critical test(s) fail",)
+
+
+def test_low_pass_rate_blocks_without_a_regression():
+    weak = BASE | {f"test_label[c{i}]": "failed" for i in range(3)}
+    result = gate(report(weak), report(weak))
+    assert result.decision is Verdict.BLOCK and result.reasons == ("pass rate 0.857 is below 0.9",)
+    assert result.pass_rate == 0.857
+
+
+def test_pass_rate_exactly_at_the_floor_goes():
+    tests = {f"test_label[c{i}]": "passed" for i in range(9)} | {"test_label[c9]": "failed"}
+    result = gate(report(tests), report(tests))
+    assert result.decision is Verdict.GO and result.pass_rate == 0.9
+
+
+def test_test_missing_from_the_candidate_is_a_regression():
+    fewer = {k: v for k, v in BASE.items() if k != "test_label[c5]"}
+    assert gate(report(BASE), report(fewer)).regressed == ("test_triage.py::test_label[c5]",)
+
+
+def test_deleting_a_failing_critical_test_blocks():
+    failing = BASE | {"test_priority[c0]": "failed"}
+    deleted = {k: v for k, v in failing.items() if k != "test_priority[c0]"}
+    result = gate(report(failing), report(deleted))
+    assert result.decision is Verdict.BLOCK and result.regressed == ()
+    assert result.missing_critical == ("test_triage.py::test_priority[c0]",)
+    assert result.reasons == ("1 critical test(s) from the baseline are missing from the candidate",)
+
+
+def test_deleting_a_failing_non_critical_test_is_not_blocked():
+    failing = BASE | {"test_label[c1]": "failed"}
+    deleted = {k: v for k, v in failing.items() if k != "test_label[c1]"}
+    result = gate(report(failing), report(deleted))
+    assert result.decision is Verdict.GO and result.regressed == () and result.fixed == ()
+
+
+def test_fix_without_regression_goes_and_lists_the_fix():
+    result = gate(report(BASE | {"test_label[c1]": "failed"}), report(BASE))
+    assert result.decision is Verdict.GO and result.fixed == ("test_triage.py::test_label[c1]",)
+
+
+def test_new_passing_test_on_candidate_is_neither_fixed_nor_regressed():
+    result = gate(report(BASE), report(BASE | {"test_label[new]": "passed"}))
+    assert result.decision is Verdict.GO and result.fixed == () and result.regressed == ()
+
+
+def test_all_reasons_accumulate():
+    bad = BASE | {"test_priority[c0]": "failed"} | {f"test_label[c{i}]": "failed" for i in range(3)}
+    result = gate(report(BASE), report(bad))
+    assert result.reasons == ("4 regression(s); policy allows 0", "1 critical test(s) fail",
+                              "pass rate 0.810 is below 0.9")
+
+
+def test_critical_prefix_matches_the_test_name_not_the_file():
+    assert is_critical("suite/test_priority.py::test_label[x]", ("test_priority",)) is False
+    assert is_critical("test_triage.py::test_priority[x]", ("test_priority",)) is True
+    assert is_critical("test_triage.py::test_priority[x]", ()) is False
+
+
+def test_changed_lists_components_in_key_order_and_flattens_suite_components():
+    b = {"model": "a", "prompt_version": "v1", "prompt_sha": "x", "dataset_sha": "d", "components": {"retriever": "k1"}}
+    c = {"model": "a", "prompt_version": "v2", "prompt_sha": "y", "dataset_sha": "d", "components": {"retriever": "k2"}}
+    assert list(changed_components(b, c).items()) == [
+        ("prompt_version", ("v1", "v2")), ("prompt_sha", ("x", "y")), ("components.retriever", ("k1", "k2"))]
+
+
+def test_decision_json_has_the_documented_fields():
+    data = gate(report(BASE), report(BASE)).to_json()
+    assert {"decision", "reasons", "regressed", "fixed", "critical_failures", "missing_critical",
+            "pass_rate", "changed"} <= data.keys()
+    assert data["decision"] == "go"
+
+
+@pytest.mark.parametrize("verdict, code", [(Verdict.GO, 0), (Verdict.BLOCK, 1), (Verdict.INCOMPARABLE, 2),
+                                           (Verdict.REVIEW, 0)])
+def test_exit_codes_of_decisions(verdict, code):
+    assert exit_code(verdict) == code
+
+
+def test_review_can_fail_the_job_and_errors_never_share_a_decision_code():
+    assert exit_code(Verdict.REVIEW, review_fails=True) == ExitCode.BLOCK
+    assert {ExitCode.INPUT_ERROR, ExitCode.INTERNAL_ERROR}.isdisjoint({0, 1, 2})

@@ -1,0 +1,68 @@
+"""The eval key: pinned per key version, and blind to transport settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalkit.dataset import load_dataset
+from evalkit.fingerprint import fingerprint
+from evalkit.key import KEY_VERSION, EvalKey, build_key, recording_path, safe_name
+from evalkit.paths import PROJECT_ROOT
+
+SUITE = PROJECT_ROOT / "suites/issue_triage"
+
+
+def key_for(prompt: str = "v1", dataset: str = "v1", model: str = "gemini-3.8-flash", **components) -> EvalKey:
+    return build_key(suite="issue_triage", dataset=load_dataset(SUITE / f"datasets/{dataset}.json"), model=model,
+                     prompt_version=prompt, prompt_text=(SUITE / f"prompts/{prompt}.txt").read_text(),
+                     judge_model="gemini-3.8-flash", components=components)
+
+
+def test_key_version_1_is_pinned():
+    assert KEY_VERSION == 1
+    assert key_for().model_dump() == {
+        "key_version": 1, "suite": "issue_triage", "dataset": "issue-triage@1",
+        "dataset_sha": fingerprint((SUITE / "datasets/v1.json").read_bytes()),
+        "model": "gemini-3.8-flash", "prompt_version": "v1", "prompt_sha": "01859a9d3df1",
+        "judge_model": "gemini-3.8-flash", "components": {}}
+
+
+def test_prompt_shas_match_the_seed():
+    # sha256 of the prompt text, as the seed's recorded runs give them
+    assert key_for("v1").prompt_sha == "01859a9d3df1"
+    assert key_for("v2").prompt_sha == "573cd471224c"
+
+
+def test_dataset_sha_follows_the_file_bytes(tmp_path):
+    data = (SUITE / "datasets/v1.json").read_bytes()
+    (tmp_path / "d.json").write_bytes(data.replace(b"412 of the 500", b"411 of the 500"))
+    assert load_dataset(tmp_path / "d.json").sha != load_dataset(SUITE / "datasets/v1.json").sha
+
+
+def test_components_fingerprint_their_settings():
+    a = key_for(retriever=("default", {"k": 3}))
+    b = key_for(retriever=("default", {"k": 1}))
+    assert a.components["retriever"].startswith("default@") and a.components != b.components
+    assert recording_path(a, Path("r")) != recording_path(b, Path("r"))
+
+
+def test_the_key_has_no_transport_fields():
+    # base_url, timeouts, credentials and output paths must never orphan a recording
+    assert set(EvalKey.model_fields) == {"key_version", "suite", "dataset", "dataset_sha", "model",
+                                         "prompt_version", "prompt_sha", "judge_model", "components"}
+
+
+@pytest.mark.parametrize("text, safe", [("gemma4:e2b", "gemma4-e2b"), ("a/b\\c", "a-b-c"),
+                                         ("issue-triage@1", "issue-triage@1"), ("..", "_"), ("x y?*", "x-y")])
+def test_safe_names(text, safe):
+    assert safe_name(text) == safe
+
+
+def test_recording_path_is_one_file_per_model_prompt_dataset():
+    assert recording_path(key_for(model="gemma4:e2b"), Path("recordings")) == Path(
+        "recordings/issue_triage/gemma4-e2b-v1-issue-triage@1.json")
+    paths = {recording_path(key_for(p, d, m), Path("r")) for p in ("v1", "v2") for d in ("v1", "v2")
+             for m in ("gemma4:e2b", "gemini-3.8-flash")}
+    assert len(paths) == 8

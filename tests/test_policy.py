@@ -1,0 +1,56 @@
+"""Policies: a reviewed file, validated strictly, loadable by name or path."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalkit.errors import ConfigError, InputError
+from evalkit.policy import POLICY_DIR, Policy, load_policy
+
+
+def test_every_shipped_policy_loads():
+    names = [p.stem for p in POLICY_DIR.glob("*.yaml")]
+    assert names, "conf/policy/ ships no policy"
+    for name in names:
+        assert isinstance(load_policy(name), Policy)
+
+
+def test_triage_policy_is_the_seed_policy():
+    policy = load_policy("triage")
+    assert policy == Policy(max_regressions=0, min_pass_rate=0.9,
+                            critical=("test_priority", "test_reply_matches_schema"))
+
+
+def test_policy_by_json_and_yaml_path(tmp_path):
+    (tmp_path / "p.json").write_text('{"max_regressions": 2, "min_pass_rate": 0.5, "critical": []}')
+    (tmp_path / "p.yaml").write_text("max_regressions: 1\n")
+    assert load_policy(str(tmp_path / "p.json")).max_regressions == 2
+    assert load_policy(tmp_path / "p.yaml").max_regressions == 1
+
+
+@pytest.mark.parametrize("body, message", [
+    ("max_regresions: 0\n", r"p\.yaml: unknown key 'max_regresions' \(allowed: critical, max_regressions, min_pass_rate\)"),
+    ("max_regressions: many\n", r"p\.yaml: 'max_regressions': Input should be a valid integer"),
+    ("min_pass_rate: 1.2\n", r"'min_pass_rate': Input should be less than or equal to 1"),
+    ("min_pass_rate: -0.1\n", r"'min_pass_rate': Input should be greater than or equal to 0"),
+    ("max_regressions: -1\n", r"'max_regressions': Input should be greater than or equal to 0"),
+    ("- a list\n", r"p\.yaml: a policy must be a mapping"),
+])
+def test_bad_policies_are_refused_in_one_line(tmp_path, body, message):
+    path = tmp_path / "p.yaml"
+    path.write_text(body)
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_policy(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_unknown_policy_name_lists_the_available_ones():
+    with pytest.raises(InputError, match=r"policy 'strictest': no such policy .*\(available: .*triage"):
+        load_policy("strictest")
+
+
+def test_malformed_policy_file(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text('{"max_regressions": ')
+    with pytest.raises(InputError, match=r"p\.json: not valid JSON"):
+        load_policy(path)
