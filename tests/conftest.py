@@ -14,6 +14,8 @@ import pytest
 
 from evalkit.paths import PROJECT_ROOT
 
+pytest_plugins = ["pytester"]
+
 KEY = {"dataset": "issue-triage@1", "dataset_sha": "aaa", "model": "m", "prompt_version": "v1",
        "prompt_sha": "p1", "judge_model": "j"}
 

@@ -1,0 +1,77 @@
+"""evalkit's pytest plugin, black-box with pytester: parametrisation, reply fixtures, report fields."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+RUN = {
+    "key": {"suite": "s", "dataset": "d@1", "dataset_sha": "aaa", "model": "m", "prompt_version": "v1",
+            "prompt_sha": "p", "judge_model": "j", "components": {}},
+    "provenance": {"recording_provenance": "authored"},
+    "cases": [{"id": "c1", "fields": {"want": "x", "judged": True}},
+              {"id": "c2", "fields": {"want": "y", "judged": False}},
+              {"id": "c3", "fields": {"want": "z", "judged": False}}],
+    "calls": {
+        "task/c1": {"status": "replayed", "text": "x", "reason": None, "stop_reason": "stop"},
+        "task/c2": {"status": "replayed", "text": "wrong", "reason": None, "stop_reason": "stop"},
+        "task/c3": {"status": "missing", "text": None, "reason": "no recording for task/c3 in r.json", "stop_reason": None},
+        "judge/quality/c1": {"status": "replayed", "text": "ok", "reason": None, "stop_reason": "stop"},
+    },
+}
+
+TESTS = """
+import pytest
+
+def test_reply(case, task_reply):
+    assert task_reply == case.want
+
+@pytest.mark.cases(lambda case: case.judged)
+def test_judged(case, judge_reply):
+    assert judge_reply("quality") == "ok"
+
+def test_key(eval_key):
+    assert eval_key["model"] == "m"
+"""
+
+
+@pytest.fixture
+def run_file(pytester: pytest.Pytester):
+    path = pytester.path / "run.json"
+    path.write_text(json.dumps(RUN))
+    pytester.makepyfile(test_suite=TESTS)
+    return path
+
+
+def test_cases_become_parameters_and_replies_fixtures(pytester, run_file):
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--evalkit-run={run_file}", "-v")
+    result.assert_outcomes(passed=3, failed=1, errors=1)
+    result.stdout.fnmatch_lines([
+        "*test_reply?c1? PASSED*", "*test_reply?c2? FAILED*", "*test_reply?c3? ERROR*", "*test_judged?c1? PASSED*"])
+    result.stdout.fnmatch_lines(["*no recording for task/c3 in r.json*"])
+    assert "test_judged[c2]" not in result.stdout.str()
+
+
+def test_report_gets_key_cases_and_provenance_and_loses_machine_fields(pytester, run_file):
+    out = pytester.path / "report.json"
+    pytester.runpytest("-p", "no:cacheprovider", f"--evalkit-run={run_file}", "--json-report",
+                       f"--json-report-file={out}")
+    data = json.loads(out.read_text())
+    assert data["eval"] == RUN["key"] and data["provenance"] == RUN["provenance"]
+    assert "environment" not in data and "root" not in data
+    cases = {c["id"]: c for c in data["cases"]}
+    assert cases["c1"]["checks"] == {"test_reply": "passed", "test_judged": "passed"} and cases["c1"]["passed"]
+    assert cases["c2"]["passed"] is False
+    assert cases["c3"]["calls"] == {"task/c3": "missing"}
+    assert cases["c3"]["problems"] == ["no recording for task/c3 in r.json"]
+    assert {t["nodeid"]: t.get("case") for t in data["tests"]}["test_suite.py::test_reply[c2]"] == "c2"
+
+
+def test_plugin_is_inert_without_an_evalkit_run(pytester):
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    out = pytester.path / "report.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--json-report", f"--json-report-file={out}")
+    result.assert_outcomes(passed=1)
+    data = json.loads(out.read_text())
+    assert "eval" not in data and "environment" in data
