@@ -1,0 +1,41 @@
+"""Docs that cannot drift: the README's commands are the ones CI and the program use."""
+
+from __future__ import annotations
+
+import re
+
+from evalkit.paths import PROJECT_ROOT
+
+README = (PROJECT_ROOT / "README.md").read_text()
+
+
+def setup_commands() -> list[str]:
+    block = README.split("## Set up and run", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line and not line.startswith("#")]
+
+
+def test_readme_has_the_two_setup_commands():
+    run, test = setup_commands()
+    assert run.endswith(".venv/bin/python -m evalkit") and "pip install -q -e ." in run
+    assert test.endswith(".venv/bin/python -m pytest -q") and '".[test]"' in test
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    ci = (PROJECT_ROOT / ".ci/run").read_text()
+    assert setup_commands()[1] in ci.splitlines()
+
+
+def test_readme_exit_codes_match_the_program():
+    from evalkit.decision import ExitCode
+
+    section = README.split("### Exit codes", 1)[1].split("\n#", 1)[0]
+    rows = dict(re.findall(r"^\| (\d) \| (\w+)", section, flags=re.M))
+    assert rows == {"0": "go", "1": "block", "2": "incomparable", "3": "input", "4": "internal"}
+    assert [int(c) for c in rows] == [ExitCode.GO, ExitCode.BLOCK, ExitCode.INCOMPARABLE,
+                                      ExitCode.INPUT_ERROR, ExitCode.INTERNAL_ERROR]
+
+
+def test_readme_names_every_config_option():
+    for group in ("suite", "model", "prompt", "dataset", "judge", "policy"):
+        for option in (PROJECT_ROOT / "conf" / group).glob("*.yaml"):
+            assert f"`{option.stem}`" in README, f"README does not mention {group}={option.stem}"
