@@ -65,11 +65,12 @@ def _run(cfg: Any, row: dict[str, Any]) -> int:
     baseline = load_baseline(config.baseline, config.suite.baseline, config.suite.name) if config.baseline else None
     result = run_suite(config)
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
-    print(f"run: suite {config.suite.name}, {result.report.passed} of {len(result.report.outcomes)} tests "
-          f"passed ({config.mode}, recording {result.recording_path.name}, "
-          f"{result.report.provenance.get('recording_provenance')}); report {result.report_path}")
+    run_line = (f"run: suite {config.suite.name}, {result.report.passed} of {len(result.report.outcomes)} tests "
+                f"passed ({config.mode}, recording {result.recording_path.name}, "
+                f"{result.report.provenance.get('recording_provenance')}); report {result.report_path}")
     if baseline is None:
         print("decision: none (baseline=none: the run was not gated)")
+        print(run_line)
         return ExitCode.GO
     name, base_report = baseline
     decision = decide(config.policy, base_report, result.report)
@@ -78,6 +79,7 @@ def _run(cfg: Any, row: dict[str, Any]) -> int:
     row.update(decision=str(decision.decision), changed=render_changed(decision.changed),
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
     print(render_decision(decision, config.policy.critical))
+    print(run_line)
     print(f"baseline: {name}")
     return exit_code(decision.decision)
 

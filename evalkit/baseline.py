@@ -24,7 +24,8 @@ def load_baseline(spec: str, suite_baseline: str | None, suite: str) -> tuple[st
     if spec.startswith("git:"):
         ref, sep, path_in_repo = spec[4:].partition(":")
         if not sep or not ref or not path_in_repo:
-            raise InputError(f"baseline={spec}: expected git:REF:PATH, e.g. git:origin/main:suites/x/runs/baseline.json")
+            raise InputError(f"baseline={spec}: expected git:REF:PATH, "
+                             "e.g. git:origin/main:suites/x/runs/baseline.json")
         try:
             done = subprocess.run(["git", "show", f"{ref}:{path_in_repo}"], capture_output=True, text=True,
                                   check=False, timeout=60)

@@ -105,7 +105,7 @@ class RunConfig(_Strict):
 def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tuple[str, ...] = ()) -> RunConfig:
     """Validate composed config data; errors name the option files (and overrides) the bad keys came from."""
     data = dict(data)
-    suite = data.get("suite") if isinstance(data.get("suite"), dict) else {}
+    suite: dict[str, Any] = data["suite"] if isinstance(data.get("suite"), dict) else {}
     declared = [c for c in suite.get("components", ()) if isinstance(c, str)]
     data["components"] = {name: data.pop(name) for name in declared if name in data}
     if isinstance(data.get("baseline"), str) and data["baseline"].lower() in ("none", "null", ""):

@@ -83,7 +83,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     if not new_entries:
         return Execution(calls, None)
     kept = {} if mode is Mode.LIVE else dict(recording.calls)
-    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     if kept and recording.provenance.kind == "authored":
         # Adding live calls to a fixture does not make the fixture's other replies a model's.
         earlier = recording.provenance.note or "authored fixture"

@@ -55,7 +55,7 @@ class Recording(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format: Literal["evalkit-recording/1"] = FORMAT
+    format: Literal["evalkit-recording/1"] = "evalkit-recording/1"
     key: EvalKey
     provenance: Provenance
     calls: dict[str, Entry] = {}
@@ -112,7 +112,8 @@ def load_recording(path: Path, expected: EvalKey | None = None) -> Recording:
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise RecordingError(f"{path}: recording is not valid JSON ({error}); restore it from git or re-record") from None
+        raise RecordingError(f"{path}: recording is not valid JSON ({error}); "
+                             "restore it from git or re-record") from None
     try:
         recording = Recording.model_validate(data)
     except ValidationError as error:

@@ -45,7 +45,8 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
     if not isinstance(tests, list):
         raise InputError(f"{where}: not a run report: no 'tests' list (was it written by pytest-json-report?)")
     if not tests:
-        raise InputError(f"{where}: the run has no tests, so there is nothing to gate; check that the suite collected its tests")
+        raise InputError(f"{where}: the run has no tests, so there is nothing to gate; "
+                         "check that the suite collected its tests")
     outcomes: dict[str, str] = {}
     for index, test in enumerate(tests):
         try:

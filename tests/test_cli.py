@@ -4,6 +4,7 @@ bad input. The recorded decisions of the issue-triage suite must reproduce exact
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -38,7 +39,7 @@ PROMPT_CHANGE = {"prompt_version": ["v1", "v2"], "prompt_sha": ["01859a9d3df1", 
 def test_recorded_decisions_reproduce(run_evalkit, tmp_path, overrides, code, expected):
     done = run_evalkit(*overrides)
     assert done.returncode == code, done.stdout + done.stderr
-    assert done.stdout.splitlines()[1] == f"decision: {expected['decision'].upper()}"
+    assert done.stdout.splitlines()[0] == f"decision: {expected['decision'].upper()}"
     decision = json.loads((tmp_path / "job" / "decision.json").read_text())
     assert {k: decision[k] for k in expected} == expected
     assert (tmp_path / "job" / "report.json").is_file()
@@ -195,3 +196,11 @@ def test_gate_cli_bad_input(run_evalkit, tmp_path, write, args, message):
 def test_gate_cli_usage_error_is_not_incomparable(run_evalkit):
     done = run_evalkit("only-one-argument.json", module="evalkit.gate")
     assert done.returncode == 3 and "usage:" in done.stderr
+
+
+def test_readme_output_example_is_what_the_program_prints(run_evalkit):
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    shown = readme.split("What `python -m evalkit model=gemma4` prints", 1)[1].split("```", 2)[1].strip()
+    done = run_evalkit("model=gemma4")
+    printed = re.sub(r"report \S+report\.json", "report outputs/.../report.json", done.stdout.strip())
+    assert printed == shown
