@@ -47,20 +47,25 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
             judge: ModelConfig | None, mode: Mode, recording: Recording, where: str,
             provider_for: Callable[[ModelConfig], Provider], version: str) -> Execution:
     """Obtain every call of the run. Failures of single calls are results, never exceptions."""
+    judged = task.build_judge is not None and judge is not None
+    # Set up every provider before the first call: a missing extra or credential for the judge must
+    # be refused before the model is called, not after its replies would have to be thrown away.
     providers: dict[str, Provider] = {}
+    if mode is not Mode.REPLAY:
+        providers["model"] = provider_for(model)
+        if judged and judge is not None:
+            providers["judge"] = provider_for(judge)
     new_entries: dict[str, Entry] = {}
 
-    def obtain(call_id: str, request: Request, config: ModelConfig) -> CallResult:
+    def obtain(call_id: str, request: Request, role: str) -> CallResult:
         if mode is not Mode.LIVE:
             found = lookup(recording, where, call_id, request)
             if isinstance(found, Hit):
                 return CallResult("replayed", found.reply)
             if mode is Mode.REPLAY:
                 return CallResult(found.kind, reason=found.reason)
-        if config.name not in providers:
-            providers[config.name] = provider_for(config)
         try:
-            reply = providers[config.name].complete(request)
+            reply = providers[role].complete(request)
         except Exception as error:  # a failed call is data about the run, not a crash of it
             return CallResult("failed", reason=f"{call_id}: live call failed: {type(error).__name__}: {error}")
         new_entries[call_id] = Entry(request_sha=request_fingerprint(request), request=request, reply=reply)
@@ -68,8 +73,8 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
 
     calls: dict[str, CallResult] = {}
     for case in cases:
-        calls[f"task/{case.id}"] = obtain(f"task/{case.id}", task.build_task(case, prompt, model), model)
-    if task.build_judge is not None and judge is not None:
+        calls[f"task/{case.id}"] = obtain(f"task/{case.id}", task.build_task(case, prompt, model), "model")
+    if judged and task.build_judge is not None and judge is not None:
         for case in cases:
             output = calls[f"task/{case.id}"]
             requests = task.build_judge(case, output.text or "", judge)
@@ -78,7 +83,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
                 if output.text is None:
                     calls[call_id] = CallResult("blocked", reason=f"{call_id} needs task/{case.id}, which has no reply")
                 else:
-                    calls[call_id] = obtain(call_id, request, judge)
+                    calls[call_id] = obtain(call_id, request, "judge")
 
     if not new_entries:
         return Execution(calls, None)

@@ -188,11 +188,14 @@ def _handler_for(server: FakeOllama) -> type[BaseHTTPRequestHandler]:
 
         def _send_json(self, status: int, payload: Any) -> None:
             data = json.dumps(payload).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up (e.g. its timeout): nobody to answer
 
         def _read(self) -> tuple[bytes, Any]:
             length = int(self.headers.get("Content-Length") or 0)
