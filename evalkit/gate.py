@@ -64,12 +64,23 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
         return Decision(Verdict.INCOMPARABLE, tuple(blocked), changed)
 
     before, after = baseline.outcomes, candidate.outcomes
-    regressed = sorted(n for n, o in before.items() if o == "passed" and after.get(n) != "passed")
-    fixed = sorted(n for n, o in before.items() if o != "passed" and after.get(n) == "passed")
     critical = policy.critical
-    critical_failures = sorted(n for n, o in after.items() if o != "passed" and is_critical(n, critical))
-    missing_critical = sorted(n for n in before if n not in after and is_critical(n, critical))
-    passed = candidate.passed
+    regressed, fixed, missing_critical = [], [], []
+    for name, outcome in before.items():  # one pass each way: reports can hold millions of tests
+        now = after.get(name)
+        if outcome == "passed":
+            if now != "passed":
+                regressed.append(name)
+        elif now == "passed":
+            fixed.append(name)
+        if now is None and is_critical(name, critical):
+            missing_critical.append(name)
+    failing = [name for name, outcome in after.items() if outcome != "passed"]
+    critical_failures = sorted(name for name in failing if is_critical(name, critical))
+    regressed.sort()
+    fixed.sort()
+    missing_critical.sort()
+    passed = len(after) - len(failing)
     pass_rate = passed / len(after)  # report loading guarantees at least one test
 
     reasons = []

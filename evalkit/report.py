@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.atomic import write_atomic
 from evalkit.errors import InputError
 
-__all__ = ["RunReport", "report_from_mapping", "load_report", "parse_report", "save_report"]
+__all__ = ["RunReport", "report_from_mapping", "load_report", "parse_report"]
 
 OUTCOMES = frozenset({"passed", "failed", "skipped", "xfailed", "xpassed", "error"})
+# One shared string per outcome: a million-test report then holds 6 outcome strings, not a million.
+_CANONICAL = {o: o for o in OUTCOMES}
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,20 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
     if not tests:
         raise InputError(f"{where}: the run has no tests, so there is nothing to gate; "
                          "check that the suite collected its tests")
+    # Fast path for valid reports (one pass, C-speed); the careful loop below words the error.
+    try:
+        outcomes = {test["nodeid"]: _CANONICAL[test["outcome"]] for test in tests}
+    except (TypeError, KeyError):
+        outcomes = {}
+    if len(outcomes) != len(tests) or not all(isinstance(nodeid, str) for nodeid in outcomes):
+        _refuse_tests(tests, where)
+    cases = data.get("cases") or ()
+    provenance = data.get("provenance") or {}
+    return RunReport(key, outcomes, tuple(cases), provenance)
+
+
+def _refuse_tests(tests: list[Any], where: str) -> None:
+    """Find the first bad test entry and raise an error naming it."""
     outcomes: dict[str, str] = {}
     for index, test in enumerate(tests):
         try:
@@ -59,19 +74,20 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
         if nodeid in outcomes:
             raise InputError(f"{where}: duplicate test id {nodeid!r}; each test may appear once")
         outcomes[nodeid] = outcome
-    cases = data.get("cases") or ()
-    provenance = data.get("provenance") or {}
-    return RunReport(key, outcomes, tuple(cases), provenance)
+    raise AssertionError("unreachable: the fast path refused a valid tests list")
 
 
 def parse_report(text: str, where: str) -> RunReport:
     """Parse report text; malformed or truncated JSON is an input error naming the position."""
+    return report_from_mapping(_parse_json(text, where), where)
+
+
+def _parse_json(text: str, where: str) -> Any:
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise InputError(f"{where}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg}); "
                          "is the file truncated?") from None
-    return report_from_mapping(data, where)
 
 
 def load_report(path: Path) -> RunReport:
@@ -81,8 +97,7 @@ def load_report(path: Path) -> RunReport:
         raise InputError(f"{path}: report file not found") from None
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: cannot read report ({error})") from None
-    return parse_report(text, str(path))
+    data = _parse_json(text, str(path))
+    del text  # the raw text of a large report is as big as the parsed one: free it before extracting
+    return report_from_mapping(data, str(path))
 
-
-def save_report(data: Mapping[str, Any], path: Path) -> None:
-    write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")

@@ -22,7 +22,6 @@ import pytest
 from evalkit.config import ModelConfig
 from evalkit.dataset import Case, load_dataset
 from evalkit.paths import PROJECT_ROOT
-from evalkit.providers.base import Request
 from evalkit.recording import load_recording, request_fingerprint
 from evalkit.suite import load_task
 from evalkit.version import __version__

@@ -10,7 +10,17 @@ import pytest
 from evalkit.errors import RecordingError
 from evalkit.key import EvalKey
 from evalkit.providers.base import Message, Reply, Request
-from evalkit.recording import Entry, Hit, Miss, Provenance, Recording, load_recording, lookup, request_fingerprint, save_recording
+from evalkit.recording import (
+    Entry,
+    Hit,
+    Miss,
+    Provenance,
+    Recording,
+    load_recording,
+    lookup,
+    request_fingerprint,
+    save_recording,
+)
 
 KEY = EvalKey(suite="s", dataset="d@1", dataset_sha="aaa", model="m", prompt_version="v1", prompt_sha="p")
 
