@@ -6,7 +6,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Message", "Request", "Usage", "Reply", "Provider"]
+__all__ = ["Message", "Request", "Usage", "Reply", "Provider", "CallFailure"]
 
 
 class Message(BaseModel):
@@ -52,7 +52,28 @@ class Reply(BaseModel):
     """Wall time of the call as measured by evalkit; None for authored fixtures."""
 
 
+class CallFailure(Exception):
+    """A call that produced no reply, classified so the runner knows whether to try again.
+
+    Providers translate their SDK's errors into this: timeouts, dropped connections, 429 and 5xx
+    are `retryable` (429 with the server's Retry-After in seconds, when it sent one); other 4xx
+    (bad request, auth, schema) are not. The message must not contain credentials.
+    """
+
+    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None,
+                 status: int | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+
+
 class Provider(Protocol):
-    """Calls one kind of server. Construction must not touch the network; `complete` does."""
+    """Calls one kind of server. Construction must not touch the network; `complete` does.
+
+    `complete` returns a Reply, or raises CallFailure; it never retries by itself (the runner
+    owns retries, so backoff, budgets and progress stay in one place). It must be safe to call
+    from several threads at once.
+    """
 
     def complete(self, request: Request) -> Reply: ...
