@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -10,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalkit.errors import ConfigError, describe_validation
 from evalkit.policy import Policy
 
-__all__ = ["Mode", "ModelConfig", "PromptConfig", "DatasetConfig", "SuiteConfig", "RunSettings",
+__all__ = ["Mode", "Progress", "Price", "BudgetConfig", "ModelConfig", "PromptConfig", "DatasetConfig", "SuiteConfig", "RunSettings",
            "RunConfig", "from_hydra", "validate_config"]
 
 
@@ -22,8 +23,25 @@ class Mode(enum.StrEnum):
     RECORD_MISSING = "record-missing"
 
 
+class Progress(enum.StrEnum):
+    """Whether live runs draw a progress bar: `auto` draws one on a terminal, never in CI."""
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Price(_Strict):
+    """What a model's tokens cost, for `budget.max_cost` (any currency, used consistently)."""
+
+    input_per_mtok: float = Field(ge=0)
+    """Price of one million input tokens."""
+    output_per_mtok: float = Field(ge=0)
+    """Price of one million output tokens."""
 
 
 class ModelConfig(_Strict):
@@ -41,6 +59,8 @@ class ModelConfig(_Strict):
     """Per-call timeout in seconds (transport; not in the eval key)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Sampling options sent with every request (temperature, seed, ...); part of each request's fingerprint."""
+    price: Price | None = None
+    """Token prices, needed only for `budget.max_cost`."""
 
 
 class PromptConfig(_Strict):
@@ -71,8 +91,23 @@ class SuiteConfig(_Strict):
     """Further config groups this suite declares as components (e.g. `retriever`): they join the eval key."""
 
 
+class BudgetConfig(_Strict):
+    """Limits on what a live run may spend. A call is sent only if its reservation fits."""
+
+    max_calls: int | None = Field(None, ge=0)
+    """Model calls (attempts, retries included) the run may send."""
+    max_input_tokens: int | None = Field(None, ge=0)
+    """Input tokens, reserved from an estimate (characters / 4) and settled from the provider's usage."""
+    max_output_tokens: int | None = Field(None, ge=0)
+    """Output tokens, reserved at `reserve_output_tokens` per call and settled from the provider's usage."""
+    max_cost: float | None = Field(None, ge=0)
+    """Cost from the model's `price` table; requires `price` on every model that is called live."""
+    reserve_output_tokens: int = Field(1024, ge=1)
+    """The most output a call is assumed to produce until its usage is known."""
+
+
 class RunSettings(_Strict):
-    """Where a run writes and reads; none of these change what is measured."""
+    """Where a run writes and reads, and how live calls are made; none of these change what is measured."""
 
     out: str = Field(min_length=1)
     """Job folder for `report.json` and `decision.json` (the Hydra job dir by default)."""
@@ -80,6 +115,26 @@ class RunSettings(_Strict):
     """Root folder of recordings (relative paths are relative to the project root)."""
     save_report: str | None = None
     """Also write the run report here, e.g. to refresh a suite's shipped baseline."""
+    concurrency: int = Field(8, ge=1, le=1024)
+    """Live calls in flight at once (8 suits a local server; raise it for hosted APIs)."""
+    rpm: float | None = Field(None, gt=0)
+    """Requests per minute, when the provider limits them."""
+    tpm: float | None = Field(None, gt=0)
+    """Tokens per minute (estimated input + reserved output), when the provider limits them."""
+    retries: int = Field(4, ge=0)
+    """Further attempts after a timeout, a dropped connection, 429 or 5xx; never after other 4xx."""
+    backoff_s: float = Field(0.5, gt=0)
+    """First backoff; it doubles per attempt, with full jitter, unless the server sent Retry-After."""
+    backoff_max_s: float = Field(30.0, gt=0)
+    """Longest backoff between attempts (a server's Retry-After is honoured even when longer)."""
+    progress: Progress = Progress.AUTO
+    """Progress bar for live calls: auto (only on a terminal and not in CI), on, off."""
+    resume: bool = False
+    """Continue an interrupted live run from its journal (`+run.resume=true`)."""
+    lock_timeout_s: float = Field(600.0, ge=0)
+    """How long to wait for another job that is writing the same recording."""
+    secret_patterns: tuple[str, ...] = ()
+    """Extra regular expressions whose matches are redacted from recordings, reports and logs."""
 
 
 class RunConfig(_Strict):
@@ -96,6 +151,7 @@ class RunConfig(_Strict):
     baseline: str | None = "default"
     """`default` (the suite's shipped baseline), a report path, `git:REF:PATH`, or `none` to skip the gate."""
     run: RunSettings
+    budget: BudgetConfig = BudgetConfig()
     components: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """The suite-declared components, by group name, as composed (validated by the suite)."""
     choices: dict[str, str] = Field(default_factory=dict)
@@ -112,14 +168,30 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
         data["baseline"] = None
     data["choices"] = choices
     try:
-        return RunConfig.model_validate(data)
+        config = RunConfig.model_validate(data)
     except ValidationError as error:
-        groups = sorted({str(e["loc"][0]) for e in error.errors() if e["loc"]})
-        sources = [f"conf/{g}/{choices[g]}.yaml" for g in groups if g in choices]
-        touched = [o for o in overrides if o.lstrip("+~").split("=")[0].split(".")[0] in groups]
-        if touched:
-            sources.append("command line " + " ".join(touched))
-        raise ConfigError(describe_validation(error, RunConfig, ", ".join(sources) or "config")) from None
+        raise _refusal(error, choices, overrides) from None
+    for pattern in config.run.secret_patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ConfigError(f"run.secret_patterns: {pattern!r} is not a regular expression ({error})") from None
+    if config.budget.max_cost is not None:
+        unpriced = [m.name for m in (config.model, config.judge) if m is not None and m.price is None]
+        if unpriced:
+            raise ConfigError("budget.max_cost needs a price table (model.price / judge.price) for "
+                              + ", ".join(unpriced))
+    return config
+
+
+def _refusal(error: ValidationError, choices: dict[str, str], overrides: tuple[str, ...]) -> ConfigError:
+    """One line naming the option files (and command-line overrides) the bad keys came from."""
+    groups = sorted({str(e["loc"][0]) for e in error.errors() if e["loc"]})
+    sources = [f"conf/{g}/{choices[g]}.yaml" for g in groups if g in choices]
+    touched = [o for o in overrides if o.lstrip("+~").split("=")[0].split(".")[0] in groups]
+    if touched:
+        sources.append("command line " + " ".join(touched))
+    return ConfigError(describe_validation(error, RunConfig, ", ".join(sources) or "config"))
 
 
 def from_hydra(cfg: Any) -> RunConfig:

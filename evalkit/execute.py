@@ -1,25 +1,39 @@
 """Drive the calls of a run: replay each from the recording, or call the provider and record it.
 
-Task calls come first; judge calls are built from the task replies, so a changed reply makes its
-judge call stale instead of silently reusing an old verdict.
+Two waves: every task call first (concurrently, in live modes), then the judge calls, which are
+built from the task replies — so a changed reply makes its judge call stale instead of silently
+reusing an old verdict. Failures of single calls are results, never exceptions: a call that fails
+after its retries, or that the budget denies, is recorded as such and leaves its case unscored.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Literal
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from evalkit.config import Mode, ModelConfig
+from evalkit.budget import Budget, estimate_tokens
+from evalkit.config import Mode, ModelConfig, RunSettings
 from evalkit.dataset import Case
-from evalkit.providers.base import Provider, Reply, Request
-from evalkit.recording import Entry, Hit, Provenance, Recording, lookup, request_fingerprint
+from evalkit.journal import Journal
+from evalkit.limits import RateLimiter
+from evalkit.progress import CallProgress
+from evalkit.providers.base import CallFailure, Provider, Reply, Request
+from evalkit.recording import Entry, Failure, Hit, Provenance, Recording, lookup, request_fingerprint
+from evalkit.retry import RetryPolicy, backoff_seconds
 from evalkit.suite import SuiteTask
 
-__all__ = ["CallResult", "Execution", "execute"]
+__all__ = ["CallResult", "Execution", "LiveSetup", "execute", "UNSCORED"]
 
-Status = Literal["replayed", "recorded", "missing", "stale", "failed", "blocked"]
+Status = Literal["replayed", "recorded", "resumed", "missing", "stale", "failed", "budget_denied", "blocked"]
+# Statuses that leave a case unscored: the run could not measure it, which the gate treats as incomplete.
+UNSCORED = frozenset({"failed", "budget_denied"})
 
 
 @dataclass(frozen=True)
@@ -35,67 +49,194 @@ class CallResult:
         return self.reply.text if self.reply else None
 
 
+@dataclass
+class LiveSetup:
+    """Everything a live or record-missing run needs to call models; built by the runner."""
+
+    providers: Mapping[str, Provider]
+    """By role: `model`, and `judge` when the suite judges; set up before the first call, so a missing
+    extra or credential is refused before any model is called."""
+    settings: RunSettings
+    budget: Budget
+    journal: Journal | None = None
+    resumed: Mapping[str, Entry] = field(default_factory=dict)
+    """Finished calls from the journal of an interrupted run (`+run.resume=true`)."""
+    redact: Callable[[str], str] = lambda text: text
+    progress: bool = False
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    sleep: Callable[[float], None] = time.sleep
+
+
 @dataclass(frozen=True)
 class Execution:
-    """All calls of a run, and the recording to save (None when nothing new was recorded)."""
+    """All calls of a run, the recording to save (None when nothing new was recorded), and statistics."""
 
     calls: dict[str, CallResult]
     recording: Recording | None
+    stats: dict[str, Any]
+
+
+Planned = tuple[str, Request, str]  # call id, request, role ("model" or "judge")
 
 
 def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: ModelConfig,
-            judge: ModelConfig | None, mode: Mode, recording: Recording, where: str,
-            provider_for: Callable[[ModelConfig], Provider], version: str) -> Execution:
-    """Obtain every call of the run. Failures of single calls are results, never exceptions."""
+            judge: ModelConfig | None, mode: Mode, recording: Recording, where: str, version: str,
+            live: LiveSetup | None = None) -> Execution:
+    """Obtain every call of the run."""
+    if mode is not Mode.REPLAY and live is None:
+        raise ValueError(f"mode={mode} needs a LiveSetup")
     judged = task.build_judge is not None and judge is not None
-    # Set up every provider before the first call: a missing extra or credential for the judge must
-    # be refused before the model is called, not after its replies would have to be thrown away.
-    providers: dict[str, Provider] = {}
-    if mode is not Mode.REPLAY:
-        providers["model"] = provider_for(model)
-        if judged and judge is not None:
-            providers["judge"] = provider_for(judge)
-    new_entries: dict[str, Entry] = {}
+    caller = _Caller(mode, recording, where, live, model, judge if judged else None)
 
-    def obtain(call_id: str, request: Request, role: str) -> CallResult:
-        if mode is not Mode.LIVE:
-            found = lookup(recording, where, call_id, request)
-            if isinstance(found, Hit):
-                return CallResult("replayed", found.reply)
-            if mode is Mode.REPLAY:
-                return CallResult(found.kind, reason=found.reason)
-        try:
-            reply = providers[role].complete(request)
-        except Exception as error:  # a failed call is data about the run, not a crash of it
-            return CallResult("failed", reason=f"{call_id}: live call failed: {type(error).__name__}: {error}")
-        new_entries[call_id] = Entry(request_sha=request_fingerprint(request), request=request, reply=reply)
-        return CallResult("recorded", reply)
-
-    calls: dict[str, CallResult] = {}
-    for case in cases:
-        calls[f"task/{case.id}"] = obtain(f"task/{case.id}", task.build_task(case, prompt, model), "model")
-    if judged and task.build_judge is not None and judge is not None:
+    calls = caller.wave([(f"task/{c.id}", task.build_task(c, prompt, model), "model") for c in cases])
+    if task.build_judge is not None and judge is not None:
+        planned: list[Planned] = []
         for case in cases:
             output = calls[f"task/{case.id}"]
-            requests = task.build_judge(case, output.text or "", judge)
-            for metric, request in requests.items():
+            for metric, request in task.build_judge(case, output.text or "", judge).items():
                 call_id = f"judge/{metric}/{case.id}"
                 if output.text is None:
                     calls[call_id] = CallResult("blocked", reason=f"{call_id} needs task/{case.id}, which has no reply")
                 else:
-                    calls[call_id] = obtain(call_id, request, "judge")
+                    planned.append((call_id, request, "judge"))
+        calls |= caller.wave(planned)
 
-    if not new_entries:
-        return Execution(calls, None)
-    kept = {} if mode is Mode.LIVE else dict(recording.calls)
-    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    if kept and recording.provenance.kind == "authored":
-        # Adding live calls to a fixture does not make the fixture's other replies a model's.
-        earlier = recording.provenance.note or "authored fixture"
-        provenance = Provenance(kind="authored", evalkit_version=version, recorded_at=now,
-                                note=f"{earlier}; {len(new_entries)} call(s) recorded live at {now}")
-    else:
-        provenance = Provenance(kind="recorded", note="recorded by a live evalkit run",
-                                evalkit_version=version, recorded_at=now)
-    updated = recording.model_copy(update={"calls": kept | new_entries, "provenance": provenance})
-    return Execution(calls, updated)
+    counts: dict[str, int] = {}
+    for result in calls.values():
+        counts[result.status] = counts.get(result.status, 0) + 1
+    stats: dict[str, Any] = {"calls": dict(sorted(counts.items()))}
+    if live is not None:
+        stats["live"] = {"sent": caller.sent, "retried": caller.retried,
+                         "seconds": round(caller.live_seconds, 3), "budget": live.budget.summary()}
+    return Execution(calls, caller.recording_to_save(version), stats)
+
+
+class _Caller:
+    """Obtains calls wave by wave and collects what a live run adds to the recording."""
+
+    def __init__(self, mode: Mode, recording: Recording, where: str, live: LiveSetup | None,
+                 model: ModelConfig, judge: ModelConfig | None) -> None:
+        self.mode, self.recording, self.where, self.live = mode, recording, where, live
+        self.configs = {"model": model, "judge": judge}
+        self.new_entries: dict[str, Entry] = {}
+        self.sent = self.retried = 0
+        self.live_seconds = 0.0
+        self._lock = threading.Lock()
+        if live is not None and mode is not Mode.REPLAY:
+            self.providers = live.providers
+            self.limiter = RateLimiter(live.settings.rpm, live.settings.tpm)
+            self.retry = RetryPolicy(live.settings.retries, live.settings.backoff_s, live.settings.backoff_max_s)
+
+    def wave(self, planned: Sequence[Planned]) -> dict[str, CallResult]:
+        results: dict[str, CallResult] = {}
+        pending: list[Planned] = []
+        for call_id, request, role in planned:
+            found = None if self.mode is Mode.LIVE else lookup(self.recording, self.where, call_id, request)
+            if isinstance(found, Hit) and (self.mode is Mode.REPLAY or found.entry.failure is None):
+                results[call_id] = _from_entry(call_id, found.entry, "replayed")
+                continue
+            if self.mode is Mode.REPLAY:
+                assert found is not None and not isinstance(found, Hit)
+                results[call_id] = CallResult(found.kind, reason=found.reason)
+                continue
+            assert self.live is not None
+            earlier = self.live.resumed.get(call_id)
+            if earlier is not None and earlier.failure is None and earlier.request_sha == request_fingerprint(request):
+                self.new_entries[call_id] = earlier
+                results[call_id] = _from_entry(call_id, earlier, "resumed")
+                continue
+            pending.append((call_id, request, role))
+        if pending:
+            results |= self._call_all(pending)
+        return results
+
+    def _call_all(self, pending: Sequence[Planned]) -> dict[str, CallResult]:
+        assert self.live is not None
+        started = time.monotonic()
+        with CallProgress(len(pending), self.live.progress) as progress, \
+                ThreadPoolExecutor(max_workers=min(self.live.settings.concurrency, len(pending)),
+                                   thread_name_prefix="evalkit-call") as pool:
+            futures = {call_id: pool.submit(self._call, call_id, request, role, progress)
+                       for call_id, request, role in pending}
+            results = {call_id: future.result() for call_id, future in futures.items()}
+        self.live_seconds += time.monotonic() - started
+        return results
+
+    def _call(self, call_id: str, request: Request, role: str, progress: CallProgress) -> CallResult:
+        """One call with budget, rate limit and retries; runs on a worker thread."""
+        live = self.live
+        assert live is not None
+        config = self.configs[role]
+        assert config is not None
+        estimate = estimate_tokens(" ".join(m.content for m in request.messages)
+                                   + json.dumps(request.response_schema or ""))
+        attempt = 0
+        while True:
+            reservation = live.budget.reserve(estimate, config.price)
+            if isinstance(reservation, str):
+                result = self._finish(call_id, request, None, Failure(kind="budget_denied", reason=reservation))
+                progress.finished(ok=False)
+                return result
+            self.limiter.acquire(estimate + live.budget.limits.reserve_output_tokens)
+            with self._lock:
+                self.sent += 1
+            try:
+                reply = self.providers[role].complete(request)
+            except CallFailure as error:
+                if error.status == 429:
+                    live.budget.refund(reservation)  # refused before any work was done
+                else:
+                    live.budget.settle(reservation, None, config.price)  # the work may have been done
+                if error.retryable and attempt < self.retry.retries:
+                    with self._lock:
+                        self.retried += 1
+                    progress.retrying()
+                    live.sleep(backoff_seconds(self.retry, attempt, error.retry_after, live.rng))
+                    attempt += 1
+                    continue
+                kind = "retryable" if error.retryable else "not retryable"
+                reason = f"{call_id}: no reply after {attempt + 1} attempt(s) ({kind}): {error}"
+                failure = Failure(kind="failed", reason=live.redact(reason))
+                result = self._finish(call_id, request, None, failure)
+                progress.finished(ok=False)
+                return result
+            except Exception as error:  # an error outside the provider contract: fail the call, not the run
+                live.budget.settle(reservation, None, config.price)
+                reason = f"{call_id}: live call failed: {type(error).__name__}: {error}"
+                result = self._finish(call_id, request, None, Failure(kind="failed", reason=live.redact(reason)))
+                progress.finished(ok=False)
+                return result
+            live.budget.settle(reservation, reply.usage, config.price)
+            result = self._finish(call_id, request, reply, None)
+            progress.finished(ok=True)
+            return result
+
+    def _finish(self, call_id: str, request: Request, reply: Reply | None, failure: Failure | None) -> CallResult:
+        entry = Entry(request_sha=request_fingerprint(request), request=request, reply=reply, failure=failure)
+        assert self.live is not None
+        if self.live.journal is not None:
+            self.live.journal.append(call_id, entry)
+        with self._lock:
+            self.new_entries[call_id] = entry
+        return _from_entry(call_id, entry, "recorded")
+
+    def recording_to_save(self, version: str) -> Recording | None:
+        if not self.new_entries:
+            return None
+        kept = {} if self.mode is Mode.LIVE else dict(self.recording.calls)
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        if kept and self.recording.provenance.kind == "authored":
+            # Adding live calls to a fixture does not make the fixture's other replies a model's.
+            earlier = self.recording.provenance.note or "authored fixture"
+            provenance = Provenance(kind="authored", evalkit_version=version, recorded_at=now,
+                                    note=f"{earlier}; {len(self.new_entries)} call(s) recorded live at {now}")
+        else:
+            provenance = Provenance(kind="recorded", note="recorded by a live evalkit run",
+                                    evalkit_version=version, recorded_at=now)
+        return self.recording.model_copy(update={"calls": kept | self.new_entries, "provenance": provenance})
+
+
+def _from_entry(call_id: str, entry: Entry, status: Status) -> CallResult:
+    if entry.failure is not None:
+        return CallResult(entry.failure.kind, reason=entry.failure.reason)
+    return CallResult(status, entry.reply)

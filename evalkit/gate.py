@@ -84,6 +84,10 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
     pass_rate = passed / len(after)  # report loading guarantees at least one test
 
     reasons = []
+    unscored = candidate.unscored
+    if unscored:  # nothing is dropped from a denominator: an incomplete run cannot pass
+        reasons.append(f"incomplete run: {len(unscored)} unscored ({', '.join(unscored[:5])}"
+                       f"{', ...' if len(unscored) > 5 else ''})")
     if len(regressed) > policy.max_regressions:
         reasons.append(f"{len(regressed)} regression(s); policy allows {policy.max_regressions}")
     if critical_failures:

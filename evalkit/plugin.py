@@ -17,6 +17,9 @@ import pytest
 from evalkit.dataset import Case
 
 RUN_OPTION = "--evalkit-run"
+# Call statuses that leave a case unscored (see evalkit.execute.UNSCORED): its checks are skipped
+# with the reason, and the case is reported as unscored, never as a pass or a made-up failure.
+UNSCORED = frozenset({"failed", "budget_denied"})
 MACHINE_FIELDS = ("environment", "root")  # about the machine, not the eval: dropped from reports
 
 
@@ -35,6 +38,8 @@ class RunInput:
         call = self.calls.get(call_id)
         if call is None:
             pytest.fail(f"{call_id} was never made: the suite's task did not plan this call", pytrace=False)
+        if call["status"] in UNSCORED:
+            pytest.skip(f"unscored: {call['reason']}")
         if call["text"] is None:
             pytest.fail(call["reason"] or f"{call_id}: no reply text", pytrace=False)
         text: str = call["text"]
@@ -104,7 +109,7 @@ class _EvalRun:
 
     def _cases(self, tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         by_case: dict[str, dict[str, Any]] = {
-            c.id: {"id": c.id, "checks": {}, "calls": {}, "problems": []} for c in self.run.cases}
+            c.id: {"id": c.id, "status": "scored", "checks": {}, "calls": {}, "problems": []} for c in self.run.cases}
         for test in tests:
             case_id = self.case_of.get(test["nodeid"])
             if case_id is None:
@@ -118,6 +123,8 @@ class _EvalRun:
                 by_case[case_id]["calls"][call_id] = call["status"]
                 if call["reason"]:
                     by_case[case_id]["problems"].append(call["reason"])
+                if call["status"] in UNSCORED:
+                    by_case[case_id]["status"] = "unscored"
         for entry in by_case.values():
             entry["passed"] = bool(entry["checks"]) and all(o == "passed" for o in entry["checks"].values())
         return list(by_case.values())

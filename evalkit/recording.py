@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from evalkit.atomic import write_atomic
 from evalkit.errors import RecordingError, describe_validation
@@ -21,7 +22,7 @@ from evalkit.fingerprint import fingerprint
 from evalkit.key import EvalKey
 from evalkit.providers.base import Reply, Request
 
-__all__ = ["FORMAT", "Provenance", "Entry", "Recording", "Hit", "Miss", "lookup", "load_recording",
+__all__ = ["FORMAT", "Provenance", "Failure", "Entry", "Recording", "Hit", "Miss", "lookup", "load_recording",
            "save_recording", "request_fingerprint"]
 
 FORMAT = "evalkit-recording/1"
@@ -40,14 +41,31 @@ class Provenance(BaseModel):
     recorded_at: str | None = None
 
 
+class Failure(BaseModel):
+    """A call that ended without a reply; recorded so that replay reproduces the live run's outcome."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["failed", "budget_denied"]
+    """`failed`: no reply after the allowed retries; `budget_denied`: never sent, the budget was spent."""
+    reason: str
+
+
 class Entry(BaseModel):
-    """One call: what was asked and what came back."""
+    """One call: what was asked and what came back (a reply, or the failure)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     request_sha: str
     request: Request
-    reply: Reply
+    reply: Reply | None = None
+    failure: Failure | None = None
+
+    @model_validator(mode="after")
+    def _one_outcome(self) -> Entry:
+        if (self.reply is None) == (self.failure is None):
+            raise ValueError("an entry holds exactly one of 'reply' and 'failure'")
+        return self
 
 
 class Recording(BaseModel):
@@ -67,7 +85,13 @@ def request_fingerprint(request: Request) -> str:
 
 @dataclass(frozen=True)
 class Hit:
-    reply: Reply
+    """The recorded outcome of the call: a reply, or a failure (then `reply` is None)."""
+
+    entry: Entry
+
+    @property
+    def reply(self) -> Reply | None:
+        return self.entry.reply
 
 
 @dataclass(frozen=True)
@@ -89,7 +113,7 @@ def lookup(recording: Recording, where: str, call_id: str, request: Request) -> 
         fields = _differing_fields(entry.request, request)
         return Miss("stale", f"recording of {call_id} in {where} was made for another request "
                              f"(differs in: {', '.join(fields) or 'request'}); {RERECORD}")
-    return Hit(entry.reply)
+    return Hit(entry)
 
 
 def _differing_fields(old: Request, new: Request) -> list[str]:
@@ -126,8 +150,8 @@ def load_recording(path: Path, expected: EvalKey | None = None) -> Recording:
     return recording
 
 
-def save_recording(recording: Recording, path: Path) -> None:
-    """Write atomically, calls sorted by id, so re-recording gives a reviewable diff."""
-    data = recording.model_dump(mode="json", exclude_none=False)
+def save_recording(recording: Recording, path: Path, redact: Callable[[str], str] = lambda text: text) -> None:
+    """Write atomically, calls sorted by id, so re-recording gives a reviewable diff; secrets redacted."""
+    data = recording.model_dump(mode="json", exclude_none=True)
     data["calls"] = dict(sorted(data["calls"].items()))
-    write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    write_atomic(path, redact(json.dumps(data, indent=1, ensure_ascii=False) + "\n"))

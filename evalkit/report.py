@@ -33,6 +33,11 @@ class RunReport:
     def passed(self) -> int:
         return sum(1 for o in self.outcomes.values() if o == "passed")
 
+    @property
+    def unscored(self) -> tuple[str, ...]:
+        """Cases the run could not measure (a call failed or was denied by the budget)."""
+        return tuple(str(c.get("id")) for c in self.cases if isinstance(c, Mapping) and c.get("status") == "unscored")
+
 
 def report_from_mapping(data: Any, where: str) -> RunReport:
     """Check that `data` is a run report and extract it; every refusal names `where` and the fix."""

@@ -13,18 +13,23 @@ import platform
 import subprocess
 import sys
 from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from evalkit.atomic import write_atomic
 from evalkit.config import Mode, RunConfig
 from evalkit.dataset import load_dataset
-from evalkit.errors import InputError
-from evalkit.execute import execute
+from evalkit.errors import InputError, RecordingError
+from evalkit.budget import Budget
+from evalkit.execute import Execution, LiveSetup, execute
+from evalkit.journal import Journal, journal_path, read_journal, recording_lock
+from evalkit.progress import progress_enabled
+from evalkit.redact import Redactor
 from evalkit.key import EvalKey, build_key, recording_path
 from evalkit.paths import PROJECT_ROOT, project_path
 from evalkit.plugin import RUN_OPTION
-from evalkit.providers import make_provider
+from evalkit.providers import Provider, make_provider
 from evalkit.recording import Provenance, Recording, load_recording, save_recording
 from evalkit.report import RunReport, report_from_mapping
 from evalkit.suite import load_task
@@ -63,18 +68,24 @@ def run_suite(config: RunConfig) -> RunResult:
         components={g: (config.choices.get(g, g), s) for g, s in config.components.items()},
     )
     rec_path = recording_path(key, project_path(config.run.recordings))
-    if config.mode is Mode.REPLAY or rec_path.is_file():
+    redact = redactor_for(config)
+    task = load_task(suite_dir)
+
+    def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
+        return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model, judge=config.judge,
+                       mode=config.mode, recording=recording, where=_shown(rec_path), version=__version__, live=live)
+
+    if config.mode is Mode.REPLAY:
         recording = load_recording(rec_path, key)
+        execution = run_calls(recording, None)
     else:
-        recording = Recording(key=key, provenance=Provenance(kind="recorded"), calls={})
-    execution = execute(
-        task=load_task(suite_dir), cases=dataset.cases, prompt=prompt_text, model=config.model,
-        judge=config.judge, mode=config.mode, recording=recording, where=_shown(rec_path),
-        provider_for=make_provider, version=__version__,
-    )
-    if execution.recording is not None:
-        save_recording(execution.recording, rec_path)
-        recording = execution.recording
+        # Providers first: a missing extra or credential is refused before any lock, journal or call.
+        providers = {"model": make_provider(config.model)}
+        if config.judge is not None and task.build_judge is not None:
+            providers["judge"] = make_provider(config.judge)
+        notify = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+        with recording_lock(rec_path, config.run.lock_timeout_s, notify):
+            recording, execution = _record(config, key, rec_path, redact, providers, run_calls)
 
     out = Path(config.run.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -87,18 +98,50 @@ def run_suite(config: RunConfig) -> RunResult:
                   for cid, r in execution.calls.items()},
     }
     input_path = out / "run-input.json"
-    write_atomic(input_path, json.dumps(run_input, ensure_ascii=False))
-    data = run_checks(suite_dir, input_path, out)
+    write_atomic(input_path, redact(json.dumps(run_input, ensure_ascii=False)))
+    data = run_checks(suite_dir, input_path, out, redact)
+    data["execution"] = execution.stats
     report = report_from_mapping(data, f"report of suite {config.suite.name}")
     report_path = out / "report.json"
-    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    text = redact(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     write_atomic(report_path, text)
     if config.run.save_report:
         write_atomic(Path(config.run.save_report).expanduser(), text)
     return RunResult(key, report, report_path, rec_path)
 
 
-def run_checks(suite_dir: Path, input_path: Path, out: Path) -> dict[str, Any]:
+def redactor_for(config: RunConfig) -> Redactor:
+    """What this run must never write: the values of its credential variables and secret-shaped text."""
+    names = [config.model.api_key_env, config.judge.api_key_env if config.judge else None]
+    return Redactor(names, config.run.secret_patterns)
+
+
+def _record(config: RunConfig, key: EvalKey, rec_path: Path, redact: Redactor, providers: dict[str, Provider],
+            run_calls: Callable[[Recording, LiveSetup | None], Execution]) -> tuple[Recording, Execution]:
+    """A live or record-missing run, under the recording's lock, journaled so a crash can resume."""
+    journal_file = journal_path(rec_path)
+    if journal_file.exists() and not config.run.resume:
+        raise RecordingError(f"{journal_file}: an interrupted live run left this journal; continue it with "
+                             "+run.resume=true, or delete the journal to start afresh")
+    resumed = read_journal(journal_file) if config.run.resume else {}
+    if rec_path.is_file():
+        recording = load_recording(rec_path, key)
+    else:
+        recording = Recording(key=key, provenance=Provenance(kind="recorded"), calls={})
+    live = LiveSetup(providers=providers, settings=config.run, budget=Budget(config.budget),
+                     resumed=resumed, redact=redact, progress=progress_enabled(config.run.progress))
+    with Journal(journal_file, redact) as journal:
+        live.journal = journal
+        execution = run_calls(recording, live)
+    if execution.recording is not None:
+        save_recording(execution.recording, rec_path, redact)
+        recording = execution.recording
+    journal_file.unlink(missing_ok=True)  # compacted into the recording
+    return recording, execution
+
+
+def run_checks(suite_dir: Path, input_path: Path, out: Path,
+               redact: Callable[[str], str] = lambda text: text) -> dict[str, Any]:
     """Run the suite's pytest checks over the obtained calls in a fresh process; return the raw report."""
     ini = out / "pytest.ini"
     ini.write_text("[pytest]\n", encoding="utf-8")  # isolates the suite from the caller's pytest config
@@ -114,7 +157,7 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k not in _PYTEST_ENV}
     done = subprocess.run(command, cwd=suite_dir, env=env, capture_output=True, text=True, check=False)
     log = out / "pytest.log"
-    log.write_text(done.stdout + done.stderr, encoding="utf-8")
+    log.write_text(redact(done.stdout + done.stderr), encoding="utf-8")
     if done.returncode == _NO_TESTS:
         raise InputError(f"{suite_dir}: pytest collected no tests (exit code 5); see {log}")
     if done.returncode not in _CHECKS_RAN or not raw_path.is_file():

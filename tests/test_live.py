@@ -249,7 +249,7 @@ def test_live_run_calls_the_server_and_records_every_call(evalkit: Evalkit, serv
         assert "think" not in body
 
     # the recording: provenance `recorded`, one entry per call with the request's fingerprint
-    assert sorted(p.name for p in (evalkit.recordings / "issue_triage").iterdir()) == [RECORDING_NAME]
+    assert sorted(p.name for p in (evalkit.recordings / "issue_triage").iterdir() if p.suffix != ".lock") == [RECORDING_NAME]
     raw = read_json(evalkit.recording)
     assert raw["provenance"]["kind"] == "recorded"
     assert raw["provenance"]["evalkit_version"] == __version__
@@ -365,22 +365,31 @@ def test_invalid_json_reply_is_recorded_and_fails_only_its_case(evalkit: Evalkit
     assert case_row["passed"] is False
 
 
-def test_failed_call_is_reported_and_record_missing_fills_it(evalkit: Evalkit) -> None:
+def test_failed_call_is_recorded_unscored_and_record_missing_fills_it(evalkit: Evalkit) -> None:
     down = "token-leak"  # judged: its judge call is blocked while the task call has no reply
     with FakeOllama(replies({down: FakeOllamaError(500, "model runner crashed")})) as server:
-        run = live(evalkit, server)
-        assert len(task_calls(server)) == 12 and len(judge_calls(server)) == 2
+        evalkit.judge_at(server.url)
+        run = evalkit("live", "run.retries=1", "run.backoff_s=0.01", url=server.url)
+        # 12 task calls plus one retry of the 500; the blocked judge call is never sent
+        assert len(task_calls(server)) == 13 and len(judge_calls(server)) == 2
 
     assert run.code == 0, run.explain()
     assert run.call_status[f"task/{down}"] == "failed"
     assert run.call_status[f"judge/faithfulness/{down}"] == "blocked"
-    problems = next(c for c in run.report["cases"] if c["id"] == down)["problems"]
-    assert any("live call failed" in p and "model runner crashed" in p for p in problems), problems
+    case = next(c for c in run.report["cases"] if c["id"] == down)
+    assert case["status"] == "unscored"
+    assert any("no reply after 2 attempt(s) (retryable)" in p for p in case["problems"]), case["problems"]
     mine = {nodeid: o for nodeid, o in run.outcomes.items() if nodeid.endswith(f"[{down}]")}
     assert len(mine) == CHECKS_PER_CASE + 1 and "passed" not in mine.values()
+    assert run.report["execution"]["live"]["retried"] == 1
+    # failures are data: the failed call is recorded as such (so replay reproduces it); blocked is not
     recorded = read_json(evalkit.recording)["calls"]
-    assert f"task/{down}" not in recorded and f"judge/faithfulness/{down}" not in recorded
-    assert len(recorded) == 13
+    assert recorded[f"task/{down}"]["failure"]["kind"] == "failed" and "reply" not in recorded[f"task/{down}"]
+    assert f"judge/faithfulness/{down}" not in recorded
+    assert len(recorded) == 14
+
+    replay = evalkit("replay", local_judge=True)
+    assert replay.outcomes == run.outcomes
 
     with FakeOllama(replies()) as server:
         evalkit.judge_at(server.url)

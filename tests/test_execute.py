@@ -1,0 +1,184 @@
+"""The call engine with in-process stand-in providers: concurrency, retries, budget, journal, resume."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from evalkit.budget import Budget
+from evalkit.config import BudgetConfig, Mode, ModelConfig, RunSettings
+from evalkit.dataset import Case
+from evalkit.execute import LiveSetup, execute
+from evalkit.journal import Journal, read_journal
+from evalkit.key import EvalKey
+from evalkit.providers.base import CallFailure, Message, Reply, Request, Usage
+from evalkit.recording import Provenance, Recording
+from evalkit.suite import SuiteTask
+
+MODEL = ModelConfig(name="m", provider="stand-in")
+JUDGE = ModelConfig(name="j", provider="stand-in")
+KEY = EvalKey(suite="s", dataset="d@1", dataset_sha="a", model="m", prompt_version="v1", prompt_sha="p")
+CASES = [Case(f"c{i}", {}) for i in range(20)]
+
+
+def build_task(case: Case, prompt: str, model: ModelConfig) -> Request:
+    return Request(model=model.name, messages=(Message(role="user", content=f"{prompt}:{case.id}"),))
+
+
+def build_judge(case: Case, output: str, judge: ModelConfig) -> dict[str, Request]:
+    return {"q": Request(model=judge.name, messages=(Message(role="user", content=f"judge {output}"),))}
+
+
+class StandIn:
+    """Answers each request with its last message; `script` makes chosen call ids fail first."""
+
+    def __init__(self, script: dict[str, list[CallFailure]] | None = None, delay: float = 0.0) -> None:
+        self.script = {k: list(v) for k, v in (script or {}).items()}
+        self.delay = delay
+        self.calls: list[str] = []
+        self.in_flight = self.most_in_flight = 0
+        self.lock = threading.Lock()
+
+    def complete(self, request: Request) -> Reply:
+        content = request.messages[-1].content
+        with self.lock:
+            self.calls.append(content)
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            failures = self.script.get(content)
+            failure = failures.pop(0) if failures else None
+        try:
+            time.sleep(self.delay)
+            if failure is not None:
+                raise failure
+            return Reply(text=f"out:{content}", stop_reason="stop", usage=Usage(input_tokens=5, output_tokens=2))
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+def empty() -> Recording:
+    return Recording(key=KEY, provenance=Provenance(kind="recorded"), calls={})
+
+
+def run(provider: StandIn, *, mode: Mode = Mode.LIVE, recording: Recording | None = None, judge: bool = False,
+        budget: BudgetConfig | None = None, journal: Journal | None = None, resumed=None, **settings):
+    slept: list[float] = []
+    live = LiveSetup(providers={"model": provider, "judge": provider},
+                     settings=RunSettings(out="unused", **settings), budget=Budget(budget or BudgetConfig()),
+                     journal=journal, resumed=resumed or {}, sleep=slept.append)
+    task = SuiteTask(build_task, build_judge if judge else None)
+    execution = execute(task=task, cases=CASES, prompt="p", model=MODEL, judge=JUDGE if judge else None,
+                        mode=mode, recording=recording or empty(), where="rec.json", version="test", live=live)
+    return execution, slept
+
+
+def test_calls_run_concurrently_up_to_the_limit():
+    provider = StandIn(delay=0.05)
+    started = time.monotonic()
+    execution, _ = run(provider, concurrency=5)
+    elapsed = time.monotonic() - started
+    assert provider.most_in_flight == 5
+    assert elapsed < 20 * 0.05 * 0.6  # far quicker than one at a time
+    assert {r.status for r in execution.calls.values()} == {"recorded"}
+    assert execution.recording is not None and len(execution.recording.calls) == 20
+    assert execution.recording.provenance.kind == "recorded"
+
+
+def test_retryable_failures_are_retried_with_backoff_and_retry_after():
+    script = {"p:c3": [CallFailure("429", retryable=True, retry_after=2.5, status=429),
+                       CallFailure("reset", retryable=True)]}
+    provider = StandIn(script)
+    execution, slept = run(provider, retries=3, backoff_s=0.1)
+    assert execution.calls["task/c3"].status == "recorded"
+    assert provider.calls.count("p:c3") == 3
+    assert slept[0] == 2.5 and 0 <= slept[1] <= 0.2
+    assert execution.stats["live"]["retried"] == 2 and execution.stats["live"]["sent"] == 22
+
+
+def test_non_retryable_failure_is_not_retried_and_is_recorded_as_failed():
+    provider = StandIn({"p:c1": [CallFailure("400 bad schema", retryable=False, status=400)]})
+    execution, slept = run(provider, retries=3)
+    result = execution.calls["task/c1"]
+    assert result.status == "failed" and slept == []
+    assert result.reason == "task/c1: no reply after 1 attempt(s) (not retryable): 400 bad schema"
+    assert execution.recording is not None
+    entry = execution.recording.calls["task/c1"]
+    assert entry.reply is None and entry.failure is not None and entry.failure.kind == "failed"
+
+
+def test_retries_run_out():
+    failures = [CallFailure("500", retryable=True, status=500)] * 3
+    execution, slept = run(StandIn({"p:c0": failures}), retries=2, backoff_s=0.01)
+    assert execution.calls["task/c0"].status == "failed" and len(slept) == 2
+    assert "no reply after 3 attempt(s) (retryable)" in (execution.calls["task/c0"].reason or "")
+
+
+def test_budget_denied_calls_stay_in_the_run_as_unscored():
+    provider = StandIn()
+    execution, _ = run(provider, budget=BudgetConfig(max_calls=12), concurrency=1)
+    statuses = [execution.calls[f"task/c{i}"].status for i in range(20)]
+    assert statuses.count("recorded") == 12 and statuses.count("budget_denied") == 8
+    assert len(provider.calls) == 12
+    assert execution.recording is not None and len(execution.recording.calls) == 20  # denials recorded too
+    denied = execution.calls["task/c19"]
+    assert denied.reason == "budget_denied: budget.max_calls=12 would be exceeded"
+
+
+def test_judge_calls_follow_their_task_and_blocked_ones_are_not_sent():
+    provider = StandIn({"p:c2": [CallFailure("400", retryable=False)]})
+    execution, _ = run(provider, judge=True, retries=0)
+    assert execution.calls["judge/q/c0"].status == "recorded"
+    assert execution.calls["judge/q/c2"].status == "blocked"
+    assert "judge out:p:c2" not in provider.calls
+    assert provider.calls.index("judge out:p:c0") > max(provider.calls.index(f"p:c{i}") for i in range(20) if i != 2)
+
+
+def test_live_then_replay_gives_the_same_results():
+    provider = StandIn({"p:c4": [CallFailure("400", retryable=False)]})
+    live, _ = run(provider, judge=True, budget=BudgetConfig(max_calls=30), concurrency=1)
+    assert live.recording is not None
+    replay, _ = run(StandIn(), mode=Mode.REPLAY, recording=live.recording, judge=True)
+    assert {k: (v.status if v.status != "recorded" else "replayed", v.text, v.reason) for k, v in live.calls.items()} \
+        == {k: (v.status, v.text, v.reason) for k, v in replay.calls.items()}
+
+
+def test_record_missing_calls_only_missing_failed_or_denied_calls():
+    first, _ = run(StandIn({"p:c1": [CallFailure("400", retryable=False)]}), budget=BudgetConfig(max_calls=19),
+                   concurrency=1)
+    assert first.recording is not None
+    provider = StandIn()
+    second, _ = run(provider, mode=Mode.RECORD_MISSING, recording=first.recording)
+    assert sorted(provider.calls) == ["p:c1", "p:c19"]
+    assert {r.status for k, r in second.calls.items() if k not in ("task/c1", "task/c19")} == {"replayed"}
+    assert second.recording is not None and all(e.reply for e in second.recording.calls.values())
+
+
+def test_the_journal_holds_every_finished_call_and_resume_skips_them(tmp_path: Path):
+    path = tmp_path / "rec.json.journal.jsonl"
+    with Journal(path, lambda text: text) as journal:
+        first, _ = run(StandIn({"p:c5": [CallFailure("400", retryable=False)]}), journal=journal)
+    entries = read_journal(path)
+    assert len(entries) == 20 and entries["task/c5"].failure is not None
+    provider = StandIn()
+    resumed, _ = run(provider, resumed=entries)
+    assert provider.calls == ["p:c5"]  # successful calls are reused; the failed one is tried again
+    assert resumed.calls["task/c0"].status == "resumed" and resumed.calls["task/c5"].status == "recorded"
+
+
+def test_a_torn_last_journal_line_is_dropped(tmp_path: Path):
+    path = tmp_path / "j.jsonl"
+    with Journal(path, lambda text: text) as journal:
+        run(StandIn(), journal=journal)
+    text = path.read_text()
+    path.write_text(text + text.splitlines()[0][:40])  # killed in the middle of a write
+    assert len(read_journal(path)) == 20
+
+
+def test_replay_needs_no_live_setup():
+    with pytest.raises(ValueError, match="needs a LiveSetup"):
+        execute(task=SuiteTask(build_task, None), cases=CASES, prompt="p", model=MODEL, judge=None,
+                mode=Mode.LIVE, recording=empty(), where="r", version="t", live=None)
