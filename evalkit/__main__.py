@@ -37,11 +37,13 @@ def _job(cfg: Any) -> None:
     try:
         code = _run(cfg, row)
     except EvalkitError as error:
-        print(f"error: {error}", file=sys.stderr)
-        code, row["error"] = ExitCode.INPUT_ERROR, str(error)
+        message = _redacted(row, str(error))
+        print(f"error: {message}", file=sys.stderr)
+        code, row["error"] = ExitCode.INPUT_ERROR, message
     except Exception as error:  # a crash must never read as a decision
-        traceback.print_exc()
-        code, row["error"] = ExitCode.INTERNAL_ERROR, f"internal error: {type(error).__name__}: {error}"
+        print(_redacted(row, traceback.format_exc()), file=sys.stderr, end="")
+        code, row["error"] = ExitCode.INTERNAL_ERROR, _redacted(row, f"internal error: {type(error).__name__}: {error}")
+    row.pop("redact", None)
     row["exit_code"] = int(code)
     if multirun:
         from evalkit.atomic import write_atomic
@@ -52,6 +54,11 @@ def _job(cfg: Any) -> None:
         _Outcome.code = int(code)
 
 
+def _redacted(row: dict[str, Any], text: str) -> str:
+    redact = row.get("redact")
+    return redact(text) if redact is not None else text
+
+
 def _run(cfg: Any, row: dict[str, Any]) -> int:
     from evalkit.atomic import write_atomic
     from evalkit.baseline import load_baseline
@@ -59,15 +66,25 @@ def _run(cfg: Any, row: dict[str, Any]) -> int:
     from evalkit.decision import ExitCode, exit_code
     from evalkit.gate import decide
     from evalkit.render.text import render_changed, render_decision
-    from evalkit.runner import run_suite
+    from evalkit.runner import redactor_for, run_suite
 
     config = from_hydra(cfg)
+    redact = redactor_for(config)
+    redact.install_log_filter()
+    row["redact"] = redact
     baseline = load_baseline(config.baseline, config.suite.baseline, config.suite.name) if config.baseline else None
     result = run_suite(config)
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
     run_line = (f"run: suite {config.suite.name}, {result.report.passed} of {len(result.report.outcomes)} tests "
                 f"passed ({config.mode}, recording {result.recording_path.name}, "
                 f"{result.report.provenance.get('recording_provenance')}); report {result.report_path}")
+    live = result.execution.get("live")
+    if live:
+        budget = live["budget"]
+        run_line += (f"\nlive: {live['sent']} calls sent ({live['retried']} retried) in {live['seconds']:.1f} s; "
+                     f"input tokens {budget['input_tokens']}, output tokens {budget['output_tokens']} "
+                     f"(estimated where the provider reported none; {budget['unknown_usage_calls']} calls "
+                     f"with unknown usage); calls {result.execution['calls']}")
     if baseline is None:
         print("decision: none (baseline=none: the run was not gated)")
         print(run_line)

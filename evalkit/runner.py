@@ -50,6 +50,8 @@ class RunResult:
     report: RunReport
     report_path: Path
     recording_path: Path
+    execution: dict[str, Any]
+    """Call statistics: statuses, and for live runs calls sent, retries, seconds and budget spent."""
 
 
 def run_suite(config: RunConfig) -> RunResult:
@@ -107,7 +109,7 @@ def run_suite(config: RunConfig) -> RunResult:
     write_atomic(report_path, text)
     if config.run.save_report:
         write_atomic(Path(config.run.save_report).expanduser(), text)
-    return RunResult(key, report, report_path, rec_path)
+    return RunResult(key, report, report_path, rec_path, execution.stats)
 
 
 def redactor_for(config: RunConfig) -> Redactor:

@@ -150,3 +150,11 @@ def test_exit_codes_of_decisions(verdict, code):
 def test_review_can_fail_the_job_and_errors_never_share_a_decision_code():
     assert exit_code(Verdict.REVIEW, review_fails=True) == ExitCode.BLOCK
     assert {ExitCode.INPUT_ERROR, ExitCode.INTERNAL_ERROR}.isdisjoint({0, 1, 2})
+
+
+def test_unscored_cases_block_as_an_incomplete_run():
+    candidate = report(BASE) | {"cases": [{"id": "c1", "status": "unscored"}, {"id": "c2", "status": "scored"},
+                                          {"id": "c3", "status": "unscored"}]}
+    result = gate(report(BASE), candidate)
+    assert result.decision is Verdict.BLOCK
+    assert result.reasons == ("incomplete run: 2 unscored (c1, c3)",)

@@ -12,12 +12,15 @@ RUN = {
     "provenance": {"recording_provenance": "authored"},
     "cases": [{"id": "c1", "fields": {"want": "x", "judged": True}},
               {"id": "c2", "fields": {"want": "y", "judged": False}},
-              {"id": "c3", "fields": {"want": "z", "judged": False}}],
+              {"id": "c3", "fields": {"want": "z", "judged": False}},
+              {"id": "c4", "fields": {"want": "w", "judged": False}}],
     "calls": {
         "task/c1": {"status": "replayed", "text": "x", "reason": None, "stop_reason": "stop"},
         "task/c2": {"status": "replayed", "text": "wrong", "reason": None, "stop_reason": "stop"},
         "task/c3": {"status": "missing", "text": None, "reason": "no recording for task/c3 in r.json", "stop_reason": None},
         "judge/quality/c1": {"status": "replayed", "text": "ok", "reason": None, "stop_reason": "stop"},
+        "task/c4": {"status": "budget_denied", "text": None, "reason": "budget_denied: budget.max_calls=3 would be exceeded",
+                    "stop_reason": None},
     },
 }
 
@@ -46,9 +49,10 @@ def run_file(pytester: pytest.Pytester):
 
 def test_cases_become_parameters_and_replies_fixtures(pytester, run_file):
     result = pytester.runpytest("-p", "no:cacheprovider", f"--evalkit-run={run_file}", "-v")
-    result.assert_outcomes(passed=3, failed=1, errors=1)
+    result.assert_outcomes(passed=3, failed=1, errors=1, skipped=1)
     result.stdout.fnmatch_lines([
-        "*test_reply?c1? PASSED*", "*test_reply?c2? FAILED*", "*test_reply?c3? ERROR*", "*test_judged?c1? PASSED*"])
+        "*test_reply?c1? PASSED*", "*test_reply?c2? FAILED*", "*test_reply?c3? ERROR*", "*test_reply?c4? SKIPPED*",
+        "*test_judged?c1? PASSED*"])
     result.stdout.fnmatch_lines(["*no recording for task/c3 in r.json*"])
     assert "test_judged[c2]" not in result.stdout.str()
 
@@ -65,6 +69,8 @@ def test_report_gets_key_cases_and_provenance_and_loses_machine_fields(pytester,
     assert cases["c2"]["passed"] is False
     assert cases["c3"]["calls"] == {"task/c3": "missing"}
     assert cases["c3"]["problems"] == ["no recording for task/c3 in r.json"]
+    assert cases["c3"]["status"] == "scored"  # a replay miss fails its checks; it is not a budget or call failure
+    assert cases["c4"]["status"] == "unscored" and cases["c4"]["checks"] == {"test_reply": "skipped"}
     assert {t["nodeid"]: t.get("case") for t in data["tests"]}["test_suite.py::test_reply[c2]"] == "c2"
 
 
