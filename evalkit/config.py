@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalkit.errors import ConfigError, describe_validation
 from evalkit.policy import Policy
 
-__all__ = ["Mode", "Progress", "Price", "BudgetConfig", "ModelConfig", "PromptConfig", "DatasetConfig", "SuiteConfig", "RunSettings",
-           "RunConfig", "from_hydra", "validate_config"]
+__all__ = ["Mode", "Progress", "Price", "BudgetConfig", "ModelConfig", "PromptConfig", "DatasetConfig",
+           "SuiteConfig", "RunSettings", "RunConfig", "from_hydra", "validate_config"]
 
 
 class Mode(enum.StrEnum):

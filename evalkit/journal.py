@@ -99,8 +99,9 @@ def recording_lock(recording: Path, timeout_s: float, notify: Callable[[str], No
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise RecordingError(f"{recording}: another run is writing this recording (lock {path} held "
-                                         f"for over {timeout_s:g} s); wait for it or raise run.lock_timeout_s") from None
+                    raise RecordingError(f"{recording}: another run is writing this recording (lock {path} "
+                                         f"held for over {timeout_s:g} s); wait for it or raise "
+                                         "run.lock_timeout_s") from None
                 if not told:
                     notify(f"waiting for another run that is writing {recording.name} ...")
                     told = True

@@ -12,25 +12,25 @@ import os
 import platform
 import subprocess
 import sys
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalkit.atomic import write_atomic
+from evalkit.budget import Budget
 from evalkit.config import Mode, RunConfig
 from evalkit.dataset import load_dataset
 from evalkit.errors import InputError, RecordingError
-from evalkit.budget import Budget
 from evalkit.execute import Execution, LiveSetup, execute
 from evalkit.journal import Journal, journal_path, read_journal, recording_lock
-from evalkit.progress import progress_enabled
-from evalkit.redact import Redactor
 from evalkit.key import EvalKey, build_key, recording_path
 from evalkit.paths import PROJECT_ROOT, project_path
 from evalkit.plugin import RUN_OPTION
+from evalkit.progress import progress_enabled
 from evalkit.providers import Provider, make_provider
 from evalkit.recording import Provenance, Recording, load_recording, save_recording
+from evalkit.redact import Redactor
 from evalkit.report import RunReport, report_from_mapping
 from evalkit.suite import load_task
 from evalkit.version import __version__

@@ -27,9 +27,11 @@ from evalkit.suite import load_task
 from evalkit.version import __version__
 
 try:
-    from ollama_server import FakeOllama, FakeOllamaError
+    from fakes import FakeError as FakeOllamaError
+    from fakes import FakeOllama
 except ImportError:  # tests/ imported as a package
-    from tests.ollama_server import FakeOllama, FakeOllamaError
+    from tests.fakes import FakeError as FakeOllamaError
+    from tests.fakes import FakeOllama
 
 pytestmark = pytest.mark.slow
 
@@ -48,8 +50,9 @@ RECORDING_NAME = "gemma4-e2b-v1-issue-triage@1.json"
 VERDICT = {"faithful": True, "reason": "Every statement in the summary is stated in the issue."}
 
 # Environment that would change where the client connects or what it sends.
+# The Gemini judge's key stays out too: with it, a refused run could reach the real API.
 _CLIENT_ENV = ("HYDRA_FULL_ERROR", "OLLAMA_API_KEY", "OLLAMA_HOST", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-               "http_proxy", "https_proxy", "all_proxy", "PYTEST_ADDOPTS")
+               "http_proxy", "https_proxy", "all_proxy", "PYTEST_ADDOPTS", "GOOGLE_API_KEY", "GEMINI_API_KEY")
 
 
 def test_fixture_sizes() -> None:
@@ -404,13 +407,13 @@ def test_failed_call_is_recorded_unscored_and_record_missing_fills_it(evalkit: E
 
 
 def test_live_run_of_a_model_without_live_provider_exits_3(evalkit: Evalkit) -> None:
-    run = evalkit("live", model="gemini-flash", local_judge=False)
+    run = evalkit("live", "model.provider=anthropic", model="gemini-flash", local_judge=False)
 
     assert run.code == 3, run.explain()
     lines = run.done.stderr.strip().splitlines()
     assert len(lines) == 1, run.done.stderr
     assert lines[0].startswith("error: ")
-    assert "gemini" in lines[0] and "no live call path" in lines[0]
+    assert "anthropic" in lines[0] and "no live call path" in lines[0]
     assert "Traceback" not in run.done.stderr
     assert not evalkit.recording.parent.exists() or not any(evalkit.recording.parent.iterdir())
 
@@ -427,8 +430,18 @@ def test_live_run_with_missing_credential_exits_3_before_calling(evalkit: Evalki
 
 def test_live_run_with_a_judge_without_live_provider_refuses_before_any_call(evalkit: Evalkit,
                                                                               server: FakeOllama) -> None:
-    run = evalkit("live", url=server.url, local_judge=False)  # the suite's default judge: Gemini
+    run = evalkit("live", "judge.provider=anthropic", url=server.url, local_judge=False)
 
     assert run.code == 3, run.explain()
     assert "no live call path" in run.done.stderr
+    assert server.requests == [], f"{len(server.requests)} model calls were made and then thrown away"
+
+
+def test_live_run_with_the_gemini_judge_and_no_key_refuses_before_any_call(evalkit: Evalkit,
+                                                                            server: FakeOllama) -> None:
+    run = evalkit("live", url=server.url, local_judge=False)  # the suite's default judge: Gemini
+
+    assert run.code == 3, run.explain()
+    lines = run.done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "GOOGLE_API_KEY" in lines[0], run.done.stderr
     assert server.requests == [], f"{len(server.requests)} model calls were made and then thrown away"

@@ -1,4 +1,4 @@
-"""OllamaProvider against a fake Ollama server on the loopback interface (tests/ollama_server.py).
+"""OllamaProvider against a fake Ollama server on the loopback interface (tests/fakes/).
 
 What the official client puts on the wire is asserted from the server's side, so these tests
 cover evalkit's mapping and the client's serialization together.
@@ -14,12 +14,13 @@ import pytest
 from evalkit.config import ModelConfig
 from evalkit.errors import ProviderError
 from evalkit.providers import Message, Reply, Request, make_provider
+from evalkit.providers.base import CallFailure
 from evalkit.providers.ollama import OllamaProvider
 
 try:
-    from ollama_server import FakeOllama, FakeOllamaError, FakeReply
+    from fakes import FakeError, FakeOllama, FakeReply
 except ImportError:  # tests/ imported as a package
-    from tests.ollama_server import FakeOllama, FakeOllamaError, FakeReply
+    from tests.fakes import FakeError, FakeOllama, FakeReply
 
 KEY_ENV = "EVALKIT_TEST_OLLAMA_TOKEN"
 FAKE_KEY = "fake-token-not-a-secret-0123"
@@ -121,8 +122,8 @@ def test_the_request_is_not_changed_by_the_call(server: FakeOllama) -> None:
 
 def test_reply_text_stop_reason_and_usage_are_mapped() -> None:
     content = '{"label": "bug", "summary": "sync crashes"}'
-    with FakeOllama(lambda body: FakeReply(content, done_reason="length", prompt_eval_count=321,
-                                           eval_count=17)) as fake:
+    with FakeOllama(lambda body: FakeReply(content, stop_reason="length", input_tokens=321,
+                                           output_tokens=17)) as fake:
         reply = OllamaProvider(config_for(fake.url)).complete(request())
 
     assert isinstance(reply, Reply)
@@ -183,6 +184,32 @@ def test_no_credential_no_authorization_header(server: FakeOllama) -> None:
     assert "authorization" not in server.chat_requests[0].headers
 
 
+def test_no_credential_configured_means_ollama_api_key_is_not_sent(server: FakeOllama,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client would add OLLAMA_API_KEY by itself; the config, not the environment, names credentials."""
+    monkeypatch.setenv("OLLAMA_API_KEY", "key-from-the-environment")
+    OllamaProvider(config_for(server.url)).complete(request())
+    assert "authorization" not in server.chat_requests[0].headers
+
+
+def test_each_thread_gets_its_own_client(server: FakeOllama) -> None:
+    """httpcore 1.0's pool is not safe to share between threads (encode/httpcore#1110)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    provider = OllamaProvider(config_for(server.url))
+    together = threading.Barrier(4)
+
+    def client_of_this_thread(_: int) -> int:
+        together.wait(timeout=5)  # four threads at once
+        return id(provider._client())
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        clients = set(pool.map(client_of_this_thread, range(4)))
+    assert len(clients) == 4
+    assert provider._client() is provider._client()
+
+
 def test_base_url_wins_over_ollama_host(server: FakeOllama, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # discard port: a request there would fail
     OllamaProvider(config_for(server.url)).complete(request())
@@ -197,27 +224,26 @@ def test_make_provider_builds_an_ollama_provider(server: FakeOllama) -> None:
 
 def test_server_error_is_raised_to_the_caller() -> None:
     """execute() turns this into a `failed` call; the provider must not swallow it as a reply."""
-    import ollama
 
     def refuse(body: dict[str, Any]) -> str:
-        raise FakeOllamaError(404, f"model '{body['model']}' not found")
+        raise FakeError(404, f"model '{body['model']}' not found")
 
     with FakeOllama(refuse) as fake:
-        with pytest.raises(ollama.ResponseError) as raised:
+        with pytest.raises(CallFailure) as raised:
             OllamaProvider(config_for(fake.url)).complete(request())
-    assert raised.value.status_code == 404
+    assert raised.value.status == 404
+    assert raised.value.retryable is False
     assert "model 'gemma4:e2b' not found" in str(raised.value)
 
 
 def test_timeout_is_applied() -> None:
-    import httpx
-
     def slow(body: dict[str, Any]) -> str:
         time.sleep(1.5)
         return "too late"
 
     with FakeOllama(slow) as fake:
         started = time.perf_counter()
-        with pytest.raises(httpx.TimeoutException):
+        with pytest.raises(CallFailure, match="no reply within 0.2 s") as raised:
             OllamaProvider(config_for(fake.url, timeout_s=0.2)).complete(request())
         assert time.perf_counter() - started < 1.2
+    assert raised.value.retryable is True

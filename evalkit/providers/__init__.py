@@ -11,7 +11,7 @@ from evalkit.providers.base import Message, Provider, Reply, Request, Usage
 __all__ = ["Message", "Provider", "Reply", "Request", "Usage", "make_provider", "AVAILABLE"]
 
 # provider name -> module under evalkit.providers; each exposes `create(config) -> Provider`.
-AVAILABLE = {"ollama": "ollama"}
+AVAILABLE = {"gemini": "gemini", "ollama": "ollama", "openai": "openai"}
 
 
 def make_provider(config: ModelConfig) -> Provider:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
+import math
+import time
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -57,7 +61,8 @@ class CallFailure(Exception):
 
     Providers translate their SDK's errors into this: timeouts, dropped connections, 429 and 5xx
     are `retryable` (429 with the server's Retry-After in seconds, when it sent one); other 4xx
-    (bad request, auth, schema) are not. The message must not contain credentials.
+    (bad request, auth, schema) are not. `for_status` is that rule for an HTTP status, so every
+    provider applies it alike. The message must not contain credentials.
     """
 
     def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None,
@@ -66,6 +71,37 @@ class CallFailure(Exception):
         self.retryable = retryable
         self.retry_after = retry_after
         self.status = status
+
+    @classmethod
+    def for_status(cls, status: int, message: str, *, retry_after: str | None = None) -> CallFailure:
+        """The failure an HTTP error status means, the same for every provider.
+
+        429, 408 (the server's own timeout) and 5xx are retryable; any other status is not.
+        `retry_after` is the raw Retry-After header (seconds or an HTTP date); it is kept, in
+        seconds, only on a retryable failure.
+        """
+        retryable = status in (408, 429) or 500 <= status <= 599
+        return cls(message, retryable=retryable, status=status,
+                   retry_after=_retry_after_seconds(retry_after) if retryable else None)
+
+
+def _retry_after_seconds(value: str | None) -> float | None:
+    """A Retry-After header in seconds from now; None when absent or unreadable."""
+    if value is None or not value.strip():
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:  # "-0000": a UTC time without zone information
+            when = when.replace(tzinfo=dt.UTC)
+        seconds = when.timestamp() - time.time()
+    if not math.isfinite(seconds):
+        return None
+    return max(seconds, 0.0)
 
 
 class Provider(Protocol):

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
 
 from evalkit.config import ModelConfig
 from evalkit.errors import ProviderError
-from evalkit.providers.base import Reply, Request, Usage
+from evalkit.providers.base import CallFailure, Reply, Request, Usage
+
+if TYPE_CHECKING:
+    import httpx
+    import ollama
 
 __all__ = ["OllamaProvider", "create"]
 
@@ -16,35 +24,70 @@ DEFAULT_HOST = "http://127.0.0.1:11434"
 
 
 class OllamaProvider:
-    """Chat completions from an Ollama server, with the JSON schema as `format`."""
+    """Chat completions from an Ollama server, with the JSON schema as `format`.
+
+    Safe to call from many threads: each thread gets its own client (see `_client`).
+    """
 
     def __init__(self, config: ModelConfig) -> None:
         try:
+            import httpx
             import ollama
         except ImportError:
             raise ProviderError("the ollama provider needs its client. Install with: "
                                 "pip install 'evalkit[ollama]'") from None
+        self._name = config.name
+        self._host = config.base_url or DEFAULT_HOST
+        self._timeout_s = config.timeout_s
+        self._secret: str | None = None
+        self._httpx = httpx
+        self._response_error = ollama.ResponseError
         headers = {}
         if config.api_key_env:  # e.g. a hosted Ollama behind a token; the value never leaves this object
-            key = os.environ.get(config.api_key_env)
-            if not key:
+            self._secret = os.environ.get(config.api_key_env)
+            if not self._secret:
                 raise ProviderError(f"model '{config.name}' needs the environment variable "
                                     f"{config.api_key_env}; set it before a live run")
-            headers["Authorization"] = f"Bearer {key}"
-        self._client = ollama.Client(host=config.base_url or DEFAULT_HOST, timeout=config.timeout_s,
-                                     headers=headers)
+            headers["Authorization"] = f"Bearer {self._secret}"
+        # The client keeps only the body of an error reply; the response hook sees the whole reply
+        # first, so a 429's Retry-After header reaches the CallFailure. The client does not retry.
+        hooks: dict[str, list[Any]] = {"response": [self._refuse_error_status]}
+        if self._secret is None:  # the client would send OLLAMA_API_KEY; the config names no credential
+            hooks["request"] = [_without_credential]
+        # One TLS context for all the clients (building one costs ~15 ms).
+        self._settings: dict[str, Any] = {"host": self._host, "timeout": config.timeout_s, "headers": headers,
+                                          "event_hooks": hooks, "verify": httpx.create_ssl_context()}
+        self._ollama = ollama
+        self._local = threading.local()
+
+    def _client(self) -> ollama.Client:
+        """This thread's client. httpcore 1.0's shared pool can close a connection it already handed to
+        another thread's request (encode/httpcore#1110: a failed call or a hang), so each thread gets
+        its own pool."""
+        client: ollama.Client | None = getattr(self._local, "client", None)
+        if client is None:
+            client = self._local.client = self._ollama.Client(**self._settings)
+        return client
 
     def complete(self, request: Request) -> Reply:
         options: dict[str, Any] = dict(request.options)
         think = options.pop("think", None)  # a request flag in Ollama's API, not a sampling option
         started = time.perf_counter()
-        response = self._client.chat(
-            model=request.model,
-            messages=[m.model_dump() for m in request.messages],
-            format=request.response_schema,
-            options=options or None,
-            think=think,
-        )
+        try:
+            response = self._client().chat(
+                model=request.model,
+                messages=[m.model_dump() for m in request.messages],
+                format=request.response_schema,
+                options=options or None,
+                think=think,
+            )
+        except CallFailure:
+            raise
+        except Exception as error:
+            failure = self._failure(error)
+            if failure is None:
+                raise
+            raise failure from None
         latency_ms = (time.perf_counter() - started) * 1000
         return Reply(
             text=response.message.content,
@@ -52,6 +95,59 @@ class OllamaProvider:
             usage=Usage(input_tokens=response.prompt_eval_count, output_tokens=response.eval_count),
             latency_ms=round(latency_ms, 1),
         )
+
+    def _refuse_error_status(self, response: httpx.Response) -> None:
+        """An httpx response hook: an error status becomes a CallFailure, headers and all."""
+        if response.status_code < 400:
+            return
+        response.read()
+        raise CallFailure.for_status(
+            response.status_code,
+            self._clean(f"{self._name}: HTTP {response.status_code}: {_excerpt(_server_message(response.text))}"),
+            retry_after=response.headers.get("retry-after"))
+
+    def _failure(self, error: Exception) -> CallFailure | None:
+        """The CallFailure a client error means; None for anything else (a bug, a bad argument)."""
+        httpx = self._httpx
+        if isinstance(error, self._response_error):  # only when the hook did not see the reply
+            return CallFailure.for_status(error.status_code,
+                                          self._clean(f"{self._name}: HTTP {error.status_code}: {error.error}"))
+        if isinstance(error, httpx.TimeoutException):
+            return CallFailure(self._clean(f"{self._name}: no reply within {self._timeout_s:g} s"), retryable=True)
+        if isinstance(error, ConnectionError):  # the client's own "Failed to connect to Ollama ..."
+            return CallFailure(self._clean(f"{self._name}: connection to {self._host} failed: {error}"),
+                               retryable=True)
+        if isinstance(error, httpx.TransportError):
+            dropped = isinstance(error, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ProxyError)
+            return CallFailure(self._clean(f"{self._name}: connection to {self._host} failed: "
+                                           f"{type(error).__name__}: {error}"), retryable=dropped)
+        if isinstance(error, json.JSONDecodeError | ValidationError):
+            return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a chat "
+                                           f"response: {_excerpt(str(error))}"), retryable=True, status=200)
+        return None
+
+    def _clean(self, message: str) -> str:
+        return message.replace(self._secret, "***") if self._secret else message
+
+
+def _without_credential(request: httpx.Request) -> None:
+    request.headers.pop("authorization", None)
+
+
+def _server_message(body: str) -> str:
+    """Ollama's `{"error": message}`, or the body as it came."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    if isinstance(data, dict) and isinstance(data.get("error"), str):
+        return str(data["error"])
+    return body
+
+
+def _excerpt(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def create(config: ModelConfig) -> OllamaProvider:

@@ -1,0 +1,22 @@
+"""Loopback fake model servers (Ollama, OpenAI-compatible, Gemini) with seeded fault injection.
+
+Used in-process by the provider tests (`with FakeOpenAI(reply) as server: ...`) and as a separate
+process by benchmarks (`python -m tests.fakes.serve --protocol ollama --port-file F`).
+"""
+
+from .faults import Fault, Faults
+from .protocols import PROTOCOLS, FakeReply, Protocol
+from .server import (
+    LOOPBACK,
+    FakeError,
+    FakeGemini,
+    FakeOllama,
+    FakeOpenAI,
+    FakeServer,
+    RawReply,
+    RecordedRequest,
+    ReplyFunction,
+)
+
+__all__ = ["Fault", "Faults", "PROTOCOLS", "FakeReply", "Protocol", "LOOPBACK", "FakeError", "FakeGemini",
+           "FakeOllama", "FakeOpenAI", "FakeServer", "RawReply", "RecordedRequest", "ReplyFunction"]

@@ -1,0 +1,400 @@
+"""The provider contract, once, for every provider: each against its fake server on the loopback interface.
+
+A provider maps a Request onto its server's wire format through the official client, maps the
+reply back to text, stop reason and usage, and turns every failure into a CallFailure the runner
+can act on: timeouts, dropped connections, 429 (with its Retry-After) and 5xx retryable, other
+4xx not. It never retries by itself, never sends or shows a credential it was not given, and
+refuses a missing credential before any request. What each server saw is asserted on its side.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from typing import Any
+
+import pytest
+
+from evalkit.config import ModelConfig
+from evalkit.errors import ProviderError
+from evalkit.providers import AVAILABLE, Message, Provider, Reply, Request, make_provider
+from evalkit.providers.base import CallFailure
+
+try:
+    from fakes import FakeError, FakeGemini, FakeOllama, FakeOpenAI, FakeReply, FakeServer, Fault, Faults
+except ImportError:  # tests/ imported as a package
+    from tests.fakes import FakeError, FakeGemini, FakeOllama, FakeOpenAI, FakeReply, FakeServer, Fault, Faults
+
+KEY_ENV = "EVALKIT_TEST_PROVIDER_KEY"
+FAKE_KEY = "fake-key-not-a-secret-4711"
+CLIENT_TIMEOUT_S = 0.3
+"""The timeout fault holds a call for HANG_S; the client must give up after this."""
+HANG_S = 1.5
+
+SCHEMA: dict[str, Any] = {
+    "title": "Triage",
+    "type": "object",
+    "properties": {
+        "label": {"enum": ["bug", "feature"], "type": "string"},
+        "summary": {"minLength": 1, "type": "string"},
+    },
+    "required": ["label", "summary"],
+    "additionalProperties": False,
+}
+SYSTEM = "You triage GitHub issues."
+USER = "`tracker sync` crashes with KeyError: 'due'."
+CONTENT = '{"label": "bug", "summary": "tracker sync crashes on a missing due date"}'
+
+
+def _messages(body: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in body["messages"]]
+
+
+def _gemini_messages(body: dict[str, Any]) -> list[tuple[str, str]]:
+    system = [("system", part["text"]) for part in body.get("systemInstruction", {}).get("parts", [])]
+    return system + [("assistant" if c["role"] == "model" else c["role"], part["text"])
+                     for c in body["contents"] for part in c["parts"]]
+
+
+@dataclass(frozen=True)
+class Contract:
+    """One provider under the contract: its fake server, and where things sit in its wire format."""
+
+    provider: str
+    fake: Callable[..., FakeServer]
+    model: str
+    messages: Callable[[dict[str, Any]], list[tuple[str, str]]]
+    schema: Callable[[dict[str, Any]], Any]
+    option: Callable[[dict[str, Any], str], Any]
+    credential: Callable[[dict[str, str]], str | None]
+    """The credential as the server received it, from the lower-cased headers."""
+    length_stop: tuple[str, str]
+    """The protocol's "ran out of tokens" stop reason, and what the provider maps it to."""
+
+    def __str__(self) -> str:
+        return self.provider
+
+
+def _bearer(headers: dict[str, str]) -> str | None:
+    value = headers.get("authorization")
+    return value.removeprefix("Bearer ") if value else None
+
+
+CONTRACTS = [
+    Contract("ollama", FakeOllama, "gemma4:e2b", _messages,
+             schema=lambda body: body.get("format"),
+             option=lambda body, name: body.get("options", {}).get(name),
+             credential=_bearer, length_stop=("length", "length")),
+    Contract("openai", FakeOpenAI, "qwen3-8b", _messages,
+             schema=lambda body: body.get("response_format", {}).get("json_schema", {}).get("schema"),
+             option=lambda body, name: body.get(name),
+             credential=_bearer, length_stop=("length", "length")),
+    Contract("gemini", FakeGemini, "gemini-3.8-flash", _gemini_messages,
+             schema=lambda body: body.get("generationConfig", {}).get("responseJsonSchema"),
+             option=lambda body, name: body.get("generationConfig", {}).get(name),
+             credential=lambda headers: headers.get("x-goog-api-key"), length_stop=("MAX_TOKENS", "max_tokens")),
+]
+
+
+@pytest.fixture(params=CONTRACTS, ids=str)
+def contract(request: pytest.FixtureRequest) -> Contract:
+    found: Contract = request.param
+    return found
+
+
+@pytest.fixture(autouse=True)
+def clean_client_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Environment the SDKs read (keys, hosts, proxies, backends) stays out of these tests."""
+    for name in ("OLLAMA_API_KEY", "OLLAMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID",
+                 "OPENAI_PROJECT_ID", "OPENAI_CUSTOM_HEADERS", "GOOGLE_API_KEY", "GEMINI_API_KEY",
+                 "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE", "GOOGLE_GENAI_API_VERSION",
+                 "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_HTTP_CLIENT", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                 "http_proxy", "https_proxy", "all_proxy", KEY_ENV):
+        monkeypatch.delenv(name, raising=False)
+
+
+def reply_content(body: dict[str, Any]) -> str:
+    return CONTENT
+
+
+@pytest.fixture
+def server(contract: Contract) -> Iterator[FakeServer]:
+    with contract.fake(reply_content) as fake:
+        yield fake
+
+
+def config_for(contract: Contract, server: FakeServer, **changes: Any) -> ModelConfig:
+    data: dict[str, Any] = {"name": contract.model, "provider": contract.provider, "base_url": server.base_url,
+                            "api_key_env": KEY_ENV, "timeout_s": 10.0}
+    return ModelConfig(**(data | changes))
+
+
+def provider_for(contract: Contract, server: FakeServer, monkeypatch: pytest.MonkeyPatch,
+                 **changes: Any) -> Provider:
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    return make_provider(config_for(contract, server, **changes))
+
+
+def request_for(contract: Contract, **changes: Any) -> Request:
+    data: dict[str, Any] = {"model": contract.model, "response_schema": SCHEMA,
+                            "messages": (Message(role="system", content=SYSTEM), Message(role="user", content=USER)),
+                            "options": {"temperature": 0.2, "seed": 7}}
+    return Request(**(data | changes))
+
+
+def only_call(server: FakeServer) -> dict[str, Any]:
+    calls = server.chat_requests
+    assert len(calls) == 1, f"expected exactly one call, got {len(calls)} ({len(server.requests)} requests)"
+    body: dict[str, Any] = calls[0].body
+    return body
+
+
+# -- a successful call --------------------------------------------------------------------------------
+
+
+def test_every_provider_is_under_contract() -> None:
+    assert sorted(c.provider for c in CONTRACTS) == sorted(AVAILABLE)
+
+
+def test_reply_maps_text_stop_reason_and_usage(contract: Contract, monkeypatch: pytest.MonkeyPatch) -> None:
+    native, mapped = contract.length_stop
+    with contract.fake(lambda body: FakeReply(CONTENT, stop_reason=native, input_tokens=321,
+                                              output_tokens=17)) as fake:
+        reply = provider_for(contract, fake, monkeypatch).complete(request_for(contract))
+
+    assert isinstance(reply, Reply)
+    assert reply.text == CONTENT
+    assert reply.stop_reason == mapped
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (321, 17)
+    assert reply.latency_ms is not None and reply.latency_ms >= 0
+
+
+def test_normal_stop_is_stop(contract: Contract, server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    reply = provider_for(contract, server, monkeypatch).complete(request_for(contract))
+    assert reply.stop_reason == "stop"
+    # the fake server counts words: 4 + 6 in the messages, 11 in the reply
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (10, 11)
+
+
+def test_request_carries_messages_schema_and_options(contract: Contract, server: FakeServer,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    provider_for(contract, server, monkeypatch).complete(request_for(contract))
+
+    body = only_call(server)
+    assert contract.messages(body) == [("system", SYSTEM), ("user", USER)]
+    assert contract.schema(body) == SCHEMA
+    assert contract.option(body, "temperature") == 0.2
+    assert contract.option(body, "seed") == 7
+
+
+def test_no_schema_sends_no_schema(contract: Contract, server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    reply = provider_for(contract, server, monkeypatch).complete(request_for(contract, response_schema=None))
+    assert contract.schema(only_call(server)) is None
+    assert reply.text == CONTENT
+
+
+def test_the_request_is_not_changed_by_the_call(contract: Contract, server: FakeServer,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    sent = request_for(contract)
+    before = sent.model_dump(mode="json")
+    provider_for(contract, server, monkeypatch).complete(sent)
+    assert sent.model_dump(mode="json") == before
+
+
+def test_concurrent_calls_share_one_provider(contract: Contract, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One provider, many threads: every reply belongs to its own request."""
+
+    def echo(body: dict[str, Any]) -> str:
+        return f"echo {contract.messages(body)[-1][1]}"
+
+    with contract.fake(echo, latency_ms=20) as fake:
+        provider = provider_for(contract, fake, monkeypatch)
+        questions = [f"question {i}" for i in range(24)]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            replies = list(pool.map(
+                lambda q: provider.complete(request_for(contract, messages=(Message(role="user", content=q),))),
+                questions))
+        assert len(fake.chat_requests) == len(questions)
+    assert [r.text for r in replies] == [f"echo {q}" for q in questions]
+
+
+# -- failures -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Expected:
+    retryable: bool
+    status: int | None
+    says: str
+    retry_after: float | None = None
+
+
+FAULTS = {
+    Fault.RATE_LIMIT: Expected(True, 429, "HTTP 429: rate limit exceeded", retry_after=2.0),
+    Fault.SERVER_ERROR: Expected(True, 500, "HTTP 500: internal error"),
+    Fault.TIMEOUT: Expected(True, None, f"no reply within {CLIENT_TIMEOUT_S} s"),
+    Fault.RESET: Expected(True, None, "failed"),
+    Fault.MALFORMED: Expected(True, 200, "answered 200 with a body that is not"),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS), ids=str)
+def test_each_fault_is_one_classified_call_failure(contract: Contract, fault: Fault,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = FAULTS[fault]
+    faults = Faults.always(fault, retry_after_s=2, hang_s=HANG_S)
+    with contract.fake(reply_content, faults=faults) as fake:
+        provider = provider_for(contract, fake, monkeypatch, timeout_s=CLIENT_TIMEOUT_S)
+        started = time.perf_counter()
+        with pytest.raises(CallFailure) as raised:
+            provider.complete(request_for(contract))
+        elapsed = time.perf_counter() - started
+        calls = len(fake.chat_requests)
+
+    failure = raised.value
+    assert (failure.retryable, failure.status, failure.retry_after) == \
+        (expected.retryable, expected.status, expected.retry_after), str(failure)
+    assert calls == 1, f"the provider retried by itself ({calls} calls)"
+    assert elapsed < HANG_S, f"the call took {elapsed:.2f}s: the client timeout was not applied"
+    assert str(failure).startswith(f"{contract.model}: ")
+    assert expected.says in str(failure)
+
+
+def test_a_slow_reply_within_the_timeout_is_a_reply(contract: Contract, monkeypatch: pytest.MonkeyPatch) -> None:
+    with contract.fake(reply_content, faults=Faults.always(Fault.SLOW, slow_ms=150)) as fake:
+        reply = provider_for(contract, fake, monkeypatch, timeout_s=2.0).complete(request_for(contract))
+    assert reply.text == CONTENT
+    assert reply.latency_ms is not None and reply.latency_ms >= 150
+
+
+def test_429_without_retry_after_has_none(contract: Contract, monkeypatch: pytest.MonkeyPatch) -> None:
+    with contract.fake(reply_content, faults=Faults.always(Fault.RATE_LIMIT, retry_after_s=None)) as fake:
+        with pytest.raises(CallFailure) as raised:
+            provider_for(contract, fake, monkeypatch).complete(request_for(contract))
+    assert (raised.value.retryable, raised.value.status, raised.value.retry_after) == (True, 429, None)
+
+
+def test_retry_after_as_an_http_date(contract: Contract, monkeypatch: pytest.MonkeyPatch) -> None:
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+
+    def limited(body: dict[str, Any]) -> str:
+        raise FakeError(429, "slow down", headers={"Retry-After": when})
+
+    with contract.fake(limited) as fake:
+        with pytest.raises(CallFailure) as raised:
+            provider_for(contract, fake, monkeypatch).complete(request_for(contract))
+    assert raised.value.retry_after is not None and 25 <= raised.value.retry_after <= 30
+
+
+@pytest.mark.parametrize("status", [502, 503])
+def test_other_5xx_are_retryable_with_their_retry_after(contract: Contract, status: int,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    def unavailable(body: dict[str, Any]) -> str:
+        raise FakeError(status, "the model is loading", headers={"Retry-After": "7"})
+
+    with contract.fake(unavailable) as fake:
+        with pytest.raises(CallFailure) as raised:
+            provider_for(contract, fake, monkeypatch).complete(request_for(contract))
+        assert len(fake.chat_requests) == 1
+    assert (raised.value.retryable, raised.value.status, raised.value.retry_after) == (True, status, 7.0)
+    assert "the model is loading" in str(raised.value)
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_client_errors_are_not_retryable(contract: Contract, status: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(body: dict[str, Any]) -> str:
+        raise FakeError(status, "schema is not supported by this model", headers={"Retry-After": "5"})
+
+    with contract.fake(refuse) as fake:
+        with pytest.raises(CallFailure) as raised:
+            provider_for(contract, fake, monkeypatch).complete(request_for(contract))
+        assert len(fake.chat_requests) == 1
+    failure = raised.value
+    assert (failure.retryable, failure.status, failure.retry_after) == (False, status, None)
+    assert "schema is not supported by this model" in str(failure)
+
+
+def test_connection_refused_is_retryable(contract: Contract, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    class Closed:
+        base_url = f"http://127.0.0.1:{port}" + ("/v1" if contract.provider == "openai" else "")
+
+    provider = provider_for(contract, Closed(), monkeypatch)  # type: ignore[arg-type]
+    with pytest.raises(CallFailure) as raised:
+        provider.complete(request_for(contract))
+    assert (raised.value.retryable, raised.value.status) == (True, None)
+
+
+@pytest.mark.parametrize(("status", "header", "expected"), [
+    (429, "12", (True, 12.0)),
+    (429, "0.5", (True, 0.5)),
+    (429, "-3", (True, 0.0)),
+    (429, "soon", (True, None)),
+    (429, "1e999", (True, None)),
+    (429, None, (True, None)),
+    (408, "2", (True, 2.0)),
+    (500, None, (True, None)),
+    (599, "1", (True, 1.0)),
+    (400, "5", (False, None)),
+    (409, None, (False, None)),
+    (304, None, (False, None)),
+])
+def test_status_classification_is_one_rule(status: int, header: str | None,
+                                           expected: tuple[bool, float | None]) -> None:
+    failure = CallFailure.for_status(status, "m: HTTP", retry_after=header)
+    assert (failure.retryable, failure.retry_after) == expected
+    assert failure.status == status
+
+
+def test_a_past_retry_after_date_means_now() -> None:
+    failure = CallFailure.for_status(429, "m", retry_after="Wed, 21 Oct 2015 07:28:00 GMT")
+    assert failure.retry_after == 0.0
+
+
+# -- credentials --------------------------------------------------------------------------------------
+
+
+def test_credential_is_sent_and_never_shown(contract: Contract, monkeypatch: pytest.MonkeyPatch) -> None:
+    def echo_the_key(body: dict[str, Any]) -> str:  # servers do quote bad keys back
+        raise FakeError(401, f"API key {FAKE_KEY} is not valid")
+
+    with contract.fake(echo_the_key) as fake:
+        provider = provider_for(contract, fake, monkeypatch)
+        assert fake.requests == []  # constructing a provider does not touch the network
+        with pytest.raises(CallFailure) as raised:
+            provider.complete(request_for(contract))
+        received = fake.chat_requests[0].headers
+
+    assert contract.credential(received) == FAKE_KEY
+    assert FAKE_KEY not in str(raised.value)
+    assert raised.value.retryable is False and raised.value.status == 401
+
+
+@pytest.mark.parametrize("value", [None, ""], ids=["unset", "empty"])
+def test_missing_credential_is_refused_before_any_request(contract: Contract, server: FakeServer, value: str | None,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    if value is not None:
+        monkeypatch.setenv(KEY_ENV, value)
+    with pytest.raises(ProviderError) as raised:
+        make_provider(config_for(contract, server))
+    assert KEY_ENV in str(raised.value)
+    assert contract.model in str(raised.value)
+    assert server.requests == []
+
+
+def test_a_missing_sdk_says_how_to_install_it(contract: Contract, server: FakeServer,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    sdk = {"ollama": "ollama", "openai": "openai", "gemini": "google.genai"}[contract.provider]
+    monkeypatch.setitem(sys.modules, sdk, None)  # `import` now raises ImportError
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    with pytest.raises(ProviderError, match=rf"Install with: pip install 'evalkit\[{contract.provider}\]'"):
+        make_provider(config_for(contract, server))
