@@ -14,7 +14,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -151,16 +150,42 @@ class _Caller:
         return results
 
     def _call_all(self, pending: Sequence[Planned]) -> dict[str, CallResult]:
+        """Run the pending calls on `run.concurrency` worker threads that share one queue.
+
+        Workers pull the next call themselves: no future per call, and the main thread stays idle
+        instead of competing with the calls for the interpreter lock.
+        """
         assert self.live is not None
         started = time.monotonic()
-        with CallProgress(len(pending), self.live.progress) as progress, \
-                ThreadPoolExecutor(max_workers=min(self.live.settings.concurrency, len(pending)),
-                                   thread_name_prefix="evalkit-call") as pool:
-            futures = {call_id: pool.submit(self._call, call_id, request, role, progress)
-                       for call_id, request, role in pending}
-            results = {call_id: future.result() for call_id, future in futures.items()}
+        queue = iter(pending)
+        results: dict[str, CallResult] = {}
+        errors: list[BaseException] = []
+        with CallProgress(len(pending), self.live.progress) as progress:
+
+            def work() -> None:
+                try:
+                    while True:
+                        with self._lock:
+                            planned = next(queue, None)
+                        if planned is None or errors:
+                            return
+                        call_id, request, role = planned
+                        result = self._call(call_id, request, role, progress)
+                        with self._lock:
+                            results[call_id] = result
+                except BaseException as error:  # a bug in evalkit: stop the others and re-raise below
+                    errors.append(error)
+
+            workers = [threading.Thread(target=work, name=f"evalkit-call-{n}", daemon=True)
+                       for n in range(min(self.live.settings.concurrency, len(pending)))]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
         self.live_seconds += time.monotonic() - started
-        return results
+        if errors:
+            raise errors[0]
+        return {call_id: results[call_id] for call_id, _, _ in pending}
 
     def _call(self, call_id: str, request: Request, role: str, progress: CallProgress) -> CallResult:
         """One call with budget, rate limit and retries; runs on a worker thread."""
