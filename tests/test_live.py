@@ -170,8 +170,9 @@ class Evalkit:
             f"name: {JUDGE.name}\nprovider: {JUDGE.provider}\nbase_url: {url}\napi_key_env: null\n"
             f"timeout_s: 30\noptions:\n{options}\n", encoding="utf-8")
 
-    def __call__(self, mode: str, *overrides: str, url: str | None = None, local_judge: bool = True,
-                 model: str = "gemma4") -> Run:
+    def command(self, mode: str, *overrides: str, url: str | None = None, local_judge: bool = True,
+                model: str = "gemma4") -> tuple[list[str], dict[str, str], Path]:
+        """The command line, environment and job folder of the next run."""
         self.runs += 1
         job = self.tmp / f"job{self.runs}"
         args = [f"mode={mode}", f"model={model}", f"run.recordings={self.recordings}", "baseline=none",
@@ -182,8 +183,13 @@ class Evalkit:
             args += [f"hydra.searchpath=['file://{self.conf}']", "judge=local"]
         env = {k: v for k, v in os.environ.items() if k not in _CLIENT_ENV}
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        done = subprocess.run([sys.executable, "-m", "evalkit", *args, *overrides], cwd=PROJECT_ROOT,
-                              env=env, capture_output=True, text=True, timeout=300, check=False)
+        return [sys.executable, "-m", "evalkit", *args, *overrides], env, job
+
+    def __call__(self, mode: str, *overrides: str, url: str | None = None, local_judge: bool = True,
+                 model: str = "gemma4") -> Run:
+        command, env, job = self.command(mode, *overrides, url=url, local_judge=local_judge, model=model)
+        done = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300,
+                              check=False)
         return Run(done, job)
 
 
