@@ -87,3 +87,27 @@ def test_suite_declared_components_join_the_config(hydra_conf):
 def test_undeclared_top_level_group_is_refused(hydra_conf):
     with pytest.raises(ConfigError, match=r"unknown key 'retriever'"):
         validate_config(composed() | {"retriever": {"k": 3}}, {})
+
+
+def test_max_cost_needs_a_price_table(hydra_conf):
+    with pytest.raises(ConfigError, match=r"budget\.max_cost needs a price table .* for gemini-3\.8-flash"):
+        validate_config(composed("budget.max_cost=1.5"), {})
+    priced = composed("budget.max_cost=1.5", "+model.price={input_per_mtok: 0.3, output_per_mtok: 2.5}",
+                      "+judge.price={input_per_mtok: 0.3, output_per_mtok: 2.5}")
+    assert validate_config(priced, {}).budget.max_cost == 1.5
+
+
+@pytest.mark.parametrize("override, message", [
+    ("run.concurrency=0", r"'run\.concurrency': Input should be greater than or equal to 1"),
+    ("budget.max_calls=-1", r"'budget\.max_calls': Input should be greater than or equal to 0"),
+    ("run.progress=sometimes", r"'run\.progress': Input should be 'auto', 'on' or 'off'"),
+    ("+run.resum=true", r"unknown key 'run\.resum'"),
+])
+def test_live_settings_are_validated(hydra_conf, override, message):
+    with pytest.raises(ConfigError, match=message):
+        validate_config(composed(override), {})
+
+
+def test_bad_secret_pattern_is_refused(hydra_conf):
+    with pytest.raises(ConfigError, match=r"run\.secret_patterns: '\(' is not a regular expression"):
+        validate_config(composed("run.secret_patterns=['(']"), {})
