@@ -87,7 +87,7 @@ def test_bad_git_baseline_is_an_input_error(run_evalkit):
 # --- bad input: one line on stderr, exit code 3, nothing half-written ---
 
 @pytest.mark.parametrize("args, message", [
-    (["model=nope"], "Could not find 'model/nope' (available: gemini-flash, gemma4)"),
+    (["model=nope"], "Could not find 'model/nope' (available: gemini-flash, gemma4, gpt-local)"),
     (["policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: critical, max_regressions, min_pass_rate)"),
     (["+policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: critical, max_regressions, min_pass_rate)"),
     (["policy.min_pass_rate=1.5"], "'policy.min_pass_rate': Input should be less than or equal to 1"),
