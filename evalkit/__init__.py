@@ -10,15 +10,17 @@ import importlib
 from typing import Any
 
 __all__ = [
-    "Case", "Dataset", "Decision", "EvalKey", "EvalkitError", "ExitCode", "Message", "Mode", "ModelConfig",
-    "Policy", "Reply", "Request", "RunConfig", "RunReport", "Usage", "Verdict", "__version__", "decide",
+    "CallFailure", "Case", "Dataset", "Decision", "EvalKey", "EvalkitError", "ExitCode", "Message", "Mode",
+    "ModelConfig",
+    "Policy", "Provider", "Reply", "Request", "RunConfig", "RunReport", "Usage", "Verdict", "__version__", "decide",
 ]
 
 _WHERE = {
     "Case": "evalkit.dataset", "Dataset": "evalkit.dataset",
     "Decision": "evalkit.decision", "ExitCode": "evalkit.decision", "Verdict": "evalkit.decision",
     "EvalKey": "evalkit.key", "EvalkitError": "evalkit.errors",
-    "Message": "evalkit.providers.base", "Reply": "evalkit.providers.base",
+    "Message": "evalkit.providers.base", "CallFailure": "evalkit.providers.base",
+    "Provider": "evalkit.providers.base", "Reply": "evalkit.providers.base",
     "Request": "evalkit.providers.base", "Usage": "evalkit.providers.base",
     "Mode": "evalkit.config", "ModelConfig": "evalkit.config", "RunConfig": "evalkit.config",
     "Policy": "evalkit.policy", "RunReport": "evalkit.report", "decide": "evalkit.gate",

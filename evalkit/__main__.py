@@ -11,9 +11,12 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.errors import EvalkitError
+
+if TYPE_CHECKING:
+    from evalkit.config import RunConfig
 
 CONFIG_PATH = "../conf"
 
@@ -28,22 +31,28 @@ def _job(cfg: Any) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    from evalkit.config import from_hydra
     from evalkit.decision import ExitCode
+    from evalkit.redact import Redactor
+    from evalkit.runner import redactor_for
 
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     row: dict[str, Any] = {"job": hydra_cfg.job.num if multirun else 0,
                            "overrides": list(hydra_cfg.overrides.task)}
+    redact = Redactor()  # credential shapes only, until the config names the run's key variables
     try:
-        code = _run(cfg, row)
+        config = from_hydra(cfg)
+        redact = redactor_for(config)
+        redact.install_log_filter()
+        code = _run(config, row)
     except EvalkitError as error:
-        message = _redacted(row, str(error))
+        message = redact(str(error))
         print(f"error: {message}", file=sys.stderr)
         code, row["error"] = ExitCode.INPUT_ERROR, message
     except Exception as error:  # a crash must never read as a decision
-        print(_redacted(row, traceback.format_exc()), file=sys.stderr, end="")
-        code, row["error"] = ExitCode.INTERNAL_ERROR, _redacted(row, f"internal error: {type(error).__name__}: {error}")
-    row.pop("redact", None)
+        print(redact(traceback.format_exc()), file=sys.stderr, end="")
+        code, row["error"] = ExitCode.INTERNAL_ERROR, redact(f"internal error: {type(error).__name__}: {error}")
     row["exit_code"] = int(code)
     if multirun:
         from evalkit.atomic import write_atomic
@@ -54,24 +63,22 @@ def _job(cfg: Any) -> None:
         _Outcome.code = int(code)
 
 
-def _redacted(row: dict[str, Any], text: str) -> str:
-    redact = row.get("redact")
-    return redact(text) if redact is not None else text
+def _say(text: str) -> None:
+    """Print to stdout; a reader that went away (`| head`) must not turn the decision into a crash."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def _run(cfg: Any, row: dict[str, Any]) -> int:
+def _run(config: RunConfig, row: dict[str, Any]) -> int:
     from evalkit.atomic import write_atomic
     from evalkit.baseline import load_baseline
-    from evalkit.config import from_hydra
     from evalkit.decision import ExitCode, exit_code
     from evalkit.gate import decide
     from evalkit.render.text import render_changed, render_decision
-    from evalkit.runner import redactor_for, run_suite
+    from evalkit.runner import run_suite
 
-    config = from_hydra(cfg)
-    redact = redactor_for(config)
-    redact.install_log_filter()
-    row["redact"] = redact
     baseline = load_baseline(config.baseline, config.suite.baseline, config.suite.name) if config.baseline else None
     result = run_suite(config)
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
@@ -86,8 +93,8 @@ def _run(cfg: Any, row: dict[str, Any]) -> int:
                      f"(estimated where the provider reported none; {budget['unknown_usage_calls']} calls "
                      f"with unknown usage); calls {result.execution['calls']}")
     if baseline is None:
-        print("decision: none (baseline=none: the run was not gated)")
-        print(run_line)
+        _say("decision: none (baseline=none: the run was not gated)")
+        _say(run_line)
         return ExitCode.GO
     name, base_report = baseline
     decision = decide(config.policy, base_report, result.report)
@@ -95,9 +102,9 @@ def _run(cfg: Any, row: dict[str, Any]) -> int:
                  json.dumps({"baseline": name, **decision.to_json()}, indent=2) + "\n")
     row.update(decision=str(decision.decision), changed=render_changed(decision.changed),
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
-    print(render_decision(decision, config.policy.critical))
-    print(run_line)
-    print(f"baseline: {name}")
+    _say(render_decision(decision, config.policy.critical))
+    _say(run_line)
+    _say(f"baseline: {name}")
     return exit_code(decision.decision)
 
 

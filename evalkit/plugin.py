@@ -15,11 +15,9 @@ from typing import Any
 import pytest
 
 from evalkit.dataset import Case
+from evalkit.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
 
 RUN_OPTION = "--evalkit-run"
-# Call statuses that leave a case unscored (see evalkit.execute.UNSCORED): its checks are skipped
-# with the reason, and the case is reported as unscored, never as a pass or a made-up failure.
-UNSCORED = frozenset({"failed", "budget_denied"})
 MACHINE_FIELDS = ("environment", "root")  # about the machine, not the eval: dropped from reports
 
 
