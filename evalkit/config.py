@@ -50,7 +50,7 @@ class ModelConfig(_Strict):
     name: str = Field(min_length=1)
     """The provider's model id, e.g. `gemini-3.8-flash` or `gemma4:e2b`."""
     provider: str = Field(min_length=1)
-    """Which provider module calls it: `ollama` (others arrive with the provider layer)."""
+    """Which provider module calls it: `ollama`, `openai` (any OpenAI-compatible server) or `gemini`."""
     base_url: str | None = None
     """Endpoint of the server; a transport setting, so it is not part of the eval key."""
     api_key_env: str | None = None
