@@ -8,6 +8,7 @@ evalkit changes nothing in other pytest sessions.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ class _EvalRun:
     def __init__(self, run: RunInput) -> None:
         self.run = run
         self.case_of: dict[str, str] = {}
+        self.metrics: dict[str, dict[str, float | None]] = {}
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "case" not in metafunc.fixturenames:
@@ -96,6 +98,18 @@ class _EvalRun:
         """`judge_reply(metric)`: the judge's reply text for this case (`judge/<metric>/<case-id>`)."""
         return lambda metric: self.run.text_of(f"judge/{metric}/{case.id}")
 
+    @pytest.fixture
+    def record_metric(self, case: Case) -> Callable[[str, float | None], None]:
+        """`record_metric(name, value)`: a number about this case; None when it could not be measured."""
+
+        def record(name: str, value: float | None) -> None:
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                      or not math.isfinite(value)):
+                raise ValueError(f"case {case.id}: metric {name!r} must be a finite number or None, got {value!r}")
+            self.metrics.setdefault(case.id, {})[name] = None if value is None else float(value)
+
+        return record
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
         for field in MACHINE_FIELDS:
@@ -103,7 +117,11 @@ class _EvalRun:
         json_report["format"] = "evalkit-run-report/1"
         json_report["eval"] = self.run.key
         json_report["provenance"] = self.run.provenance
-        json_report["cases"] = self._cases(json_report.get("tests", []))
+        tests = json_report.get("tests", [])
+        json_report["cases"] = self._cases(tests)
+        passed = sum(t["outcome"] == "passed" for t in tests)
+        json_report["pass_rate"] = round(passed / len(tests), 6) if tests else None
+        json_report["metrics"] = aggregate_metrics(self.metrics)
 
     def _cases(self, tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         by_case: dict[str, dict[str, Any]] = {
@@ -125,4 +143,19 @@ class _EvalRun:
                     by_case[case_id]["status"] = "unscored"
         for entry in by_case.values():
             entry["passed"] = bool(entry["checks"]) and all(o == "passed" for o in entry["checks"].values())
+            entry["metrics"] = self.metrics.get(entry["id"], {})
         return list(by_case.values())
+
+
+def aggregate_metrics(per_case: dict[str, dict[str, float | None]]) -> dict[str, dict[str, Any]]:
+    """Each metric's mean over the cases that measured it, and how many did; None when none could."""
+    values: dict[str, list[float | None]] = {}
+    for metrics in per_case.values():
+        for name, value in metrics.items():
+            values.setdefault(name, []).append(value)
+    out: dict[str, dict[str, Any]] = {}
+    for name, seen in sorted(values.items()):
+        measured = [v for v in seen if v is not None]
+        out[name] = {"mean": round(sum(measured) / len(measured), 6) if measured else None,
+                     "count": len(measured), "unmeasured": len(seen) - len(measured)}
+    return out

@@ -5,6 +5,7 @@ file that carries an `eval` block, so a team can gate an existing pytest eval su
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,8 @@ class RunReport:
     """nodeid -> pytest outcome, in report order."""
     cases: tuple[Mapping[str, Any], ...] = ()
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    metrics: Mapping[str, float | None] = field(default_factory=dict)
+    """Run-level metrics: each one's mean over the cases that measured it; None when none could."""
 
     @property
     def passed(self) -> int:
@@ -62,7 +65,24 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
         _refuse_tests(tests, where)
     cases = data.get("cases") or ()
     provenance = data.get("provenance") or {}
-    return RunReport(key, outcomes, tuple(cases), provenance)
+    return RunReport(key, outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where))
+
+
+def _metrics(block: Any, where: str) -> dict[str, float | None]:
+    """`{"name": {"mean": x, "count": n, ...}}` (evalkit's own) or `{"name": x}`; values finite or null."""
+    if block is None:
+        return {}
+    if not isinstance(block, dict):
+        raise InputError(f"{where}: 'metrics' must be an object of metric names")
+    out: dict[str, float | None] = {}
+    for name, entry in block.items():
+        value = entry.get("mean") if isinstance(entry, dict) else entry
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value)):
+            raise InputError(f"{where}: metric {name!r} is {value!r}; a metric is a finite number, "
+                             "or null when it could not be measured")
+        out[str(name)] = None if value is None else float(value)
+    return out
 
 
 def _refuse_tests(tests: list[Any], where: str) -> None:

@@ -81,3 +81,29 @@ def test_plugin_is_inert_without_an_evalkit_run(pytester):
     result.assert_outcomes(passed=1)
     data = json.loads(out.read_text())
     assert "eval" not in data and "environment" in data
+
+
+METRIC_TESTS = """
+import math
+
+def test_metric(case, record_metric):
+    record_metric("score", {"c1": 1.0, "c2": 0.5, "c3": None, "c4": 0}[case.id])
+
+def test_bad_metric(case, record_metric):
+    if case.id == "c1":
+        record_metric("score2", math.nan)
+"""
+
+
+def test_record_metric_per_case_and_run_aggregates(pytester, run_file):
+    pytester.makepyfile(test_suite=METRIC_TESTS)
+    out = pytester.path / "report.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--evalkit-run={run_file}", "--json-report",
+                                f"--json-report-file={out}")
+    result.assert_outcomes(passed=7, failed=1)
+    result.stdout.fnmatch_lines(["*case c1: metric 'score2' must be a finite number or None, got nan*"])
+    data = json.loads(out.read_text())
+    cases = {c["id"]: c for c in data["cases"]}
+    assert cases["c2"]["metrics"] == {"score": 0.5} and cases["c3"]["metrics"] == {"score": None}
+    assert data["metrics"] == {"score": {"mean": 0.5, "count": 3, "unmeasured": 1}}
+    assert data["pass_rate"] == round(7 / 8, 6)
