@@ -105,7 +105,7 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
     _say(render_decision(decision, config.policy.critical))
     _say(run_line)
     _say(f"baseline: {name}")
-    return exit_code(decision.decision)
+    return exit_code(decision.decision, config.policy.review_fails)
 
 
 def main() -> int:

@@ -51,6 +51,10 @@ class Decision:
     missing_critical: tuple[str, ...] = ()
     tests: int = 0
     passed: int = 0
+    review_reasons: tuple[str, ...] = ()
+    """Reasons that call for a person's review; they decide only when nothing blocks."""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    """Per metric: before, after, delta, status (see evalkit.compare)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,4 +68,6 @@ class Decision:
             "missing_critical": list(self.missing_critical),
             "tests": self.tests,
             "passed": self.passed,
+            "review_reasons": list(self.review_reasons),
+            "metrics": self.metrics,
         }

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evalkit.compare import compare_metrics
 from evalkit.decision import Decision, Verdict
 from evalkit.policy import Policy
 from evalkit.report import RunReport
@@ -60,8 +61,11 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
     """Compare per-test outcomes of baseline and candidate under the policy."""
     changed = changed_components(baseline.eval, candidate.eval)
     blocked = incomparability(baseline.eval, candidate.eval)
-    if blocked:
-        return Decision(Verdict.INCOMPARABLE, tuple(blocked), changed)
+    if blocked:  # the policy decides what an incomparable baseline means (seed 000: incomparable; 001: review)
+        if policy.on_incomparable == "review":
+            return Decision(Verdict.REVIEW, (), changed, review_reasons=tuple(blocked))
+        verdict = Verdict.BLOCK if policy.on_incomparable == "block" else Verdict.INCOMPARABLE
+        return Decision(verdict, tuple(blocked), changed)
 
     before, after = baseline.outcomes, candidate.outcomes
     critical = policy.critical
@@ -83,24 +87,59 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
     passed = len(after) - len(failing)
     pass_rate = passed / len(after)  # report loading guarantees at least one test
 
-    reasons = []
+    reasons: list[str] = []
+    review: list[str] = []
     unscored = candidate.unscored
     if unscored:  # nothing is dropped from a denominator: an incomplete run cannot pass
         reasons.append(f"incomplete run: {len(unscored)} unscored ({', '.join(unscored[:5])}"
                        f"{', ...' if len(unscored) > 5 else ''})")
     if len(regressed) > policy.max_regressions:
-        reasons.append(f"{len(regressed)} regression(s); policy allows {policy.max_regressions}")
+        (reasons if policy.regressions == "block" else review).append(
+            f"{len(regressed)} regression(s); policy allows {policy.max_regressions}")
     if critical_failures:
         reasons.append(f"{len(critical_failures)} critical test(s) fail")
     if missing_critical:
         reasons.append(f"{len(missing_critical)} critical test(s) from the baseline are missing from the candidate")
     if pass_rate < policy.min_pass_rate:
         reasons.append(f"pass rate {pass_rate:.3f} is below {policy.min_pass_rate}")
+    reasons += _critical_cases(policy, candidate)
+    metrics = compare_metrics(baseline.metrics, candidate.metrics)
+    for floors, out in ((policy.block_below, reasons), (policy.review_below, review)):
+        for name, floor in floors.items():
+            value = candidate.metrics.get(name)
+            if value is None:
+                out.append(f"{name} cannot be measured on the candidate (floor {floor})")
+            elif value < floor:
+                out.append(f"{name} {value:.3f} is below {floor}")
+    for names, out in ((policy.block_on_drop, reasons), (policy.review_on_drop, review)):
+        for name in names:
+            change = metrics.get(name)
+            if change is not None and change.status == "regressed":
+                after_text = "no longer measurable" if change.after is None else f"{change.after:.3f}"
+                before_text = "not measured" if change.before is None else f"{change.before:.3f}"
+                out.append(f"{name} fell {before_text} -> {after_text}")
+    verdict = Verdict.BLOCK if reasons else Verdict.REVIEW if review else Verdict.GO
     return Decision(
-        Verdict.BLOCK if reasons else Verdict.GO, tuple(reasons), changed, round(pass_rate, 3),
+        verdict, tuple(reasons), changed, round(pass_rate, 3),
         tuple(regressed), tuple(fixed), tuple(critical_failures), tuple(missing_critical),
-        tests=len(after), passed=passed,
+        tests=len(after), passed=passed, review_reasons=tuple(review),
+        metrics={name: vars(change) for name, change in metrics.items()},
     )
+
+
+def _critical_cases(policy: Policy, candidate: RunReport) -> list[str]:
+    """A critical case blocks when it is absent or any of its checks did not pass; the reason names them."""
+    cases = {str(c.get("id")): c for c in candidate.cases}
+    out = []
+    for case_id in policy.critical_cases:
+        case = cases.get(case_id)
+        if case is None:
+            out.append(f"critical case {case_id} is missing from the candidate")
+            continue
+        failed = sorted(name for name, outcome in (case.get("checks") or {}).items() if outcome != "passed")
+        if failed or not case.get("passed", False):
+            out.append(f"critical case {case_id} failed: {', '.join(failed) or 'no passing checks'}")
+    return out
 
 
 if __name__ == "__main__":  # `python -m evalkit.gate`: the I/O lives in gate_cli

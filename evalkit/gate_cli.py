@@ -57,4 +57,4 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         write_atomic(args.out, json.dumps(decision.to_json(), indent=2) + "\n")
     print(render_decision(decision, policy.critical))
-    return exit_code(decision.decision)
+    return exit_code(decision.decision, policy.review_fails)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -12,15 +12,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalkit.errors import ConfigError, InputError, describe_validation
 from evalkit.paths import PROJECT_ROOT
 
-__all__ = ["Policy", "load_policy", "policy_from_mapping"]
+__all__ = ["Policy", "load_policy", "policy_from_mapping", "SCHEMA_PATH", "policy_schema"]
 
 POLICY_DIR = PROJECT_ROOT / "conf" / "policy"
+SCHEMA_PATH = POLICY_DIR / "policy.schema.json"  # for editors: `# yaml-language-server: $schema=...`
 
 
 class Policy(BaseModel):
     """What a candidate must satisfy, relative to the baseline and on its own."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # attribute docstrings become the schema's descriptions, so editors show them while completing
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     max_regressions: int = Field(0, ge=0)
     """How many tests that pass on the baseline may stop passing on the candidate."""
@@ -31,6 +33,31 @@ class Policy(BaseModel):
     critical: tuple[str, ...] = ()
     """Test-name prefixes (`test_priority` matches `test_priority[any-case]`) that must pass on the
     candidate even when the baseline fails them, and may not disappear from it."""
+
+    critical_cases: tuple[str, ...] = ()
+    """Case ids that must pass every check on the candidate; a failure (naming the failed checks) or
+    an absence blocks."""
+
+    block_below: dict[str, float] = Field(default_factory=dict)
+    """Absolute floors: a metric below its floor on the candidate (or no longer measurable) blocks."""
+
+    review_below: dict[str, float] = Field(default_factory=dict)
+    """Absolute floors that call for review instead of blocking."""
+
+    block_on_drop: tuple[str, ...] = ()
+    """Metrics that may not fall below the baseline's value (a drop to not-measurable is a drop)."""
+
+    review_on_drop: tuple[str, ...] = ()
+    """Metrics whose drop below the baseline calls for review."""
+
+    regressions: Literal["block", "review"] = "block"
+    """What more regressed tests than `max_regressions` lead to (critical tests always block)."""
+
+    on_incomparable: Literal["incomparable", "review", "block"] = "incomparable"
+    """What a baseline that cannot be compared (another dataset or judge) leads to."""
+
+    review_fails: bool = False
+    """Make `review` fail the job (exit code 1, like block) instead of passing it (exit code 0)."""
 
 
 def policy_from_mapping(data: Any, where: str) -> Policy:
@@ -61,3 +88,13 @@ def load_policy(spec: str | Path) -> Policy:
         first = str(error).splitlines()[0]
         raise InputError(f"{path}: not valid {path.suffix[1:].upper()}: {first}") from None
     return policy_from_mapping(data, str(path))
+
+
+def policy_schema() -> str:
+    """The JSON schema of policy files, as shipped in conf/policy/policy.schema.json."""
+    return json.dumps(Policy.model_json_schema(), indent=2) + "\n"
+
+
+if __name__ == "__main__":  # `python -m evalkit.policy` rewrites the shipped schema
+    SCHEMA_PATH.write_text(policy_schema(), encoding="utf-8")
+    print(SCHEMA_PATH)

@@ -158,3 +158,82 @@ def test_unscored_cases_block_as_an_incomplete_run():
     result = gate(report(BASE), candidate)
     assert result.decision is Verdict.BLOCK
     assert result.reasons == ("incomplete run: 2 unscored (c1, c3)",)
+
+
+# --- the full policy: each rule alone, then the order block > review > go ---
+
+def run_with(cases=(), metrics=None, outcomes=None, **key):
+    data = report(outcomes or BASE, **key)
+    data["cases"] = list(cases)
+    data["metrics"] = metrics or {}
+    return data
+
+
+PASSING_CASE = {"id": "rc15", "passed": True, "checks": {"test_abstains": "passed", "test_cites": "passed"}}
+FAILING_CASE = {"id": "rc15", "passed": False, "checks": {"test_abstains": "failed", "test_cites": "passed"}}
+LOOSE = Policy()
+
+
+def test_critical_case_failure_blocks_naming_the_failed_checks():
+    policy = Policy(critical_cases=("rc15",))
+    assert gate(run_with([PASSING_CASE]), run_with([PASSING_CASE]), policy).decision is Verdict.GO
+    result = gate(run_with([PASSING_CASE]), run_with([FAILING_CASE]), policy)
+    assert result.decision is Verdict.BLOCK and result.reasons == ("critical case rc15 failed: test_abstains",)
+
+
+def test_critical_case_absent_blocks():
+    result = gate(run_with([PASSING_CASE]), run_with([]), Policy(critical_cases=("rc15",)))
+    assert result.reasons == ("critical case rc15 is missing from the candidate",)
+
+
+@pytest.mark.parametrize("rule, verdict", [("block_below", Verdict.BLOCK), ("review_below", Verdict.REVIEW)])
+def test_absolute_floors(rule, verdict):
+    policy = Policy(**{rule: {"citation_validity": 0.95}})
+    ok = gate(run_with(metrics={"citation_validity": 0.9}), run_with(metrics={"citation_validity": 0.96}), policy)
+    assert ok.decision is Verdict.GO
+    low = gate(run_with(metrics={"citation_validity": 1.0}), run_with(metrics={"citation_validity": 0.941}), policy)
+    assert low.decision is verdict
+    assert "citation_validity 0.941 is below 0.95" in low.reasons + low.review_reasons
+    gone = gate(run_with(metrics={"citation_validity": 1.0}), run_with(metrics={"citation_validity": None}), policy)
+    assert gone.decision is verdict
+    assert "citation_validity cannot be measured on the candidate (floor 0.95)" in gone.reasons + gone.review_reasons
+
+
+@pytest.mark.parametrize("rule, verdict", [("block_on_drop", Verdict.BLOCK), ("review_on_drop", Verdict.REVIEW)])
+def test_drops_against_the_baseline(rule, verdict):
+    policy = Policy(**{rule: ("citation_validity",)})
+    same = gate(run_with(metrics={"citation_validity": 0.9}), run_with(metrics={"citation_validity": 0.9}), policy)
+    assert same.decision is Verdict.GO
+    drop = gate(run_with(metrics={"citation_validity": 1.0}), run_with(metrics={"citation_validity": 0.941}), policy)
+    assert drop.decision is verdict
+    assert "citation_validity fell 1.000 -> 0.941" in drop.reasons + drop.review_reasons
+    null = gate(run_with(metrics={"citation_validity": 1.0}), run_with(metrics={"citation_validity": None}), policy)
+    assert "citation_validity fell 1.000 -> no longer measurable" in null.reasons + null.review_reasons
+    assert drop.metrics["citation_validity"]["status"] == "regressed"
+
+
+def test_regressions_can_be_made_a_review():
+    policy = Policy(regressions="review")
+    result = gate(run_with(), run_with(outcomes=BASE | {"test_label[c3]": "failed"}), policy)
+    assert result.decision is Verdict.REVIEW and result.review_reasons == ("1 regression(s); policy allows 0",)
+    assert exit_code(result.decision, policy.review_fails) == 0
+    assert exit_code(result.decision, Policy(review_fails=True).review_fails) == 1
+
+
+@pytest.mark.parametrize("setting, verdict", [("incomparable", Verdict.INCOMPARABLE), ("review", Verdict.REVIEW),
+                                              ("block", Verdict.BLOCK)])
+def test_the_policy_decides_what_an_incomparable_baseline_means(setting, verdict):
+    result = gate(run_with(), run_with(dataset_sha="other"), Policy(on_incomparable=setting))
+    assert result.decision is verdict
+    assert "rerun the baseline on the candidate's dataset" in (result.reasons + result.review_reasons)[0]
+
+
+def test_block_wins_over_review_and_review_over_go():
+    policy = Policy(critical_cases=("rc15",), review_on_drop=("recall",))
+    metrics_b, metrics_c = {"recall": 0.9}, {"recall": 0.8}
+    both = gate(run_with([PASSING_CASE], metrics_b), run_with([FAILING_CASE], metrics_c), policy)
+    assert both.decision is Verdict.BLOCK and both.review_reasons == ("recall fell 0.900 -> 0.800",)
+    review_only = gate(run_with([PASSING_CASE], metrics_b), run_with([PASSING_CASE], metrics_c), policy)
+    assert review_only.decision is Verdict.REVIEW
+    neither = gate(run_with([PASSING_CASE], metrics_b), run_with([PASSING_CASE], metrics_b), policy)
+    assert neither.decision is Verdict.GO

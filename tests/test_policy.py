@@ -29,7 +29,7 @@ def test_policy_by_json_and_yaml_path(tmp_path):
 
 
 @pytest.mark.parametrize("body, message", [
-    ("max_regresions: 0\n", r"p\.yaml: unknown key 'max_regresions' \(allowed: critical, max_regressions, min_pass_rate\)"),
+    ("max_regresions: 0\n", r"p\.yaml: unknown key 'max_regresions' \(allowed: block_below, block_on_drop, critical, critical_cases, max_regressions, min_pass_rate, on_incomparable, regressions, review_below, review_fails, review_on_drop\)"),
     ("max_regressions: many\n", r"p\.yaml: 'max_regressions': Input should be a valid integer"),
     ("min_pass_rate: 1.2\n", r"'min_pass_rate': Input should be less than or equal to 1"),
     ("min_pass_rate: -0.1\n", r"'min_pass_rate': Input should be greater than or equal to 0"),
@@ -54,3 +54,19 @@ def test_malformed_policy_file(tmp_path):
     path.write_text('{"max_regressions": ')
     with pytest.raises(InputError, match=r"p\.json: not valid JSON"):
         load_policy(path)
+
+
+def test_the_shipped_json_schema_is_current():
+    from evalkit.policy import SCHEMA_PATH, policy_schema
+
+    assert SCHEMA_PATH.read_text() == policy_schema(), "run `python -m evalkit.policy` to refresh it"
+
+
+def test_schema_documents_every_field():
+    import json
+
+    from evalkit.policy import policy_schema
+
+    properties = json.loads(policy_schema())["properties"]
+    assert set(properties) == set(Policy.model_fields)
+    assert all(p.get("description") for p in properties.values())

@@ -19,6 +19,9 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = ()) -> str:
     if decision.reasons:
         lines.append("reasons:")
         lines += [f"  - {r}" for r in decision.reasons]
+    if decision.review_reasons:
+        lines.append("for review:")
+        lines += [f"  - {r}" for r in decision.review_reasons]
     if decision.changed:
         lines.append(f"changed: {render_changed(decision.changed)}")
     if decision.pass_rate is not None:
