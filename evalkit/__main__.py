@@ -76,12 +76,15 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
     from evalkit.baseline import load_baseline
     from evalkit.decision import ExitCode, exit_code
     from evalkit.gate import decide
+    from evalkit.render.markdown import render_markdown
+    from evalkit.render.sections import render_sections
     from evalkit.render.text import render_changed, render_decision
     from evalkit.runner import run_suite
 
     baseline = load_baseline(config.baseline, config.suite.baseline, config.suite.name) if config.baseline else None
     result = run_suite(config)
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
+    row["input_tokens"] = result.execution.get("cost", {}).get("input_tokens")
     run_line = (f"run: suite {config.suite.name}, {result.report.passed} of {len(result.report.outcomes)} tests "
                 f"passed ({config.mode}, recording {result.recording_path.name}, "
                 f"{result.report.provenance.get('recording_provenance')}); report {result.report_path}")
@@ -100,9 +103,12 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
     decision = decide(config.policy, base_report, result.report)
     write_atomic(Path(config.run.out) / "decision.json",
                  json.dumps({"baseline": name, **decision.to_json()}, indent=2) + "\n")
+    write_atomic(Path(config.run.out) / "decision.md",
+                 render_markdown(decision, result.report, config.policy.critical))
     row.update(decision=str(decision.decision), changed=render_changed(decision.changed),
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
     _say(render_decision(decision, config.policy.critical))
+    _say(render_sections(result.report))
     _say(run_line)
     _say(f"baseline: {name}")
     return exit_code(decision.decision, config.policy.review_fails)

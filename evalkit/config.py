@@ -11,8 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalkit.errors import ConfigError, describe_validation
 from evalkit.policy import Policy
 
-__all__ = ["Mode", "Progress", "Price", "BudgetConfig", "ModelConfig", "PromptConfig", "DatasetConfig",
-           "SuiteConfig", "RunSettings", "RunConfig", "from_hydra", "validate_config"]
+__all__ = ["BUILTIN_METRICS", "SliceSpec", "Mode", "Progress", "Price", "BudgetConfig", "ModelConfig",
+           "PromptConfig", "DatasetConfig", "SuiteConfig", "RunSettings", "RunConfig", "from_hydra",
+           "validate_config"]
 
 
 class Mode(enum.StrEnum):
@@ -79,6 +80,15 @@ class DatasetConfig(_Strict):
     """The dataset JSON file (relative paths are relative to the project root)."""
 
 
+class SliceSpec(_Strict):
+    """One cut of a run: pass rate, failures and unsafe cases per value of `by`."""
+
+    by: str = Field(min_length=1)
+    """A case field (`kind`), or `language(<field>)`: bn, en or mixed by the letters of that field."""
+    where: dict[str, Any] = Field(default_factory=dict)
+    """Only the cases whose fields equal these values (`{kind: rag}`)."""
+
+
 class SuiteConfig(_Strict):
     """The eval program: where its tests and task live, and what it adds to the key."""
 
@@ -89,6 +99,13 @@ class SuiteConfig(_Strict):
     """The shipped baseline run report (`baseline=default` uses it)."""
     components: tuple[str, ...] = ()
     """Further config groups this suite declares as components (e.g. `retriever`): they join the eval key."""
+    metrics: tuple[str, ...] = ()
+    """The metrics the suite records (`record_metric`); policies may name only these and the built-in
+    `pass_rate` (passed tests / tests) and `case_pass_rate` (cases passing every check / cases)."""
+    slices: tuple[str | SliceSpec, ...] = ()
+    """Cuts of the run reported per value: `by` alone (`kind`, `language(input)`), or `{by, where}`."""
+    abstention_check: str = "test_abstention"
+    """The check that says whether a case expected to abstain did; a failure of it counts as unsafe in slices."""
 
 
 class BudgetConfig(_Strict):
@@ -176,12 +193,28 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
             re.compile(pattern)
         except re.error as error:
             raise ConfigError(f"run.secret_patterns: {pattern!r} is not a regular expression ({error})") from None
+    _check_policy_metrics(config)
     if config.budget.max_cost is not None:
         unpriced = [m.name for m in (config.model, config.judge) if m is not None and m.price is None]
         if unpriced:
             raise ConfigError("budget.max_cost needs a price table (model.price / judge.price) for "
                               + ", ".join(unpriced))
     return config
+
+
+BUILTIN_METRICS = ("pass_rate", "case_pass_rate")
+
+
+def _check_policy_metrics(config: RunConfig) -> None:
+    """A policy may only name metrics the suite produces: a typo must not make a floor silently vacuous."""
+    policy = config.policy
+    named = {*policy.block_below, *policy.review_below, *policy.block_on_drop, *policy.review_on_drop}
+    produced = {*config.suite.metrics, *BUILTIN_METRICS}
+    unknown = sorted(named - produced)
+    if unknown:
+        source = f"conf/policy/{config.choices['policy']}.yaml" if "policy" in config.choices else "policy"
+        raise ConfigError(f"{source}: unknown metric(s) {', '.join(unknown)}; suite {config.suite.name} produces "
+                          f"{', '.join(sorted(produced))}")
 
 
 def _refusal(error: ValidationError, choices: dict[str, str], overrides: tuple[str, ...]) -> ConfigError:

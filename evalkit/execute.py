@@ -103,7 +103,8 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     counts: dict[str, int] = {}
     for result in calls.values():
         counts[result.status] = counts.get(result.status, 0) + 1
-    stats: dict[str, Any] = {"calls": dict(sorted(counts.items()))}
+    stats: dict[str, Any] = {"calls": dict(sorted(counts.items())),
+                             "cost": cost_section(calls, caller.requests), "latency": latency_section(calls)}
     if live is not None:
         stats["live"] = {"sent": caller.sent, "retried": caller.retried,
                          "seconds": round(caller.live_seconds, 3), "budget": live.budget.summary()}
@@ -118,6 +119,7 @@ class _Caller:
         self.mode, self.recording, self.where, self.live = mode, recording, where, live
         self.configs = {"model": model, "judge": judge}
         self.new_entries: dict[str, Entry] = {}
+        self.requests: dict[str, Request] = {}
         self.sent = self.retried = 0
         self.live_seconds = 0.0
         self._lock = threading.Lock()
@@ -130,6 +132,7 @@ class _Caller:
         results: dict[str, CallResult] = {}
         pending: list[Planned] = []
         for call_id, request, role in planned:
+            self.requests[call_id] = request
             found = None if self.mode is Mode.LIVE else lookup(self.recording, self.where, call_id, request)
             if isinstance(found, Hit) and (self.mode is Mode.REPLAY or found.entry.failure is None):
                 results[call_id] = _from_entry(call_id, found.entry, "replayed")
@@ -193,8 +196,7 @@ class _Caller:
         assert live is not None
         config = self.configs[role]
         assert config is not None
-        estimate = estimate_tokens(" ".join(m.content for m in request.messages)
-                                   + json.dumps(request.response_schema or ""))
+        estimate = estimate_tokens(request_text(request))
         attempt = 0
         while True:
             reservation = live.budget.reserve(estimate, config.price)
@@ -259,6 +261,40 @@ class _Caller:
             provenance = Provenance(kind="recorded", note="recorded by a live evalkit run",
                                     evalkit_version=version, recorded_at=now)
         return self.recording.model_copy(update={"calls": kept | self.new_entries, "provenance": provenance})
+
+
+def request_text(request: Request) -> str:
+    return " ".join(m.content for m in request.messages) + json.dumps(request.response_schema or "")
+
+
+def cost_section(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> dict[str, Any]:
+    """Model calls and tokens of the run's replies (replayed or live), from the provider's usage where it
+    reported some and estimated (characters / 4) where not; says how many were estimated. Never a quality figure."""
+    replies = {cid: r.reply for cid, r in calls.items() if r.reply is not None}
+    totals = {"input_tokens": 0, "output_tokens": 0}
+    estimated = {"input_tokens": 0, "output_tokens": 0}
+    for call_id, reply in replies.items():
+        reported = {"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens}
+        fallback = {"input_tokens": estimate_tokens(request_text(requests[call_id])) if call_id in requests else 0,
+                    "output_tokens": estimate_tokens(reply.text or "")}
+        for name in totals:
+            value = reported[name]
+            if value is None:
+                estimated[name] += 1
+                value = fallback[name]
+            totals[name] += value
+    return {"model_calls": len(replies), **totals,
+            "estimated_calls": {k: v for k, v in estimated.items() if v}}
+
+
+def latency_section(calls: Mapping[str, CallResult]) -> dict[str, Any]:
+    """Per-call latency where it was measured (live calls); authored replies carry none."""
+    measured = sorted(r.reply.latency_ms for r in calls.values()
+                      if r.reply is not None and r.reply.latency_ms is not None)
+    if not measured:
+        return {"measured_calls": 0}
+    p95 = measured[min(len(measured) - 1, int(0.95 * len(measured)))]
+    return {"measured_calls": len(measured), "mean_ms": round(sum(measured) / len(measured), 1), "p95_ms": p95}
 
 
 def _from_entry(call_id: str, entry: Entry, status: Status) -> CallResult:

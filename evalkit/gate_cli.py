@@ -14,6 +14,7 @@ from evalkit.decision import ExitCode, exit_code
 from evalkit.errors import EvalkitError
 from evalkit.gate import decide
 from evalkit.policy import load_policy
+from evalkit.render.markdown import render_markdown
 from evalkit.render.text import render_decision
 from evalkit.report import load_report
 
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--policy", default="triage",
                         help="a policy name from conf/policy/ or a path to a YAML or JSON file (default: triage)")
     parser.add_argument("--out", type=Path, help="also write the decision as JSON to this file")
+    parser.add_argument("--markdown", type=Path, help="also write the decision as Markdown (a pull-request comment)")
     return parser
 
 
@@ -56,5 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     decision = decide(policy, baseline, candidate)
     if args.out:
         write_atomic(args.out, json.dumps(decision.to_json(), indent=2) + "\n")
+    if args.markdown:
+        write_atomic(args.markdown, render_markdown(decision, candidate, policy.critical))
     print(render_decision(decision, policy.critical))
     return exit_code(decision.decision, policy.review_fails)

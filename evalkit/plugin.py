@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evalkit.config import BUILTIN_METRICS
 from evalkit.dataset import Case
 from evalkit.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
+from evalkit.slices import language_of_field, slice_cases
 
 RUN_OPTION = "--evalkit-run"
 MACHINE_FIELDS = ("environment", "root")  # about the machine, not the eval: dropped from reports
@@ -31,6 +34,10 @@ class RunInput:
         self.provenance: dict[str, Any] = data["provenance"]
         self.cases = [Case(c["id"], c["fields"]) for c in data["cases"]]
         self.calls: dict[str, dict[str, Any]] = data["calls"]
+        self.components: dict[str, Any] = data.get("components", {})
+        suite = data.get("suite", {})
+        self.slices: list[str | dict[str, Any]] = suite.get("slices", [])
+        self.abstention_check: str = suite.get("abstention_check", "test_abstention")
 
     def text_of(self, call_id: str) -> str:
         """The reply text of a call; a call without one fails the asking test with its reason."""
@@ -88,6 +95,11 @@ class _EvalRun:
         """The eval key of this run."""
         return self.run.key
 
+    @pytest.fixture(scope="session")
+    def components(self) -> dict[str, Any]:
+        """The composed settings of the suite's declared components (`components["retriever"]["k"]`)."""
+        return self.run.components
+
     @pytest.fixture
     def task_reply(self, case: Case) -> str:
         """The model's reply text for this case (`task/<case-id>`)."""
@@ -103,6 +115,8 @@ class _EvalRun:
         """`record_metric(name, value)`: a number about this case; None when it could not be measured."""
 
         def record(name: str, value: float | None) -> None:
+            if name in BUILTIN_METRICS:
+                raise ValueError(f"case {case.id}: {name!r} is computed by evalkit; record another metric name")
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                       or not math.isfinite(value)):
                 raise ValueError(f"case {case.id}: metric {name!r} must be a finite number or None, got {value!r}")
@@ -121,7 +135,28 @@ class _EvalRun:
         json_report["cases"] = self._cases(tests)
         passed = sum(t["outcome"] == "passed" for t in tests)
         json_report["pass_rate"] = round(passed / len(tests), 6) if tests else None
-        json_report["metrics"] = aggregate_metrics(self.metrics)
+        metrics = aggregate_metrics(self.metrics)
+        cases = json_report["cases"]
+        scored = [c for c in cases if c["checks"]]
+        metrics["pass_rate"] = {"mean": json_report["pass_rate"], "count": len(tests), "unmeasured": 0}
+        metrics["case_pass_rate"] = {"mean": round(sum(c["passed"] for c in scored) / len(scored), 6) if scored
+                                     else None, "count": len(scored), "unmeasured": len(cases) - len(scored)}
+        json_report["metrics"] = metrics
+        if self.run.slices:
+            json_report["slices"] = self._slices(cases)
+
+    def _slices(self, cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        results = {c["id"]: c for c in cases}
+        out: dict[str, dict[str, Any]] = {}
+        for spec in self.run.slices:
+            by, where = (spec, {}) if isinstance(spec, str) else (spec["by"], spec.get("where", {}))
+            chosen = [c for c in self.run.cases if all(c.get(k) == v for k, v in where.items())]
+            match = re.fullmatch(r"language\((\w+)\)", by)
+            key = language_of_field(match.group(1)) if match else by
+            label = by + "".join(f" where {k}={v}" for k, v in where.items())
+            cut = slice_cases(chosen, results, key, abstention_check=self.run.abstention_check)
+            out[label] = {name: s.model_dump(mode="json") for name, s in cut.items()}
+        return out
 
     def _cases(self, tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         by_case: dict[str, dict[str, Any]] = {

@@ -31,6 +31,10 @@ class RunReport:
     provenance: Mapping[str, Any] = field(default_factory=dict)
     metrics: Mapping[str, float | None] = field(default_factory=dict)
     """Run-level metrics: each one's mean over the cases that measured it; None when none could."""
+    slices: Mapping[str, Any] = field(default_factory=dict)
+    """Per cut (`language(input) where kind=rag`): per value, cases, pass_rate, failures, unsafe."""
+    execution: Mapping[str, Any] = field(default_factory=dict)
+    """Call statistics, cost and latency sections (evalkit's own reports)."""
 
     @property
     def passed(self) -> int:
@@ -65,7 +69,12 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
         _refuse_tests(tests, where)
     cases = data.get("cases") or ()
     provenance = data.get("provenance") or {}
-    return RunReport(key, outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where))
+    return RunReport(key, outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where),
+                     _mapping(data.get("slices")), _mapping(data.get("execution")))
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _metrics(block: Any, where: str) -> dict[str, float | None]:

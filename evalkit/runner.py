@@ -71,7 +71,7 @@ def run_suite(config: RunConfig) -> RunResult:
     )
     rec_path = recording_path(key, project_path(config.run.recordings))
     redact = redactor_for(config)
-    task = load_task(suite_dir)
+    task = load_task(suite_dir, config.components)
 
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
         return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model, judge=config.judge,
@@ -93,6 +93,9 @@ def run_suite(config: RunConfig) -> RunResult:
     out.mkdir(parents=True, exist_ok=True)
     run_input = {
         "key": key.model_dump(mode="json"),
+        "components": config.components,
+        "suite": {"slices": [s if isinstance(s, str) else s.model_dump() for s in config.suite.slices],
+                  "abstention_check": config.suite.abstention_check},
         "provenance": _provenance(config, rec_path, recording.provenance),
         "cases": [{"id": c.id, "fields": c.fields} for c in dataset.cases],
         "calls": {cid: {"status": r.status, "text": r.text, "reason": r.reason,

@@ -1,14 +1,18 @@
 """A suite's task module (`suites/<name>/task.py`): how each case becomes model calls.
 
 The module must define `build_task(case, prompt, model) -> Request`; it may define
-`build_judge(case, output_text, judge) -> {metric: Request}` for judged checks. It is loaded
+`build_judge(case, output_text, judge) -> {metric: Request}` for judged checks. Either may take a
+keyword parameter `components`: the composed settings of the suite's declared components
+(`{"retriever": {"k": 3, ...}}`), for suites whose requests depend on them. It is loaded
 fresh for every run and removed from `sys.modules` afterwards, so jobs of one sweep never share
 a stale copy.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import inspect
 import itertools
 import sys
 from collections.abc import Callable, Mapping
@@ -32,7 +36,7 @@ class SuiteTask:
     build_judge: Callable[[Case, str, ModelConfig], Mapping[str, Request]] | None
 
 
-def load_task(suite_dir: Path) -> SuiteTask:
+def load_task(suite_dir: Path, components: Mapping[str, Any] | None = None) -> SuiteTask:
     """Import `task.py` of a suite under a unique module name, then forget it and its siblings."""
     path = suite_dir / "task.py"
     if not path.is_file():
@@ -56,4 +60,12 @@ def load_task(suite_dir: Path) -> SuiteTask:
     if not callable(build_task):
         raise InputError(f"{path}: defines no build_task(case, prompt, model) function")
     build_judge: Any = getattr(module, "build_judge", None)
-    return SuiteTask(build_task, build_judge if callable(build_judge) else None)
+    build_judge = build_judge if callable(build_judge) else None
+    return SuiteTask(_with_components(build_task, components), _with_components(build_judge, components))
+
+
+def _with_components(function: Any, components: Mapping[str, Any] | None) -> Any:
+    """Pass `components=` to a suite function that asks for it; leave the others as they are."""
+    if function is None or "components" not in inspect.signature(function).parameters:
+        return function
+    return functools.partial(function, components=dict(components or {}))

@@ -30,14 +30,15 @@ def sweep_exit_code(codes: list[int]) -> int:
 
 def render_summary(rows: list[dict[str, Any]]) -> str:
     """A Markdown table, one row per job; also readable in a terminal."""
-    header = ["job", "overrides", "changed", "decision", "pass rate", "regressed"]
+    header = ["job", "overrides", "changed", "decision", "pass rate", "regressed", "input tokens"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         rate = row.get("pass_rate")
         cells = [str(row.get("job", "")), " ".join(row.get("overrides", [])) or "(defaults)",
                  row.get("changed") or "-", (row.get("decision") or "error").upper(),
                  "-" if rate is None else f"{rate:.3f}",
-                 "-" if row.get("regressed") is None else str(row["regressed"])]
+                 "-" if row.get("regressed") is None else str(row["regressed"]),
+                 "-" if row.get("input_tokens") is None else str(row["input_tokens"])]
         if row.get("error"):
             cells[3] = "ERROR: " + row["error"]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

@@ -105,5 +105,42 @@ def test_record_metric_per_case_and_run_aggregates(pytester, run_file):
     data = json.loads(out.read_text())
     cases = {c["id"]: c for c in data["cases"]}
     assert cases["c2"]["metrics"] == {"score": 0.5} and cases["c3"]["metrics"] == {"score": None}
-    assert data["metrics"] == {"score": {"mean": 0.5, "count": 3, "unmeasured": 1}}
+    assert data["metrics"] == {"score": {"mean": 0.5, "count": 3, "unmeasured": 1},
+                               "pass_rate": {"mean": 0.875, "count": 8, "unmeasured": 0},
+                               "case_pass_rate": {"mean": 0.75, "count": 4, "unmeasured": 0}}
     assert data["pass_rate"] == round(7 / 8, 6)
+
+
+SLICE_RUN = {
+    **RUN,
+    "suite": {"slices": [{"by": "language(text)", "where": {"kind": "rag"}}, "kind"],
+              "abstention_check": "test_abstention"},
+    "cases": [{"id": "a", "fields": {"kind": "rag", "text": "ডেলিভারি কত দিনে?", "expect": "abstain", "ok": False}},
+              {"id": "b", "fields": {"kind": "rag", "text": "Express ডেলিভারি?", "expect": "answer", "ok": True}},
+              {"id": "c", "fields": {"kind": "rag", "text": "How long?", "expect": "answer", "ok": False}},
+              {"id": "d", "fields": {"kind": "tool", "text": "List orders", "expect": "answer", "ok": True}}],
+    "calls": {},
+}
+SLICE_TESTS = """
+def test_abstention(case):
+    assert case.ok
+
+def test_builtin_name_is_refused(case, record_metric):
+    if case.id == "a":
+        record_metric("pass_rate", 1.0)
+"""
+
+
+def test_slices_by_language_and_field_with_unsafe_cases(pytester):
+    run_file = pytester.path / "run.json"
+    run_file.write_text(json.dumps(SLICE_RUN))
+    pytester.makepyfile(test_suite=SLICE_TESTS)
+    out = pytester.path / "report.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--evalkit-run={run_file}", "--json-report",
+                                f"--json-report-file={out}")
+    result.stdout.fnmatch_lines(["*'pass_rate' is computed by evalkit; record another metric name*"])
+    slices = json.loads(out.read_text())["slices"]
+    by_language = slices["language(text) where kind=rag"]
+    assert by_language["bn"] == {"cases": 1, "pass_rate": 0.0, "failures": ["a"], "unsafe": ["a"]}
+    assert by_language["mixed"]["pass_rate"] == 1.0 and by_language["en"]["failures"] == ["c"]
+    assert set(slices["kind"]) == {"rag", "tool"} and slices["kind"]["tool"]["cases"] == 1

@@ -1,0 +1,51 @@
+"""A decision as Markdown, for a pull-request comment: verdict first, then reasons and sections."""
+
+from __future__ import annotations
+
+from evalkit.decision import Decision
+from evalkit.gate import is_critical
+from evalkit.render.sections import sections
+from evalkit.render.text import render_changed
+from evalkit.report import RunReport
+
+__all__ = ["render_markdown"]
+
+_ICON = {"go": "GO", "review": "REVIEW", "block": "BLOCK", "incomparable": "INCOMPARABLE"}
+
+
+def render_markdown(decision: Decision, candidate: RunReport | None = None, critical: tuple[str, ...] = ()) -> str:
+    lines = [f"### evalkit: **{_ICON[str(decision.decision)]}**", ""]
+    for title, items in (("Reasons", decision.reasons), ("For review", decision.review_reasons)):
+        if items:
+            lines += [f"**{title}**", ""] + [f"- {item}" for item in items] + [""]
+    if decision.changed:
+        lines += [f"**Changed:** {render_changed(decision.changed)}", ""]
+    if decision.pass_rate is not None:
+        lines += [f"**Pass rate:** {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests)", ""]
+    for title, names in (("Regressed", decision.regressed), ("Fixed", decision.fixed),
+                         ("Critical failures", decision.critical_failures),
+                         ("Missing critical", decision.missing_critical)):
+        if names:
+            lines += [f"<details><summary>{title} ({len(names)})</summary>", ""]
+            lines += [f"- `{n}`{' (critical)' if title == 'Regressed' and is_critical(n, critical) else ''}"
+                      for n in names]
+            lines += ["", "</details>", ""]
+    changes = [(name, m) for name, m in decision.metrics.items() if m.get("status") != "unchanged"]
+    if changes:
+        lines += ["| metric | before | after | delta | status |", "|---|---|---|---|---|"]
+        lines += [f"| {name} | {_num(m['before'])} | {_num(m['after'])} | {_num(m['delta'])} | {m['status']} |"
+                  for name, m in changes]
+        lines.append("")
+    if candidate is not None:
+        for title, rows in sections(candidate).items():
+            lines += [f"**{title.capitalize()}**", ""]
+            if rows:
+                lines += ["| | |", "|---|---|"] + [f"| {label} | {value} |" for label, value in rows]
+            else:
+                lines.append("not measured")
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _num(value: object) -> str:
+    return "not measurable" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)

@@ -1,0 +1,47 @@
+"""The run's sections — quality, cost, latency — side by side and never mixed into one score."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalkit.report import RunReport
+
+__all__ = ["sections", "render_sections"]
+
+
+def sections(report: RunReport) -> dict[str, list[tuple[str, str]]]:
+    """Each section as (label, value) rows; shared by the text and Markdown renderers."""
+    quality = [(name, "not measurable" if value is None else f"{value:.3f}")
+               for name, value in sorted(report.metrics.items())]
+    for cut, values in report.slices.items():
+        for name, s in values.items():
+            quality.append((f"slice {cut} = {name}",
+                            f"{s['pass_rate']:.3f} of {s['cases']}; failing: {', '.join(s['failures']) or '-'}; "
+                            f"unsafe: {', '.join(s['unsafe']) or '-'}"))
+    failing = sorted(str(c.get("id")) for c in report.cases if not c.get("passed"))
+    if report.cases:
+        quality.append(("failing cases", ", ".join(failing) or "-"))
+    cost_data: dict[str, Any] = dict(report.execution.get("cost") or {})
+    cost = []
+    if cost_data:
+        estimated = cost_data.get("estimated_calls") or {}
+        for name in ("model_calls", "input_tokens", "output_tokens"):
+            note = f" (estimated for {estimated[name]} calls: characters / 4)" if estimated.get(name) else ""
+            cost.append((name, f"{cost_data.get(name, 0)}{note}"))
+    live = report.execution.get("live") or {}
+    if live:
+        cost.append(("live calls sent", f"{live['sent']} ({live['retried']} retried) in {live['seconds']:.1f} s"))
+    latency_data: dict[str, Any] = dict(report.execution.get("latency") or {})
+    latency = []
+    if latency_data.get("measured_calls"):
+        latency = [("measured calls", str(latency_data["measured_calls"])),
+                   ("mean", f"{latency_data['mean_ms']} ms"), ("p95", f"{latency_data['p95_ms']} ms")]
+    return {"quality": quality, "cost": cost, "latency": latency}
+
+
+def render_sections(report: RunReport) -> str:
+    lines = []
+    for title, rows in sections(report).items():
+        lines.append(title.upper())
+        lines += [f"  {label:<32}{value}" for label, value in rows] or ["  not measured"]
+    return "\n".join(lines)
