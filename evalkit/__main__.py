@@ -84,6 +84,7 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
     baseline = load_baseline(config.baseline, config.suite.baseline, config.suite.name) if config.baseline else None
     result = run_suite(config)
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
+    row["case_pass_rate"] = result.report.metrics.get("case_pass_rate")
     row["input_tokens"] = result.execution.get("cost", {}).get("input_tokens")
     run_line = (f"run: suite {config.suite.name}, {result.report.passed} of {len(result.report.outcomes)} tests "
                 f"passed ({config.mode}, recording {result.recording_path.name}, "

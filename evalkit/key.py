@@ -55,9 +55,20 @@ def build_key(*, suite: str, dataset: Dataset, model: str, prompt_version: str, 
         prompt_version=prompt_version,
         prompt_sha=fingerprint(prompt_text),
         judge_model=judge_model,
-        components={group: f"{option}@{fingerprint(settings)}"
+        components={group: f"{option}@{fingerprint(_numbers_as_values(settings))}"
                     for group, (option, settings) in sorted(components.items())},
     )
+
+
+def _numbers_as_values(value: Any) -> Any:
+    """`min_margin=0` and `min_margin=0.0` on the command line are one setting, so one eval key."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _numbers_as_values(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_numbers_as_values(v) for v in value]
+    return value
 
 
 def safe_name(text: str) -> str:

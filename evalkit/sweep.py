@@ -30,13 +30,13 @@ def sweep_exit_code(codes: list[int]) -> int:
 
 def render_summary(rows: list[dict[str, Any]]) -> str:
     """A Markdown table, one row per job; also readable in a terminal."""
-    header = ["job", "overrides", "changed", "decision", "pass rate", "regressed", "input tokens"]
+    header = ["job", "overrides", "changed", "decision", "pass rate", "case pass rate", "regressed", "input tokens"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
-        rate = row.get("pass_rate")
+        rate, case_rate = row.get("pass_rate"), row.get("case_pass_rate")
         cells = [str(row.get("job", "")), " ".join(row.get("overrides", [])) or "(defaults)",
                  row.get("changed") or "-", (row.get("decision") or "error").upper(),
-                 "-" if rate is None else f"{rate:.3f}",
+                 "-" if rate is None else f"{rate:.3f}", "-" if case_rate is None else f"{case_rate:.3f}",
                  "-" if row.get("regressed") is None else str(row["regressed"]),
                  "-" if row.get("input_tokens") is None else str(row["input_tokens"])]
         if row.get("error"):

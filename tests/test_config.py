@@ -14,7 +14,11 @@ from evalkit.errors import ConfigError
 from evalkit.paths import PROJECT_ROOT
 
 CONF = PROJECT_ROOT / "conf"
-GROUPS = ["suite", "model", "prompt", "dataset", "judge", "policy"]
+GROUPS = ["suite", "model", "prompt", "dataset", "judge", "policy", "retriever", "reply_format"]
+# Options that belong to one suite validate with it: a suite's components exist only in that suite, and a
+# policy may only name metrics its suite produces.
+SUITE_OF = {"retriever": "evidencedesk", "reply_format": "evidencedesk",
+            "policy/evidencedesk": "evidencedesk", "policy/evidencedesk-strict": "evidencedesk"}
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +40,8 @@ def options() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("group, option", options())
 def test_every_option_of_every_group_validates(hydra_conf, group, option):
-    config = validate_config(composed(f"{group}={option}"), {group: option})
+    suite = SUITE_OF.get(f"{group}/{option}", SUITE_OF.get(group))
+    config = validate_config(composed(*([f"suite={suite}"] if suite else []), f"{group}={option}"), {group: option})
     assert isinstance(config, RunConfig)
 
 

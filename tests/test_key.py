@@ -66,3 +66,9 @@ def test_recording_path_is_one_file_per_model_prompt_dataset():
     paths = {recording_path(key_for(p, d, m), Path("r")) for p in ("v1", "v2") for d in ("v1", "v2")
              for m in ("gemma4:e2b", "gemini-3.8-flash")}
     assert len(paths) == 8
+
+
+def test_a_number_is_one_setting_however_it_is_spelled():
+    assert key_for(retriever=("default", {"min_margin": 0})) == key_for(retriever=("default", {"min_margin": 0.0}))
+    assert key_for(retriever=("default", {"k": [1, 2.0]})) == key_for(retriever=("default", {"k": [1, 2]}))
+    assert key_for(retriever=("default", {"min_margin": 0})) != key_for(retriever=("default", {"min_margin": 0.5}))

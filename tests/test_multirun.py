@@ -31,8 +31,8 @@ def test_sweep_runs_four_jobs_and_writes_one_summary(run_evalkit, tmp_path):
         (["model=gemma4", "prompt=v2"], "go", 0),
     ]
     table = (sweep / "summary.md").read_text().splitlines()
-    assert table[0] == "| job | overrides | changed | decision | pass rate | regressed | input tokens |"
-    assert any(line.startswith("| 2 | model=gemma4 prompt=v1 | model gemini-3.8-flash -> gemma4:e2b | BLOCK | 0.961 | 2 |")
+    assert table[0] == "| job | overrides | changed | decision | pass rate | case pass rate | regressed | input tokens |"
+    assert any(line.startswith("| 2 | model=gemma4 prompt=v1 | model gemini-3.8-flash -> gemma4:e2b | BLOCK | 0.961 | 0.833 | 2 |")
                for line in table)
     assert "sweep summary (4 jobs" in done.stdout
     readme = (PROJECT_ROOT / "README.md").read_text().split("### Sweeps", 1)[1].split("```", 2)[1]

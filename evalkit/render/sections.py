@@ -43,5 +43,5 @@ def render_sections(report: RunReport) -> str:
     lines = []
     for title, rows in sections(report).items():
         lines.append(title.upper())
-        lines += [f"  {label:<32}{value}" for label, value in rows] or ["  not measured"]
+        lines += [f"  {label:<31} {value}" for label, value in rows] or ["  not measured"]
     return "\n".join(lines)
