@@ -176,6 +176,8 @@ class _EvalRun:
                     by_case[case_id]["problems"].append(call["reason"])
                 if call["status"] in UNSCORED:
                     by_case[case_id]["status"] = "unscored"
+                # the reply contract (text when finished, a known stop reason), recorded or live
+                by_case[case_id]["problems"] += [f"{call_id}: {p}" for p in call.get("contract", [])]
         for entry in by_case.values():
             entry["passed"] = bool(entry["checks"]) and all(o == "passed" for o in entry["checks"].values())
             entry["metrics"] = self.metrics.get(entry["id"], {})

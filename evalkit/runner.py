@@ -22,6 +22,7 @@ from evalkit.budget import Budget
 from evalkit.config import Mode, RunConfig
 from evalkit.dataset import load_dataset
 from evalkit.errors import InputError, RecordingError
+from evalkit.contract import contract_problems
 from evalkit.execute import Execution, LiveSetup, execute
 from evalkit.journal import Journal, journal_path, read_journal, recording_lock
 from evalkit.key import EvalKey, build_key, recording_path
@@ -99,7 +100,8 @@ def run_suite(config: RunConfig) -> RunResult:
         "provenance": _provenance(config, rec_path, recording.provenance),
         "cases": [{"id": c.id, "fields": c.fields} for c in dataset.cases],
         "calls": {cid: {"status": r.status, "text": r.text, "reason": r.reason,
-                        "stop_reason": r.reply.stop_reason if r.reply else None}
+                        "stop_reason": r.reply.stop_reason if r.reply else None,
+                        "contract": contract_problems(r.reply) if r.reply else []}
                   for cid, r in execution.calls.items()},
     }
     input_path = out / "run-input.json"

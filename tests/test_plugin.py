@@ -144,3 +144,16 @@ def test_slices_by_language_and_field_with_unsafe_cases(pytester):
     assert by_language["bn"] == {"cases": 1, "pass_rate": 0.0, "failures": ["a"], "unsafe": ["a"]}
     assert by_language["mixed"]["pass_rate"] == 1.0 and by_language["en"]["failures"] == ["c"]
     assert set(slices["kind"]) == {"rag", "tool"} and slices["kind"]["tool"]["cases"] == 1
+
+
+def test_reply_contract_problems_are_reported_per_case(pytester):
+    run = {**RUN, "cases": [{"id": "c1", "fields": {"want": "", "judged": False}}],
+           "calls": {"task/c1": {"status": "replayed", "text": "", "reason": None, "stop_reason": "weird",
+                                 "contract": ["unknown stop reason 'weird'"]}}}
+    path = pytester.path / "run.json"
+    path.write_text(json.dumps(run))
+    pytester.makepyfile(test_suite="def test_reply(case, task_reply):\n    assert task_reply == case.want\n")
+    out = pytester.path / "report.json"
+    pytester.runpytest("-p", "no:cacheprovider", f"--evalkit-run={path}", "--json-report", f"--json-report-file={out}")
+    case = json.loads(out.read_text())["cases"][0]
+    assert case["problems"] == ["task/c1: unknown stop reason 'weird'"] and case["passed"] is True
