@@ -20,9 +20,9 @@ from typing import Any
 from evalkit.atomic import write_atomic
 from evalkit.budget import Budget
 from evalkit.config import Mode, RunConfig
+from evalkit.contract import contract_problems
 from evalkit.dataset import load_dataset
 from evalkit.errors import InputError, RecordingError
-from evalkit.contract import contract_problems
 from evalkit.execute import Execution, LiveSetup, execute
 from evalkit.journal import Journal, journal_path, read_journal, recording_lock
 from evalkit.key import EvalKey, build_key, recording_path
