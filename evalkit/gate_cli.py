@@ -7,9 +7,9 @@ import gc
 import json
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 from evalkit.atomic import write_atomic
+from evalkit.cli import ArgumentParser
 from evalkit.decision import ExitCode, exit_code
 from evalkit.errors import EvalkitError
 from evalkit.gate import decide
@@ -21,16 +21,9 @@ from evalkit.report import load_report
 __all__ = ["main"]
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on usage errors, which would read as `incomparable`; use the input-error code."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(ExitCode.INPUT_ERROR, f"{self.prog}: error: {message}\n")
-
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = ArgumentParser(
         prog="python -m evalkit.gate",
         description="Gate a candidate run report against a baseline run report under a policy. "
                     "Exit code: 0 go (or review), 1 block, 2 incomparable, 3 input or usage error.")

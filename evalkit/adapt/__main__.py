@@ -10,26 +10,19 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 from evalkit.adapt.docs_stage import DocsStageComparison, compare_docs_stages, parse_docs_stage
 from evalkit.atomic import write_atomic
+from evalkit.cli import ArgumentParser
 from evalkit.decision import ExitCode, exit_code
 from evalkit.errors import EvalkitError, InputError
 
 __all__ = ["main"]
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on usage errors, which would read as `incomparable`; use the input-error code."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(ExitCode.INPUT_ERROR, f"{self.prog}: error: {message}\n")
-
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = ArgumentParser(
         prog="python -m evalkit.adapt",
         description="Adapt reports written by other eval tools into run reports and gate them. "
                     "Exit code: 0 go, 1 block, 2 incomparable, 3 input or usage error.")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,7 @@ from pydantic import ValidationError
 from evalkit.config import ModelConfig
 from evalkit.errors import ProviderError
 from evalkit.providers.base import CallFailure, Reply, Request, Usage
+from evalkit.providers.credentials import api_key
 
 if TYPE_CHECKING:
     from google import genai
@@ -56,13 +56,8 @@ class GeminiProvider:
         self._name = config.name
         self._base_url = config.base_url or DEFAULT_BASE_URL
         self._timeout_s = config.timeout_s
-        self._secret: str | None = None
-        if config.api_key_env:  # the value never leaves this object
-            self._secret = os.environ.get(config.api_key_env)
-            if not self._secret:
-                raise ProviderError(f"model '{config.name}' needs the environment variable "
-                                    f"{config.api_key_env}; set it before a live run")
-        elif not config.base_url:
+        self._secret = api_key(config)  # the value never leaves this object
+        if self._secret is None and not config.base_url:
             raise ProviderError(f"model '{config.name}': the Gemini API needs a key; set api_key_env to the name "
                                 "of the environment variable that holds it (e.g. GOOGLE_API_KEY)")
         self._timeouts, self._dropped, self._transport = _httpx_errors()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -13,6 +12,7 @@ from pydantic import ValidationError
 from evalkit.config import ModelConfig
 from evalkit.errors import ProviderError
 from evalkit.providers.base import CallFailure, Reply, Request, Usage
+from evalkit.providers.credentials import api_key
 
 if TYPE_CHECKING:
     import httpx
@@ -39,15 +39,11 @@ class OllamaProvider:
         self._name = config.name
         self._host = config.base_url or DEFAULT_HOST
         self._timeout_s = config.timeout_s
-        self._secret: str | None = None
+        self._secret = api_key(config)  # e.g. a hosted Ollama behind a token; never leaves this object
         self._httpx = httpx
         self._response_error = ollama.ResponseError
         headers = {}
-        if config.api_key_env:  # e.g. a hosted Ollama behind a token; the value never leaves this object
-            self._secret = os.environ.get(config.api_key_env)
-            if not self._secret:
-                raise ProviderError(f"model '{config.name}' needs the environment variable "
-                                    f"{config.api_key_env}; set it before a live run")
+        if self._secret is not None:
             headers["Authorization"] = f"Bearer {self._secret}"
         # The client keeps only the body of an error reply; the response hook sees the whole reply
         # first, so a 429's Retry-After header reaches the CallFailure. The client does not retry.

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from evalkit.config import ModelConfig
 from evalkit.errors import ProviderError
 from evalkit.providers.base import CallFailure, Reply, Request, Usage
+from evalkit.providers.credentials import api_key
 
 if TYPE_CHECKING:
     import openai
@@ -48,12 +48,7 @@ class OpenAIProvider:
         self._name = config.name
         self._base_url = config.base_url or DEFAULT_BASE_URL
         self._timeout_s = config.timeout_s
-        self._secret: str | None = None
-        if config.api_key_env:  # the value never leaves this object
-            self._secret = os.environ.get(config.api_key_env)
-            if not self._secret:
-                raise ProviderError(f"model '{config.name}' needs the environment variable "
-                                    f"{config.api_key_env}; set it before a live run")
+        self._secret = api_key(config)  # the value never leaves this object
         # An explicit base URL: the config, not OPENAI_BASE_URL in the environment, says where calls go.
         self._client: openai.OpenAI = openai.OpenAI(
             base_url=self._base_url, api_key=self._secret or NO_KEY,

@@ -1,0 +1,21 @@
+"""Credentials come only from the environment variable a model config names, and are checked before any call."""
+
+from __future__ import annotations
+
+import os
+
+from evalkit.config import ModelConfig
+from evalkit.errors import ProviderError
+
+__all__ = ["api_key"]
+
+
+def api_key(config: ModelConfig) -> str | None:
+    """The value of `config.api_key_env` (None when the config names no variable); missing or empty is refused."""
+    if not config.api_key_env:
+        return None
+    value = os.environ.get(config.api_key_env)
+    if not value:
+        raise ProviderError(f"model '{config.name}' needs the environment variable {config.api_key_env}; "
+                            "set it before a live run")
+    return value
