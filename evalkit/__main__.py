@@ -82,7 +82,7 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
     from evalkit.runner import run_suite
 
     baseline = load_baseline(config.baseline, config.suite.baseline, config.suite.name) if config.baseline else None
-    result = run_suite(config)
+    result = run_suite(config, baseline[1] if baseline else None)
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
     row["case_pass_rate"] = result.report.metrics.get("case_pass_rate")
     row["input_tokens"] = result.execution.get("cost", {}).get("input_tokens")

@@ -268,8 +268,18 @@ def request_text(request: Request) -> str:
 
 
 def cost_section(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> dict[str, Any]:
-    """Model calls and tokens of the run's replies (replayed or live), from the provider's usage where it
-    reported some and estimated (characters / 4) where not; says how many were estimated. Never a quality figure."""
+    """Calls and tokens of the model under test (task calls), and of the judge apart from them, from the
+    provider's usage where it reported some and estimated (characters / 4) where not; says how many were
+    estimated. Never a quality figure."""
+    task = _usage({cid: r for cid, r in calls.items() if cid.startswith("task/")}, requests)
+    judge = _usage({cid: r for cid, r in calls.items() if not cid.startswith("task/")}, requests)
+    return {"model_calls": task["calls"], "input_tokens": task["input_tokens"],
+            "output_tokens": task["output_tokens"], "estimated_calls": task["estimated_calls"],
+            "judge_calls": judge["calls"], "judge_input_tokens": judge["input_tokens"],
+            "judge_output_tokens": judge["output_tokens"]}
+
+
+def _usage(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> dict[str, Any]:
     replies = {cid: r.reply for cid, r in calls.items() if r.reply is not None}
     totals = {"input_tokens": 0, "output_tokens": 0}
     estimated = {"input_tokens": 0, "output_tokens": 0}
@@ -283,8 +293,7 @@ def cost_section(calls: Mapping[str, CallResult], requests: Mapping[str, Request
                 estimated[name] += 1
                 value = fallback[name]
             totals[name] += value
-    return {"model_calls": len(replies), **totals,
-            "estimated_calls": {k: v for k, v in estimated.items() if v}}
+    return {"calls": len(replies), **totals, "estimated_calls": {k: v for k, v in estimated.items() if v}}
 
 
 def latency_section(calls: Mapping[str, CallResult]) -> dict[str, Any]:

@@ -136,7 +136,9 @@ def _critical_cases(policy: Policy, candidate: RunReport) -> list[str]:
         if case is None:
             out.append(f"critical case {case_id} is missing from the candidate")
             continue
-        failed = sorted(name for name, outcome in (case.get("checks") or {}).items() if outcome != "passed")
+        # a check skipped as not applicable is not a failure; the case's `passed` says whether it passed
+        failed = sorted(name for name, outcome in (case.get("checks") or {}).items()
+                        if outcome not in ("passed", "skipped"))
         if failed or not case.get("passed", False):
             out.append(f"critical case {case_id} failed: {', '.join(failed) or 'no passing checks'}")
     return out

@@ -59,7 +59,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "cases(select): run this check only on cases where select(case) is true")
+    config.addinivalue_line("markers", "cases(select, judged=None): run this check only on cases where select(case) "
+                            "is true (and, with judged=METRIC, where the run made that judge call)")
     path = config.getoption(RUN_OPTION)
     if path:
         config.pluginmanager.register(_EvalRun(RunInput(Path(path))), "evalkit-run")
@@ -81,6 +82,9 @@ class _EvalRun:
         if marker is not None and marker.args:
             select: Callable[[Case], bool] = marker.args[0]
             cases = [c for c in cases if select(c)]
+        if marker is not None and "judged" in marker.kwargs:  # only cases this run made that judge call for
+            metric = marker.kwargs["judged"]
+            cases = [c for c in cases if f"judge/{metric}/{c.id}" in self.run.calls]
         metafunc.parametrize("case", cases, ids=[c.id for c in cases])
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -169,7 +173,7 @@ class _EvalRun:
             check = test["nodeid"].split("::")[-1].split("[", 1)[0]
             by_case[case_id]["checks"][check] = test["outcome"]
         for call_id, call in self.run.calls.items():
-            case_id = call_id.rsplit("/", 1)[-1]
+            case_id = call_id.rsplit("/", 1)[-1]  # task/<case>, judge/<metric ...>/<case>
             if case_id in by_case:
                 by_case[case_id]["calls"][call_id] = call["status"]
                 if call["reason"]:
@@ -179,7 +183,10 @@ class _EvalRun:
                 # the reply contract (text when finished, a known stop reason), recorded or live
                 by_case[case_id]["problems"] += [f"{call_id}: {p}" for p in call.get("contract", [])]
         for entry in by_case.values():
-            entry["passed"] = bool(entry["checks"]) and all(o == "passed" for o in entry["checks"].values())
+            # A case passes when every check that ran passed; a check skipped as not applicable does not fail it
+            # (a case whose calls failed or were denied is unscored, which the gate treats on its own).
+            outcomes = list(entry["checks"].values())
+            entry["passed"] = "passed" in outcomes and all(o in ("passed", "skipped") for o in outcomes)
             entry["metrics"] = self.metrics.get(entry["id"], {})
         return list(by_case.values())
 

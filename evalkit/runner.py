@@ -55,8 +55,10 @@ class RunResult:
     """Call statistics: statuses, and for live runs calls sent, retries, seconds and budget spent."""
 
 
-def run_suite(config: RunConfig) -> RunResult:
-    """Execute and check one run; writes `report.json` (and the recording, in live modes)."""
+def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult:
+    """Execute and check one run; writes `report.json` (and the recording, in live modes).
+
+    With a baseline, its recorded task replies are offered to the suite's judge (pairwise judging)."""
     suite_dir = project_path(config.suite.path)
     dataset = load_dataset(project_path(config.dataset.file))
     prompt_path = project_path(config.prompt.file)
@@ -72,7 +74,7 @@ def run_suite(config: RunConfig) -> RunResult:
     )
     rec_path = recording_path(key, project_path(config.run.recordings))
     redact = redactor_for(config)
-    task = load_task(suite_dir, config.components)
+    task = load_task(suite_dir, config.components, baseline_replies(baseline))
 
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
         return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model, judge=config.judge,
@@ -115,6 +117,16 @@ def run_suite(config: RunConfig) -> RunResult:
     if config.run.save_report:
         write_atomic(Path(config.run.save_report).expanduser(), text)
     return RunResult(key, report, report_path, rec_path, execution.stats)
+
+
+def baseline_replies(baseline: RunReport | None) -> dict[str, str]:
+    """case id -> the baseline's task reply, from the recording its report names; empty when there is none."""
+    name = baseline.provenance.get("recording") if baseline is not None else None
+    if not isinstance(name, str) or not project_path(name).is_file():
+        return {}
+    recording = load_recording(project_path(name))
+    return {call_id.split("/", 1)[1]: entry.reply.text for call_id, entry in recording.calls.items()
+            if call_id.startswith("task/") and entry.reply is not None and entry.reply.text is not None}
 
 
 def redactor_for(config: RunConfig) -> Redactor:

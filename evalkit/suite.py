@@ -3,7 +3,8 @@
 The module must define `build_task(case, prompt, model) -> Request`; it may define
 `build_judge(case, output_text, judge) -> {metric: Request}` for judged checks. Either may take a
 keyword parameter `components`: the composed settings of the suite's declared components
-(`{"retriever": {"k": 3, ...}}`), for suites whose requests depend on them. It is loaded
+(`{"retriever": {"k": 3, ...}}`), for suites whose requests depend on them; `build_judge` may take
+`baseline_replies` (case id -> the baseline run's reply text), for pairwise judging against it. It is loaded
 fresh for every run and removed from `sys.modules` afterwards, so jobs of one sweep never share
 a stale copy.
 """
@@ -36,7 +37,8 @@ class SuiteTask:
     build_judge: Callable[[Case, str, ModelConfig], Mapping[str, Request]] | None
 
 
-def load_task(suite_dir: Path, components: Mapping[str, Any] | None = None) -> SuiteTask:
+def load_task(suite_dir: Path, components: Mapping[str, Any] | None = None,
+              baseline_replies: Mapping[str, str] | None = None) -> SuiteTask:
     """Import `task.py` of a suite under a unique module name, then forget it and its siblings."""
     path = suite_dir / "task.py"
     if not path.is_file():
@@ -61,11 +63,13 @@ def load_task(suite_dir: Path, components: Mapping[str, Any] | None = None) -> S
         raise InputError(f"{path}: defines no build_task(case, prompt, model) function")
     build_judge: Any = getattr(module, "build_judge", None)
     build_judge = build_judge if callable(build_judge) else None
-    return SuiteTask(_with_components(build_task, components), _with_components(build_judge, components))
+    available = {"components": dict(components or {}), "baseline_replies": dict(baseline_replies or {})}
+    return SuiteTask(_bind(build_task, available), _bind(build_judge, available))
 
 
-def _with_components(function: Any, components: Mapping[str, Any] | None) -> Any:
-    """Pass `components=` to a suite function that asks for it; leave the others as they are."""
-    if function is None or "components" not in inspect.signature(function).parameters:
-        return function
-    return functools.partial(function, components=dict(components or {}))
+def _bind(function: Any, available: Mapping[str, Any]) -> Any:
+    """Pass each of `available` that a suite function asks for by name; leave the others out."""
+    if function is None:
+        return None
+    wanted = {name: value for name, value in available.items() if name in inspect.signature(function).parameters}
+    return functools.partial(function, **wanted) if wanted else function

@@ -28,6 +28,9 @@ def sections(report: RunReport) -> dict[str, list[tuple[str, str]]]:
         for name in ("model_calls", "input_tokens", "output_tokens"):
             note = f" (estimated for {estimated[name]} calls: characters / 4)" if estimated.get(name) else ""
             cost.append((name, f"{cost_data.get(name, 0)}{note}"))
+        if cost_data.get("judge_calls"):
+            cost.append(("judge calls (apart)", f"{cost_data['judge_calls']}: {cost_data['judge_input_tokens']} "
+                                                f"input, {cost_data['judge_output_tokens']} output tokens"))
     live = report.execution.get("live") or {}
     if live:
         cost.append(("live calls sent", f"{live['sent']} ({live['retried']} retried) in {live['seconds']:.1f} s"))

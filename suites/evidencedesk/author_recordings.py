@@ -125,7 +125,40 @@ def compose_config(overrides: tuple[str, ...]) -> RunConfig:
         return from_hydra(cfg)
 
 
-def author(overrides: tuple[str, ...]) -> Path:
+# --- the authored judge: a deterministic STAND-IN for the pinned judge, not a model's ratings ---------
+
+def authored_ratings(case: Any, reply_text: str, shown: set[str]) -> dict[str, int]:
+    """Rubric levels by rule: relevance from answering vs. the case's expectation, evidence_use from whether every
+    cited id was shown, format from whether the reply parses as the desk's Answer schema."""
+    try:
+        reply = json.loads(reply_text)
+        cited, status = list(reply["cited_ids"]), reply["status"]
+    except (ValueError, KeyError, TypeError):
+        return {"relevance": 1, "evidence_use": 0, "format": 0}
+    answered = status == "answered"
+    relevance = 2 if answered == (case.expect == "answer") else 1 if not answered else 0
+    if not answered:
+        evidence_use = 2 if not cited else 0
+    else:
+        evidence_use = 2 if cited and set(cited) <= shown else 0
+    return {"relevance": relevance, "evidence_use": evidence_use, "format": 2 if (cited or not answered) else 1}
+
+
+def authored_verdict(case: Any, first: str, second: str) -> str:
+    """Prefers the reply that does what the case expects (answers with readable citations, or abstains);
+    between two equally good replies it says "first": a position bias the order swap turns into a tie."""
+
+    def good(text: str) -> bool:
+        try:
+            reply = json.loads(text)
+            return (reply["status"] == "answered") == (case.expect == "answer") and "cited_ids" in reply
+        except (ValueError, KeyError, TypeError):
+            return False
+
+    return "second" if good(second) and not good(first) else "first"
+
+
+def author(overrides: tuple[str, ...], baseline: dict[str, str] | None = None) -> tuple[Path, dict[str, str]]:
     config = compose_config(overrides)
     dataset = load_dataset(project_path(config.dataset.file))
     prompt = project_path(config.prompt.file).read_text(encoding="utf-8")
@@ -134,6 +167,8 @@ def author(overrides: tuple[str, ...]) -> Path:
                     judge_model=config.judge.name if config.judge else None,
                     components={g: (config.choices.get(g, g), s) for g, s in config.components.items()})
     task = load_task(SUITE, config.components)
+    judge = config.judge
+    assert judge is not None
     sys.path.insert(0, str(SUITE))
     try:
         from task import retrieval_for
@@ -153,10 +188,24 @@ def author(overrides: tuple[str, ...]) -> Path:
         else:
             text = FORMAT_REPLIES[case.id]
         calls[f"task/{case.id}"] = _entry(request, text)
+    texts = {case_id.split("/", 1)[1]: entry.reply.text for case_id, entry in calls.items()
+             if entry.reply is not None and entry.reply.text is not None}
+    judging = load_task(SUITE, config.components, texts if baseline is None else baseline)
+    assert judging.build_judge is not None
+    for case in dataset.cases:
+        shown = set(retrieval_for(case, config.components).shown_ids) if case.kind == "rag" else set()
+        for metric, request in judging.build_judge(case, texts[case.id], judge).items():
+            if metric == "rubric":
+                verdict = json.dumps(authored_ratings(case, texts[case.id], shown))
+            else:  # pairwise: the judge sees the two replies in the order of this call
+                old = (baseline or texts)[case.id]
+                first, second = (texts[case.id], old) if metric.endswith("new-first") else (old, texts[case.id])
+                verdict = json.dumps({"verdict": authored_verdict(case, first, second)})
+            calls[f"judge/{metric}/{case.id}"] = _entry(request, verdict)
     recording = Recording(key=key, provenance=Provenance(kind="authored", note=NOTE), calls=calls)
     path = recording_path(key, project_path(config.run.recordings))
     save_recording(recording, path)
-    return path
+    return path, texts
 
 
 def _entry(request: Request, text: str) -> Entry:
@@ -165,6 +214,9 @@ def _entry(request: Request, text: str) -> Entry:
 
 
 if __name__ == "__main__":
+    default_texts: dict[str, str] | None = None  # the baseline's replies, for the pairwise judge calls
     for overrides in CONFIGURATIONS:
-        print(" ".join(overrides) or "(default)", "->", author(overrides).relative_to(PROJECT_ROOT))
+        path, texts = author(overrides, default_texts)
+        default_texts = default_texts or texts
+        print(" ".join(overrides) or "(default)", "->", path.relative_to(PROJECT_ROOT))
     sys.exit(0)

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from retriever import Retrieval, retrieve
 
 from evalkit import Case, Message, ModelConfig, Request
+from evalkit.pairwise import VERDICT_SCHEMA, pairwise_prompts
+from evalkit.rubric import load_rubric
 
 CITATIONS = "cited_ids"
 """The citation field the desk's reply parser (and so every check) reads; reply_format=sources renames it."""
@@ -104,3 +106,46 @@ def _tool(case: Case) -> str:
     catalogue = json.dumps(TOOLS, indent=1)
     return (f"Customer: {case.input}\n\nTools:\n{catalogue}\n\n"
             "Reply with the tool calls to make, in order, as JSON: tool_calls, each with name and arguments.")
+
+
+# --- the judge: the rubric for every rag reply, and pairwise against the baseline's reply ----------
+
+RUBRIC = load_rubric("evidencedesk")  # conf/rubric/evidencedesk.yaml: relevance, evidence_use, format
+
+
+class Ratings(BaseModel):
+    """The judge's rubric ratings of one reply (levels 0, 1, 2; see the rubric's anchors)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    relevance: int = Field(ge=0, le=2)
+    evidence_use: int = Field(ge=0, le=2)
+    format: int = Field(ge=0, le=2)
+
+
+def rubric_prompt(case: Case, evidence: str, output: str) -> str:
+    anchors = "\n".join(f"- {c.name} {level}: {anchor}" for c in RUBRIC.criteria for level, anchor in
+                        sorted(c.levels.items()))
+    return (f"Rate the help-desk reply below on each criterion, 0, 1 or 2, by the anchor that describes what you "
+            f"see.\n{anchors}\n\nQuestion: {case.input}\n\nEvidence shown to the desk:\n{evidence}\n\n"
+            f"Reply:\n{output}\n\nAnswer as JSON with relevance, evidence_use and format.")
+
+
+def build_judge(case: Case, output: str, judge: ModelConfig, components: dict[str, Any],
+                baseline_replies: dict[str, str]) -> dict[str, Request]:
+    """Rag replies get a rubric rating; when the baseline's reply differs, a pairwise comparison in both orders."""
+    if case.kind != "rag":
+        return {}
+
+    def ask(text: str, schema: dict[str, Any] | None) -> Request:
+        return Request(model=judge.name, messages=(Message(role="user", content=text),),
+                       response_schema=schema, options=judge.options)
+
+    found = retrieval_for(case, components)
+    evidence = "\n".join(f"[{s.chunk.id}] {s.chunk.text}" for s in found.shown) or "(none)"
+    requests = {"rubric": ask(rubric_prompt(case, evidence, output), Ratings.model_json_schema())}
+    old = baseline_replies.get(case.id)
+    if old is not None and old != output:
+        for metric, text in pairwise_prompts(case.input, new=output, old=old).items():
+            requests[metric] = ask(text, VERDICT_SCHEMA)
+    return requests

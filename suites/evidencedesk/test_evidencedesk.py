@@ -13,9 +13,10 @@ import re
 import pytest
 from conftest import Outcome
 from retriever import Retrieval
-from task import TOOLS, ToolPlan
+from task import RUBRIC, TOOLS, Ratings, ToolPlan
 
 from evalkit import Case
+from evalkit.pairwise import NEW_FIRST, OLD_FIRST, combine
 from evalkit.slices import language_of
 
 
@@ -121,3 +122,27 @@ def _format_problem(spec: dict, text: str) -> str | None:
     if kind == "plain_text":
         return "Markdown markup in a plain-text reply" if re.search(r"[*_#`]|\[.+\]\(|^\s*[-+] ", text, re.M) else None
     raise ValueError(f"unknown format type {kind!r}")
+
+
+@pytest.mark.cases(lambda case: case.kind == "rag")
+def test_rubric(case, judge_reply, record_metric):
+    """The judge rates the reply on the rubric; each criterion becomes a metric (`rubric.<criterion>`).
+
+    The check is the judge's contract: a rating for every criterion and only those, at a level that exists.
+    """
+    ratings = Ratings.model_validate_json(judge_reply("rubric")).model_dump()
+    for metric, level in RUBRIC.score(ratings).items():
+        record_metric(metric, float(level))
+
+
+@pytest.mark.cases(lambda case: case.kind == "rag", judged=NEW_FIRST)
+def test_pairwise(case, judge_reply, record_metric):
+    """Against the baseline's reply, in both orders: the new reply wins only if the judge picks it both times.
+
+    Only cases whose reply differs from the baseline's are compared (the runner made the judge calls only for
+    those); the metrics are per compared case, so their means are rates.
+    """
+    verdict = combine(judge_reply(NEW_FIRST), judge_reply(OLD_FIRST))
+    for outcome in ("win", "tie", "loss"):
+        record_metric(f"pairwise.{outcome}", 1.0 if verdict.outcome == outcome else 0.0)
+    record_metric("pairwise.disagree", 1.0 if verdict.disagree else 0.0)
