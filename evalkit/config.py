@@ -102,6 +102,9 @@ class SuiteConfig(_Strict):
     metrics: tuple[str, ...] = ()
     """The metrics the suite records (`record_metric`); policies may name only these and the built-in
     `pass_rate` (passed tests / tests) and `case_pass_rate` (cases passing every check / cases)."""
+    metric_scales: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    """The range of each metric that is not a rate (`rubric.relevance: [0, 2]`); every other metric is a rate
+    in [0, 1], and a policy floor outside a metric's range is refused."""
     slices: tuple[str | SliceSpec, ...] = ()
     """Cuts of the run reported per value: `by` alone (`kind`, `language(input)`), or `{by, where}`."""
     abstention_check: str = "test_abstention"
@@ -211,10 +214,17 @@ def _check_policy_metrics(config: RunConfig) -> None:
     named = {*policy.block_below, *policy.review_below, *policy.block_on_drop, *policy.review_on_drop}
     produced = {*config.suite.metrics, *BUILTIN_METRICS}
     unknown = sorted(named - produced)
+    source = f"conf/policy/{config.choices['policy']}.yaml" if "policy" in config.choices else "policy"
     if unknown:
-        source = f"conf/policy/{config.choices['policy']}.yaml" if "policy" in config.choices else "policy"
         raise ConfigError(f"{source}: unknown metric(s) {', '.join(unknown)}; suite {config.suite.name} produces "
                           f"{', '.join(sorted(produced))}")
+    for rule, floors in (("block_below", policy.block_below), ("review_below", policy.review_below)):
+        for name, floor in floors.items():
+            low, high = config.suite.metric_scales.get(name, (0.0, 1.0))
+            if not low <= floor <= high:
+                kind = "a rate" if name not in config.suite.metric_scales else "a metric"
+                raise ConfigError(f"{source}: {rule}.{name}={floor} is outside [{low:g}, {high:g}], the range of "
+                                  f"{name} ({kind}); a floor there could never or would always hold")
 
 
 def _refusal(error: ValidationError, choices: dict[str, str], overrides: tuple[str, ...]) -> ConfigError:

@@ -116,3 +116,20 @@ def test_live_settings_are_validated(hydra_conf, override, message):
 def test_bad_secret_pattern_is_refused(hydra_conf):
     with pytest.raises(ConfigError, match=r"run\.secret_patterns: '\(' is not a regular expression"):
         validate_config(composed("run.secret_patterns=['(']"), {})
+
+
+@pytest.mark.parametrize("override, message", [
+    ("+policy.block_below={citation_validity: 1.5}", r"block_below\.citation_validity=1\.5 is outside \[0, 1\], the range of citation_validity \(a rate\)"),
+    ("+policy.review_below={case_pass_rate: -0.1}", r"review_below\.case_pass_rate=-0\.1 is outside \[0, 1\]"),
+    ("+policy.review_below={rubric.relevance: 3}", r"review_below\.rubric\.relevance=3\.0 is outside \[0, 2\]"),
+    ("+policy.block_on_drop=[citation_validty]", r"unknown metric\(s\) citation_validty; suite evidencedesk produces .*citation_validity"),
+])
+def test_policy_floors_and_metric_names_are_checked_against_the_suite(hydra_conf, override, message):
+    with pytest.raises(ConfigError, match=message):
+        validate_config(composed("suite=evidencedesk", "policy=triage", override), {"policy": "triage"})
+
+
+def test_a_floor_inside_a_rubric_scale_is_accepted(hydra_conf):
+    config = validate_config(composed("suite=evidencedesk", "policy=triage",
+                                      "+policy.review_below={rubric.relevance: 1.5}"), {})
+    assert config.policy.review_below == {"rubric.relevance": 1.5}

@@ -157,3 +157,11 @@ def test_reply_contract_problems_are_reported_per_case(pytester):
     pytester.runpytest("-p", "no:cacheprovider", f"--evalkit-run={path}", "--json-report", f"--json-report-file={out}")
     case = json.loads(out.read_text())["cases"][0]
     assert case["problems"] == ["task/c1: unknown stop reason 'weird'"] and case["passed"] is True
+
+
+def test_record_property_data_is_kept(pytester, run_file):
+    pytester.makepyfile(test_suite="def test_p(case, record_property):\n    record_property('note', case.id)\n")
+    out = pytester.path / "report.json"
+    pytester.runpytest("-p", "no:cacheprovider", f"--evalkit-run={run_file}", "--json-report", f"--json-report-file={out}")
+    tests = {t["nodeid"]: t for t in json.loads(out.read_text())["tests"]}
+    assert tests["test_suite.py::test_p[c2]"]["user_properties"] == [{"note": "c2"}]
