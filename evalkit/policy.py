@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalkit.errors import ConfigError, InputError, describe_validation
+from evalkit.files import option_file, read_text
 from evalkit.paths import PROJECT_ROOT
 
 __all__ = ["Policy", "load_policy", "policy_from_mapping", "SCHEMA_PATH", "policy_schema"]
@@ -72,16 +73,8 @@ def policy_from_mapping(data: Any, where: str) -> Policy:
 
 def load_policy(spec: str | Path) -> Policy:
     """Load a policy by name (an option of conf/policy/) or by path to a YAML or JSON file."""
-    path = Path(spec)
-    if path.suffix not in (".yaml", ".yml", ".json"):
-        path = POLICY_DIR / f"{spec}.yaml"
-        if not path.is_file():
-            names = ", ".join(sorted(p.stem for p in POLICY_DIR.glob("*.yaml")))
-            raise InputError(f"policy '{spec}': no such policy in {POLICY_DIR} (available: {names}) "
-                             "and not a .yaml/.json path")
-    if not path.is_file():
-        raise InputError(f"{path}: policy file not found")
-    text = path.read_text(encoding="utf-8")
+    path = option_file(spec, POLICY_DIR, "policy")
+    text = read_text(path, "policy")
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as error:

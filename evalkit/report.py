@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.errors import InputError
+from evalkit.files import read_text
 
 __all__ = ["RunReport", "report_from_mapping", "load_report", "parse_report"]
 
@@ -125,12 +126,7 @@ def _parse_json(text: str, where: str) -> Any:
 
 
 def load_report(path: Path) -> RunReport:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: report file not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: cannot read report ({error})") from None
+    text = read_text(path, "report")
     data = _parse_json(text, str(path))
     del text  # the raw text of a large report is as big as the parsed one: free it before extracting
     return report_from_mapping(data, str(path))

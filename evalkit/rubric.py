@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evalkit.errors import ConfigError, InputError
+from evalkit.files import option_file, read_text
 from evalkit.paths import PROJECT_ROOT
 
 __all__ = ["LEVELS", "METRIC_PREFIX", "MIN_ANCHOR_CHARS", "VAGUE_WORDS", "Criterion", "Rubric",
@@ -151,19 +152,8 @@ def rubric_from_mapping(data: Any, where: str) -> Rubric:
 
 def load_rubric(spec: str | Path) -> Rubric:
     """Load a rubric by name (an option of conf/rubric/) or by path to a YAML or JSON file."""
-    path = Path(spec)
-    if path.suffix not in (".yaml", ".yml", ".json"):
-        path = RUBRIC_DIR / f"{spec}.yaml"
-        if not path.is_file():
-            names = ", ".join(sorted(p.stem for p in RUBRIC_DIR.glob("*.yaml")))
-            raise InputError(f"rubric '{spec}': no such rubric in {RUBRIC_DIR} (available: {names}) "
-                             "and not a .yaml/.json path")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: rubric file not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: cannot read rubric ({error})") from None
+    path = option_file(spec, RUBRIC_DIR, "rubric")
+    text = read_text(path, "rubric")
     try:
         data = json.loads(text, object_pairs_hook=_keys) if path.suffix == ".json" \
             else yaml.load(text, Loader=_KeysLoader)

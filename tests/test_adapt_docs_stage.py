@@ -437,7 +437,7 @@ def test_cli_bad_input_is_one_line_exit_3_and_writes_nothing(tmp_path):
                            "not allow; scores are numbers in [0, 1]\n")
     assert not out.exists()
     missing = adapt_cli("docs-stage", GEMINI, tmp_path / "nope.json", "--out", out)
-    assert missing.returncode == 3 and missing.stderr == f"error: {tmp_path / 'nope.json'}: stage report not found\n"
+    assert missing.returncode == 3 and missing.stderr == f"error: {tmp_path / 'nope.json'}: stage report file not found\n"
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ from evalkit.atomic import write_atomic
 from evalkit.cli import ArgumentParser
 from evalkit.decision import ExitCode, exit_code
 from evalkit.errors import EvalkitError, InputError
+from evalkit.files import read_text
 
 __all__ = ["main"]
 
@@ -65,13 +66,7 @@ def _docs_stage(baseline: Path, candidate: Path, out: Path) -> DocsStageComparis
 
 
 def _load(path: Path) -> object:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: stage report not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: cannot read the stage report ({error})") from None
-    return parse_docs_stage(text, str(path))
+    return parse_docs_stage(read_text(path, "stage report"), str(path))
 
 
 if __name__ == "__main__":
