@@ -77,12 +77,9 @@ def run(provider: StandIn, *, mode: Mode = Mode.LIVE, recording: Recording | Non
 
 
 def test_calls_run_concurrently_up_to_the_limit():
-    provider = StandIn(delay=0.05)
-    started = time.monotonic()
+    provider = StandIn(delay=0.05)  # long enough for five calls to overlap; speed itself is benchmarks/live.py's job
     execution, _ = run(provider, concurrency=5)
-    elapsed = time.monotonic() - started
     assert provider.most_in_flight == 5
-    assert elapsed < 20 * 0.05 * 0.6  # far quicker than one at a time
     assert {r.status for r in execution.calls.values()} == {"recorded"}
     assert execution.recording is not None and len(execution.recording.calls) == 20
     assert execution.recording.provenance.kind == "recorded"
