@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -25,7 +25,7 @@ from evalkit.providers.base import Reply, Request
 __all__ = ["FORMAT", "Provenance", "Failure", "Entry", "Recording", "Hit", "Miss", "lookup", "load_recording",
            "save_recording", "request_fingerprint"]
 
-FORMAT = "evalkit-recording/1"
+FORMAT: Final = "evalkit-recording/1"
 RERECORD = "run with mode=record-missing (only missing or stale calls) or mode=live (all calls) to re-record"
 
 
@@ -73,7 +73,7 @@ class Recording(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format: Literal["evalkit-recording/1"] = "evalkit-recording/1"
+    format: Literal["evalkit-recording/1"] = FORMAT
     key: EvalKey
     provenance: Provenance
     calls: dict[str, Entry] = {}

@@ -10,7 +10,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Message", "Request", "Usage", "Reply", "Provider", "CallFailure"]
+__all__ = ["Message", "Request", "Usage", "Reply", "Provider", "CallFailure", "excerpt"]
 
 
 class Message(BaseModel):
@@ -113,3 +113,9 @@ class Provider(Protocol):
     """
 
     def complete(self, request: Request) -> Reply: ...
+
+
+def excerpt(text: str, limit: int = 300) -> str:
+    """A server's error text for a CallFailure message: whitespace collapsed, at most `limit` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + " ..."

@@ -7,7 +7,7 @@ import os
 from evalkit.config import ModelConfig
 from evalkit.errors import ProviderError
 
-__all__ = ["api_key"]
+__all__ = ["api_key", "masked"]
 
 
 def api_key(config: ModelConfig) -> str | None:
@@ -19,3 +19,8 @@ def api_key(config: ModelConfig) -> str | None:
         raise ProviderError(f"model '{config.name}' needs the environment variable {config.api_key_env}; "
                             "set it before a live run")
     return value
+
+
+def masked(message: str, secret: str | None) -> str:
+    """A message safe to raise: the credential replaced, should a server or SDK have echoed it."""
+    return message.replace(secret, "***") if secret else message

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from evalkit.config import ModelConfig
+from evalkit.contract import BLOCKED_PREFIX
 from evalkit.errors import ProviderError
-from evalkit.providers.base import CallFailure, Reply, Request, Usage
-from evalkit.providers.credentials import api_key
+from evalkit.providers.base import CallFailure, Reply, Request, Usage, excerpt
+from evalkit.providers.credentials import api_key, masked
 
 if TYPE_CHECKING:
     from google import genai
@@ -116,7 +117,7 @@ class GeminiProvider:
             headers = getattr(error.response, "headers", None)
             retry_after = headers.get("retry-after") if headers is not None else None
             detail = error.message or str(error)
-            return CallFailure.for_status(status, self._clean(f"{self._name}: HTTP {status}: {_excerpt(detail)}"),
+            return CallFailure.for_status(status, self._clean(f"{self._name}: HTTP {status}: {excerpt(detail)}"),
                                           retry_after=retry_after)
         if isinstance(error, self._timeouts):
             return CallFailure(self._clean(f"{self._name}: no reply within {self._timeout_s:g} s"), retryable=True)
@@ -126,11 +127,11 @@ class GeminiProvider:
                                retryable=isinstance(error, self._dropped))
         if isinstance(error, self._unreadable):
             return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a "
-                                           f"Gemini response: {_excerpt(str(error))}"), retryable=True, status=200)
+                                           f"Gemini response: {excerpt(str(error))}"), retryable=True, status=200)
         return None
 
     def _clean(self, message: str) -> str:
-        return message.replace(self._secret, "***") if self._secret else message
+        return masked(message, self._secret)
 
 
 def _reply(response: types.GenerateContentResponse, latency_ms: float) -> Reply:
@@ -138,7 +139,7 @@ def _reply(response: types.GenerateContentResponse, latency_ms: float) -> Reply:
     stop_reason = _lower(candidates[0].finish_reason) if candidates else None
     feedback = response.prompt_feedback
     if not candidates and feedback is not None and feedback.block_reason is not None:
-        stop_reason = f"blocked: {_lower(feedback.block_reason)}"
+        stop_reason = f"{BLOCKED_PREFIX}{_lower(feedback.block_reason)}"  # the spelling the contract checks read
     usage = response.usage_metadata
     output = None
     if usage is not None and usage.candidates_token_count is not None:
@@ -173,11 +174,6 @@ def _httpx_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception],
         dropped += [module.NetworkError, module.RemoteProtocolError, module.ProxyError]
         transport.append(module.TransportError)
     return tuple(timeouts), tuple(dropped), tuple(transport)
-
-
-def _excerpt(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def create(config: ModelConfig) -> GeminiProvider:

@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from evalkit.config import ModelConfig
 from evalkit.errors import ProviderError
-from evalkit.providers.base import CallFailure, Reply, Request, Usage
-from evalkit.providers.credentials import api_key
+from evalkit.providers.base import CallFailure, Reply, Request, Usage, excerpt
+from evalkit.providers.credentials import api_key, masked
 
 if TYPE_CHECKING:
     import httpx
@@ -99,7 +99,7 @@ class OllamaProvider:
         response.read()
         raise CallFailure.for_status(
             response.status_code,
-            self._clean(f"{self._name}: HTTP {response.status_code}: {_excerpt(_server_message(response.text))}"),
+            self._clean(f"{self._name}: HTTP {response.status_code}: {excerpt(_server_message(response.text))}"),
             retry_after=response.headers.get("retry-after"))
 
     def _failure(self, error: Exception) -> CallFailure | None:
@@ -119,11 +119,11 @@ class OllamaProvider:
                                            f"{type(error).__name__}: {error}"), retryable=dropped)
         if isinstance(error, json.JSONDecodeError | ValidationError):
             return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a chat "
-                                           f"response: {_excerpt(str(error))}"), retryable=True, status=200)
+                                           f"response: {excerpt(str(error))}"), retryable=True, status=200)
         return None
 
     def _clean(self, message: str) -> str:
-        return message.replace(self._secret, "***") if self._secret else message
+        return masked(message, self._secret)
 
 
 def _without_credential(request: httpx.Request) -> None:
@@ -139,11 +139,6 @@ def _server_message(body: str) -> str:
     if isinstance(data, dict) and isinstance(data.get("error"), str):
         return str(data["error"])
     return body
-
-
-def _excerpt(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def create(config: ModelConfig) -> OllamaProvider:

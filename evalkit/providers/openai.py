@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.config import ModelConfig
 from evalkit.errors import ProviderError
-from evalkit.providers.base import CallFailure, Reply, Request, Usage
-from evalkit.providers.credentials import api_key
+from evalkit.providers.base import CallFailure, Reply, Request, Usage, excerpt
+from evalkit.providers.credentials import api_key, masked
 
 if TYPE_CHECKING:
     import openai
@@ -86,7 +86,7 @@ class OpenAIProvider:
         # content type) or a partially built object; either way there is no reply to record.
         if not isinstance(completion, self._completion_type) or not completion.choices:
             raise CallFailure(self._clean(f"{self._name}: the server answered 200 without a chat completion: "
-                                          f"{_excerpt(str(completion))}"), retryable=True, status=200)
+                                          f"{excerpt(str(completion))}"), retryable=True, status=200)
         choice = completion.choices[0]
         usage = completion.usage
         return Reply(
@@ -103,7 +103,7 @@ class OpenAIProvider:
         if isinstance(error, openai.APIStatusError):
             status = error.status_code
             return CallFailure.for_status(
-                status, self._clean(f"{self._name}: HTTP {status}: {_excerpt(_server_message(error))}"),
+                status, self._clean(f"{self._name}: HTTP {status}: {excerpt(_server_message(error))}"),
                 retry_after=error.response.headers.get("retry-after"))
         if isinstance(error, openai.APITimeoutError):
             return CallFailure(self._clean(f"{self._name}: no reply within {self._timeout_s:g} s"), retryable=True)
@@ -117,7 +117,7 @@ class OpenAIProvider:
         return None
 
     def _clean(self, message: str) -> str:
-        return message.replace(self._secret, "***") if self._secret else message
+        return masked(message, self._secret)
 
 
 def _server_message(error: openai.APIStatusError) -> str:
@@ -130,11 +130,6 @@ def _server_message(error: openai.APIStatusError) -> str:
         if isinstance(inner, str):
             return inner
     return str(error.message)
-
-
-def _excerpt(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def schema_name(schema: dict[str, Any]) -> str:
