@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 __all__ = [
-    "CallFailure", "Case", "Dataset", "Decision", "EvalKey", "EvalkitError", "ExitCode", "Message", "Mode",
+    "CallFailure", "Case", "Dataset", "Decision", "EvalKey", "EvalkitError", "ExitCode", "Grade", "Message", "Mode",
     "ModelConfig",
     "Policy", "Provider", "Reply", "Request", "RunConfig", "RunReport", "Usage", "Verdict", "__version__", "decide",
 ]
@@ -18,7 +18,7 @@ __all__ = [
 _WHERE = {
     "Case": "evalkit.dataset", "Dataset": "evalkit.dataset",
     "Decision": "evalkit.decision", "ExitCode": "evalkit.decision", "Verdict": "evalkit.decision",
-    "EvalKey": "evalkit.key", "EvalkitError": "evalkit.errors",
+    "EvalKey": "evalkit.key", "EvalkitError": "evalkit.errors", "Grade": "evalkit.grade",
     "Message": "evalkit.providers.base", "CallFailure": "evalkit.providers.base",
     "Provider": "evalkit.providers.base", "Reply": "evalkit.providers.base",
     "Request": "evalkit.providers.base", "Usage": "evalkit.providers.base",

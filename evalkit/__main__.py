@@ -86,9 +86,17 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
     row["case_pass_rate"] = result.report.metrics.get("case_pass_rate")
     row["input_tokens"] = result.execution.get("cost", {}).get("input_tokens")
-    run_line = (f"run: suite {config.suite.name}, {result.report.passed} of {len(result.report.outcomes)} tests "
-                f"passed ({config.mode}, recording {result.recording_path.name}, "
-                f"{result.report.provenance.get('recording_provenance')}); report {result.report_path}")
+    tests = f"{result.report.passed} of {len(result.report.outcomes)} tests passed"
+    if result.recording_path is None:  # a candidate-program suite: no model calls, nothing recorded
+        budget_used = result.execution.get("budget", {})
+        run_line = (f"run: suite {config.suite.name}, candidate {result.report.candidate.get('option')} on split "
+                    f"{result.report.dataset.get('split')}, {tests} (candidate programs, no model calls); "
+                    f"units spent {budget_used.get('spent_units')}, unknown reservations "
+                    f"{budget_used.get('unknown_reservations')}, denied cases {budget_used.get('denied_cases')}; "
+                    f"report {result.report_path}\nisolation: {result.report.provenance.get('isolation')}")
+    else:
+        run_line = (f"run: suite {config.suite.name}, {tests} ({config.mode}, recording {result.recording_path.name}, "
+                    f"{result.report.provenance.get('recording_provenance')}); report {result.report_path}")
     live = result.execution.get("live")
     if live:
         budget = live["budget"]

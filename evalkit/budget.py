@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from evalkit.config import BudgetConfig, Price
 from evalkit.providers.base import Usage
 
-__all__ = ["Budget", "Reservation", "estimate_tokens"]
+__all__ = ["Budget", "Reservation", "UNIT", "UnitBudget", "estimate_tokens"]
 
 
 def estimate_tokens(text: str) -> int:
@@ -104,6 +104,37 @@ class Budget:
             if limit is not None and value > limit:
                 return f"budget_denied: budget.{name}={limit} would be exceeded"
         return None
+
+
+UNIT = "byte of public task JSON or of response JSON (not model tokens, not money)"
+
+
+class UnitBudget:
+    """The budget of a candidate-program run, in units (see UNIT): reserve the task's input plus the largest
+    allowed response before running a case, settle on a valid response, keep the reservation when the outcome
+    is unknown (timeout, crash, invalid response: the work may have been done)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.spent = 0
+        self.unknown = 0  # reservations kept because the usage never became known
+        self.denied = 0
+
+    def reserve(self, units: int) -> str | None:
+        """Hold `units` for one case; returns why the budget denies it, or None when it fits."""
+        if self.limit is not None and self.spent + self.unknown + units > self.limit:
+            self.denied += 1
+            return f"budget_denied: budget.max_units={self.limit} would be exceeded"
+        self.unknown += units  # held as unknown until settled
+        return None
+
+    def settle(self, reserved: int, used: int) -> None:
+        self.unknown -= reserved
+        self.spent += used
+
+    def summary(self) -> dict[str, object]:
+        return {"unit": UNIT, "limit_units": self.limit, "spent_units": self.spent,
+                "unknown_reservations": self.unknown, "denied_cases": self.denied}
 
 
 def _cost(price: Price | None, input_tokens: int, output_tokens: int) -> float:

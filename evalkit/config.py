@@ -6,13 +6,13 @@ import enum
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evalkit.errors import ConfigError, describe_validation
 from evalkit.policy import Policy
 
 __all__ = ["BUILTIN_METRICS", "SliceSpec", "Mode", "Progress", "Price", "BudgetConfig", "ModelConfig",
-           "PromptConfig", "DatasetConfig", "SuiteConfig", "RunSettings", "RunConfig", "from_hydra",
+           "PromptConfig", "DatasetConfig", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig", "from_hydra",
            "validate_config"]
 
 
@@ -74,10 +74,22 @@ class PromptConfig(_Strict):
 
 
 class DatasetConfig(_Strict):
-    """One version of the suite's dataset; name and version are read from the file itself."""
+    """One version of the suite's dataset: a single file, or a manifest with splits (evalkit.manifest)."""
 
-    file: str = Field(min_length=1)
-    """The dataset JSON file (relative paths are relative to the project root)."""
+    file: str | None = Field(None, min_length=1)
+    """The dataset JSON file; name and version are read from it (relative paths: from the project root)."""
+    manifest: str | None = Field(None, min_length=1)
+    """A manifest pinning public samples and private references by SHA-256, with splits (instead of `file`)."""
+    split: str | None = None
+    """The split a manifest dataset runs by default (`acceptance`); the top-level `split=` overrides it."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DatasetConfig:
+        if (self.file is None) == (self.manifest is None):
+            raise ValueError("give exactly one of 'file' (a dataset file) or 'manifest' (a manifest dataset)")
+        if self.file is not None and self.split is not None:
+            raise ValueError("'split' needs a manifest dataset; a single dataset file has no splits")
+        return self
 
 
 class SliceSpec(_Strict):
@@ -87,6 +99,19 @@ class SliceSpec(_Strict):
     """A case field (`kind`), or `language(<field>)`: bn, en or mixed by the letters of that field."""
     where: dict[str, Any] = Field(default_factory=dict)
     """Only the cases whose fields equal these values (`{kind: rag}`)."""
+
+
+class ProgramSpec(_Strict):
+    """How a suite that evaluates a candidate program (instead of model calls) runs it for each case."""
+
+    component: str = "candidate"
+    """The suite component (config group) naming the program, its arguments and limits (evalkit.programs)."""
+    files_field: str | None = "files"
+    """Case field holding `{file name: text}` to place beside the program (the files it may edit)."""
+    watch: tuple[str, ...] = ()
+    """Files read back after the run as artefacts for the graders (and hashed into the report)."""
+    private_fields: tuple[str, ...] = ("split", "origin", "group")
+    """Case fields kept out of the public `task.json` the program reads."""
 
 
 class SuiteConfig(_Strict):
@@ -109,6 +134,10 @@ class SuiteConfig(_Strict):
     """Cuts of the run reported per value: `by` alone (`kind`, `language(input)`), or `{by, where}`."""
     abstention_check: str = "test_abstention"
     """The check that says whether a case expected to abstain did; a failure of it counts as unsafe in slices."""
+    program: ProgramSpec | None = None
+    """Set for suites that run a candidate program per case; they make no model calls and need no prompt."""
+    group_by: str | None = None
+    """Case field naming each case's independent group (project, customer...), for paired statistics."""
 
 
 class BudgetConfig(_Strict):
@@ -124,6 +153,9 @@ class BudgetConfig(_Strict):
     """Cost from the model's `price` table; requires `price` on every model that is called live."""
     reserve_output_tokens: int = Field(1024, ge=1)
     """The most output a call is assumed to produce until its usage is known."""
+    max_units: int | None = Field(None, ge=0)
+    """Candidate-program suites: units a run may spend, where a unit is one byte of public task JSON or of
+    response JSON (not tokens, not money). Each case reserves its input plus the largest allowed response."""
 
 
 class RunSettings(_Strict):
@@ -162,8 +194,12 @@ class RunConfig(_Strict):
 
     suite: SuiteConfig
     model: ModelConfig
-    prompt: PromptConfig
+    """The model under test (unused by suites that evaluate a candidate program)."""
+    prompt: PromptConfig | None = None
+    """The prompt version (every suite of model calls has one; program suites have none)."""
     dataset: DatasetConfig
+    split: str | None = None
+    """Which split of a manifest dataset runs (`train`, `dev`, `acceptance`); defaults to the dataset's own."""
     judge: ModelConfig | None = None
     """The pinned judge model; it does not follow `model`."""
     policy: Policy
@@ -191,6 +227,7 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
         config = RunConfig.model_validate(data)
     except ValidationError as error:
         raise _refusal(error, choices, overrides) from None
+    _check_suite_kind(config, overrides)
     for pattern in config.run.secret_patterns:
         try:
             re.compile(pattern)
@@ -206,6 +243,27 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
 
 
 BUILTIN_METRICS = ("pass_rate", "case_pass_rate")
+
+
+def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
+    """A program suite has no model or prompt to choose; a model suite needs its prompt; splits need manifests."""
+    suite = config.suite
+    if suite.program is None:
+        if config.prompt is None:
+            raise ConfigError(f"conf/suite/{suite.name}.yaml: the suite calls a model but composes no prompt; "
+                              "add `- /prompt: v1` to its defaults (or pass prompt=...)")
+    else:
+        chosen = [o for o in overrides if o.lstrip("+~").split("=")[0] in ("model", "prompt")]
+        if chosen:
+            raise ConfigError(f"command line {' '.join(chosen)}: suite {suite.name} evaluates a candidate program, "
+                              f"not a model; choose one with {suite.program.component}=...")
+        if suite.program.component not in suite.components:
+            raise ConfigError(f"conf/suite/{suite.name}.yaml: program.component {suite.program.component!r} must be "
+                              "one of the suite's components")
+    if config.split is not None and config.dataset.manifest is None:
+        where = f"conf/dataset/{config.choices['dataset']}.yaml" if "dataset" in config.choices else "the dataset"
+        raise ConfigError(f"split={config.split}: {where} is a single file without splits; "
+                          "splits need a manifest dataset")
 
 
 def _check_policy_metrics(config: RunConfig) -> None:

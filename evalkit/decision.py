@@ -55,6 +55,11 @@ class Decision:
     """Reasons that call for a person's review; they decide only when nothing blocks."""
     metrics: dict[str, Any] = field(default_factory=dict)
     """Per metric: before, after, delta, status (see evalkit.compare)."""
+    statistics: dict[str, Any] | None = None
+    """The paired bootstrap of task success (estimand, difference, interval, seed, resamples), when the policy
+    asks for one."""
+    failures: tuple[dict[str, Any], ...] = ()
+    """Graded suites: candidate cases failing task, quality or safety, with both sides' reasons."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,4 +75,6 @@ class Decision:
             "passed": self.passed,
             "review_reasons": list(self.review_reasons),
             "metrics": self.metrics,
+            "statistics": self.statistics,
+            "failures": list(self.failures),
         }

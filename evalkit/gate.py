@@ -11,6 +11,7 @@ from typing import Any
 from evalkit.compare import compare_metrics
 from evalkit.decision import Decision, Verdict
 from evalkit.policy import Policy
+from evalkit.release import release_rules, split_refusal, uses_release_rules
 from evalkit.report import RunReport
 
 __all__ = ["decide", "incomparability", "changed_components", "is_critical"]
@@ -61,6 +62,9 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
     """Compare per-test outcomes of baseline and candidate under the policy."""
     changed = changed_components(baseline.eval, candidate.eval)
     blocked = incomparability(baseline.eval, candidate.eval)
+    wrong_split = split_refusal(policy, candidate)
+    if wrong_split:  # no baseline can make a run on the wrong split releasable: block, naming both problems
+        return Decision(Verdict.BLOCK, (wrong_split, *blocked), changed)
     if blocked:  # the policy decides what an incomparable baseline means (seed 000: incomparable; 001: review)
         if policy.on_incomparable == "review":
             return Decision(Verdict.REVIEW, (), changed, review_reasons=tuple(blocked))
@@ -118,12 +122,16 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
                 after_text = "no longer measurable" if change.after is None else f"{change.after:.3f}"
                 before_text = "not measured" if change.before is None else f"{change.before:.3f}"
                 out.append(f"{name} fell {before_text} -> {after_text}")
+    release = release_rules(policy, baseline, candidate) if uses_release_rules(policy) else None
+    if release is not None:
+        reasons += release.reasons
     verdict = Verdict.BLOCK if reasons else Verdict.REVIEW if review else Verdict.GO
     return Decision(
         verdict, tuple(reasons), changed, round(pass_rate, 3),
         tuple(regressed), tuple(fixed), tuple(critical_failures), tuple(missing_critical),
         tests=len(after), passed=passed, review_reasons=tuple(review),
         metrics={name: vars(change) for name, change in metrics.items()},
+        statistics=release.statistics if release else None, failures=release.failures if release else (),
     )
 
 

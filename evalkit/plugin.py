@@ -19,6 +19,8 @@ import pytest
 from evalkit.config import BUILTIN_METRICS
 from evalkit.dataset import Case
 from evalkit.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
+from evalkit.grade import Grade
+from evalkit.programs import is_scorable
 from evalkit.slices import language_of_field, slice_cases
 
 RUN_OPTION = "--evalkit-run"
@@ -38,6 +40,10 @@ class RunInput:
         suite = data.get("suite", {})
         self.slices: list[str | dict[str, Any]] = suite.get("slices", [])
         self.abstention_check: str = suite.get("abstention_check", "test_abstention")
+        self.group_by: str | None = suite.get("group_by")
+        # suites that run a candidate program: what each case's run left, and the references to grade it by
+        self.programs: dict[str, dict[str, Any]] = data.get("programs", {})
+        self.references: dict[str, dict[str, Any]] = data.get("references", {})
 
     def text_of(self, call_id: str) -> str:
         """The reply text of a call; a call without one fails the asking test with its reason."""
@@ -73,6 +79,7 @@ class _EvalRun:
         self.run = run
         self.case_of: dict[str, str] = {}
         self.metrics: dict[str, dict[str, float | None]] = {}
+        self.grades: dict[str, Grade] = {}
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "case" not in metafunc.fixturenames:
@@ -125,6 +132,37 @@ class _EvalRun:
                                       or not math.isfinite(value)):
                 raise ValueError(f"case {case.id}: metric {name!r} must be a finite number or None, got {value!r}")
             self.metrics.setdefault(case.id, {})[name] = None if value is None else float(value)
+
+        return record
+
+    @pytest.fixture
+    def program_run(self, case: Case) -> dict[str, Any]:
+        """What the candidate program left for this case: `response`, `artifacts` (watched file -> text),
+        `visible_files`... A case the program could not finish (timeout, crash, invalid response, budget) is
+        skipped as unscored with the reason."""
+        run = self.run.programs.get(case.id)
+        if run is None:
+            pytest.fail(f"case {case.id}: this run executed no candidate program for it", pytrace=False)
+        if not is_scorable(run):
+            pytest.skip(f"unscored: {run['reason']}")
+        return run
+
+    @pytest.fixture
+    def reference(self, case: Case) -> dict[str, Any]:
+        """The case's private reference (from the manifest dataset's references file)."""
+        try:
+            return self.run.references[case.id]
+        except KeyError:
+            pytest.fail(f"case {case.id}: the dataset has no reference for it", pytrace=False)
+
+    @pytest.fixture
+    def record_grade(self, case: Case) -> Callable[[Grade], None]:
+        """`record_grade(grade)`: the grader's verdicts for this case (evalkit.grade.Grade), for the gate."""
+
+        def record(grade: Grade) -> None:
+            if not isinstance(grade, Grade):
+                raise TypeError(f"case {case.id}: record_grade takes an evalkit.Grade, got {type(grade).__name__}")
+            self.grades[case.id] = grade
 
         return record
 
@@ -182,6 +220,21 @@ class _EvalRun:
                     by_case[case_id]["status"] = "unscored"
                 # the reply contract (text when finished, a known stop reason), recorded or live
                 by_case[case_id]["problems"] += [f"{call_id}: {p}" for p in call.get("contract", [])]
+        fields = {c.id: c.fields for c in self.run.cases}
+        for case_id, run in self.run.programs.items():
+            entry = by_case.get(case_id)
+            if entry is None:
+                continue
+            entry["program"] = run
+            if not is_scorable(run):
+                entry["status"] = "unscored"
+                entry["problems"].append(f"candidate program: {run['reason']}")
+                entry["grade"] = Grade.unscored(run["reason"]).to_json()
+            elif case_id in self.grades:
+                entry["grade"] = self.grades[case_id].to_json()
+        if self.run.group_by:
+            for case_id, entry in by_case.items():
+                entry["group"] = fields[case_id].get(self.run.group_by)
         for entry in by_case.values():
             # A case passes when every check that ran passed; a check skipped as not applicable does not fail it
             # (a case whose calls failed or were denied is unscored, which the gate treats on its own).

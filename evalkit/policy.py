@@ -13,10 +13,25 @@ from evalkit.errors import ConfigError, InputError, describe_validation
 from evalkit.files import option_file, read_text
 from evalkit.paths import PROJECT_ROOT
 
-__all__ = ["Policy", "load_policy", "policy_from_mapping", "SCHEMA_PATH", "policy_schema"]
+__all__ = ["PairedRule", "Policy", "load_policy", "policy_from_mapping", "SCHEMA_PATH", "policy_schema"]
 
 POLICY_DIR = PROJECT_ROOT / "conf" / "policy"
 SCHEMA_PATH = POLICY_DIR / "policy.schema.json"  # for editors: `# yaml-language-server: $schema=...`
+
+
+class PairedRule(BaseModel):
+    """A paired cluster bootstrap of candidate-minus-baseline task success (evalkit.stats) and its margin."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    margin: float = Field(-0.05, ge=-1.0, le=1.0)
+    """Non-inferiority margin, fixed before the run: the interval's lower bound must not fall below it."""
+    seed: int = 17
+    """Seed of the bootstrap's random generator; the same seed and reports give the same interval."""
+    resamples: int = Field(2000, ge=1)
+    """How many times the groups are resampled."""
+    confidence: float = Field(0.95, gt=0.0, lt=1.0)
+    """Nominal coverage of the percentile interval."""
 
 
 class Policy(BaseModel):
@@ -59,6 +74,30 @@ class Policy(BaseModel):
 
     review_fails: bool = False
     """Make `review` fail the job (exit code 1, like block) instead of passing it (exit code 0)."""
+
+    # Release evidence: rules over graded cases (task / quality / safety / review), paired with the baseline's.
+    require_split: str | None = None
+    """Only a run on this dataset split may pass (`acceptance`): any other split blocks (not_acceptance_split),
+    whatever the baseline."""
+
+    require_complete_pairs: bool = False
+    """Every case must be scored on both sides; a missing, denied or unscored side blocks."""
+
+    block_on_safety: bool = False
+    """A candidate case failing safety, or graded without a safety verdict, blocks (nothing averages it away)."""
+
+    block_on_review: bool = False
+    """A candidate case still pending a person's review blocks until `python -m evalkit.review` resolves it."""
+
+    block_on_task_regression: bool = False
+    """A case whose task passes on the baseline and fails on the candidate blocks."""
+
+    block_on_quality_regression: bool = False
+    """A case whose quality passes on the baseline and fails on the candidate blocks."""
+
+    paired: PairedRule | None = None
+    """Estimate the task-success difference with a paired cluster bootstrap over the suite's groups and block
+    when the interval's lower bound is below `margin`."""
 
 
 def policy_from_mapping(data: Any, where: str) -> Policy:

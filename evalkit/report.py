@@ -36,6 +36,10 @@ class RunReport:
     """Per cut (`language(input) where kind=rag`): per value, cases, pass_rate, failures, unsafe."""
     execution: Mapping[str, Any] = field(default_factory=dict)
     """Call statistics, cost and latency sections (evalkit's own reports)."""
+    dataset: Mapping[str, Any] = field(default_factory=dict)
+    """Manifest datasets: name, version, split, synthetic, purpose (absent for single-file datasets)."""
+    candidate: Mapping[str, Any] = field(default_factory=dict)
+    """Candidate-program suites: the option, its change, the program and its SHA-256."""
 
     @property
     def passed(self) -> int:
@@ -71,7 +75,8 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
     cases = data.get("cases") or ()
     provenance = data.get("provenance") or {}
     return RunReport(key, outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where),
-                     _mapping(data.get("slices")), _mapping(data.get("execution")))
+                     _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
+                     _mapping(data.get("candidate")))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -18,21 +18,25 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.atomic import write_atomic
-from evalkit.budget import Budget
+from evalkit.budget import Budget, UnitBudget
 from evalkit.config import Mode, RunConfig
 from evalkit.contract import contract_problems
-from evalkit.dataset import load_dataset
-from evalkit.errors import InputError, RecordingError
+from evalkit.dataset import Dataset, load_dataset
+from evalkit.errors import ConfigError, InputError, RecordingError
 from evalkit.execute import Execution, LiveSetup, execute
 from evalkit.journal import Journal, journal_path, read_journal, recording_lock
+from evalkit.fingerprint import fingerprint
 from evalkit.key import EvalKey, build_key, recording_path
+from evalkit.manifest import load_manifest_dataset
 from evalkit.paths import PROJECT_ROOT, project_path
 from evalkit.plugin import RUN_OPTION
+from evalkit.programs import candidate_config, program_sha256, run_programs
 from evalkit.progress import progress_enabled
 from evalkit.providers import Provider, make_provider
 from evalkit.recording import Provenance, Recording, load_recording, save_recording
 from evalkit.redact import Redactor
 from evalkit.report import RunReport, report_from_mapping
+from evalkit.sandbox import probe_isolation
 from evalkit.suite import load_task
 from evalkit.version import __version__
 
@@ -50,7 +54,8 @@ class RunResult:
     key: EvalKey
     report: RunReport
     report_path: Path
-    recording_path: Path
+    recording_path: Path | None
+    """None for suites that run a candidate program (they make no model calls, so record nothing)."""
     execution: dict[str, Any]
     """Call statistics: statuses, and for live runs calls sent, retries, seconds and budget spent."""
 
@@ -59,6 +64,12 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     """Execute and check one run; writes `report.json` (and the recording, in live modes).
 
     With a baseline, its recorded task replies are offered to the suite's judge (pairwise judging)."""
+    if config.suite.program is not None:
+        return _run_program_suite(config)
+    assert config.prompt is not None  # validate_config refuses a model suite without one
+    if config.dataset.file is None:
+        raise ConfigError(f"suite {config.suite.name} calls a model and reads a dataset file; manifest datasets "
+                          "(with splits and private references) serve suites that run a candidate program")
     suite_dir = project_path(config.suite.path)
     dataset = load_dataset(project_path(config.dataset.file))
     prompt_path = project_path(config.prompt.file)
@@ -117,6 +128,73 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     if config.run.save_report:
         write_atomic(Path(config.run.save_report).expanduser(), text)
     return RunResult(key, report, report_path, rec_path, execution.stats)
+
+
+def _run_program_suite(config: RunConfig) -> RunResult:
+    """A suite that evaluates a candidate program: run it per case (no model, no recording), then the checks."""
+    spec = config.suite.program
+    assert spec is not None
+    if config.dataset.manifest is None:
+        raise ConfigError(f"conf/suite/{config.suite.name}.yaml: a program suite needs a manifest dataset "
+                          "(its references must stay out of the cases the program sees)")
+    split = config.split
+    data_set = load_manifest_dataset(project_path(config.dataset.manifest), split)
+    option = config.choices.get(spec.component, spec.component)
+    candidate = candidate_config(config.components.get(spec.component, {}), option, spec.component)
+    program = project_path(candidate.program)
+    if not program.is_file():
+        raise InputError(f"conf/{spec.component}/{option}.yaml: program {candidate.program} not found")
+    program_sha = program_sha256(program)
+    name = config.choices.get("dataset", "dataset")
+    dataset = Dataset(name, f"{data_set.version}:{split or 'all'}", fingerprint({"dataset": data_set.sha,
+                                                                                    "split": split}), data_set.cases)
+    components = {g: (config.choices.get(g, g), s) for g, s in config.components.items()}
+    # the program's bytes are part of what is measured: editing it makes another candidate
+    components[spec.component] = (option, {**config.components.get(spec.component, {}),
+                                           "program_sha256": program_sha})
+    key = build_key(suite=config.suite.name, dataset=dataset, model="none", prompt_version="none", prompt_text="",
+                    judge_model=None, components=components)
+    budget = UnitBudget(config.budget.max_units)
+    results = run_programs(data_set.cases, spec, candidate, program, budget)
+
+    out = Path(config.run.out)
+    out.mkdir(parents=True, exist_ok=True)
+    isolation = probe_isolation().label
+    provenance = {**_provenance(config, None, None), "run_kind": PROGRAM_RUN_KIND, "isolation": isolation}
+    run_input = {
+        "key": key.model_dump(mode="json"),
+        "components": config.components,
+        "suite": {"slices": [s if isinstance(s, str) else s.model_dump() for s in config.suite.slices],
+                  "abstention_check": config.suite.abstention_check, "group_by": config.suite.group_by},
+        "provenance": provenance,
+        "cases": [{"id": c.id, "fields": c.fields} for c in data_set.cases],
+        "calls": {},
+        "programs": results,
+        "references": data_set.references,  # for the graders in the checks' process; never in a program's dir
+    }
+    input_path = out / "run-input.json"
+    write_atomic(input_path, json.dumps(run_input, ensure_ascii=False))
+    data = run_checks(project_path(config.suite.path), input_path, out)
+    data["dataset"] = {"name": name, "version": data_set.version, "split": split, "synthetic": data_set.synthetic,
+                       "purpose": data_set.purpose, "sha": data_set.sha, "cases": len(data_set.cases)}
+    data["candidate"] = {"option": option, "change": candidate.change, "program": candidate.program,
+                         "args": list(candidate.args), "program_sha256": program_sha,
+                         "timeout_s": candidate.timeout_s, "max_response_bytes": candidate.max_response_bytes}
+    statuses: dict[str, int] = {}
+    for result in results.values():
+        statuses[result["status"]] = statuses.get(result["status"], 0) + 1
+    data["execution"] = {"programs": statuses, "budget": budget.summary()}
+    report = report_from_mapping(data, f"report of suite {config.suite.name}")
+    report_path = out / "report.json"
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    write_atomic(report_path, text)
+    if config.run.save_report:
+        write_atomic(Path(config.run.save_report).expanduser(), text)
+    return RunResult(key, report, report_path, None, data["execution"])
+
+
+PROGRAM_RUN_KIND = ("candidate program per case (authored deterministic fixtures in the shipped suite); "
+                    "no model calls")
 
 
 def baseline_replies(baseline: RunReport | None) -> dict[str, str]:
@@ -202,16 +280,16 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _provenance(config: RunConfig, rec_path: Path, recording: Provenance) -> dict[str, Any]:
-    return {
+def _provenance(config: RunConfig, rec_path: Path | None, recording: Provenance | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "evalkit_version": __version__,
         "git_commit": _git_commit(),
         "python": platform.python_version(),
         "mode": str(config.mode),
-        "recording": _shown(rec_path),
-        "recording_provenance": recording.kind,
-        "recording_note": recording.note,
     }
+    if rec_path is not None and recording is not None:
+        out.update(recording=_shown(rec_path), recording_provenance=recording.kind, recording_note=recording.note)
+    return out
 
 
 def _git_commit() -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from evalkit.decision import Decision
 from evalkit.gate import is_critical
 from evalkit.render.sections import sections
-from evalkit.render.text import render_changed
+from evalkit.render.text import render_changed, render_failure, render_statistics
 from evalkit.report import RunReport
 
 __all__ = ["render_markdown"]
@@ -20,6 +20,11 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
             lines += [f"**{title}**", ""] + [f"- {item}" for item in items] + [""]
     if decision.changed:
         lines += [f"**Changed:** {render_changed(decision.changed)}", ""]
+    if decision.statistics:
+        lines += [f"**Paired statistics:** {render_statistics(decision.statistics)}", ""]
+    if decision.failures:
+        lines += [f"<details><summary>Failures ({len(decision.failures)})</summary>", ""]
+        lines += [f"- {render_failure(f)}" for f in decision.failures] + ["", "</details>", ""]
     if decision.pass_rate is not None:
         lines += [f"**Pass rate:** {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests)", ""]
     for title, names in (("Regressed", decision.regressed), ("Fixed", decision.fixed),

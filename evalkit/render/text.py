@@ -7,11 +7,26 @@ from typing import Any
 from evalkit.decision import Decision
 from evalkit.gate import is_critical
 
-__all__ = ["render_decision", "render_changed"]
+__all__ = ["render_decision", "render_changed", "render_statistics", "render_failure"]
 
 
 def render_changed(changed: dict[str, tuple[Any, Any]]) -> str:
     return ", ".join(f"{name} {before} -> {after}" for name, (before, after) in changed.items())
+
+
+def render_statistics(stats: dict[str, Any]) -> str:
+    """One line a release owner can quote: estimate, interval, and what it rests on."""
+    low, high = stats["interval"]
+    line = (f"paired difference {stats['difference']:.3f}, {stats['confidence']:.0%} interval [{low:.3f}, "
+            f"{high:.3f}], margin {stats['margin']} ({stats['groups']} groups, {stats['pairs']} of "
+            f"{stats['planned']} cases paired; {stats['method']}, seed {stats['seed']}, {stats['resamples']} "
+            f"resamples; estimand {stats['estimand']})")
+    return line + (f"; {stats['warning']}" if stats.get("warning") else "")
+
+
+def render_failure(failure: dict[str, Any]) -> str:
+    known = "baseline fails it too" if not failure["new"] else "new"
+    return f"{failure['id']}: {failure['candidate_reason']} ({known})"
 
 
 def render_decision(decision: Decision, critical: tuple[str, ...] = ()) -> str:
@@ -24,6 +39,12 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = ()) -> str:
         lines += [f"  - {r}" for r in decision.review_reasons]
     if decision.changed:
         lines.append(f"changed: {render_changed(decision.changed)}")
+    if decision.statistics:
+        lines.append(render_statistics(decision.statistics))
+    if decision.failures:
+        new = sum(1 for f in decision.failures if f["new"])
+        lines.append(f"failures ({len(decision.failures)}, {new} new):")
+        lines += [f"  - {render_failure(f)}" for f in decision.failures]
     if decision.pass_rate is not None:
         lines.append(f"pass rate: {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests passed)")
     for title, names in (("regressed", decision.regressed), ("fixed", decision.fixed),
