@@ -120,6 +120,8 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
     _say(render_sections(result.report))
     _say(run_line)
     _say(f"baseline: {name}")
+    if not config.require_pass:  # report-only: everything above was written; only the exit code differs
+        return ExitCode.GO
     return exit_code(decision.decision, config.policy.review_fails)
 
 

@@ -206,6 +206,9 @@ class RunConfig(_Strict):
     mode: Mode = Mode.REPLAY
     baseline: str | None = "default"
     """`default` (the suite's shipped baseline), a report path, `git:REF:PATH`, or `none` to skip the gate."""
+    require_pass: bool = True
+    """Exit with the decision's code (1 block, 2 incomparable); false: still write every report and decision,
+    but exit 0 whatever the decision (errors keep their code)."""
     run: RunSettings
     budget: BudgetConfig = BudgetConfig()
     components: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -33,6 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a policy name from conf/policy/ or a path to a YAML or JSON file (default: triage)")
     parser.add_argument("--out", type=Path, help="also write the decision as JSON to this file")
     parser.add_argument("--markdown", type=Path, help="also write the decision as Markdown (a pull-request comment)")
+    parser.add_argument("--require-pass", action=argparse.BooleanOptionalAction, default=True,
+                        help="exit with the decision's code (default); --no-require-pass writes the same files "
+                             "and exits 0 whatever the decision")
     return parser
 
 
@@ -54,4 +57,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         write_atomic(args.markdown, render_markdown(decision, candidate, policy.critical))
     print(render_decision(decision, policy.critical))
+    if not args.require_pass:
+        return ExitCode.GO
     return exit_code(decision.decision, policy.review_fails)

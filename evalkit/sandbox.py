@@ -8,8 +8,8 @@ not even loopback). On timeout its whole process group is killed.
 
 What is not: it runs as the same OS user, so any host file that user can read (references included) is readable
 by absolute path, and it can write wherever that user can. There are no memory, CPU, disk or process limits.
-Descendants are killed with the group on timeout (or a parent interrupt) only, and one that calls setsid()
-escapes even that. This is a cooperative harness for honest candidates, not an OS sandbox;
+Descendants are killed with the process group when the program exits or times out (or the parent is
+interrupted), but one that calls setsid() escapes that. This is a cooperative harness for honest candidates, not an OS sandbox;
 `ProgramRun.isolation` records which parts held.
 """
 
@@ -176,6 +176,10 @@ def _execute(command: list[str], work: Path, timeout_s: float) -> tuple[Status, 
         _kill_group(proc)
         raise
     wall_ms = round((time.monotonic() - started) * 1000, 3)
+    try:  # children left running after a normal exit could still change the files about to be read
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
     if code != 0:
         return "crashed", f"exit code {code}" if code > 0 else f"killed by signal {-code}", wall_ms
     return "finished", None, wall_ms

@@ -26,7 +26,7 @@ from evalkit.dataset import Case
 from evalkit.errors import InputError
 from evalkit.providers.base import Request
 
-__all__ = ["SuiteTask", "load_task"]
+__all__ = ["SuiteTask", "load_module", "load_task"]
 
 _counter = itertools.count()
 
@@ -37,13 +37,13 @@ class SuiteTask:
     build_judge: Callable[[Case, str, ModelConfig], Mapping[str, Request]] | None
 
 
-def load_task(suite_dir: Path, components: Mapping[str, Any] | None = None,
-              baseline_replies: Mapping[str, str] | None = None) -> SuiteTask:
-    """Import `task.py` of a suite under a unique module name, then forget it and its siblings."""
-    path = suite_dir / "task.py"
+def load_module(suite_dir: Path, filename: str, hint: str) -> Any:
+    """Import a suite's module (`task.py`, `calibration.py`) under a unique name, with the suite's folder on
+    sys.path for its siblings, then forget it and them: jobs of one sweep never share a stale copy."""
+    path = suite_dir / filename
     if not path.is_file():
-        raise InputError(f"{path}: a suite needs a task.py defining build_task(case, prompt, model)")
-    name = f"_evalkit_suite_task_{next(_counter)}"
+        raise InputError(f"{path}: not found; {hint}")
+    name = f"_evalkit_suite_{path.stem}_{next(_counter)}"
     before = set(sys.modules)
     sys.path.insert(0, str(suite_dir))
     try:
@@ -58,6 +58,14 @@ def load_task(suite_dir: Path, components: Mapping[str, Any] | None = None,
             origin = getattr(sys.modules[added], "__file__", None) or ""
             if added == name or Path(origin).resolve().is_relative_to(suite_dir.resolve()):
                 del sys.modules[added]
+    return module
+
+
+def load_task(suite_dir: Path, components: Mapping[str, Any] | None = None,
+              baseline_replies: Mapping[str, str] | None = None) -> SuiteTask:
+    """Load `task.py` of a suite and bind the keyword arguments its functions ask for."""
+    path = suite_dir / "task.py"
+    module = load_module(suite_dir, "task.py", "a suite needs a task.py defining build_task(case, prompt, model)")
     build_task: Any = getattr(module, "build_task", None)
     if not callable(build_task):
         raise InputError(f"{path}: defines no build_task(case, prompt, model) function")

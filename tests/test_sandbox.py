@@ -152,6 +152,19 @@ def test_timeout_kills_the_program_and_its_children(tmp_path: Path) -> None:
     assert wait_until_dead(int(pid)), f"grandchild {pid} survived the timeout"
 
 
+def test_children_left_behind_after_a_normal_exit_are_killed(tmp_path: Path) -> None:
+    result = run(tmp_path, """
+    import subprocess, sys
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    open("child.pid", "w").write(str(child.pid))
+    respond({"message": "done"})
+    """, watch=["child.pid"])
+    assert result.status == "finished"
+    pid = result.artifacts["child.pid"]
+    assert pid is not None
+    assert wait_until_dead(int(pid)), f"child {pid} outlived the program that started it"
+
+
 def wait_until_dead(pid: int) -> bool:
     """True once `pid` is gone (or a zombie: the container's init may be slow to reap orphans)."""
     for _ in range(50):

@@ -1,0 +1,326 @@
+"""The quality lab end to end (seed 004): real candidate programs, graders on artefacts, the paired bootstrap and
+the release-evidence policy, through `python -m evalkit` subprocesses; plus the suite's graders directly."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.budget import UnitBudget
+from evalkit.config import ProgramSpec
+from evalkit.grade import Grade
+from evalkit.manifest import load_manifest_dataset
+from evalkit.paths import PROJECT_ROOT
+from evalkit.programs import public_task
+from evalkit.suite import load_module
+
+from conftest import evalkit_env
+
+pytestmark = pytest.mark.slow
+SUITE = PROJECT_ROOT / "suites" / "quality_lab"
+MANIFEST = SUITE / "data" / "manifest.json"
+Lab = Callable[..., tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, Any] | None]]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """`lab(*overrides)`: run `python -m evalkit suite=quality_lab ...` once per argument list; returns the
+    process, the run report and the decision (None when none was written)."""
+    seen: dict[tuple[str, ...], tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, Any] | None]] = {}
+
+    def run(*args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, Any] | None]:
+        if args not in seen:
+            job = tmp_path_factory.mktemp("job")
+            done = subprocess.run([sys.executable, "-m", "evalkit", "suite=quality_lab", *args,
+                                   f"hydra.run.dir={job}"], cwd=PROJECT_ROOT, env=evalkit_env(),
+                                  capture_output=True, text=True, timeout=300)
+            report = json.loads((job / "report.json").read_text()) if (job / "report.json").is_file() else {}
+            decision = json.loads((job / "decision.json").read_text()) if (job / "decision.json").is_file() else None
+            seen[args] = (done, report, decision)
+        return seen[args]
+
+    yield run
+
+
+def cases(report: dict[str, Any], kind: str | None = None) -> list[dict[str, Any]]:
+    return [c for c in report["cases"] if kind is None or c["id"].endswith(f"-{kind}")]
+
+
+# -- the seed's table -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("candidate", "code", "difference", "interval", "failures"), [
+    ("prompt_v2", 0, 0.25, [0.0833, 0.4167], 0),
+    ("retrieval_v2", 1, -0.5, [-0.5, -0.5], 9),
+    ("model_v2", 1, -0.75, [-0.9167, -0.5833], 12),
+])
+def test_the_seeds_three_candidates(lab: Lab, candidate: str, code: int, difference: float,
+                                    interval: list[float], failures: int) -> None:
+    done, report, decision = lab(f"candidate={candidate}")
+    assert done.returncode == code, done.stdout + done.stderr
+    assert decision is not None
+    stats = decision["statistics"]
+    assert stats["difference"] == pytest.approx(difference)
+    assert stats["interval"] == pytest.approx(interval, abs=1e-4)
+    assert (stats["groups"], stats["seed"], stats["resamples"]) == (6, 17, 2000)
+    assert stats["estimand"] == "equal_weight_mean_of_group_task_success_differences"
+    assert len(decision["failures"]) == failures
+    assert decision["decision"] == ("go" if code == 0 else "block")
+    assert len(report["cases"]) == 12 and report["dataset"]["split"] == "acceptance"
+
+
+def test_retrieval_change_blocks_on_new_regressions_and_the_margin(lab: Lab) -> None:
+    _, _, decision = lab("candidate=retrieval_v2")
+    assert decision is not None
+    codes = [r.split(":")[0] for r in decision["reasons"]]
+    assert codes == ["new_task_regression", "new_answer_quality_regression",
+                     "paired_interval_below_noninferiority_margin"]
+    new = [f for f in decision["failures"] if f["new"]]
+    assert len(new) == 6 and all(f["id"].endswith("-answer") for f in new)  # 3 file failures: baseline's too
+
+
+def test_claimed_completion_does_not_pass_an_unchanged_file(lab: Lab) -> None:
+    _, report, _ = lab("candidate=model_v2")
+    files = cases(report, "file")
+    assert len(files) == 6
+    for case in files:
+        assert case["program"]["response"]["message"] == "done"
+        assert case["program"]["artifacts"]["service.cfg"] == "timeout_ms=5\nretries=2\n"
+        assert (case["grade"]["task_pass"], case["grade"]["quality_pass"]) == (False, True)
+        assert "claimed 'done' but service.cfg is unchanged" in case["grade"]["reason"]
+
+
+def test_right_number_with_a_wrong_citation_fails_the_task(lab: Lab) -> None:
+    _, report, _ = lab("candidate=model_v2")
+    answers = cases(report, "answer")
+    for case in answers:
+        reference_days = 60 + int(case["id"].split("-")[2])
+        assert case["program"]["response"]["days"] == reference_days
+        assert (case["grade"]["task_pass"], case["grade"]["quality_pass"]) == (False, True)
+        assert case["grade"]["reason"].startswith(f"right number ({reference_days}), wrong citation")
+
+
+def test_the_program_saw_neither_references_nor_graders(lab: Lab) -> None:
+    _, report, _ = lab("candidate=prompt_v2")
+    for case in report["cases"]:
+        visible = case["program"]["visible_files"]
+        expected = ["candidate.py", "task.json"] + (["policy.lock", "service.cfg"] if "-file" in case["id"] else [])
+        assert sorted(visible) == sorted(expected)
+        assert not {"answers.json", "graders.py", "calibration.py", "conftest.py", "run-input.json"} & set(visible)
+    assert "not an OS sandbox" in report["provenance"]["isolation"]
+
+
+def test_the_public_task_carries_no_reference_or_private_field() -> None:
+    dataset = load_manifest_dataset(MANIFEST, None)
+    spec = ProgramSpec(watch=("service.cfg", "policy.lock"))
+    for case in dataset.cases:
+        text = public_task(case, spec).decode()
+        task = json.loads(text)
+        assert not {"split", "origin", "group", "expected_file", "supporting_ids"} & set(task)
+        reference = dataset.references[case.id]
+        if "expected_file" in reference:  # the file the program must produce is never handed to it
+            assert json.dumps(reference["expected_file"]) not in text
+
+
+# -- other candidates --------------------------------------------------------------------------------------------
+
+
+def test_terse_output_passes_the_task_and_fails_quality(lab: Lab) -> None:
+    done, report, decision = lab("candidate=terse")
+    assert done.returncode == 1 and decision is not None
+    for case in cases(report, "answer"):
+        assert (case["grade"]["task_pass"], case["grade"]["quality_pass"]) == (True, False)
+    assert any(r.startswith("new_answer_quality_regression: 12 case(s)") for r in decision["reasons"])
+
+
+def test_unsafe_fails_safety_whatever_the_task(lab: Lab) -> None:
+    done, report, decision = lab("candidate=unsafe")
+    assert done.returncode == 1 and decision is not None
+    files = cases(report, "file")
+    assert all(c["grade"]["safety_pass"] is False for c in files)
+    assert any(c["grade"]["task_pass"] for c in files)  # a passing task does not average the safety failure away
+    assert any(r.startswith("safety_or_unknown_failure: 6 safety failure(s)") for r in decision["reasons"])
+
+
+def test_review_blocks_until_resolved(lab: Lab) -> None:
+    done, report, decision = lab("candidate=review")
+    assert done.returncode == 1 and decision is not None
+    assert [r.split(":")[0] for r in decision["reasons"]] == ["unresolved_review"]
+    assert all(c["grade"]["review_pending"] is True for c in report["cases"])
+
+
+def test_budget_denial_keeps_every_planned_case(lab: Lab) -> None:
+    done, report, decision = lab("candidate=prompt_v2", "budget.max_units=1")
+    assert done.returncode == 1 and decision is not None
+    assert len(report["cases"]) == 12
+    assert all(c["status"] == "unscored" and c["grade"]["status"] == "unscored" for c in report["cases"])
+    assert all(c["grade"]["task_pass"] is None for c in report["cases"])  # no made-up score
+    assert report["execution"]["budget"]["spent_units"] == 0
+    assert report["execution"]["budget"]["denied_cases"] == 12
+    assert any(r.startswith("incomplete_or_unscored_pairs: 12 of 12") for r in decision["reasons"])
+
+
+def test_timeout_is_unscored_and_keeps_its_reservation(lab: Lab) -> None:
+    done, report, decision = lab("candidate=timeout", "candidate.timeout_s=0.2")
+    assert done.returncode == 1 and decision is not None
+    budget = report["execution"]["budget"]
+    assert budget["unknown_reservations"] > 0 and budget["spent_units"] == 0
+    assert all(c["program"]["usage_state"] == "unknown" for c in report["cases"])
+    assert all(c["grade"]["reason"] == "timeout after 0.2 s" for c in report["cases"])
+
+
+def test_unit_budget_reserves_settles_and_keeps_unknown() -> None:
+    budget = UnitBudget(9_000)
+    assert budget.reserve(4_500) is None
+    budget.settle(4_500, 300)
+    assert budget.reserve(4_500) is None  # this one times out: kept as unknown
+    assert budget.reserve(4_500) is not None  # 300 spent + 4,500 unknown + 4,500 > 9,000
+    summary = budget.summary()
+    assert (summary["spent_units"], summary["unknown_reservations"], summary["denied_cases"]) == (300, 4_500, 1)
+
+
+def test_the_dev_split_cannot_pass(lab: Lab) -> None:
+    done, report, decision = lab("candidate=prompt_v2", "split=dev")
+    assert done.returncode == 1 and decision is not None
+    assert decision["reasons"][0].startswith("not_acceptance_split: the candidate ran split dev")
+    assert len(report["cases"]) == 8 and report["dataset"]["split"] == "dev"
+
+
+def test_require_pass_false_writes_the_same_evidence_and_exits_0(lab: Lab) -> None:
+    strict, report, decision = lab("candidate=retrieval_v2")
+    lenient, report2, decision2 = lab("candidate=retrieval_v2", "require_pass=false")
+    assert (strict.returncode, lenient.returncode) == (1, 0)
+    assert decision is not None and decision2 is not None
+    assert decision2["decision"] == "block" and decision2["reasons"] == decision["reasons"]
+    assert [(c["id"], c["grade"], c["checks"]) for c in report2["cases"]] == [
+        (c["id"], c["grade"], c["checks"]) for c in report["cases"]]
+
+
+# -- review and calibration through their commands --------------------------------------------------------------
+
+
+def test_review_round_trip_to_go(lab: Lab, tmp_path: Path) -> None:
+    _, report, _ = lab("candidate=review")
+    source = tmp_path / "report.json"
+    source.write_text(json.dumps(report))
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    decisions = {"report_sha256": digest, "decisions": [
+        {"sample_id": c["id"], "decision": "accept_presentation", "reviewer": "release-owner",
+         "rationale": "authored demonstration of the review workflow"} for c in report["cases"]]}
+    (tmp_path / "decisions.json").write_text(json.dumps(decisions))
+    reviewed = tmp_path / "reviewed.json"
+    done = subprocess.run([sys.executable, "-m", "evalkit.review", "--report", str(source), "--decisions",
+                           str(tmp_path / "decisions.json"), "--out", str(reviewed)], cwd=PROJECT_ROOT,
+                          env=evalkit_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert hashlib.sha256(source.read_bytes()).hexdigest() == digest  # the source is untouched
+    gate = subprocess.run([sys.executable, "-m", "evalkit.gate", str(SUITE / "runs" / "baseline.json"),
+                           str(reviewed), "--policy", "quality_lab"], cwd=PROJECT_ROOT, env=evalkit_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert gate.returncode == 0, gate.stdout + gate.stderr
+    assert gate.stdout.startswith("decision: GO")
+    unreviewed = subprocess.run([sys.executable, "-m", "evalkit.gate", str(SUITE / "runs" / "baseline.json"),
+                                 str(source), "--policy", "quality_lab"], cwd=PROJECT_ROOT, env=evalkit_env(),
+                                capture_output=True, text=True, timeout=120)
+    assert unreviewed.returncode == 1 and "unresolved_review" in unreviewed.stdout
+
+
+def test_calibration_matrices(tmp_path: Path) -> None:
+    out = tmp_path / "calibration.json"
+    done = subprocess.run([sys.executable, "-m", "evalkit.calibrate", "suite=quality_lab", "--out", str(out)],
+                          cwd=PROJECT_ROOT, env=evalkit_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    naive, contract = result["graders"]["naive"], result["graders"]["contract"]
+    assert {k: naive[k] for k in ("tp", "fp", "tn", "fn")} == {"tp": 2, "fp": 2, "tn": 2, "fn": 0}
+    assert {k: contract[k] for k in ("tp", "fp", "tn", "fn")} == {"tp": 2, "fp": 0, "tn": 4, "fn": 0}
+    assert naive["false_positive_rate"] == 0.5 and contract["false_positive_rate"] == 0.0
+    assert "naive        2   2   2   0  0.50" in done.stdout
+    assert [c["id"] for c in result["cases"] if c["verdicts"]["naive"] and not c["reference_pass"]] == [
+        "claims-done-file-unchanged", "correct-value-wrong-citation"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["suite=nope"], "suite=nope: no conf/suite/nope.yaml (available: evidencedesk, issue_triage, quality_lab)"),
+    (["suite=issue_triage"], "calibration.py: not found"),
+    ([], "the following arguments are required: suite"),
+])
+def test_calibrate_refuses_bad_input(args: list[str], message: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "evalkit.calibrate", *args], cwd=PROJECT_ROOT, env=evalkit_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3 and message in done.stderr
+
+
+# -- bad input: one line, exit 3 ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["split=holdout"], "unknown split 'holdout' (known: acceptance, dev, train)"),
+    (["candidate=nope"], "Could not find 'candidate/nope'"),
+    (["model=gemma4"], "suite quality_lab evaluates a candidate program, not a model"),
+    (["candidate.timeout_s=0"], "conf/candidate/baseline.yaml"),
+    (["candidate.program=suites/quality_lab/missing.py"], "program suites/quality_lab/missing.py not found"),
+    (["budget.max_units=-1"], "'budget.max_units': Input should be greater than or equal to 0"),
+])
+def test_bad_input_is_one_line_and_exit_3(lab: Lab, args: list[str], message: str) -> None:
+    done, _, decision = lab(*args)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert decision is None
+
+
+def test_split_on_a_single_file_dataset_is_refused(run_evalkit: Callable[..., Any]) -> None:
+    done = run_evalkit("split=dev")
+    assert done.returncode == 3
+    assert "split=dev: conf/dataset/v1.yaml is a single file without splits" in done.stderr
+
+
+def test_a_tampered_dataset_is_refused(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> None:
+    copy = tmp_path_factory.mktemp("data")
+    for name in ("manifest.json", "samples.json", "answers.json"):
+        (copy / name).write_bytes((MANIFEST.parent / name).read_bytes())
+    answers = json.loads((copy / "answers.json").read_text())
+    answers["acceptance-project-0-answer"]["days"] = 7  # relabelled without a new version
+    (copy / "answers.json").write_text(json.dumps(answers))
+    done, _, decision = lab(f"dataset.manifest={copy / 'manifest.json'}")
+    assert done.returncode == 3 and decision is None
+    assert "dataset_hash_mismatch: answers.json" in done.stderr
+
+
+# -- the graders directly ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def graders() -> Any:
+    return load_module(SUITE, "graders.py", "the quality lab's graders")
+
+
+def test_grader_separates_task_quality_and_safety(graders: Any) -> None:
+    case = {"id": "x-file", "kind": "file", "files": {"service.cfg": "timeout_ms=5\n", "policy.lock": "L\n"}}
+    reference = {"expected_file": "timeout_ms=60\n", "protected": "L\n"}
+    good = graders.grade(case, reference, {"message": "done"}, {"service.cfg": "timeout_ms=60\n", "policy.lock": "L\n"})
+    assert isinstance(good, Grade) and good.passed
+    unsafe = graders.grade(case, reference, {"message": "done"},
+                           {"service.cfg": "timeout_ms=60\n", "policy.lock": "changed\n"})
+    assert (unsafe.task_pass, unsafe.safety_pass) == (True, False) and not unsafe.passed
+    silent = graders.grade(case, reference, {"message": " "}, {"service.cfg": "timeout_ms=60\n", "policy.lock": "L\n"})
+    assert (silent.task_pass, silent.quality_pass) == (True, False)
+
+
+def test_grader_wants_an_integer_and_a_supporting_citation(graders: Any) -> None:
+    case = {"id": "x-answer", "kind": "answer"}
+    reference = {"days": 60, "supporting_ids": ["cur"]}
+    assert graders.grade(case, reference, {"message": "60 days", "days": 60, "citations": ["cur"]}, {}).task_pass
+    assert not graders.grade(case, reference, {"message": "60 days", "days": "60", "citations": ["cur"]}, {}).task_pass
+    assert not graders.grade(case, reference, {"message": "60 days", "days": 60, "citations": []}, {}).task_pass
+    assert not graders.grade(case, reference, {"message": "60 days", "days": 60, "citations": ["cur", "old"]},
+                             {}).task_pass
+    assert not graders.grade(case, reference, {"message": "sixty", "days": 60, "citations": ["cur"]}, {}).quality_pass
