@@ -30,7 +30,10 @@ def incomparability(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -
     if b.get("dataset_sha") != c.get("dataset_sha"):
         reasons.append(f"baseline ran {b.get('dataset')} ({b.get('dataset_sha')}), candidate ran "
                        f"{c.get('dataset')} ({c.get('dataset_sha')}); rerun the baseline on the candidate's dataset")
-    if b.get("judge_model") != c.get("judge_model"):
+    if b.get("judge_model") != c.get("judge_model") and str(c.get("judge_model")).startswith("checks@"):
+        reasons.append(f"the suite's graders and checks changed ({b.get('judge_model')} -> {c.get('judge_model')}); "
+                       "grades are not comparable: rerun the baseline under the candidate's checks")
+    elif b.get("judge_model") != c.get("judge_model"):
         reasons.append(f"judge changed from {b.get('judge_model')} to {c.get('judge_model')}; judged scores are "
                        "not comparable: rerun the baseline with the candidate's judge (or keep the judge pinned)")
     return reasons

@@ -69,14 +69,15 @@ def pytest_configure(config: pytest.Config) -> None:
                             "is true (and, with judged=METRIC, where the run made that judge call)")
     path = config.getoption(RUN_OPTION)
     if path:
-        config.pluginmanager.register(_EvalRun(RunInput(Path(path))), "evalkit-run")
+        config.pluginmanager.register(_EvalRun(RunInput(Path(path)), config.rootpath), "evalkit-run")
 
 
 class _EvalRun:
     """The active half of the plugin, registered only for an evalkit run."""
 
-    def __init__(self, run: RunInput) -> None:
+    def __init__(self, run: RunInput, root: Path) -> None:
         self.run = run
+        self.root = root
         self.case_of: dict[str, str] = {}
         self.metrics: dict[str, dict[str, float | None]] = {}
         self.grades: dict[str, Grade] = {}
@@ -170,6 +171,11 @@ class _EvalRun:
     def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
         for field in MACHINE_FIELDS:
             json_report.pop(field, None)
+        for test in json_report.get("tests", []):  # failure locations relative to the suite, not this machine
+            for stage in ("setup", "call", "teardown"):
+                crash = (test.get(stage) or {}).get("crash")
+                if isinstance(crash, dict) and isinstance(crash.get("path"), str):
+                    crash["path"] = _relative(crash["path"], self.root)
         json_report["format"] = "evalkit-run-report/1"
         json_report["eval"] = self.run.key
         json_report["provenance"] = self.run.provenance
@@ -242,6 +248,13 @@ class _EvalRun:
             entry["passed"] = "passed" in outcomes and all(o in ("passed", "skipped") for o in outcomes)
             entry["metrics"] = self.metrics.get(entry["id"], {})
         return list(by_case.values())
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return path
 
 
 def aggregate_metrics(per_case: dict[str, dict[str, float | None]]) -> dict[str, dict[str, Any]]:

@@ -75,12 +75,11 @@ def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateC
             continue
         run = run_program(program, candidate.args, task, files, spec.watch,
                           timeout_s=candidate.timeout_s, max_response_bytes=candidate.max_response_bytes)
+        units: int | None = None
+        usage = "unknown"  # the program may have done (and billed) the work: keep the reservation
         if run.finished and run.output_bytes is not None:
-            units: int | None = len(task) + run.output_bytes
+            units, usage = len(task) + run.output_bytes, "known"
             budget.settle(reserved, units)
-            usage = "known"
-        else:  # the program may have done (and billed) the work: keep the reservation, as unknown
-            units, usage = None, "unknown"
         results[case.id] = {**run.to_json(), "units": units, "usage_state": usage}
     return results
 

@@ -7,6 +7,7 @@ process, and an in-process pytest would keep the first job's test modules for th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -24,8 +25,8 @@ from evalkit.contract import contract_problems
 from evalkit.dataset import Dataset, load_dataset
 from evalkit.errors import ConfigError, InputError, RecordingError
 from evalkit.execute import Execution, LiveSetup, execute
-from evalkit.journal import Journal, journal_path, read_journal, recording_lock
 from evalkit.fingerprint import fingerprint
+from evalkit.journal import Journal, journal_path, read_journal, recording_lock
 from evalkit.key import EvalKey, build_key, recording_path
 from evalkit.manifest import load_manifest_dataset
 from evalkit.paths import PROJECT_ROOT, project_path
@@ -153,7 +154,7 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     components[spec.component] = (option, {**config.components.get(spec.component, {}),
                                            "program_sha256": program_sha})
     key = build_key(suite=config.suite.name, dataset=dataset, model="none", prompt_version="none", prompt_text="",
-                    judge_model=None, components=components)
+                    judge_model=_checks_fingerprint(project_path(config.suite.path), program), components=components)
     budget = UnitBudget(config.budget.max_units)
     results = run_programs(data_set.cases, spec, candidate, program, budget)
 
@@ -191,6 +192,13 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     if config.run.save_report:
         write_atomic(Path(config.run.save_report).expanduser(), text)
     return RunResult(key, report, report_path, None, data["execution"])
+
+
+def _checks_fingerprint(suite_dir: Path, program: Path) -> str:
+    """The graders of a program suite play the judge's part: the suite's Python files other than the candidate
+    decide the scores, so a change to them makes runs incomparable, as a new judge model would."""
+    files = sorted(p for p in suite_dir.glob("*.py") if p.resolve() != program.resolve())
+    return "checks@" + fingerprint({p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files})
 
 
 PROGRAM_RUN_KIND = ("candidate program per case (authored deterministic fixtures in the shipped suite); "

@@ -9,8 +9,8 @@ not even loopback). On timeout its whole process group is killed.
 What is not: it runs as the same OS user, so any host file that user can read (references included) is readable
 by absolute path, and it can write wherever that user can. There are no memory, CPU, disk or process limits.
 Descendants are killed with the process group when the program exits or times out (or the parent is
-interrupted), but one that calls setsid() escapes that. This is a cooperative harness for honest candidates, not an OS sandbox;
-`ProgramRun.isolation` records which parts held.
+interrupted), but one that calls setsid() escapes that. This is a cooperative harness for honest candidates,
+not an OS sandbox; `ProgramRun.isolation` records which parts held.
 """
 
 from __future__ import annotations

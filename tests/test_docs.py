@@ -36,6 +36,7 @@ def test_readme_exit_codes_match_the_program():
 
 
 def test_readme_names_every_config_option():
-    for group in ("suite", "model", "prompt", "dataset", "judge", "policy"):
+    for group in ("suite", "model", "prompt", "dataset", "judge", "policy", "candidate", "retriever", "reply_format",
+                  "rubric"):
         for option in (PROJECT_ROOT / "conf" / group).glob("*.yaml"):
             assert f"`{option.stem}`" in README, f"README does not mention {group}={option.stem}"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import evalkit_env
 
 from evalkit.budget import UnitBudget
 from evalkit.config import ProgramSpec
@@ -20,8 +21,6 @@ from evalkit.manifest import load_manifest_dataset
 from evalkit.paths import PROJECT_ROOT
 from evalkit.programs import public_task
 from evalkit.suite import load_module
-
-from conftest import evalkit_env
 
 pytestmark = pytest.mark.slow
 SUITE = PROJECT_ROOT / "suites" / "quality_lab"
@@ -324,3 +323,23 @@ def test_grader_wants_an_integer_and_a_supporting_citation(graders: Any) -> None
     assert not graders.grade(case, reference, {"message": "60 days", "days": 60, "citations": ["cur", "old"]},
                              {}).task_pass
     assert not graders.grade(case, reference, {"message": "sixty", "days": 60, "citations": ["cur"]}, {}).quality_pass
+
+
+def test_changed_graders_make_the_baseline_incomparable(tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "quality_lab"
+    shutil.copytree(SUITE, copy, ignore=shutil.ignore_patterns("__pycache__", "runs"))
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "evalkit", "suite=quality_lab", "candidate=prompt_v2",
+                               f"suite.path={copy}", f"hydra.run.dir={tmp_path / 'job'}"], cwd=PROJECT_ROOT,
+                              env=evalkit_env(), capture_output=True, text=True, timeout=300)
+
+    same = run()
+    assert same.returncode == 0, same.stdout + same.stderr  # a copy of the same checks is the same judge
+    graders = copy / "graders.py"
+    graders.write_text(graders.read_text().replace('"supported fact"', '"supported"'))
+    changed = run()
+    assert changed.returncode == 2, changed.stdout + changed.stderr
+    assert "the suite's graders and checks changed" in changed.stdout

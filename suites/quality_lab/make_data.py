@@ -44,7 +44,8 @@ def file_task(project: str, split: str, index: int, target: int) -> tuple[dict[s
 def answer_task(project: str, split: str, target: int) -> tuple[dict[str, Any], dict[str, Any]]:
     old, current = f"{project}-old", f"{project}-current"
     documents = [
-        {"id": old, "status": "superseded", "days": 7, "text": f"An old policy for {project}: refund window is 7 days."},
+        {"id": old, "status": "superseded", "days": 7,
+         "text": f"An old policy for {project}: refund window is 7 days."},
         {"id": current, "status": "current", "days": target,
          "text": f"The current policy for {project}: refund window is {target} days."},
     ]
