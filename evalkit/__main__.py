@@ -116,6 +116,8 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
                  render_markdown(decision, result.report, config.policy.critical))
     row.update(decision=str(decision.decision), changed=render_changed(decision.changed),
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
+    if decision.statistics:
+        row["paired"] = {k: decision.statistics[k] for k in ("difference", "interval", "groups", "seed", "resamples")}
     _say(render_decision(decision, config.policy.critical))
     _say(render_sections(result.report))
     _say(run_line)

@@ -260,6 +260,9 @@ def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
         if chosen:
             raise ConfigError(f"command line {' '.join(chosen)}: suite {suite.name} evaluates a candidate program, "
                               f"not a model; choose one with {suite.program.component}=...")
+        if config.mode is not Mode.REPLAY:
+            raise ConfigError(f"mode={config.mode}: suite {suite.name} runs a candidate program on every run and "
+                              "records no model calls; drop mode= (replay is the only mode here)")
         if suite.program.component not in suite.components:
             raise ConfigError(f"conf/suite/{suite.name}.yaml: program.component {suite.program.component!r} must be "
                               "one of the suite's components")

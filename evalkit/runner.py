@@ -174,8 +174,9 @@ def _run_program_suite(config: RunConfig) -> RunResult:
         "references": data_set.references,  # for the graders in the checks' process; never in a program's dir
     }
     input_path = out / "run-input.json"
-    write_atomic(input_path, json.dumps(run_input, ensure_ascii=False))
-    data = run_checks(project_path(config.suite.path), input_path, out)
+    redact = redactor_for(config)  # a candidate's response could echo secret-shaped text: never write it
+    write_atomic(input_path, redact(json.dumps(run_input, ensure_ascii=False)))
+    data = run_checks(project_path(config.suite.path), input_path, out, redact)
     data["dataset"] = {"name": name, "version": data_set.version, "split": split, "synthetic": data_set.synthetic,
                        "purpose": data_set.purpose, "sha": data_set.sha, "cases": len(data_set.cases)}
     data["candidate"] = {"option": option, "change": candidate.change, "program": candidate.program,
@@ -187,7 +188,7 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     data["execution"] = {"programs": statuses, "budget": budget.summary()}
     report = report_from_mapping(data, f"report of suite {config.suite.name}")
     report_path = out / "report.json"
-    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    text = redact(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     write_atomic(report_path, text)
     if config.run.save_report:
         write_atomic(Path(config.run.save_report).expanduser(), text)

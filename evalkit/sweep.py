@@ -31,6 +31,9 @@ def sweep_exit_code(codes: list[int]) -> int:
 def render_summary(rows: list[dict[str, Any]]) -> str:
     """A Markdown table, one row per job; also readable in a terminal."""
     header = ["job", "overrides", "changed", "decision", "pass rate", "case pass rate", "regressed", "input tokens"]
+    paired = any(row.get("paired") for row in rows)  # only sweeps whose policy asks for the bootstrap
+    if paired:
+        header.append("paired difference [interval]")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         rate, case_rate = row.get("pass_rate"), row.get("case_pass_rate")
@@ -39,6 +42,10 @@ def render_summary(rows: list[dict[str, Any]]) -> str:
                  "-" if rate is None else f"{rate:.3f}", "-" if case_rate is None else f"{case_rate:.3f}",
                  "-" if row.get("regressed") is None else str(row["regressed"]),
                  "-" if row.get("input_tokens") is None else str(row["input_tokens"])]
+        if paired:
+            stats = row.get("paired")
+            cells.append(f"{stats['difference']:.3f} [{stats['interval'][0]:.3f}, {stats['interval'][1]:.3f}]"
+                         if stats else "-")
         if row.get("error"):
             cells[3] = "ERROR: " + row["error"]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

@@ -267,6 +267,8 @@ def test_calibrate_refuses_bad_input(args: list[str], message: str) -> None:
     (["candidate.timeout_s=0"], "conf/candidate/baseline.yaml"),
     (["candidate.program=suites/quality_lab/missing.py"], "program suites/quality_lab/missing.py not found"),
     (["budget.max_units=-1"], "'budget.max_units': Input should be greater than or equal to 0"),
+    (["mode=live"], "mode=live: suite quality_lab runs a candidate program on every run and records no model calls"),
+    (["dataset=v1"], "a program suite needs a manifest dataset"),
 ])
 def test_bad_input_is_one_line_and_exit_3(lab: Lab, args: list[str], message: str) -> None:
     done, _, decision = lab(*args)
@@ -343,3 +345,34 @@ def test_changed_graders_make_the_baseline_incomparable(tmp_path: Path) -> None:
     changed = run()
     assert changed.returncode == 2, changed.stdout + changed.stderr
     assert "the suite's graders and checks changed" in changed.stdout
+
+
+def test_sweep_summary_shows_the_paired_interval_when_a_job_has_one() -> None:
+    from evalkit.sweep import render_summary
+
+    rows = [{"job": 0, "overrides": ["candidate=prompt_v2"], "decision": "go", "exit_code": 0,
+             "paired": {"difference": 0.25, "interval": [0.0833, 0.4167], "groups": 6, "seed": 17, "resamples": 2000}},
+            {"job": 1, "overrides": ["candidate=x"], "error": "bad", "exit_code": 3}]
+    table = render_summary(rows)
+    assert table.splitlines()[0].endswith("| paired difference [interval] |")
+    assert "| 0.250 [0.083, 0.417] |" in table.splitlines()[2]
+    assert table.splitlines()[3].endswith("| - |")
+    assert "paired" not in render_summary([{"job": 0, "decision": "go", "exit_code": 0}])
+
+
+def test_secret_shaped_text_in_a_response_never_reaches_the_report(tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "quality_lab"
+    shutil.copytree(SUITE, copy, ignore=shutil.ignore_patterns("__pycache__", "runs"))
+    candidate = copy / "candidate.py"
+    candidate.write_text(candidate.read_text().replace(
+        '"The refund window is {chosen[\'days\']} days."', '"The refund window is {chosen[\'days\']} days. key=sk-live-abcdefghijklmnopqrstuvwx"'))
+    job = tmp_path / "job"
+    done = subprocess.run([sys.executable, "-m", "evalkit", "suite=quality_lab", f"suite.path={copy}", "baseline=none",
+                           f"hydra.run.dir={job}"], cwd=PROJECT_ROOT, env=evalkit_env(), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    text = (job / "report.json").read_text()
+    assert "sk-live-abcdefghijklmnopqrstuvwx" not in text
+    assert "[REDACTED]" in text
