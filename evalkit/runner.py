@@ -118,17 +118,25 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
                         "contract": contract_problems(r.reply) if r.reply else []}
                   for cid, r in execution.calls.items()},
     }
+    report, report_path = _check_and_report(config, suite_dir, run_input, redact, {"execution": execution.stats})
+    return RunResult(key, report, report_path, rec_path, execution.stats)
+
+
+def _check_and_report(config: RunConfig, suite_dir: Path, run_input: dict[str, Any], redact: Redactor,
+                      extra: dict[str, Any]) -> tuple[RunReport, Path]:
+    """Hand the run's input to the suite's checks, add `extra` sections, write `report.json` (and save_report)."""
+    out = Path(config.run.out)
     input_path = out / "run-input.json"
     write_atomic(input_path, redact(json.dumps(run_input, ensure_ascii=False)))
     data = run_checks(suite_dir, input_path, out, redact)
-    data["execution"] = execution.stats
+    data.update(extra)
     report = report_from_mapping(data, f"report of suite {config.suite.name}")
     report_path = out / "report.json"
     text = redact(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     write_atomic(report_path, text)
     if config.run.save_report:
         write_atomic(Path(config.run.save_report).expanduser(), text)
-    return RunResult(key, report, report_path, rec_path, execution.stats)
+    return report, report_path
 
 
 def _run_program_suite(config: RunConfig) -> RunResult:
@@ -173,26 +181,21 @@ def _run_program_suite(config: RunConfig) -> RunResult:
         "programs": results,
         "references": data_set.references,  # for the graders in the checks' process; never in a program's dir
     }
-    input_path = out / "run-input.json"
     redact = redactor_for(config)  # a candidate's response could echo secret-shaped text: never write it
-    write_atomic(input_path, redact(json.dumps(run_input, ensure_ascii=False)))
-    data = run_checks(project_path(config.suite.path), input_path, out, redact)
-    data["dataset"] = {"name": name, "version": data_set.version, "split": split, "synthetic": data_set.synthetic,
-                       "purpose": data_set.purpose, "sha": data_set.sha, "cases": len(data_set.cases)}
-    data["candidate"] = {"option": option, "change": candidate.change, "program": candidate.program,
-                         "args": list(candidate.args), "program_sha256": program_sha,
-                         "timeout_s": candidate.timeout_s, "max_response_bytes": candidate.max_response_bytes}
     statuses: dict[str, int] = {}
     for result in results.values():
         statuses[result["status"]] = statuses.get(result["status"], 0) + 1
-    data["execution"] = {"programs": statuses, "budget": budget.summary()}
-    report = report_from_mapping(data, f"report of suite {config.suite.name}")
-    report_path = out / "report.json"
-    text = redact(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    write_atomic(report_path, text)
-    if config.run.save_report:
-        write_atomic(Path(config.run.save_report).expanduser(), text)
-    return RunResult(key, report, report_path, None, data["execution"])
+    execution = {"programs": statuses, "budget": budget.summary()}
+    extra = {
+        "dataset": {"name": name, "version": data_set.version, "split": split, "synthetic": data_set.synthetic,
+                    "purpose": data_set.purpose, "sha": data_set.sha, "cases": len(data_set.cases)},
+        "candidate": {"option": option, "change": candidate.change, "program": candidate.program,
+                      "args": list(candidate.args), "program_sha256": program_sha, "timeout_s": candidate.timeout_s,
+                      "max_response_bytes": candidate.max_response_bytes},
+        "execution": execution,
+    }
+    report, report_path = _check_and_report(config, project_path(config.suite.path), run_input, redact, extra)
+    return RunResult(key, report, report_path, None, execution)
 
 
 def _checks_fingerprint(suite_dir: Path, program: Path) -> str:
