@@ -41,7 +41,7 @@ from evalkit.errors import EvalkitError, InputError, describe_validation
 from evalkit.fingerprint import SHA_LENGTH
 from evalkit.report import report_from_mapping
 
-__all__ = ["IDENTITY_ASSURANCE", "DecisionsFile", "ReviewDecision", "Verdict", "apply_review", "main"]
+__all__ = ["IDENTITY_ASSURANCE", "DecisionsFile", "ReviewDecision", "PresentationVerdict", "apply_review", "main"]
 
 IDENTITY_ASSURANCE = "reviewer names are self-asserted; evalkit does not authenticate them"
 
@@ -49,7 +49,7 @@ _PRESENTATION_ONLY = ("review can change presentation only (accept_presentation 
                       "task and safety results stay as the run measured them")
 
 
-class Verdict(StrEnum):
+class PresentationVerdict(StrEnum):
     """What a reviewer can decide about a case's presentation."""
 
     ACCEPT = "accept_presentation"
@@ -64,7 +64,7 @@ class ReviewDecision(BaseModel):
     sample_id: str
     """The case's `id` in the report's `cases`."""
 
-    decision: Verdict
+    decision: PresentationVerdict
     """`accept_presentation`, or `reject_presentation` (which also fails the case's quality)."""
 
     reviewer: str
@@ -114,7 +114,7 @@ def apply_review(report: dict[str, Any], report_bytes: bytes, decisions: Any, *,
         grade["review_pending"] = False
         grade["review"] = {"decision": decision.decision.value, "reviewer": decision.reviewer,
                            "rationale": decision.rationale}
-        if decision.decision is Verdict.REJECT:
+        if decision.decision is PresentationVerdict.REJECT:
             grade["quality_pass"] = False
     rounds = _earlier_rounds(report.get("review_audit"), report_name)
     rounds.append({"source_report_sha256": sha, "decisions": copy.deepcopy(decisions["decisions"]),
@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INPUT_ERROR
     write_atomic(args.out, json.dumps(reviewed, indent=1, ensure_ascii=False) + "\n")
     given = reviewed["review_audit"][-1]["decisions"]
-    rejected = sum(1 for d in given if d["decision"] == Verdict.REJECT)
+    rejected = sum(1 for d in given if d["decision"] == PresentationVerdict.REJECT)
     print(f"reviewed {len(given)} case(s) of {args.report} (sha256 {hashlib.sha256(raw).hexdigest()[:SHA_LENGTH]}): "
           f"{len(given) - rejected} accepted, {rejected} rejected; wrote {args.out}; "
           f"gate it: python -m evalkit.gate BASELINE {shlex.quote(str(args.out))} --policy POLICY")
