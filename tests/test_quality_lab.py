@@ -376,3 +376,17 @@ def test_secret_shaped_text_in_a_response_never_reaches_the_report(tmp_path: Pat
     text = (job / "report.json").read_text()
     assert "sk-live-abcdefghijklmnopqrstuvwx" not in text
     assert "[REDACTED]" in text
+
+
+def test_gate_cli_no_require_pass_writes_the_block_and_exits_0(lab: Lab, tmp_path: Path) -> None:
+    _, report, _ = lab("candidate=model_v2")
+    candidate = tmp_path / "candidate.json"
+    candidate.write_text(json.dumps(report))
+    results = {}
+    for flag in ("--require-pass", "--no-require-pass"):
+        out = tmp_path / f"decision{flag}.json"
+        done = subprocess.run([sys.executable, "-m", "evalkit.gate", str(SUITE / "runs" / "baseline.json"),
+                               str(candidate), "--policy", "quality_lab", "--out", str(out), flag], cwd=PROJECT_ROOT,
+                              env=evalkit_env(), capture_output=True, text=True, timeout=120)
+        results[flag] = (done.returncode, json.loads(out.read_text())["decision"])
+    assert results == {"--require-pass": (1, "block"), "--no-require-pass": (0, "block")}
