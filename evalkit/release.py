@@ -41,7 +41,7 @@ def split_refusal(policy: Policy, candidate: RunReport) -> str | None:
     split = candidate.dataset.get("split")
     if split == policy.require_split:
         return None
-    ran = f"split {split}" if split else "a dataset without splits"
+    ran = f"split {split}" if split else "every split at once" if candidate.dataset else "a dataset without splits"
     return (f"not_acceptance_split: the candidate ran {ran}; this policy releases only on the "
             f"{policy.require_split} split (rerun with split={policy.require_split})")
 
