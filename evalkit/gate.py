@@ -100,7 +100,7 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
     if unscored:  # nothing is dropped from a denominator: an incomplete run cannot pass
         reasons.append(f"incomplete run: {len(unscored)} unscored ({', '.join(unscored[:5])}"
                        f"{', ...' if len(unscored) > 5 else ''})")
-    if len(regressed) > policy.max_regressions:
+    if len(regressed) > policy.max_regressions and policy.regressions != "ignore":
         (reasons if policy.regressions == "block" else review).append(
             f"{len(regressed)} regression(s); policy allows {policy.max_regressions}")
     if critical_failures:

@@ -66,8 +66,9 @@ class Policy(BaseModel):
     review_on_drop: tuple[str, ...] = ()
     """Metrics whose drop below the baseline calls for review."""
 
-    regressions: Literal["block", "review"] = "block"
-    """What more regressed tests than `max_regressions` lead to (critical tests always block)."""
+    regressions: Literal["block", "review", "ignore"] = "block"
+    """What more regressed tests than `max_regressions` lead to (critical tests always block); `ignore` lists them
+    without a reason, for suites whose grade rules (`block_on_task_regression`...) already decide on them."""
 
     on_incomparable: Literal["incomparable", "review", "block"] = "incomparable"
     """What a baseline that cannot be compared (another dataset or judge) leads to."""

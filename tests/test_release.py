@@ -17,7 +17,7 @@ KEY = {"suite": "lab", "dataset": "lab@1:acceptance", "dataset_sha": "d", "model
        "prompt_sha": "p", "judge_model": "checks@1", "components": {"candidate": "x@1"}}
 RULES = Policy(require_split="acceptance", require_complete_pairs=True, block_on_safety=True, block_on_review=True,
                block_on_task_regression=True, block_on_quality_regression=True, paired=PairedRule(),
-               regressions="review")
+               regressions="ignore")
 
 
 def grade(task: bool | None = True, quality: bool | None = True, safety: bool | None = True,
@@ -139,3 +139,11 @@ def test_bad_release_rules_are_refused(body: dict[str, Any]) -> None:
 
     with pytest.raises(ConfigError, match=r"^p\.yaml: 'paired|^p\.yaml: unknown key|^p\.yaml: 'require"):
         policy_from_mapping(body, "p.yaml")
+
+
+def test_ignored_regressions_are_listed_but_decide_nothing() -> None:
+    after = {**BASE, "p0/file": grade(task=False)}
+    policy = Policy(regressions="ignore")
+    decision = decide(policy, lab_report(BASE), lab_report(after))
+    assert decision.decision is Verdict.GO and decision.regressed == ("t.py::test_task[p0/file]",)
+    assert decide(Policy(), lab_report(BASE), lab_report(after)).decision is Verdict.BLOCK
