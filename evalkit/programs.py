@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalkit.budget import UnitBudget
 from evalkit.config import ProgramSpec
 from evalkit.dataset import Case
-from evalkit.errors import ConfigError, describe_validation
+from evalkit.errors import ConfigError, InputError, describe_validation
 from evalkit.sandbox import run_program
 
 __all__ = ["CandidateConfig", "candidate_config", "is_scorable", "program_sha256", "public_task", "run_programs"]
@@ -68,13 +68,18 @@ def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateC
     for case in cases:
         task = public_task(case, spec)
         files = case.get(spec.files_field, {}) if spec.files_field else {}
+        if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+            raise InputError(f"case {case.id}: field {spec.files_field!r} must map file names to their text")
         reserved = len(task) + candidate.max_response_bytes
         denial = budget.reserve(reserved)
         if denial is not None:
             results[case.id] = _denied(denial, len(task))
             continue
-        run = run_program(program, candidate.args, task, files, spec.watch,
-                          timeout_s=candidate.timeout_s, max_response_bytes=candidate.max_response_bytes)
+        try:
+            run = run_program(program, candidate.args, task, files, spec.watch,
+                              timeout_s=candidate.timeout_s, max_response_bytes=candidate.max_response_bytes)
+        except InputError as error:
+            raise InputError(f"case {case.id}: {error}") from None
         units: int | None = None
         usage = "unknown"  # the program may have done (and billed) the work: keep the reservation
         if run.finished and run.output_bytes is not None:
