@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from evalkit.errors import InputError
 
-__all__ = ["ISOLATION_BASE", "Isolation", "ProgramRun", "probe_isolation", "run_program"]
+__all__ = ["ARTIFACT_LIMIT", "ISOLATION_BASE", "Isolation", "ProgramRun", "probe_isolation", "run_program"]
 
 ISOLATION_BASE = ("cooperative subprocess: fresh temporary directory, python -I, closed stdin, minimal environment, "
                   "timeout, response size limit; same OS user, so host files stay readable: not an OS sandbox")
@@ -90,7 +90,8 @@ class ProgramRun:
     status: Status
     reason: str | None  # None when finished, else one line saying what went wrong
     response: dict[str, Any] | None  # the response.json object, only when finished
-    artifacts: dict[str, str | None]  # each watched file's text after the run; None if absent, a link or not UTF-8
+    artifacts: dict[str, str | None]  # each watched file's text after the run; None if absent, a link, over
+    # ARTIFACT_LIMIT or not UTF-8
     artifact_sha256: dict[str, str | None]  # of the bytes, so a non-UTF-8 file still has a hash
     visible_files: tuple[str, ...]  # everything in the work dir when the program started
     input_bytes: int
@@ -226,14 +227,20 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+ARTIFACT_LIMIT = 1 << 20  # a watched file bigger than 1 MiB is not evidence a grader needs; never load it
+
+
 def _read_regular(dir_fd: int, name: str) -> bytes | None:
-    """The bytes of a regular file in the work dir; None if absent, a symlink or anything else."""
+    """The bytes of a regular file in the work dir; None if absent, a symlink, too big or anything else."""
     try:
         fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
-        return handle.read() if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = handle.read(ARTIFACT_LIMIT + 1)
+    return None if len(data) > ARTIFACT_LIMIT else data
 
 
 def _utf8(data: bytes | None) -> str | None:

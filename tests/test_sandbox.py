@@ -340,3 +340,15 @@ def test_probe_reports_why_unshare_failed(monkeypatch: pytest.MonkeyPatch, unsha
     isolation = probe_isolation()
     assert not isolation.network and isolation.unshare == ()
     assert isolation.label.startswith(ISOLATION_BASE + "; network: NOT isolated (" + why)
+
+
+def test_an_artifact_over_the_limit_is_not_loaded(tmp_path: Path) -> None:
+    from evalkit.sandbox import ARTIFACT_LIMIT
+
+    result = run(tmp_path, f"""
+    open("big.txt", "wb").write(b"x" * {ARTIFACT_LIMIT + 1})
+    open("small.txt", "wb").write(b"x" * {ARTIFACT_LIMIT})
+    respond({{"message": "done"}})
+    """, watch=["big.txt", "small.txt"])
+    assert result.artifacts["big.txt"] is None and result.artifact_sha256["big.txt"] is None
+    assert result.artifacts["small.txt"] == "x" * ARTIFACT_LIMIT
