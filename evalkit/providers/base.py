@@ -6,11 +6,14 @@ import datetime as dt
 import email.utils
 import math
 import time
-from typing import Any, Literal, Protocol
+from collections.abc import Callable
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Message", "Request", "Usage", "Reply", "Provider", "CallFailure", "excerpt"]
+__all__ = ["Message", "Request", "Usage", "Reply", "Provider", "CallFailure", "excerpt", "timed_call"]
+
+_T = TypeVar("_T")
 
 
 class Message(BaseModel):
@@ -113,6 +116,22 @@ class Provider(Protocol):
     """
 
     def complete(self, request: Request) -> Reply: ...
+
+
+def timed_call(call: Callable[[], _T], failure: Callable[[Exception], CallFailure | None]) -> tuple[_T, float]:
+    """Run one SDK call; return its result and latency in ms (one decimal). An exception the provider's
+    `failure` translates becomes that CallFailure; any other is a bug and propagates unchanged."""
+    started = time.perf_counter()
+    try:
+        result = call()
+    except CallFailure:
+        raise
+    except Exception as error:
+        translated = failure(error)
+        if translated is None:
+            raise
+        raise translated from None
+    return result, round((time.perf_counter() - started) * 1000, 1)
 
 
 def excerpt(text: str, limit: int = 300) -> str:

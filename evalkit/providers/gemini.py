@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import time
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -13,7 +12,7 @@ from pydantic import ValidationError
 from evalkit.config import ModelConfig
 from evalkit.contract import BLOCKED_PREFIX
 from evalkit.errors import ProviderError
-from evalkit.providers.base import CallFailure, Reply, Request, Usage, excerpt
+from evalkit.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
 from evalkit.providers.credentials import api_key, masked
 
 if TYPE_CHECKING:
@@ -76,16 +75,10 @@ class GeminiProvider:
         contents = [self._types.Content(role="model" if m.role == "assistant" else "user",
                                         parts=[self._types.Part(text=m.content)])
                     for m in request.messages if m.role != "system"]
-        started = time.perf_counter()
-        try:
-            response = self._client.models.generate_content(model=request.model, contents=contents, config=config)
-        except Exception as error:
-            failure = self._failure(error)
-            if failure is None:
-                raise
-            raise failure from None
-        latency_ms = (time.perf_counter() - started) * 1000
-        return _reply(response, round(latency_ms, 1))
+        response, latency_ms = timed_call(
+            lambda: self._client.models.generate_content(model=request.model, contents=contents, config=config),
+            self._failure)
+        return _reply(response, latency_ms)
 
     def _generation_config(self, request: Request) -> types.GenerateContentConfig:
         options = dict(request.options)

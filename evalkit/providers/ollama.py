@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from evalkit.config import ModelConfig
 from evalkit.errors import ProviderError
-from evalkit.providers.base import CallFailure, Reply, Request, Usage, excerpt
+from evalkit.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
 from evalkit.providers.credentials import api_key, masked
 
 if TYPE_CHECKING:
@@ -68,28 +67,18 @@ class OllamaProvider:
     def complete(self, request: Request) -> Reply:
         options: dict[str, Any] = dict(request.options)
         think = options.pop("think", None)  # a request flag in Ollama's API, not a sampling option
-        started = time.perf_counter()
-        try:
-            response = self._client().chat(
-                model=request.model,
-                messages=[m.model_dump() for m in request.messages],
-                format=request.response_schema,
-                options=options or None,
-                think=think,
-            )
-        except CallFailure:
-            raise
-        except Exception as error:
-            failure = self._failure(error)
-            if failure is None:
-                raise
-            raise failure from None
-        latency_ms = (time.perf_counter() - started) * 1000
+        response, latency_ms = timed_call(lambda: self._client().chat(
+            model=request.model,
+            messages=[m.model_dump() for m in request.messages],
+            format=request.response_schema,
+            options=options or None,
+            think=think,
+        ), self._failure)
         return Reply(
             text=response.message.content,
             stop_reason=response.done_reason,
             usage=Usage(input_tokens=response.prompt_eval_count, output_tokens=response.eval_count),
-            latency_ms=round(latency_ms, 1),
+            latency_ms=latency_ms,
         )
 
     def _refuse_error_status(self, response: httpx.Response) -> None:

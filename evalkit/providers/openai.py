@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from typing import TYPE_CHECKING, Any
 
 from evalkit.config import ModelConfig
 from evalkit.errors import ProviderError
-from evalkit.providers.base import CallFailure, Reply, Request, Usage, excerpt
+from evalkit.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
 from evalkit.providers.credentials import api_key, masked
 
 if TYPE_CHECKING:
@@ -70,16 +69,8 @@ class OpenAIProvider:
         arguments |= {k: v for k, v in request.options.items() if k in NAMED_OPTIONS}
         if extra:
             arguments["extra_body"] = extra
-        started = time.perf_counter()
-        try:
-            completion = self._client.chat.completions.create(**arguments)
-        except Exception as error:
-            failure = self._failure(error)
-            if failure is None:
-                raise
-            raise failure from None
-        latency_ms = (time.perf_counter() - started) * 1000
-        return self._reply(completion, round(latency_ms, 1))
+        completion, latency_ms = timed_call(lambda: self._client.chat.completions.create(**arguments), self._failure)
+        return self._reply(completion, latency_ms)
 
     def _reply(self, completion: Any, latency_ms: float) -> Reply:
         # A 200 whose body is not a chat completion: the SDK hands back the raw text (non-JSON

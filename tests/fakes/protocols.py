@@ -54,8 +54,8 @@ class Protocol:
         raise NotImplementedError
 
     def texts(self, body: dict[str, Any]) -> list[object]:
-        """The message texts of a call, for the default input token count."""
-        raise NotImplementedError
+        """The message texts of a call, for the default input token count (chat-style `messages` by default)."""
+        return [m.get("content") for m in body.get("messages") or [] if isinstance(m, dict)]
 
     def reply(self, path: str, body: dict[str, Any], reply: FakeReply, n: int) -> dict[str, Any]:
         raise NotImplementedError
@@ -94,9 +94,6 @@ class Ollama(Protocol):
             # The client always sends `stream` explicitly; evalkit must never ask for a stream.
             return "this fake server only answers non-streaming requests (stream: false)"
         return None
-
-    def texts(self, body: dict[str, Any]) -> list[object]:
-        return [m.get("content") for m in body.get("messages") or [] if isinstance(m, dict)]
 
     def reply(self, path: str, body: dict[str, Any], reply: FakeReply, n: int) -> dict[str, Any]:
         input_tokens, output_tokens = self.counts(body, reply)
@@ -144,9 +141,6 @@ class OpenAI(Protocol):
         if body.get("stream"):
             return "this fake server only answers non-streaming requests"
         return None
-
-    def texts(self, body: dict[str, Any]) -> list[object]:
-        return [m.get("content") for m in body.get("messages") or [] if isinstance(m, dict)]
 
     def reply(self, path: str, body: dict[str, Any], reply: FakeReply, n: int) -> dict[str, Any]:
         input_tokens, output_tokens = self.counts(body, reply)
