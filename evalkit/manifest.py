@@ -8,7 +8,6 @@ is scored.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalkit.dataset import Case
 from evalkit.errors import InputError, describe_validation
-from evalkit.fingerprint import fingerprint
+from evalkit.fingerprint import fingerprint, sha256
 
 __all__ = [
     "ACCEPTANCE",
@@ -119,7 +118,7 @@ def load_manifest_dataset(manifest_path: Path, split: str | None) -> ManifestDat
     raw: dict[str, bytes] = {}
     for name, expected in ((SAMPLES_FILE, manifest.sha256.samples), (ANSWERS_FILE, manifest.sha256.answers)):
         data = _read_bytes(folder / name, "dataset")
-        actual = hashlib.sha256(data).hexdigest()
+        actual = sha256(data)
         if actual != expected:
             raise InputError(f"{manifest_path}: dataset_hash_mismatch: {name} (manifest says {expected[:12]}, "
                              f"file is {actual[:12]}); restore the file or rebuild the manifest")
@@ -135,7 +134,7 @@ def load_manifest_dataset(manifest_path: Path, split: str | None) -> ManifestDat
         for row in samples
         if split is None or row["split"] == split
     )
-    sha = fingerprint({"manifest": hashlib.sha256(manifest_bytes).hexdigest(), **digests})
+    sha = fingerprint({"manifest": sha256(manifest_bytes), **digests})
     return ManifestDataset(
         version=manifest.version,
         synthetic=manifest.synthetic,

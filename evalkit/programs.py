@@ -8,7 +8,6 @@ its place in every denominator. Private fields and references never enter the pr
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,7 +21,7 @@ from evalkit.dataset import Case
 from evalkit.errors import ConfigError, InputError, describe_validation
 from evalkit.sandbox import run_program
 
-__all__ = ["CandidateConfig", "candidate_config", "is_scorable", "program_sha256", "public_task", "run_programs"]
+__all__ = ["CandidateConfig", "candidate_config", "is_scorable", "public_task", "run_programs"]
 
 
 class CandidateConfig(BaseModel):
@@ -49,10 +48,6 @@ def candidate_config(settings: Mapping[str, Any], option: str, group: str) -> Ca
         return CandidateConfig.model_validate(dict(settings))
     except ValidationError as error:
         raise ConfigError(describe_validation(error, CandidateConfig, f"conf/{group}/{option}.yaml")) from None
-
-
-def program_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def public_task(case: Case, spec: ProgramSpec) -> bytes:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import copy
 import difflib
-import hashlib
 import json
 import os
 import shlex
@@ -38,7 +37,7 @@ from evalkit.atomic import write_atomic
 from evalkit.cli import ArgumentParser
 from evalkit.decision import ExitCode
 from evalkit.errors import EvalkitError, InputError, describe_validation
-from evalkit.fingerprint import SHA_LENGTH
+from evalkit.fingerprint import SHA_LENGTH, fingerprint, sha256
 from evalkit.report import report_from_mapping
 
 __all__ = ["IDENTITY_ASSURANCE", "DecisionsFile", "ReviewDecision", "PresentationVerdict", "apply_review", "main"]
@@ -101,7 +100,7 @@ def apply_review(report: dict[str, Any], report_bytes: bytes, decisions: Any, *,
     arguments are not modified. Every refusal is an InputError naming the file or sample and the fix.
     """
     _check_report(report, report_bytes, report_name)
-    sha = hashlib.sha256(report_bytes).hexdigest()
+    sha = sha256(report_bytes)
     reviewed = _check_decisions(decisions, sha, report_name, decisions_name)
     cases = {case.get("id"): case for case in report["cases"] if isinstance(case, dict)}
     for decision in reviewed:
@@ -261,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     write_atomic(args.out, json.dumps(reviewed, indent=1, ensure_ascii=False) + "\n")
     given = reviewed["review_audit"][-1]["decisions"]
     rejected = sum(1 for d in given if d["decision"] == PresentationVerdict.REJECT)
-    print(f"reviewed {len(given)} case(s) of {args.report} (sha256 {hashlib.sha256(raw).hexdigest()[:SHA_LENGTH]}): "
+    print(f"reviewed {len(given)} case(s) of {args.report} (sha256 {fingerprint(raw)}): "
           f"{len(given) - rejected} accepted, {rejected} rejected; wrote {args.out}; "
           f"gate it: python -m evalkit.gate BASELINE {shlex.quote(str(args.out))} --policy POLICY")
     return 0

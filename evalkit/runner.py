@@ -7,7 +7,6 @@ process, and an in-process pytest would keep the first job's test modules for th
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -25,13 +24,13 @@ from evalkit.contract import contract_problems
 from evalkit.dataset import Dataset, load_dataset
 from evalkit.errors import ConfigError, InputError, RecordingError
 from evalkit.execute import Execution, LiveSetup, execute
-from evalkit.fingerprint import fingerprint
+from evalkit.fingerprint import fingerprint, sha256
 from evalkit.journal import Journal, journal_path, read_journal, recording_lock
 from evalkit.key import EvalKey, build_key, recording_path
 from evalkit.manifest import load_manifest_dataset
 from evalkit.paths import PROJECT_ROOT, project_path
 from evalkit.plugin import RUN_OPTION
-from evalkit.programs import candidate_config, program_sha256, run_programs
+from evalkit.programs import candidate_config, run_programs
 from evalkit.progress import progress_enabled
 from evalkit.providers import Provider, make_provider
 from evalkit.recording import Provenance, Recording, load_recording, save_recording
@@ -153,7 +152,7 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     program = project_path(candidate.program)
     if not program.is_file():
         raise InputError(f"conf/{spec.component}/{option}.yaml: program {candidate.program} not found")
-    program_sha = program_sha256(program)
+    program_sha = sha256(program.read_bytes())
     name = config.choices.get("dataset", "dataset")
     dataset = Dataset(name, f"{data_set.version}:{split or 'all'}", fingerprint({"dataset": data_set.sha,
                                                                                     "split": split}), data_set.cases)
@@ -202,7 +201,7 @@ def _checks_fingerprint(suite_dir: Path, program: Path) -> str:
     """The graders of a program suite play the judge's part: the suite's Python files other than the candidate
     decide the scores, so a change to them makes runs incomparable, as a new judge model would."""
     files = sorted(p for p in suite_dir.glob("*.py") if p.resolve() != program.resolve())
-    return "checks@" + fingerprint({p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files})
+    return "checks@" + fingerprint({p.name: sha256(p.read_bytes()) for p in files})
 
 
 PROGRAM_RUN_KIND = ("candidate program per case (authored deterministic fixtures in the shipped suite); "

@@ -16,7 +16,6 @@ not an OS sandbox; `ProgramRun.isolation` records which parts held.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import shutil
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evalkit.errors import InputError
+from evalkit.fingerprint import sha256
 
 __all__ = ["ARTIFACT_LIMIT", "ISOLATION_BASE", "Isolation", "ProgramRun", "probe_isolation", "run_program"]
 
@@ -143,7 +143,7 @@ def run_program(program: Path, args: Sequence[str], task: bytes, files: Mapping[
     return ProgramRun(
         status=status, reason=reason, response=response,
         artifacts={name: _utf8(data) for name, data in contents.items()},
-        artifact_sha256={name: None if data is None else hashlib.sha256(data).hexdigest()
+        artifact_sha256={name: None if data is None else sha256(data)
                          for name, data in contents.items()},
         visible_files=visible, input_bytes=len(task), output_bytes=output_bytes, wall_ms=wall_ms,
         isolation=isolation.label)
