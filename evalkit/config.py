@@ -255,6 +255,9 @@ def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
         if config.prompt is None:
             raise ConfigError(f"conf/suite/{suite.name}.yaml: the suite calls a model but composes no prompt; "
                               "add `- /prompt: v1` to its defaults (or pass prompt=...)")
+        if config.dataset.file is None:
+            raise ConfigError(f"suite {suite.name} calls a model and reads a dataset file; manifest datasets "
+                              "(with splits and private references) serve suites that run a candidate program")
     else:
         chosen = [o for o in overrides if o.lstrip("+~").split("=")[0] in ("model", "prompt")]
         if chosen:
@@ -263,6 +266,9 @@ def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
         if config.mode is not Mode.REPLAY:
             raise ConfigError(f"mode={config.mode}: suite {suite.name} runs a candidate program on every run and "
                               "records no model calls; drop mode= (replay is the only mode here)")
+        if config.dataset.manifest is None:
+            raise ConfigError(f"conf/suite/{suite.name}.yaml: a program suite needs a manifest dataset "
+                              "(its references must stay out of the cases the program sees)")
         if suite.program.component not in suite.components:
             raise ConfigError(f"conf/suite/{suite.name}.yaml: program.component {suite.program.component!r} must be "
                               "one of the suite's components")

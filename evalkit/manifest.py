@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalkit.dataset import Case
+from evalkit.dataset import Case, Dataset
 from evalkit.errors import InputError, describe_validation
 from evalkit.fingerprint import fingerprint, sha256
 
@@ -98,6 +98,12 @@ class ManifestDataset:
     """`{case_id: reference}` for the selected cases; for scoring, never for the candidate."""
     sha: str
     """Fingerprint of the manifest and both data files (not of the split: record `split` beside it)."""
+
+
+    def identity(self, name: str) -> Dataset:
+        """The dataset as the eval key names it: the split is part of what was measured."""
+        return Dataset(name, f"{self.version}:{self.split or 'all'}",
+                       fingerprint({"dataset": self.sha, "split": self.split}), self.cases)
 
 
 def is_acceptance(split: str | None) -> bool:

@@ -226,7 +226,6 @@ class _EvalRun:
                     by_case[case_id]["status"] = "unscored"
                 # the reply contract (text when finished, a known stop reason), recorded or live
                 by_case[case_id]["problems"] += [f"{call_id}: {p}" for p in call.get("contract", [])]
-        fields = {c.id: c.fields for c in self.run.cases}
         for case_id, run in self.run.programs.items():
             entry = by_case.get(case_id)
             if entry is None:
@@ -239,8 +238,8 @@ class _EvalRun:
             elif case_id in self.grades:
                 entry["grade"] = self.grades[case_id].to_json()
         if self.run.group_by:
-            for case_id, entry in by_case.items():
-                entry["group"] = fields[case_id].get(self.run.group_by)
+            for case in self.run.cases:
+                by_case[case.id]["group"] = case.get(self.run.group_by)
         for entry in by_case.values():
             # A case passes when every check that ran passed; a check skipped as not applicable does not fail it
             # (a case whose calls failed or were denied is unscored, which the gate treats on its own).

@@ -12,6 +12,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +22,8 @@ from evalkit.atomic import write_atomic
 from evalkit.budget import Budget, UnitBudget
 from evalkit.config import Mode, RunConfig
 from evalkit.contract import contract_problems
-from evalkit.dataset import Dataset, load_dataset
-from evalkit.errors import ConfigError, InputError, RecordingError
+from evalkit.dataset import load_dataset
+from evalkit.errors import InputError, RecordingError
 from evalkit.execute import Execution, LiveSetup, execute
 from evalkit.fingerprint import fingerprint, sha256
 from evalkit.journal import Journal, journal_path, read_journal, recording_lock
@@ -45,6 +46,8 @@ __all__ = ["RunResult", "run_suite", "run_checks"]
 # pytest's exit codes that still mean "the checks ran": 0 all passed, 1 some failed.
 _CHECKS_RAN = (0, 1)
 _NO_TESTS = 5
+PROGRAM_RUN_KIND = ("candidate program per case (authored deterministic fixtures in the shipped suite); "
+                    "no model calls")
 # Settings from the caller's environment that would change which checks run or how.
 _PYTEST_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
 
@@ -66,10 +69,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     With a baseline, its recorded task replies are offered to the suite's judge (pairwise judging)."""
     if config.suite.program is not None:
         return _run_program_suite(config)
-    assert config.prompt is not None  # validate_config refuses a model suite without one
-    if config.dataset.file is None:
-        raise ConfigError(f"suite {config.suite.name} calls a model and reads a dataset file; manifest datasets "
-                          "(with splits and private references) serve suites that run a candidate program")
+    # validate_config guarantees a model suite its prompt and dataset file
+    assert config.prompt is not None and config.dataset.file is not None
     suite_dir = project_path(config.suite.path)
     dataset = load_dataset(project_path(config.dataset.file))
     prompt_path = project_path(config.prompt.file)
@@ -103,13 +104,10 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
         with recording_lock(rec_path, config.run.lock_timeout_s, notify):
             recording, execution = _record(config, key, rec_path, redact, providers, run_calls)
 
-    out = Path(config.run.out)
-    out.mkdir(parents=True, exist_ok=True)
     run_input = {
         "key": key.model_dump(mode="json"),
         "components": config.components,
-        "suite": {"slices": [s if isinstance(s, str) else s.model_dump() for s in config.suite.slices],
-                  "abstention_check": config.suite.abstention_check},
+        "suite": _suite_input(config),
         "provenance": _provenance(config, rec_path, recording.provenance),
         "cases": [{"id": c.id, "fields": c.fields} for c in dataset.cases],
         "calls": {cid: {"status": r.status, "text": r.text, "reason": r.reason,
@@ -125,6 +123,7 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: dict[str, A
                       extra: dict[str, Any]) -> tuple[RunReport, Path]:
     """Hand the run's input to the suite's checks, add `extra` sections, write `report.json` (and save_report)."""
     out = Path(config.run.out)
+    out.mkdir(parents=True, exist_ok=True)
     input_path = out / "run-input.json"
     write_atomic(input_path, redact(json.dumps(run_input, ensure_ascii=False)))
     data = run_checks(suite_dir, input_path, out, redact)
@@ -141,10 +140,8 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: dict[str, A
 def _run_program_suite(config: RunConfig) -> RunResult:
     """A suite that evaluates a candidate program: run it per case (no model, no recording), then the checks."""
     spec = config.suite.program
-    assert spec is not None
-    if config.dataset.manifest is None:
-        raise ConfigError(f"conf/suite/{config.suite.name}.yaml: a program suite needs a manifest dataset "
-                          "(its references must stay out of the cases the program sees)")
+    # validate_config guarantees a program suite its manifest dataset
+    assert spec is not None and config.dataset.manifest is not None
     split = config.split
     data_set = load_manifest_dataset(project_path(config.dataset.manifest), split)
     option = config.choices.get(spec.component, spec.component)
@@ -154,26 +151,22 @@ def _run_program_suite(config: RunConfig) -> RunResult:
         raise InputError(f"conf/{spec.component}/{option}.yaml: program {candidate.program} not found")
     program_sha = sha256(program.read_bytes())
     name = config.choices.get("dataset", "dataset")
-    dataset = Dataset(name, f"{data_set.version}:{split or 'all'}", fingerprint({"dataset": data_set.sha,
-                                                                                    "split": split}), data_set.cases)
     components = {g: (config.choices.get(g, g), s) for g, s in config.components.items()}
     # the program's bytes are part of what is measured: editing it makes another candidate
     components[spec.component] = (option, {**config.components.get(spec.component, {}),
                                            "program_sha256": program_sha})
-    key = build_key(suite=config.suite.name, dataset=dataset, model="none", prompt_version="none", prompt_text="",
-                    judge_model=_checks_fingerprint(project_path(config.suite.path), program), components=components)
+    key = build_key(suite=config.suite.name, dataset=data_set.identity(name), model="none", prompt_version="none",
+                    prompt_text="", judge_model=_checks_fingerprint(project_path(config.suite.path), program),
+                    components=components)
     budget = UnitBudget(config.budget.max_units)
     results = run_programs(data_set.cases, spec, candidate, program, budget)
 
-    out = Path(config.run.out)
-    out.mkdir(parents=True, exist_ok=True)
-    isolation = probe_isolation().label
-    provenance = {**_provenance(config, None, None), "run_kind": PROGRAM_RUN_KIND, "isolation": isolation}
+    provenance = {**_provenance(config, None, None), "run_kind": PROGRAM_RUN_KIND,
+                  "isolation": probe_isolation().label}
     run_input = {
         "key": key.model_dump(mode="json"),
         "components": config.components,
-        "suite": {"slices": [s if isinstance(s, str) else s.model_dump() for s in config.suite.slices],
-                  "abstention_check": config.suite.abstention_check, "group_by": config.suite.group_by},
+        "suite": _suite_input(config),
         "provenance": provenance,
         "cases": [{"id": c.id, "fields": c.fields} for c in data_set.cases],
         "calls": {},
@@ -181,10 +174,7 @@ def _run_program_suite(config: RunConfig) -> RunResult:
         "references": data_set.references,  # for the graders in the checks' process; never in a program's dir
     }
     redact = redactor_for(config)  # a candidate's response could echo secret-shaped text: never write it
-    statuses: dict[str, int] = {}
-    for result in results.values():
-        statuses[result["status"]] = statuses.get(result["status"], 0) + 1
-    execution = {"programs": statuses, "budget": budget.summary()}
+    execution = {"programs": dict(Counter(r["status"] for r in results.values())), "budget": budget.summary()}
     extra = {
         "dataset": {"name": name, "version": data_set.version, "split": split, "synthetic": data_set.synthetic,
                     "purpose": data_set.purpose, "sha": data_set.sha, "cases": len(data_set.cases)},
@@ -197,15 +187,17 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     return RunResult(key, report, report_path, None, execution)
 
 
+def _suite_input(config: RunConfig) -> dict[str, Any]:
+    """What the suite's checks need from its config: slices, the abstention check, the group field."""
+    return {"slices": [s if isinstance(s, str) else s.model_dump() for s in config.suite.slices],
+            "abstention_check": config.suite.abstention_check, "group_by": config.suite.group_by}
+
+
 def _checks_fingerprint(suite_dir: Path, program: Path) -> str:
     """The graders of a program suite play the judge's part: the suite's Python files other than the candidate
     decide the scores, so a change to them makes runs incomparable, as a new judge model would."""
     files = sorted(p for p in suite_dir.glob("*.py") if p.resolve() != program.resolve())
     return "checks@" + fingerprint({p.name: sha256(p.read_bytes()) for p in files})
-
-
-PROGRAM_RUN_KIND = ("candidate program per case (authored deterministic fixtures in the shipped suite); "
-                    "no model calls")
 
 
 def baseline_replies(baseline: RunReport | None) -> dict[str, str]:

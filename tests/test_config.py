@@ -14,11 +14,12 @@ from evalkit.errors import ConfigError
 from evalkit.paths import PROJECT_ROOT
 
 CONF = PROJECT_ROOT / "conf"
-GROUPS = ["suite", "model", "prompt", "dataset", "judge", "policy", "retriever", "reply_format"]
+GROUPS = ["suite", "model", "prompt", "dataset", "judge", "policy", "retriever", "reply_format", "candidate"]
 # Options that belong to one suite validate with it: a suite's components exist only in that suite, and a
 # policy may only name metrics its suite produces.
 SUITE_OF = {"retriever": "evidencedesk", "reply_format": "evidencedesk",
-            "policy/evidencedesk": "evidencedesk", "policy/evidencedesk-strict": "evidencedesk"}
+            "policy/evidencedesk": "evidencedesk", "policy/evidencedesk-strict": "evidencedesk",
+            "candidate": "quality_lab", "dataset/quality_lab": "quality_lab", "policy/quality_lab": "quality_lab"}
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +134,8 @@ def test_a_floor_inside_a_rubric_scale_is_accepted(hydra_conf):
     config = validate_config(composed("suite=evidencedesk", "policy=triage",
                                       "+policy.review_below={rubric.relevance: 1.5}"), {})
     assert config.policy.review_below == {"rubric.relevance": 1.5}
+
+
+def test_a_model_suite_refuses_a_manifest_dataset(hydra_conf):
+    with pytest.raises(ConfigError, match="suite issue_triage calls a model and reads a dataset file"):
+        validate_config(composed("dataset=quality_lab"), {"dataset": "quality_lab"})
