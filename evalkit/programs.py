@@ -58,7 +58,8 @@ def public_task(case: Case, spec: ProgramSpec) -> bytes:
 
 def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateConfig, program: Path,
                  budget: UnitBudget) -> dict[str, dict[str, Any]]:
-    """case id -> what the run produced (see `_result`), in case order."""
+    """case id -> what the run produced, in case order: the sandbox's ProgramRun fields (or a `budget_denied`
+    stand-in with the same keys) plus `units` spent and `usage_state` (known, unknown, not_started)."""
     results: dict[str, dict[str, Any]] = {}
     for case in cases:
         task = public_task(case, spec)
