@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from evalkit.budget import Budget, estimate_tokens
 from evalkit.config import Mode, ModelConfig, RunSettings
@@ -24,7 +24,7 @@ from evalkit.journal import Journal
 from evalkit.limits import RateLimiter
 from evalkit.progress import CallProgress
 from evalkit.providers.base import CallFailure, Provider, Reply, Request
-from evalkit.recording import Entry, Failure, Hit, Provenance, Recording, lookup, request_fingerprint
+from evalkit.recording import Entry, Failure, FailureKind, Hit, Provenance, Recording, lookup, request_fingerprint
 from evalkit.retry import RetryPolicy, backoff_seconds
 from evalkit.suite import SuiteTask
 
@@ -32,7 +32,7 @@ __all__ = ["CallResult", "Execution", "LiveSetup", "execute", "UNSCORED"]
 
 Status = Literal["replayed", "recorded", "resumed", "missing", "stale", "failed", "budget_denied", "blocked"]
 # Statuses that leave a case unscored: the run could not measure it, which the gate treats as incomplete.
-UNSCORED = frozenset({"failed", "budget_denied"})
+UNSCORED = frozenset(get_args(FailureKind))
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,8 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     caller = _Caller(mode, recording, where, live, model, judge if judged else None)
 
     calls = caller.wave([(f"task/{c.id}", task.build_task(c, prompt, model), "model") for c in cases])
-    if task.build_judge is not None and judge is not None:
+    if judged:
+        assert task.build_judge is not None and judge is not None
         planned: list[Planned] = []
         for case in cases:
             output = calls[f"task/{case.id}"]
@@ -201,9 +202,7 @@ class _Caller:
         while True:
             reservation = live.budget.reserve(estimate, config.price)
             if isinstance(reservation, str):
-                result = self._finish(call_id, request, None, Failure(kind="budget_denied", reason=reservation))
-                progress.finished(ok=False)
-                return result
+                return self._end(call_id, request, progress, failure=Failure(kind="budget_denied", reason=reservation))
             self.limiter.acquire(estimate + live.budget.limits.reserve_output_tokens)
             with self._lock:
                 self.sent += 1
@@ -223,20 +222,20 @@ class _Caller:
                     continue
                 kind = "retryable" if error.retryable else "not retryable"
                 reason = f"{call_id}: no reply after {attempt + 1} attempt(s) ({kind}): {error}"
-                failure = Failure(kind="failed", reason=live.redact(reason))
-                result = self._finish(call_id, request, None, failure)
-                progress.finished(ok=False)
-                return result
+                return self._end(call_id, request, progress, failure=Failure(kind="failed", reason=live.redact(reason)))
             except Exception as error:  # an error outside the provider contract: fail the call, not the run
                 live.budget.settle(reservation, None, config.price)
                 reason = f"{call_id}: live call failed: {type(error).__name__}: {error}"
-                result = self._finish(call_id, request, None, Failure(kind="failed", reason=live.redact(reason)))
-                progress.finished(ok=False)
-                return result
+                return self._end(call_id, request, progress, failure=Failure(kind="failed", reason=live.redact(reason)))
             live.budget.settle(reservation, reply.usage, config.price)
-            result = self._finish(call_id, request, reply, None)
-            progress.finished(ok=True)
-            return result
+            return self._end(call_id, request, progress, reply=reply)
+
+    def _end(self, call_id: str, request: Request, progress: CallProgress, reply: Reply | None = None,
+             failure: Failure | None = None) -> CallResult:
+        """Record the call's outcome and tick the progress bar: the one way out of `_call`."""
+        result = self._finish(call_id, request, reply, failure)
+        progress.finished(ok=failure is None)
+        return result
 
     def _finish(self, call_id: str, request: Request, reply: Reply | None, failure: Failure | None) -> CallResult:
         entry = Entry(request_sha=request_fingerprint(request), request=request, reply=reply, failure=failure)

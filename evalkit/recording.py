@@ -22,8 +22,8 @@ from evalkit.fingerprint import fingerprint
 from evalkit.key import EvalKey
 from evalkit.providers.base import Reply, Request
 
-__all__ = ["FORMAT", "Provenance", "Failure", "Entry", "Recording", "Hit", "Miss", "lookup", "load_recording",
-           "save_recording", "request_fingerprint"]
+__all__ = ["FORMAT", "Provenance", "Failure", "FailureKind", "Entry", "Recording", "Hit", "Miss", "lookup",
+           "load_recording", "save_recording", "request_fingerprint"]
 
 FORMAT: Final = "evalkit-recording/1"
 RERECORD = "run with mode=record-missing (only missing or stale calls) or mode=live (all calls) to re-record"
@@ -41,12 +41,15 @@ class Provenance(BaseModel):
     recorded_at: str | None = None
 
 
+FailureKind = Literal["failed", "budget_denied"]
+
+
 class Failure(BaseModel):
     """A call that ended without a reply; recorded so that replay reproduces the live run's outcome."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["failed", "budget_denied"]
+    kind: FailureKind
     """`failed`: no reply after the allowed retries; `budget_denied`: never sent, the budget was spent."""
     reason: str
 
