@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from evalkit.decision import Decision
-from evalkit.gate import is_critical
-from evalkit.render.sections import sections
+from evalkit.render.sections import decision_lists, sections
 from evalkit.render.text import render_changed, render_failure, render_statistics
 from evalkit.report import RunReport
 
 __all__ = ["render_markdown"]
 
-_ICON = {"go": "GO", "review": "REVIEW", "block": "BLOCK", "incomparable": "INCOMPARABLE"}
 
 
 def render_markdown(decision: Decision, candidate: RunReport | None = None, critical: tuple[str, ...] = ()) -> str:
-    lines = [f"### evalkit: **{_ICON[str(decision.decision)]}**", ""]
+    lines = [f"### evalkit: **{str(decision.decision).upper()}**", ""]
     for title, items in (("Reasons", decision.reasons), ("For review", decision.review_reasons)):
         if items:
             lines += [f"**{title}**", ""] + [f"- {item}" for item in items] + [""]
@@ -27,14 +25,10 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
         lines += [f"- {render_failure(f)}" for f in decision.failures] + ["", "</details>", ""]
     if decision.pass_rate is not None:
         lines += [f"**Pass rate:** {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests)", ""]
-    for title, names in (("Regressed", decision.regressed), ("Fixed", decision.fixed),
-                         ("Critical failures", decision.critical_failures),
-                         ("Missing critical", decision.missing_critical)):
-        if names:
-            lines += [f"<details><summary>{title} ({len(names)})</summary>", ""]
-            lines += [f"- `{n}`{' (critical)' if title == 'Regressed' and is_critical(n, critical) else ''}"
-                      for n in names]
-            lines += ["", "</details>", ""]
+    for title, names in decision_lists(decision, critical):
+        lines += [f"<details><summary>{title.capitalize()} ({len(names)})</summary>", ""]
+        lines += [f"- `{name}`{' (critical)' if marked else ''}" for name, marked in names]
+        lines += ["", "</details>", ""]
     changes = [(name, m) for name, m in decision.metrics.items() if m.get("status") != "unchanged"]
     if changes:
         lines += ["| metric | before | after | delta | status |", "|---|---|---|---|---|"]

@@ -4,9 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalkit.decision import Decision
+from evalkit.gate import is_critical
 from evalkit.report import RunReport
 
-__all__ = ["sections", "render_sections"]
+__all__ = ["decision_lists", "sections", "render_sections"]
+
+
+def decision_lists(decision: Decision, critical: tuple[str, ...]) -> list[tuple[str, list[tuple[str, bool]]]]:
+    """The decision's non-empty test lists, titled, each test with whether to mark it critical (only among the
+    regressed: the other critical lists say so in their title); shared by the text and Markdown renderers."""
+    lists = (("regressed", decision.regressed), ("fixed", decision.fixed),
+             ("critical failures", decision.critical_failures), ("missing critical", decision.missing_critical))
+    return [(title, [(name, title == "regressed" and is_critical(name, critical)) for name in names])
+            for title, names in lists if names]
 
 
 def sections(report: RunReport) -> dict[str, list[tuple[str, str]]]:

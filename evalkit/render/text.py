@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalkit.decision import Decision
-from evalkit.gate import is_critical
+from evalkit.render.sections import decision_lists
 
 __all__ = ["render_decision", "render_changed", "render_statistics", "render_failure"]
 
@@ -47,12 +47,7 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = ()) -> str:
         lines += [f"  - {render_failure(f)}" for f in decision.failures]
     if decision.pass_rate is not None:
         lines.append(f"pass rate: {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests passed)")
-    for title, names in (("regressed", decision.regressed), ("fixed", decision.fixed),
-                         ("critical failures", decision.critical_failures),
-                         ("missing critical", decision.missing_critical)):
-        if names:
-            lines.append(f"{title} ({len(names)}):")
-            for name in names:
-                mark = "  (critical)" if title == "regressed" and is_critical(name, critical) else ""
-                lines.append(f"  - {name}{mark}")
+    for title, names in decision_lists(decision, critical):
+        lines.append(f"{title} ({len(names)}):")
+        lines += [f"  - {name}{'  (critical)' if marked else ''}" for name, marked in names]
     return "\n".join(lines)
