@@ -23,7 +23,8 @@ _CANONICAL = {o: o for o in OUTCOMES}
 
 @dataclass(frozen=True)
 class RunReport:
-    """The parts of a run report the gate reads: the eval key and each test's outcome."""
+    """The parts of a run report the gate reads: the eval key, each test's outcome, the cases (with their grades
+    in program suites), metrics, slices, execution, and the dataset and candidate blocks of program suites."""
 
     eval: Mapping[str, Any]
     outcomes: Mapping[str, str]

@@ -102,7 +102,8 @@ def slice_cases(cases: Iterable[Case], results: Mapping[str, Mapping[str, Any]],
 
 
 def slice_metrics(slices: Mapping[str, Slice], label: str) -> dict[str, float]:
-    """Run metrics a policy can floor: `pass_rate[<label>=<slice>]` and `unsafe[<label>=<slice>]` (a count)."""
+    """Per-slice numbers named as metrics: `pass_rate[<label>=<slice>]` and `unsafe[<label>=<slice>]` (a count,
+    lower is better). Not added to run reports: evalkit does not yet let a policy floor them."""
     metrics: dict[str, float] = {}
     for name, piece in slices.items():
         metrics[f"pass_rate[{label}={name}]"] = piece.pass_rate

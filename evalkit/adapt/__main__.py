@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from evalkit.adapt.docs_stage import DocsStageComparison, compare_docs_stages, parse_docs_stage
+from evalkit.adapt.docs_stage import DOCS_STAGE_POLICY, DocsStageComparison, compare_docs_stages, parse_docs_stage
 from evalkit.atomic import write_atomic
 from evalkit.cli import ArgumentParser
 from evalkit.decision import ExitCode, exit_code
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
     print(json.dumps(result.decision.to_json(), indent=2))
-    return exit_code(result.decision.decision)
+    return exit_code(result.decision.decision, DOCS_STAGE_POLICY.review_fails)
 
 
 def _docs_stage(baseline: Path, candidate: Path, out: Path) -> DocsStageComparison:
