@@ -32,6 +32,12 @@ def evalkit_env() -> dict[str, str]:
     return env
 
 
+def evalkit_cli(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run `python -m MODULE ARGS` from the project root, as a user would; output captured."""
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=PROJECT_ROOT, env=evalkit_env(),
+                          capture_output=True, text=True, timeout=300)
+
+
 @pytest.fixture
 def run_evalkit(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run `python -m evalkit ARGS` from the project root with its outputs under tmp_path."""
@@ -40,8 +46,7 @@ def run_evalkit(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str
         extra = [] if module != "evalkit" or "-m" in args else [f"hydra.run.dir={job_dir or tmp_path / 'job'}"]
         if module == "evalkit" and "-m" in args:
             extra = [f"hydra.sweep.dir={tmp_path / 'sweep'}"]
-        return subprocess.run([sys.executable, "-m", module, *args, *extra], cwd=PROJECT_ROOT,
-                              env=evalkit_env(), capture_output=True, text=True, timeout=300)
+        return evalkit_cli(module, *args, *extra)
 
     return run
 

@@ -175,7 +175,7 @@ def test_a_torn_last_journal_line_is_dropped(tmp_path: Path):
     assert len(read_journal(path)) == 20
 
 
-def test_replay_needs_no_live_setup():
+def test_live_needs_a_live_setup():
     with pytest.raises(ValueError, match="needs a LiveSetup"):
         execute(task=SuiteTask(build_task, None), cases=CASES, prompt="p", model=MODEL, judge=None,
                 mode=Mode.LIVE, recording=empty(), where="r", version="t", live=None)

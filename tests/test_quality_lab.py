@@ -6,13 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import evalkit_env
+from conftest import evalkit_cli
 
 from evalkit.budget import UnitBudget
 from evalkit.config import ProgramSpec
@@ -25,6 +24,7 @@ from evalkit.suite import load_module
 pytestmark = pytest.mark.slow
 SUITE = PROJECT_ROOT / "suites" / "quality_lab"
 MANIFEST = SUITE / "data" / "manifest.json"
+BASELINE = str(SUITE / "runs" / "baseline.json")
 Lab = Callable[..., tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, Any] | None]]
 
 
@@ -37,9 +37,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     def run(*args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, Any] | None]:
         if args not in seen:
             job = tmp_path_factory.mktemp("job")
-            done = subprocess.run([sys.executable, "-m", "evalkit", "suite=quality_lab", *args,
-                                   f"hydra.run.dir={job}"], cwd=PROJECT_ROOT, env=evalkit_env(),
-                                  capture_output=True, text=True, timeout=300)
+            done = evalkit_cli("evalkit", "suite=quality_lab", *args, f"hydra.run.dir={job}")
             report = json.loads((job / "report.json").read_text()) if (job / "report.json").is_file() else {}
             decision = json.loads((job / "decision.json").read_text()) if (job / "decision.json").is_file() else None
             seen[args] = (done, report, decision)
@@ -99,6 +97,7 @@ def test_claimed_completion_does_not_pass_an_unchanged_file(lab: Lab) -> None:
 def test_right_number_with_a_wrong_citation_fails_the_task(lab: Lab) -> None:
     _, report, _ = lab("candidate=model_v2")
     answers = cases(report, "answer")
+    assert len(answers) == 6
     for case in answers:
         reference_days = 60 + int(case["id"].split("-")[2])
         assert case["program"]["response"]["days"] == reference_days
@@ -134,6 +133,7 @@ def test_the_public_task_carries_no_reference_or_private_field() -> None:
 def test_terse_output_passes_the_task_and_fails_quality(lab: Lab) -> None:
     done, report, decision = lab("candidate=terse")
     assert done.returncode == 1 and decision is not None
+    assert len(cases(report, "answer")) == 6
     for case in cases(report, "answer"):
         assert (case["grade"]["task_pass"], case["grade"]["quality_pass"]) == (True, False)
     assert any(r.startswith("new_answer_quality_regression: 12 case(s)") for r in decision["reasons"])
@@ -152,6 +152,7 @@ def test_review_blocks_until_resolved(lab: Lab) -> None:
     done, report, decision = lab("candidate=review")
     assert done.returncode == 1 and decision is not None
     assert [r.split(":")[0] for r in decision["reasons"]] == ["unresolved_review"]
+    assert len(report["cases"]) == 12
     assert all(c["grade"]["review_pending"] is True for c in report["cases"])
 
 
@@ -170,6 +171,7 @@ def test_timeout_is_unscored_and_keeps_its_reservation(lab: Lab) -> None:
     done, report, decision = lab("candidate=timeout", "candidate.timeout_s=0.2")
     assert done.returncode == 1 and decision is not None
     budget = report["execution"]["budget"]
+    assert len(report["cases"]) == 12
     assert budget["unknown_reservations"] > 0 and budget["spent_units"] == 0
     assert all(c["program"]["usage_state"] == "unknown" for c in report["cases"])
     assert all(c["grade"]["reason"] == "timeout after 0.2 s" for c in report["cases"])
@@ -215,26 +217,20 @@ def test_review_round_trip_to_go(lab: Lab, tmp_path: Path) -> None:
          "rationale": "authored demonstration of the review workflow"} for c in report["cases"]]}
     (tmp_path / "decisions.json").write_text(json.dumps(decisions))
     reviewed = tmp_path / "reviewed.json"
-    done = subprocess.run([sys.executable, "-m", "evalkit.review", "--report", str(source), "--decisions",
-                           str(tmp_path / "decisions.json"), "--out", str(reviewed)], cwd=PROJECT_ROOT,
-                          env=evalkit_env(), capture_output=True, text=True, timeout=120)
+    done = evalkit_cli("evalkit.review", "--report", str(source), "--decisions", str(tmp_path / "decisions.json"),
+                       "--out", str(reviewed))
     assert done.returncode == 0, done.stderr
     assert hashlib.sha256(source.read_bytes()).hexdigest() == digest  # the source is untouched
-    gate = subprocess.run([sys.executable, "-m", "evalkit.gate", str(SUITE / "runs" / "baseline.json"),
-                           str(reviewed), "--policy", "quality_lab"], cwd=PROJECT_ROOT, env=evalkit_env(),
-                          capture_output=True, text=True, timeout=120)
+    gate = evalkit_cli("evalkit.gate", BASELINE, str(reviewed), "--policy", "quality_lab")
     assert gate.returncode == 0, gate.stdout + gate.stderr
     assert gate.stdout.startswith("decision: GO")
-    unreviewed = subprocess.run([sys.executable, "-m", "evalkit.gate", str(SUITE / "runs" / "baseline.json"),
-                                 str(source), "--policy", "quality_lab"], cwd=PROJECT_ROOT, env=evalkit_env(),
-                                capture_output=True, text=True, timeout=120)
+    unreviewed = evalkit_cli("evalkit.gate", BASELINE, str(source), "--policy", "quality_lab")
     assert unreviewed.returncode == 1 and "unresolved_review" in unreviewed.stdout
 
 
 def test_calibration_matrices(tmp_path: Path) -> None:
     out = tmp_path / "calibration.json"
-    done = subprocess.run([sys.executable, "-m", "evalkit.calibrate", "suite=quality_lab", "--out", str(out)],
-                          cwd=PROJECT_ROOT, env=evalkit_env(), capture_output=True, text=True, timeout=120)
+    done = evalkit_cli("evalkit.calibrate", "suite=quality_lab", "--out", str(out))
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     naive, contract = result["graders"]["naive"], result["graders"]["contract"]
@@ -252,8 +248,7 @@ def test_calibration_matrices(tmp_path: Path) -> None:
     ([], "the following arguments are required: suite"),
 ])
 def test_calibrate_refuses_bad_input(args: list[str], message: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "evalkit.calibrate", *args], cwd=PROJECT_ROOT, env=evalkit_env(),
-                          capture_output=True, text=True, timeout=120)
+    done = evalkit_cli("evalkit.calibrate", *args)
     assert done.returncode == 3 and message in done.stderr
 
 
@@ -334,9 +329,8 @@ def test_changed_graders_make_the_baseline_incomparable(tmp_path: Path) -> None:
     shutil.copytree(SUITE, copy, ignore=shutil.ignore_patterns("__pycache__", "runs"))
 
     def run() -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "evalkit", "suite=quality_lab", "candidate=prompt_v2",
-                               f"suite.path={copy}", f"hydra.run.dir={tmp_path / 'job'}"], cwd=PROJECT_ROOT,
-                              env=evalkit_env(), capture_output=True, text=True, timeout=300)
+        return evalkit_cli("evalkit", "suite=quality_lab", "candidate=prompt_v2", f"suite.path={copy}",
+                           f"hydra.run.dir={tmp_path / 'job'}")
 
     same = run()
     assert same.returncode == 0, same.stdout + same.stderr  # a copy of the same checks is the same judge
@@ -366,12 +360,12 @@ def test_secret_shaped_text_in_a_response_never_reaches_the_report(tmp_path: Pat
     copy = tmp_path / "quality_lab"
     shutil.copytree(SUITE, copy, ignore=shutil.ignore_patterns("__pycache__", "runs"))
     candidate = copy / "candidate.py"
-    candidate.write_text(candidate.read_text().replace(
-        '"The refund window is {chosen[\'days\']} days."', '"The refund window is {chosen[\'days\']} days. key=sk-live-abcdefghijklmnopqrstuvwx"'))
+    message = '"The refund window is {chosen[\'days\']} days.'
+    assert message in candidate.read_text()  # else the candidate below would echo nothing secret
+    candidate.write_text(candidate.read_text().replace(message, message + ' key=sk-live-abcdefghijklmnopqrstuvwx'))
     job = tmp_path / "job"
-    done = subprocess.run([sys.executable, "-m", "evalkit", "suite=quality_lab", f"suite.path={copy}", "baseline=none",
-                           f"hydra.run.dir={job}"], cwd=PROJECT_ROOT, env=evalkit_env(), capture_output=True,
-                          text=True, timeout=300)
+    done = evalkit_cli("evalkit", "suite=quality_lab", f"suite.path={copy}", "baseline=none",
+                       f"hydra.run.dir={job}")
     assert done.returncode == 0, done.stderr
     text = (job / "report.json").read_text()
     assert "sk-live-abcdefghijklmnopqrstuvwx" not in text
@@ -385,8 +379,7 @@ def test_gate_cli_no_require_pass_writes_the_block_and_exits_0(lab: Lab, tmp_pat
     results = {}
     for flag in ("--require-pass", "--no-require-pass"):
         out = tmp_path / f"decision{flag}.json"
-        done = subprocess.run([sys.executable, "-m", "evalkit.gate", str(SUITE / "runs" / "baseline.json"),
-                               str(candidate), "--policy", "quality_lab", "--out", str(out), flag], cwd=PROJECT_ROOT,
-                              env=evalkit_env(), capture_output=True, text=True, timeout=120)
+        done = evalkit_cli("evalkit.gate", BASELINE, str(candidate), "--policy", "quality_lab", "--out", str(out),
+                           flag)
         results[flag] = (done.returncode, json.loads(out.read_text())["decision"])
     assert results == {"--require-pass": (1, "block"), "--no-require-pass": (0, "block")}

@@ -3,7 +3,8 @@
 The 26 tasks are AUTHORED SYNTHETIC fixtures (no real users, projects or model outputs): per project one file
 task (set `timeout_ms` in `service.cfg` without touching `policy.lock`) and one answer task (the current refund
 window, with a superseded policy as a distractor). Projects never cross splits: train 3, dev 4, acceptance 6.
-Half the file instructions carry an unrelated ticket number, the trap a naive number extractor falls into.
+File instructions of even-numbered projects (7 of 13) start with an unrelated ticket number, the trap a naive
+number extractor falls into.
 
 Maintenance only: `python suites/quality_lab/make_data.py` rewrites data/. A change to the samples or the
 references needs a new `version` (and a note in the suite's README), not only new hashes.
