@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 
-from evalkit.stats import PairedStatistics, paired_cluster_bootstrap
+from evalkit.gate.stats import PairedStatistics, paired_cluster_bootstrap
 
 GROUPS = 10_000
 RESAMPLES = 2_000

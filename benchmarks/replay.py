@@ -33,15 +33,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml  # evalkit's own dependency (evalkit.policy); reads conf/model and conf/judge as Hydra would
+import yaml  # evalkit's own dependency (evalkit.core.policy); reads conf/model and conf/judge as Hydra would
 
-from evalkit.config import ModelConfig
-from evalkit.dataset import load_dataset
-from evalkit.key import build_key, recording_path
-from evalkit.paths import PROJECT_ROOT
-from evalkit.providers.base import Reply
-from evalkit.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
-from evalkit.suite import load_task
+from evalkit.core.config import ModelConfig
+from evalkit.core.dataset import load_dataset
+from evalkit.core.key import build_key, recording_path
+from evalkit.live.providers.base import Reply
+from evalkit.project.paths import PROJECT_ROOT
+from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
+from evalkit.run.suite import load_task
 
 SIZES = ((1_000, 3), (10_000, 3))  # (cases, repetitions per side); a shared 2-CPU box is noisy, so 3 each
 TARGET_SIZE = 10_000  # the size whose ratio is the final line

@@ -16,15 +16,15 @@ __all__ = [
 ]
 
 _WHERE = {
-    "Case": "evalkit.dataset", "Dataset": "evalkit.dataset",
-    "Decision": "evalkit.decision", "ExitCode": "evalkit.decision", "Verdict": "evalkit.decision",
-    "EvalKey": "evalkit.key", "EvalkitError": "evalkit.errors", "Grade": "evalkit.grade",
-    "Message": "evalkit.providers.base", "CallFailure": "evalkit.providers.base",
-    "Provider": "evalkit.providers.base", "Reply": "evalkit.providers.base",
-    "Request": "evalkit.providers.base", "Usage": "evalkit.providers.base",
-    "Mode": "evalkit.config", "ModelConfig": "evalkit.config", "RunConfig": "evalkit.config",
-    "Policy": "evalkit.policy", "RunReport": "evalkit.report", "decide": "evalkit.gate",
-    "__version__": "evalkit.version",
+    "Case": "evalkit.core.dataset", "Dataset": "evalkit.core.dataset",
+    "Decision": "evalkit.gate.decision", "ExitCode": "evalkit.gate.decision", "Verdict": "evalkit.gate.decision",
+    "EvalKey": "evalkit.core.key", "EvalkitError": "evalkit.core.errors", "Grade": "evalkit.programs.grade",
+    "Message": "evalkit.live.providers.base", "CallFailure": "evalkit.live.providers.base",
+    "Provider": "evalkit.live.providers.base", "Reply": "evalkit.live.providers.base",
+    "Request": "evalkit.live.providers.base", "Usage": "evalkit.live.providers.base",
+    "Mode": "evalkit.core.config", "ModelConfig": "evalkit.core.config", "RunConfig": "evalkit.core.config",
+    "Policy": "evalkit.core.policy", "RunReport": "evalkit.core.report", "decide": "evalkit.gate.decide",
+    "__version__": "evalkit.core.version",
 }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from evalkit.paths import PROJECT_ROOT
+from evalkit.project.paths import PROJECT_ROOT
 
 pytest_plugins = ["pytester"]
 

@@ -15,9 +15,9 @@ import pytest
 from conftest import evalkit_env, write_json
 
 from evalkit.adapt import DOCS_STAGE_POLICY, adapt_docs_stage, compare_docs_stages, parse_docs_stage
-from evalkit.errors import InputError
-from evalkit.fingerprint import canonical_json
-from evalkit.paths import PROJECT_ROOT
+from evalkit.core.errors import InputError
+from evalkit.core.fingerprint import canonical_json
+from evalkit.project.paths import PROJECT_ROOT
 
 FIXTURES = PROJECT_ROOT / "suites/docs_stages/fixtures"
 GEMINI = FIXTURES / "gemini-3.8-flash.json"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.budget import Budget, estimate_tokens
-from evalkit.config import BudgetConfig, Price
-from evalkit.providers.base import Usage
+from evalkit.core.config import BudgetConfig, Price
+from evalkit.live.budget import Budget, estimate_tokens
+from evalkit.live.providers.base import Usage
 
 
 def test_calls_beyond_max_calls_are_denied_with_the_limit_named():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import report, write_json
 
-from evalkit.paths import PROJECT_ROOT
+from evalkit.project.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.compare import MetricChange, compare_cases, compare_metrics, compare_runs
-from evalkit.errors import InputError
-from evalkit.report import report_from_mapping
+from evalkit.core.errors import InputError
+from evalkit.core.report import report_from_mapping
+from evalkit.gate.compare import MetricChange, compare_cases, compare_metrics, compare_runs
 
 
 def test_metric_changes():

@@ -9,9 +9,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from evalkit.config import Mode, RunConfig, validate_config
-from evalkit.errors import ConfigError
-from evalkit.paths import PROJECT_ROOT
+from evalkit.core.config import Mode, RunConfig, validate_config
+from evalkit.core.errors import ConfigError
+from evalkit.project.paths import PROJECT_ROOT
 
 CONF = PROJECT_ROOT / "conf"
 GROUPS = ["suite", "model", "prompt", "dataset", "judge", "policy", "retriever", "reply_format", "candidate"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.contract import BLOCKED_PREFIX, STOP_REASONS, StopKind, contract_problems, stop_kind
-from evalkit.paths import PROJECT_ROOT
-from evalkit.providers.base import Reply, Usage
-from evalkit.recording import Recording
+from evalkit.live.contract import BLOCKED_PREFIX, STOP_REASONS, StopKind, contract_problems, stop_kind
+from evalkit.live.providers.base import Reply, Usage
+from evalkit.project.paths import PROJECT_ROOT
+from evalkit.run.recording import Recording
 
 RECORDED = Reply(text="You can return a new bike within 30 days of delivery.", stop_reason="stop",
                  usage=Usage(input_tokens=30, output_tokens=12))

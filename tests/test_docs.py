@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from evalkit.paths import PROJECT_ROOT
+from evalkit.project.paths import PROJECT_ROOT
 
 README = (PROJECT_ROOT / "README.md").read_text()
 
@@ -26,7 +26,7 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 
 def test_readme_exit_codes_match_the_program():
-    from evalkit.decision import ExitCode
+    from evalkit.gate.decision import ExitCode
 
     section = README.split("### Exit codes", 1)[1].split("\n#", 1)[0]
     rows = dict(re.findall(r"^\| (\d) \| (\w+)", section, flags=re.M))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.paths import PROJECT_ROOT
+from evalkit.project.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.budget import Budget
-from evalkit.config import BudgetConfig, Mode, ModelConfig, RunSettings
-from evalkit.dataset import Case
-from evalkit.execute import LiveSetup, execute
-from evalkit.journal import Journal, read_journal
-from evalkit.key import EvalKey
-from evalkit.providers.base import CallFailure, Message, Reply, Request, Usage
-from evalkit.recording import Provenance, Recording
-from evalkit.suite import SuiteTask
+from evalkit.core.config import BudgetConfig, Mode, ModelConfig, RunSettings
+from evalkit.core.dataset import Case
+from evalkit.core.key import EvalKey
+from evalkit.live.budget import Budget
+from evalkit.live.providers.base import CallFailure, Message, Reply, Request, Usage
+from evalkit.run.execute import LiveSetup, execute
+from evalkit.run.journal import Journal, read_journal
+from evalkit.run.recording import Provenance, Recording
+from evalkit.run.suite import SuiteTask
 
 MODEL = ModelConfig(name="m", provider="stand-in")
 JUDGE = ModelConfig(name="j", provider="stand-in")

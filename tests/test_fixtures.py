@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.paths import PROJECT_ROOT
-from evalkit.suite import load_module
+from evalkit.project.paths import PROJECT_ROOT
+from evalkit.run.suite import load_module
 
 RECORDINGS = sorted((PROJECT_ROOT / "recordings").glob("*/*.json"))
 BASELINES = sorted((PROJECT_ROOT / "suites").glob("*/runs/*.json"))

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.dataset import load_dataset
-from evalkit.fingerprint import fingerprint
-from evalkit.key import KEY_VERSION, EvalKey, build_key, recording_path, safe_name
-from evalkit.paths import PROJECT_ROOT
+from evalkit.core.dataset import load_dataset
+from evalkit.core.fingerprint import fingerprint
+from evalkit.core.key import KEY_VERSION, EvalKey, build_key, recording_path, safe_name
+from evalkit.project.paths import PROJECT_ROOT
 
 SUITE = PROJECT_ROOT / "suites/issue_triage"
 

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from evalkit.config import ModelConfig
-from evalkit.dataset import Case, load_dataset
-from evalkit.paths import PROJECT_ROOT
-from evalkit.recording import load_recording, request_fingerprint
-from evalkit.suite import load_task
-from evalkit.version import __version__
+from evalkit.core.config import ModelConfig
+from evalkit.core.dataset import Case, load_dataset
+from evalkit.core.version import __version__
+from evalkit.project.paths import PROJECT_ROOT
+from evalkit.run.recording import load_recording, request_fingerprint
+from evalkit.run.suite import load_task
 
 try:
     from fakes import FakeError as FakeOllamaError

@@ -13,7 +13,7 @@ import pytest
 from test_live import TOTAL_TESTS, Evalkit, FakeOllama, read_json, replies, task_calls
 from test_live import evalkit as evalkit  # noqa: F401  (the fixture)
 
-from evalkit.paths import PROJECT_ROOT
+from evalkit.project.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 

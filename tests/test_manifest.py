@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from evalkit.errors import InputError
-from evalkit.manifest import ACCEPTANCE, is_acceptance, load_manifest_dataset
+from evalkit.core.errors import InputError
+from evalkit.run.manifest import ACCEPTANCE, is_acceptance, load_manifest_dataset
 
 
 def _samples() -> list[dict[str, Any]]:

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalkit.config import ModelConfig
-from evalkit.dataset import load_dataset
-from evalkit.key import build_key, recording_path
-from evalkit.paths import PROJECT_ROOT
-from evalkit.providers.base import Message, Reply, Request
-from evalkit.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
+from evalkit.core.config import ModelConfig
+from evalkit.core.dataset import load_dataset
+from evalkit.core.key import build_key, recording_path
+from evalkit.live.providers.base import Message, Reply, Request
+from evalkit.project.paths import PROJECT_ROOT
+from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
 
 pytestmark = pytest.mark.slow
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from evalkit.errors import InputError
-from evalkit.pairwise import (
+from evalkit.core.errors import InputError
+from evalkit.judging.pairwise import (
     NEW_FIRST,
     OLD_FIRST,
     VERDICT_SCHEMA,

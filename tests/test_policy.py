@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.errors import ConfigError, InputError
-from evalkit.policy import POLICY_DIR, Policy, load_policy
+from evalkit.core.errors import ConfigError, InputError
+from evalkit.core.policy import Policy
+from evalkit.core.policy import load_policy as load_policy_file
+from evalkit.project.options import find_option
+from evalkit.project.paths import PROJECT_ROOT
+
+POLICY_DIR = PROJECT_ROOT / "conf" / "policy"
+SCHEMA_PATH = POLICY_DIR / "policy.schema.json"
+
+
+def load_policy(spec):
+    return load_policy_file(find_option("policy", spec))
 
 
 def test_every_shipped_policy_loads():
@@ -57,15 +67,15 @@ def test_malformed_policy_file(tmp_path):
 
 
 def test_the_shipped_json_schema_is_current():
-    from evalkit.policy import SCHEMA_PATH, policy_schema
+    from evalkit.core.policy import policy_schema
 
-    assert SCHEMA_PATH.read_text() == policy_schema(), "run `python -m evalkit.policy` to refresh it"
+    assert SCHEMA_PATH.read_text() == policy_schema(), "refresh it: python -c 'from evalkit.core.policy import policy_schema; print(policy_schema(), end="")' > conf/policy/policy.schema.json"
 
 
 def test_schema_documents_every_field():
     import json
 
-    from evalkit.policy import policy_schema
+    from evalkit.core.policy import policy_schema
 
     properties = json.loads(policy_schema())["properties"]
     assert set(properties) == set(Policy.model_fields)

@@ -1,4 +1,4 @@
-"""evalkit/programs.py: the budget and the case-level refusals around each candidate run."""
+"""evalkit/programs/candidate.py: the budget and the case-level refusals around each candidate run."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.budget import UnitBudget
-from evalkit.config import ProgramSpec
-from evalkit.dataset import Case
-from evalkit.errors import InputError
-from evalkit.programs import CandidateConfig, public_task, run_programs
+from evalkit.core.config import ProgramSpec
+from evalkit.core.dataset import Case
+from evalkit.core.errors import InputError
+from evalkit.live.budget import UnitBudget
+from evalkit.programs.candidate import CandidateConfig, public_task, run_programs
 
 PROGRAM = 'import json\nopen("response.json", "w").write(json.dumps({"message": "ok"}))\n'
 

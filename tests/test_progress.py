@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import sys
 
-from evalkit.config import Progress
-from evalkit.progress import CallProgress, progress_enabled
+from evalkit.core.config import Progress
+from evalkit.live.progress import CallProgress, progress_enabled
 
 
 class Tty(io.StringIO):

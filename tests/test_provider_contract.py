@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from evalkit.config import ModelConfig
-from evalkit.errors import ProviderError
-from evalkit.providers import AVAILABLE, Message, Provider, Reply, Request, make_provider
-from evalkit.providers.base import CallFailure
+from evalkit.core.config import ModelConfig
+from evalkit.core.errors import ProviderError
+from evalkit.live.providers import AVAILABLE, Message, Provider, Reply, Request, make_provider
+from evalkit.live.providers.base import CallFailure
 
 try:
     from fakes import FakeError, FakeGemini, FakeOllama, FakeOpenAI, FakeReply, FakeServer, Fault, Faults

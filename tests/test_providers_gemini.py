@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from evalkit.config import ModelConfig
-from evalkit.errors import ProviderError
-from evalkit.providers import Message, Request, make_provider
-from evalkit.providers.base import CallFailure
-from evalkit.providers.gemini import API_VERSION, NO_KEY, GeminiProvider
+from evalkit.core.config import ModelConfig
+from evalkit.core.errors import ProviderError
+from evalkit.live.providers import Message, Request, make_provider
+from evalkit.live.providers.base import CallFailure
+from evalkit.live.providers.gemini import API_VERSION, NO_KEY, GeminiProvider
 
 try:
     from fakes import FakeGemini, FakeReply, RawReply
@@ -217,7 +217,7 @@ def test_an_error_body_that_is_not_json_still_maps_by_status() -> None:
 def test_thinking_tokens_count_as_output_because_they_are_billed_as_output() -> None:
     from google.genai import types
 
-    from evalkit.providers.gemini import _reply
+    from evalkit.live.providers.gemini import _reply
 
     response = types.GenerateContentResponse(
         candidates=[types.Candidate(content=types.Content(role="model", parts=[types.Part(text="{}")]),

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from evalkit.config import ModelConfig
-from evalkit.errors import ProviderError
-from evalkit.providers import Message, Reply, Request, make_provider
-from evalkit.providers.base import CallFailure
-from evalkit.providers.ollama import OllamaProvider
+from evalkit.core.config import ModelConfig
+from evalkit.core.errors import ProviderError
+from evalkit.live.providers import Message, Reply, Request, make_provider
+from evalkit.live.providers.base import CallFailure
+from evalkit.live.providers.ollama import OllamaProvider
 
 try:
     from fakes import FakeError, FakeOllama, FakeReply

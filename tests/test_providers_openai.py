@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from evalkit.config import ModelConfig
-from evalkit.providers import Message, Request, make_provider
-from evalkit.providers.base import CallFailure
-from evalkit.providers.openai import DEFAULT_BASE_URL, NO_KEY, OpenAIProvider, schema_name
+from evalkit.core.config import ModelConfig
+from evalkit.live.providers import Message, Request, make_provider
+from evalkit.live.providers.base import CallFailure
+from evalkit.live.providers.openai import DEFAULT_BASE_URL, NO_KEY, OpenAIProvider, schema_name
 
 try:
     from fakes import FakeOpenAI, FakeReply, RawReply

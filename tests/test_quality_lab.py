@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from conftest import evalkit_cli
 
-from evalkit.budget import UnitBudget
-from evalkit.config import ProgramSpec
-from evalkit.grade import Grade
-from evalkit.manifest import load_manifest_dataset
-from evalkit.paths import PROJECT_ROOT
-from evalkit.programs import public_task
-from evalkit.suite import load_module
+from evalkit.core.config import ProgramSpec
+from evalkit.live.budget import UnitBudget
+from evalkit.programs.candidate import public_task
+from evalkit.programs.grade import Grade
+from evalkit.project.paths import PROJECT_ROOT
+from evalkit.run.manifest import load_manifest_dataset
+from evalkit.run.suite import load_module
 
 pytestmark = pytest.mark.slow
 SUITE = PROJECT_ROOT / "suites" / "quality_lab"
@@ -342,7 +342,7 @@ def test_changed_graders_make_the_baseline_incomparable(tmp_path: Path) -> None:
 
 
 def test_sweep_summary_shows_the_paired_interval_when_a_job_has_one() -> None:
-    from evalkit.sweep import render_summary
+    from evalkit.cli.sweep import render_summary
 
     rows = [{"job": 0, "overrides": ["candidate=prompt_v2"], "decision": "go", "exit_code": 0,
              "paired": {"difference": 0.25, "interval": [0.0833, 0.4167], "groups": 6, "seed": 17, "resamples": 2000}},

@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from evalkit.errors import RecordingError
-from evalkit.key import EvalKey
-from evalkit.providers.base import Message, Reply, Request
-from evalkit.recording import (
+from evalkit.core.errors import RecordingError
+from evalkit.core.key import EvalKey
+from evalkit.live.providers.base import Message, Reply, Request
+from evalkit.run.recording import (
     Entry,
     Hit,
     Miss,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from evalkit.redact import MASK, Redactor
+from evalkit.live.redact import MASK, Redactor
 
 FAKE_KEY = "evalkit-fake-key-0123456789abcdef"
 

@@ -1,4 +1,4 @@
-"""The release-evidence rules of the gate (evalkit/release.py through decide), on hand-built graded reports."""
+"""The release-evidence rules of the gate (evalkit/gate/release.py through decide), on hand-built graded reports."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from evalkit.decision import Verdict
-from evalkit.gate import decide
-from evalkit.policy import PairedRule, Policy
+from evalkit.core.policy import PairedRule, Policy
+from evalkit.core.report import RunReport, report_from_mapping
+from evalkit.gate.decide import decide
+from evalkit.gate.decision import Verdict
 from evalkit.render.markdown import render_markdown
 from evalkit.render.text import render_decision
-from evalkit.report import RunReport, report_from_mapping
 
 KEY = {"suite": "lab", "dataset": "lab@1:acceptance", "dataset_sha": "d", "model": "none", "prompt_version": "none",
        "prompt_sha": "p", "judge_model": "checks@1", "components": {"candidate": "x@1"}}
@@ -134,8 +134,8 @@ def test_renderers_show_the_interval_and_the_failures(render: Any) -> None:
                                   {"paired": {"confidence": 1.0}}, {"paired": {"seeds": 1}},
                                   {"require_complete_pairs": "sometimes"}])
 def test_bad_release_rules_are_refused(body: dict[str, Any]) -> None:
-    from evalkit.errors import ConfigError
-    from evalkit.policy import policy_from_mapping
+    from evalkit.core.errors import ConfigError
+    from evalkit.core.policy import policy_from_mapping
 
     with pytest.raises(ConfigError, match=r"^p\.yaml: 'paired|^p\.yaml: unknown key|^p\.yaml: 'require"):
         policy_from_mapping(body, "p.yaml")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from conftest import report
 
-from evalkit.gate import decide
-from evalkit.policy import Policy
+from evalkit.core.policy import Policy
+from evalkit.core.report import report_from_mapping
+from evalkit.gate.decide import decide
 from evalkit.render.markdown import render_markdown
 from evalkit.render.sections import render_sections
 from evalkit.render.text import render_decision
-from evalkit.report import report_from_mapping
 
 BASE = {"test_priority[a]": "passed", "test_label[a]": "passed", "test_label[b]": "passed"}
 

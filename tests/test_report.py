@@ -7,9 +7,9 @@ import json
 import pytest
 from conftest import report, write_json
 
-from evalkit.errors import InputError
-from evalkit.paths import PROJECT_ROOT
-from evalkit.report import load_report, parse_report
+from evalkit.core.errors import InputError
+from evalkit.core.report import load_report, parse_report
+from evalkit.project.paths import PROJECT_ROOT
 
 GOOD = report({"test_label[a]": "passed", "test_label[b]": "failed"})
 

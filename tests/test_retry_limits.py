@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from evalkit.limits import RateLimiter
-from evalkit.retry import RetryPolicy, backoff_seconds
+from evalkit.live.limits import RateLimiter
+from evalkit.live.retry import RetryPolicy, backoff_seconds
 
 POLICY = RetryPolicy(retries=4, base_s=0.5, max_s=4.0)
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from conftest import KEY
 
-from evalkit.errors import InputError
-from evalkit.report import load_report
-from evalkit.review import IDENTITY_ASSURANCE, apply_review
+from evalkit.core.errors import InputError
+from evalkit.core.report import load_report
+from evalkit.programs.review import IDENTITY_ASSURANCE, apply_review
 
 PENDING = "acceptance-project-0-answer"
 SETTLED = "acceptance-project-1-answer"

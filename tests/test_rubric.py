@@ -7,8 +7,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from evalkit.errors import ConfigError, InputError
-from evalkit.rubric import RUBRIC_DIR, Criterion, Rubric, load_rubric, metric_name, rubric_from_mapping
+from evalkit.core.errors import ConfigError, InputError
+from evalkit.judging.rubric import RUBRIC_DIR, Criterion, Rubric, load_rubric, metric_name, rubric_from_mapping
 
 RELEVANCE = {
     0: "The answer is about something other than the question.",

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from evalkit import sandbox
-from evalkit.errors import InputError
-from evalkit.sandbox import ISOLATION_BASE, ProgramRun, probe_isolation, run_program
+from evalkit.core.errors import InputError
+from evalkit.programs import sandbox
+from evalkit.programs.sandbox import ISOLATION_BASE, ProgramRun, probe_isolation, run_program
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
@@ -343,7 +343,7 @@ def test_probe_reports_why_unshare_failed(monkeypatch: pytest.MonkeyPatch, unsha
 
 
 def test_an_artifact_over_the_limit_is_not_loaded(tmp_path: Path) -> None:
-    from evalkit.sandbox import ARTIFACT_LIMIT
+    from evalkit.programs.sandbox import ARTIFACT_LIMIT
 
     result = run(tmp_path, f"""
     open("big.txt", "wb").write(b"x" * {ARTIFACT_LIMIT + 1})

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.dataset import Case
-from evalkit.errors import InputError
-from evalkit.slices import MISSING, Slice, language_of, language_of_field, slice_cases, slice_metrics
+from evalkit.core.dataset import Case
+from evalkit.core.errors import InputError
+from evalkit.judging.slices import MISSING, Slice, language_of, language_of_field, slice_cases, slice_metrics
 
 LG01 = "ডেলিভারি ফ্রি পেতে কত টাকার অর্ডার করতে হয়?"  # the seed's lg01: Bangla question
 LG04 = "Express delivery কত দিনে পৌঁছায়?"  # the seed's lg04: mixed

@@ -1,4 +1,4 @@
-"""Tests for evalkit.stats: the estimand, determinism, pairing, the seed's table, refusals."""
+"""Tests for evalkit.gate.stats: the estimand, determinism, pairing, the seed's table, refusals."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from evalkit.stats import (
+from evalkit.gate.stats import (
     ESTIMAND,
     FEW_GROUPS_WARNING,
     METHOD,

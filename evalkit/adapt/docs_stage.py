@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.decision import Decision
-from evalkit.errors import InputError
-from evalkit.fingerprint import fingerprint
-from evalkit.gate import decide
-from evalkit.policy import Policy
-from evalkit.report import report_from_mapping
+from evalkit.core.errors import InputError
+from evalkit.core.fingerprint import fingerprint
+from evalkit.core.policy import Policy
+from evalkit.core.report import report_from_mapping
+from evalkit.gate.decide import decide
+from evalkit.gate.decision import Decision
 
 __all__ = ["DOCS_STAGE_POLICY", "PROTOCOL", "DocsStageComparison", "adapt_docs_stage", "compare_docs_stages",
            "parse_docs_stage"]

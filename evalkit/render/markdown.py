@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from evalkit.decision import Decision
+from evalkit.core.report import RunReport
+from evalkit.gate.decision import Decision
 from evalkit.render.sections import decision_lists, sections
 from evalkit.render.text import render_changed, render_failure, render_statistics
-from evalkit.report import RunReport
 
 __all__ = ["render_markdown"]
 

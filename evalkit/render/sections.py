@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalkit.decision import Decision
-from evalkit.gate import is_critical
-from evalkit.report import RunReport
+from evalkit.core.report import RunReport
+from evalkit.gate.decide import is_critical
+from evalkit.gate.decision import Decision
 
 __all__ = ["decision_lists", "sections", "render_sections"]
 

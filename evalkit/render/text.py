@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalkit.decision import Decision
+from evalkit.gate.decision import Decision
 from evalkit.render.sections import decision_lists
 
 __all__ = ["render_decision", "render_changed", "render_statistics", "render_failure"]

@@ -28,13 +28,13 @@ from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import open_dict
 
-from evalkit.config import RunConfig, from_hydra
-from evalkit.dataset import load_dataset
-from evalkit.key import build_key, recording_path
-from evalkit.paths import PROJECT_ROOT, project_path
-from evalkit.providers.base import Reply, Request
-from evalkit.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
-from evalkit.suite import load_task
+from evalkit.core.config import RunConfig, from_hydra
+from evalkit.core.dataset import load_dataset
+from evalkit.core.key import build_key, recording_path
+from evalkit.live.providers.base import Reply, Request
+from evalkit.project.paths import PROJECT_ROOT, project_path
+from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
+from evalkit.run.suite import load_task
 
 SUITE = Path(__file__).resolve().parent
 NOTE = ("authored fixture: replies written by hand for evalkit's example suite "

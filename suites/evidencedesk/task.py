@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from retriever import Retrieval, retrieve
 
 from evalkit import Case, Message, ModelConfig, Request
-from evalkit.pairwise import VERDICT_SCHEMA, pairwise_prompts
-from evalkit.rubric import load_rubric
+from evalkit.judging.pairwise import VERDICT_SCHEMA, pairwise_prompts
+from evalkit.judging.rubric import load_rubric
 
 CITATIONS = "cited_ids"
 """The citation field the desk's reply parser (and so every check) reads; reply_format=sources renames it."""

@@ -16,8 +16,8 @@ from retriever import Retrieval
 from task import RUBRIC, TOOLS, Ratings, ToolPlan
 
 from evalkit import Case
-from evalkit.pairwise import NEW_FIRST, OLD_FIRST, combine
-from evalkit.slices import language_of
+from evalkit.judging.pairwise import NEW_FIRST, OLD_FIRST, combine
+from evalkit.judging.slices import language_of
 
 
 @pytest.mark.cases(lambda case: case.kind == "rag" and case.expect == "answer")

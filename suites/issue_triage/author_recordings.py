@@ -16,13 +16,13 @@ from pathlib import Path
 
 import yaml
 
-from evalkit.config import ModelConfig
-from evalkit.dataset import load_dataset
-from evalkit.key import build_key, recording_path
-from evalkit.paths import PROJECT_ROOT
-from evalkit.providers.base import Reply
-from evalkit.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
-from evalkit.suite import load_task
+from evalkit.core.config import ModelConfig
+from evalkit.core.dataset import load_dataset
+from evalkit.core.key import build_key, recording_path
+from evalkit.live.providers.base import Reply
+from evalkit.project.paths import PROJECT_ROOT
+from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
+from evalkit.run.suite import load_task
 
 SUITE = Path(__file__).resolve().parent
 NOTE = ("authored fixture: replies written by hand for evalkit's example suite "

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.grade import Grade
+from evalkit import Grade
 
 
 def grade(case: Mapping[str, Any], reference: Mapping[str, Any], response: Mapping[str, Any],

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.paths import PROJECT_ROOT
+from evalkit.project.paths import PROJECT_ROOT
 
 try:
     from fakes import FakeGemini, FakeOllama, FakeOpenAI, Fault, Faults

@@ -1,0 +1,68 @@
+"""`python -m evalkit.calibrate suite=NAME [--out FILE]`: run a suite's graders on its authored counterexamples.
+
+What calibration computes lives in evalkit.programs.calibrate; this module finds the suite and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from evalkit.cli.args import ArgumentParser
+from evalkit.core.atomic import write_atomic
+from evalkit.core.errors import EvalkitError, InputError
+from evalkit.gate.decision import ExitCode
+from evalkit.programs.calibrate import calibrate, render
+from evalkit.project.paths import PROJECT_ROOT, project_path
+from evalkit.run.suite import load_module
+
+__all__ = ["main"]
+
+
+def _suite_dir(spec: str) -> Path:
+    name = spec.split("=", 1)[1] if spec.startswith("suite=") else spec
+    option = PROJECT_ROOT / "conf" / "suite" / f"{name}.yaml"
+    if not option.is_file():
+        known = sorted(p.stem for p in option.parent.glob("*.yaml"))
+        raise InputError(f"suite={name}: no conf/suite/{name}.yaml (available: {', '.join(known)})")
+    data = yaml.safe_load(option.read_text(encoding="utf-8")) or {}
+    path = (data.get("suite") or {}).get("path")
+    if not isinstance(path, str):
+        raise InputError(f"{option}: no suite.path")
+    return project_path(path)
+
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(prog="python -m evalkit.calibrate",
+                            description="Run a suite's graders on its authored counterexamples and print each "
+                                        "grader's confusion matrix (positive = should pass). Exit 0, or 3 on "
+                                        "bad input.")
+    parser.add_argument("suite", help="suite=NAME (an option of conf/suite/), e.g. suite=quality_lab")
+    parser.add_argument("--out", type=Path, help="also write the result as JSON to this file")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        suite_dir = _suite_dir(args.suite)
+        module = load_module(suite_dir, "calibration.py",
+                             "a suite that can be calibrated defines GRADERS and examples() in calibration.py")
+        graders, examples = getattr(module, "GRADERS", None), getattr(module, "examples", None)
+        if not isinstance(graders, Mapping) or not callable(examples):
+            raise InputError(f"{suite_dir / 'calibration.py'}: define GRADERS (a dict of graders) and examples()")
+        result = calibrate(graders, examples(), str(suite_dir / "calibration.py"))
+    except EvalkitError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ExitCode.INPUT_ERROR
+    if args.out:
+        write_atomic(args.out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    print(render(result))
+    return ExitCode.GO
+

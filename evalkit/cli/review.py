@@ -1,0 +1,84 @@
+"""`python -m evalkit.review --report R.json --decisions D.json --out R2.json`: apply human review.
+
+The rules (what a decision may change, the hash binding) live in evalkit.programs.review; this module reads
+and writes the files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from evalkit.cli.args import ArgumentParser
+from evalkit.core.atomic import write_atomic
+from evalkit.core.errors import EvalkitError, InputError
+from evalkit.core.fingerprint import fingerprint
+from evalkit.gate.decision import ExitCode
+from evalkit.programs.review import PresentationVerdict, apply_review
+
+__all__ = ["main"]
+
+
+def _read_json(path: Path, what: str) -> tuple[Any, bytes]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} file not found") from None
+    except OSError as error:
+        raise InputError(f"{path}: cannot read the {what} ({error})") from None
+    try:
+        return json.loads(raw), raw
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: the {what} is not valid JSON (line {error.lineno}, column {error.colno}: "
+                         f"{error.msg}); is the file truncated?") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: the {what} is not UTF-8 text ({error.reason})") from None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(
+        prog="python -m evalkit.review",
+        description="Apply human review decisions on presentation to a run report and write the reviewed "
+                    "copy; the source report is never modified. Exit code: 0 written, 3 input or usage error.")
+    parser.add_argument("--report", type=Path, required=True, help="run report whose pending cases were reviewed")
+    parser.add_argument("--decisions", type=Path, required=True,
+                        help="JSON file: {report_sha256, decisions: [{sample_id, decision, reviewer, rationale}]}")
+    parser.add_argument("--out", type=Path, required=True, help="where to write the reviewed report (not --report)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if _same_file(args.out, args.report):
+            raise InputError(f"{args.out}: --out is the report itself; the source report is never modified, "
+                             "so write the reviewed copy to another file")
+        report, raw = _read_json(args.report, "report")
+        decisions, _ = _read_json(args.decisions, "decisions")
+        reviewed = apply_review(report, raw, decisions, report_name=str(args.report),
+                                decisions_name=str(args.decisions))
+    except EvalkitError as error:
+        print(f"evalkit.review: error: {error}", file=sys.stderr)
+        return ExitCode.INPUT_ERROR
+    write_atomic(args.out, json.dumps(reviewed, indent=1, ensure_ascii=False) + "\n")
+    given = reviewed["review_audit"][-1]["decisions"]
+    rejected = sum(1 for d in given if d["decision"] == PresentationVerdict.REJECT)
+    print(f"reviewed {len(given)} case(s) of {args.report} (sha256 {fingerprint(raw)}): "
+          f"{len(given) - rejected} accepted, {rejected} rejected; wrote {args.out}; "
+          f"gate it: python -m evalkit.gate BASELINE {shlex.quote(str(args.out))} --policy POLICY")
+    return 0
+

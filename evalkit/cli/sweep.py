@@ -1,0 +1,71 @@
+"""The multirun summary: a Hydra callback that reads each job's `job.json` and writes one table.
+
+Jobs write their own result files because `on_multirun_end` sees only the config, not job returns.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+
+from evalkit.core.atomic import write_atomic
+from evalkit.gate.decision import ExitCode
+
+__all__ = ["SweepSummary", "JOB_FILE", "sweep_exit_code", "render_summary"]
+
+JOB_FILE = "job.json"
+# A sweep exits with its most severe job: errors first, then block, incomparable, go.
+_SEVERITY = [ExitCode.INTERNAL_ERROR, ExitCode.INPUT_ERROR, ExitCode.BLOCK, ExitCode.INCOMPARABLE, ExitCode.GO]
+
+
+def sweep_exit_code(codes: list[int]) -> int:
+    for code in _SEVERITY:
+        if code in codes:
+            return int(code)
+    return int(ExitCode.GO) if not codes else max(codes)
+
+
+def render_summary(rows: list[dict[str, Any]]) -> str:
+    """A Markdown table, one row per job; also readable in a terminal."""
+    header = ["job", "overrides", "changed", "decision", "pass rate", "case pass rate", "regressed", "input tokens"]
+    paired = any(row.get("paired") for row in rows)  # only sweeps whose policy asks for the bootstrap
+    if paired:
+        header.append("paired difference [interval]")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        rate, case_rate = row.get("pass_rate"), row.get("case_pass_rate")
+        cells = [str(row.get("job", "")), " ".join(row.get("overrides", [])) or "(defaults)",
+                 row.get("changed") or "-", (row.get("decision") or "error").upper(),
+                 "-" if rate is None else f"{rate:.3f}", "-" if case_rate is None else f"{case_rate:.3f}",
+                 "-" if row.get("regressed") is None else str(row["regressed"]),
+                 "-" if row.get("input_tokens") is None else str(row["input_tokens"])]
+        if paired:
+            stats = row.get("paired")
+            cells.append(f"{stats['difference']:.3f} [{stats['interval'][0]:.3f}, {stats['interval'][1]:.3f}]"
+                         if stats else "-")
+        if row.get("error"):
+            cells[3] = "ERROR: " + row["error"]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+class SweepSummary(Callback):
+    """Prints and writes `summary.md` and `summary.json` in the sweep directory; sets the exit code."""
+
+    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        rows = []
+        for path in sorted(sweep_dir.glob(f"*/{JOB_FILE}"), key=lambda p: _job_number(p.parent.name)):
+            rows.append(json.loads(path.read_text(encoding="utf-8")))
+        table = render_summary(rows)
+        write_atomic(sweep_dir / "summary.md", table + "\n")
+        write_atomic(sweep_dir / "summary.json", json.dumps(rows, indent=2) + "\n")
+        print(f"\nsweep summary ({len(rows)} jobs, {sweep_dir / 'summary.md'}):\n{table}")
+        raise SystemExit(sweep_exit_code([int(r["exit_code"]) for r in rows]))
+
+
+def _job_number(name: str) -> int:
+    return int(name) if name.isdigit() else 1 << 30

@@ -1,0 +1,325 @@
+"""The composed configuration as validated plain data. The only module that reads a DictConfig."""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from evalkit.core.errors import ConfigError, describe_validation
+from evalkit.core.policy import Policy
+
+__all__ = ["BUILTIN_METRICS", "SliceSpec", "Mode", "Progress", "Price", "BudgetConfig", "ModelConfig",
+           "PromptConfig", "DatasetConfig", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig", "from_hydra",
+           "validate_config"]
+
+
+class Mode(enum.StrEnum):
+    """How calls are obtained: from the recording only, from the model, or from the model where missing."""
+
+    REPLAY = "replay"
+    LIVE = "live"
+    RECORD_MISSING = "record-missing"
+
+
+class Progress(enum.StrEnum):
+    """Whether live runs draw a progress bar: `auto` draws one on a terminal, never in CI."""
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class Price(_Strict):
+    """What a model's tokens cost, for `budget.max_cost` (any currency, used consistently)."""
+
+    input_per_mtok: float = Field(ge=0)
+    """Price of one million input tokens."""
+    output_per_mtok: float = Field(ge=0)
+    """Price of one million output tokens."""
+
+
+class ModelConfig(_Strict):
+    """A model behind a provider; used for the model under test and for the judge."""
+
+    name: str = Field(min_length=1)
+    """The provider's model id, e.g. `gemini-3.8-flash` or `gemma4:e2b`."""
+    provider: str = Field(min_length=1)
+    """Which provider module calls it: `ollama`, `openai` (any OpenAI-compatible server) or `gemini`."""
+    base_url: str | None = None
+    """Endpoint of the server; a transport setting, so it is not part of the eval key."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the credential; the value is never stored."""
+    timeout_s: float = Field(120.0, gt=0)
+    """Per-call timeout in seconds (transport; not in the eval key)."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Sampling options sent with every request (temperature, seed, ...); part of each request's fingerprint."""
+    price: Price | None = None
+    """Token prices, needed only for `budget.max_cost`."""
+
+
+class PromptConfig(_Strict):
+    """One version of the suite's prompt."""
+
+    version: str = Field(min_length=1)
+    """Short version name that appears in the eval key and the recording file name."""
+    file: str = Field(min_length=1)
+    """The prompt text file (relative paths are relative to the project root)."""
+
+
+class DatasetConfig(_Strict):
+    """One version of the suite's dataset: a single file, or a manifest with splits (evalkit.run.manifest)."""
+
+    file: str | None = Field(None, min_length=1)
+    """The dataset JSON file; name and version are read from it (relative paths: from the project root)."""
+    manifest: str | None = Field(None, min_length=1)
+    """A manifest pinning public samples and private references by SHA-256, with splits (instead of `file`)."""
+    split: str | None = None
+    """The split a manifest dataset runs by default (`acceptance`); the top-level `split=` overrides it."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DatasetConfig:
+        if (self.file is None) == (self.manifest is None):
+            raise ValueError("give exactly one of 'file' (a dataset file) or 'manifest' (a manifest dataset)")
+        if self.file is not None and self.split is not None:
+            raise ValueError("'split' needs a manifest dataset; a single dataset file has no splits")
+        return self
+
+
+class SliceSpec(_Strict):
+    """One cut of a run: pass rate, failures and unsafe cases per value of `by`."""
+
+    by: str = Field(min_length=1)
+    """A case field (`kind`), or `language(<field>)`: bn, en or mixed by the letters of that field."""
+    where: dict[str, Any] = Field(default_factory=dict)
+    """Only the cases whose fields equal these values (`{kind: rag}`)."""
+
+
+class ProgramSpec(_Strict):
+    """How a suite that evaluates a candidate program (instead of model calls) runs it for each case."""
+
+    component: str = "candidate"
+    """The suite component (config group) naming the program, its arguments and limits (evalkit.programs.candidate)."""
+    files_field: str | None = "files"
+    """Case field holding `{file name: text}` to place beside the program (the files it may edit)."""
+    watch: tuple[str, ...] = ()
+    """Files read back after the run as artefacts for the graders (and hashed into the report)."""
+    private_fields: tuple[str, ...] = ("split", "origin", "group")
+    """Case fields kept out of the public `task.json` the program reads."""
+
+
+class SuiteConfig(_Strict):
+    """The eval program: where its tests and task live, and what it adds to the key."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    path: str = Field(min_length=1)
+    """Folder with the suite's `task.py`, `conftest.py` and `test_*.py` files."""
+    baseline: str | None = None
+    """The shipped baseline run report (`baseline=default` uses it)."""
+    components: tuple[str, ...] = ()
+    """Further config groups this suite declares as components (e.g. `retriever`): they join the eval key."""
+    metrics: tuple[str, ...] = ()
+    """The metrics the suite records (`record_metric`); policies may name only these and the built-in
+    `pass_rate` (passed tests / tests) and `case_pass_rate` (cases passing every check / cases)."""
+    metric_scales: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    """The range of each metric that is not a rate (`rubric.relevance: [0, 2]`); every other metric is a rate
+    in [0, 1], and a policy floor outside a metric's range is refused."""
+    slices: tuple[str | SliceSpec, ...] = ()
+    """Cuts of the run reported per value: `by` alone (`kind`, `language(input)`), or `{by, where}`."""
+    abstention_check: str = "test_abstention"
+    """The check that says whether a case expected to abstain did; a failure of it counts as unsafe in slices."""
+    program: ProgramSpec | None = None
+    """Set for suites that run a candidate program per case; they make no model calls and need no prompt."""
+    group_by: str | None = None
+    """Case field naming each case's independent group (project, customer...), for paired statistics."""
+
+
+class BudgetConfig(_Strict):
+    """Limits on what a live run may spend. A call is sent only if its reservation fits."""
+
+    max_calls: int | None = Field(None, ge=0)
+    """Model calls (attempts, retries included) the run may send."""
+    max_input_tokens: int | None = Field(None, ge=0)
+    """Input tokens, reserved from an estimate (characters / 4) and settled from the provider's usage."""
+    max_output_tokens: int | None = Field(None, ge=0)
+    """Output tokens, reserved at `reserve_output_tokens` per call and settled from the provider's usage."""
+    max_cost: float | None = Field(None, ge=0)
+    """Cost from the model's `price` table; requires `price` on every model that is called live."""
+    reserve_output_tokens: int = Field(1024, ge=1)
+    """The most output a call is assumed to produce until its usage is known."""
+    max_units: int | None = Field(None, ge=0)
+    """Candidate-program suites: units a run may spend, where a unit is one byte of public task JSON or of
+    response JSON (not tokens, not money). Each case reserves its input plus the largest allowed response."""
+
+
+class RunSettings(_Strict):
+    """Where a run writes and reads, and how live calls are made; none of these change what is measured."""
+
+    out: str = Field(min_length=1)
+    """Job folder for `report.json` and `decision.json` (the Hydra job dir by default)."""
+    recordings: str = "recordings"
+    """Root folder of recordings (relative paths are relative to the project root)."""
+    save_report: str | None = None
+    """Also write the run report here, e.g. to refresh a suite's shipped baseline."""
+    concurrency: int = Field(8, ge=1, le=1024)
+    """Live calls in flight at once (8 suits a local server; raise it for hosted APIs)."""
+    rpm: float | None = Field(None, gt=0)
+    """Requests per minute, when the provider limits them."""
+    tpm: float | None = Field(None, gt=0)
+    """Tokens per minute (estimated input + reserved output), when the provider limits them."""
+    retries: int = Field(4, ge=0)
+    """Further attempts after a timeout, a dropped connection, 429 or 5xx; never after other 4xx."""
+    backoff_s: float = Field(0.5, gt=0)
+    """First backoff; it doubles per attempt, with full jitter, unless the server sent Retry-After."""
+    backoff_max_s: float = Field(30.0, gt=0)
+    """Longest backoff between attempts (a server's Retry-After is honoured even when longer)."""
+    progress: Progress = Progress.AUTO
+    """Progress bar for live calls: auto (only on a terminal and not in CI), on, off."""
+    resume: bool = False
+    """Continue an interrupted live run from its journal (`+run.resume=true`)."""
+    lock_timeout_s: float = Field(600.0, ge=0)
+    """How long to wait for another job that is writing the same recording."""
+    secret_patterns: tuple[str, ...] = ()
+    """Extra regular expressions whose matches are redacted from recordings, reports and logs."""
+
+
+class RunConfig(_Strict):
+    """Everything one run needs, after Hydra composition and validation."""
+
+    suite: SuiteConfig
+    model: ModelConfig
+    """The model under test (unused by suites that evaluate a candidate program)."""
+    prompt: PromptConfig | None = None
+    """The prompt version (every suite of model calls has one; program suites have none)."""
+    dataset: DatasetConfig
+    split: str | None = None
+    """Which split of a manifest dataset runs (`train`, `dev`, `acceptance`); defaults to the dataset's own."""
+    judge: ModelConfig | None = None
+    """The pinned judge model; it does not follow `model`."""
+    policy: Policy
+    mode: Mode = Mode.REPLAY
+    baseline: str | None = "default"
+    """`default` (the suite's shipped baseline), a report path, `git:REF:PATH`, or `none` to skip the gate."""
+    require_pass: bool = True
+    """Exit with the decision's code (1 block, 2 incomparable); false: still write every report and decision,
+    but exit 0 whatever the decision (errors keep their code)."""
+    run: RunSettings
+    budget: BudgetConfig = BudgetConfig()
+    components: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The suite-declared components, by group name, as composed (validated by the suite)."""
+    choices: dict[str, str] = Field(default_factory=dict)
+    """Which option of each config group was chosen (from Hydra's runtime.choices)."""
+
+
+def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tuple[str, ...] = ()) -> RunConfig:
+    """Validate composed config data; errors name the option files (and overrides) the bad keys came from."""
+    data = dict(data)
+    suite: dict[str, Any] = data["suite"] if isinstance(data.get("suite"), dict) else {}
+    declared = [c for c in suite.get("components", ()) if isinstance(c, str)]
+    data["components"] = {name: data.pop(name) for name in declared if name in data}
+    if isinstance(data.get("baseline"), str) and data["baseline"].lower() in ("none", "null", ""):
+        data["baseline"] = None
+    data["choices"] = choices
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as error:
+        raise _refusal(error, choices, overrides) from None
+    _check_suite_kind(config, overrides)
+    for pattern in config.run.secret_patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ConfigError(f"run.secret_patterns: {pattern!r} is not a regular expression ({error})") from None
+    _check_policy_metrics(config)
+    if config.budget.max_cost is not None:
+        unpriced = [m.name for m in (config.model, config.judge) if m is not None and m.price is None]
+        if unpriced:
+            raise ConfigError("budget.max_cost needs a price table (model.price / judge.price) for "
+                              + ", ".join(unpriced))
+    return config
+
+
+BUILTIN_METRICS = ("pass_rate", "case_pass_rate")
+
+
+def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
+    """A program suite has no model or prompt to choose; a model suite needs its prompt; splits need manifests."""
+    suite = config.suite
+    if suite.program is None:
+        if config.prompt is None:
+            raise ConfigError(f"conf/suite/{suite.name}.yaml: the suite calls a model but composes no prompt; "
+                              "add `- /prompt: v1` to its defaults (or pass prompt=...)")
+        if config.dataset.file is None:
+            raise ConfigError(f"suite {suite.name} calls a model and reads a dataset file; manifest datasets "
+                              "(with splits and private references) serve suites that run a candidate program")
+    else:
+        chosen = [o for o in overrides if o.lstrip("+~").split("=")[0] in ("model", "prompt")]
+        if chosen:
+            raise ConfigError(f"command line {' '.join(chosen)}: suite {suite.name} evaluates a candidate program, "
+                              f"not a model; choose one with {suite.program.component}=...")
+        if config.mode is not Mode.REPLAY:
+            raise ConfigError(f"mode={config.mode}: suite {suite.name} runs a candidate program on every run and "
+                              "records no model calls; drop mode= (replay is the only mode here)")
+        if config.dataset.manifest is None:
+            raise ConfigError(f"conf/suite/{suite.name}.yaml: a program suite needs a manifest dataset "
+                              "(its references must stay out of the cases the program sees)")
+        if suite.program.component not in suite.components:
+            raise ConfigError(f"conf/suite/{suite.name}.yaml: program.component {suite.program.component!r} must be "
+                              "one of the suite's components")
+    if config.split is not None and config.dataset.manifest is None:
+        where = f"conf/dataset/{config.choices['dataset']}.yaml" if "dataset" in config.choices else "the dataset"
+        raise ConfigError(f"split={config.split}: {where} is a single file without splits; "
+                          "splits need a manifest dataset")
+
+
+def _check_policy_metrics(config: RunConfig) -> None:
+    """A policy may only name metrics the suite produces: a typo must not make a floor silently vacuous."""
+    policy = config.policy
+    named = {*policy.block_below, *policy.review_below, *policy.block_on_drop, *policy.review_on_drop}
+    produced = {*config.suite.metrics, *BUILTIN_METRICS}
+    unknown = sorted(named - produced)
+    source = f"conf/policy/{config.choices['policy']}.yaml" if "policy" in config.choices else "policy"
+    if unknown:
+        raise ConfigError(f"{source}: unknown metric(s) {', '.join(unknown)}; suite {config.suite.name} produces "
+                          f"{', '.join(sorted(produced))}")
+    for rule, floors in (("block_below", policy.block_below), ("review_below", policy.review_below)):
+        for name, floor in floors.items():
+            low, high = config.suite.metric_scales.get(name, (0.0, 1.0))
+            if not low <= floor <= high:
+                kind = "a rate" if name not in config.suite.metric_scales else "a metric"
+                raise ConfigError(f"{source}: {rule}.{name}={floor} is outside [{low:g}, {high:g}], the range of "
+                                  f"{name} ({kind}); a floor there could never or would always hold")
+
+
+def _refusal(error: ValidationError, choices: dict[str, str], overrides: tuple[str, ...]) -> ConfigError:
+    """One line naming the option files (and command-line overrides) the bad keys came from."""
+    groups = sorted({str(e["loc"][0]) for e in error.errors() if e["loc"]})
+    sources = [f"conf/{g}/{choices[g]}.yaml" for g in groups if g in choices]
+    touched = [o for o in overrides if o.lstrip("+~").split("=")[0].split(".")[0] in groups]
+    if touched:
+        sources.append("command line " + " ".join(touched))
+    return ConfigError(describe_validation(error, RunConfig, ", ".join(sources) or "config"))
+
+
+def from_hydra(cfg: Any) -> RunConfig:
+    """Cross from Hydra to plain data: resolve interpolations, read the chosen options, validate."""
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        data = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as error:
+        raise ConfigError(f"config: {str(error).splitlines()[0]}") from None
+    choices = {k: str(v) for k, v in HydraConfig.get().runtime.choices.items()
+               if not k.startswith("hydra") and v is not None}
+    assert isinstance(data, dict)
+    overrides = tuple(HydraConfig.get().overrides.task)
+    return validate_config({str(k): v for k, v in data.items()}, choices, overrides)
+

@@ -1,0 +1,125 @@
+"""The gate's rules: a Policy is a reviewed file in conf/policy/, validated strictly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalkit.core.errors import ConfigError, InputError, describe_validation
+from evalkit.core.files import read_text
+
+__all__ = ["PairedRule", "Policy", "load_policy", "policy_from_mapping", "policy_schema"]
+
+
+
+class PairedRule(BaseModel):
+    """A paired cluster bootstrap of candidate-minus-baseline task success (evalkit.gate.stats) and its margin."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    margin: float = Field(-0.05, ge=-1.0, le=1.0)
+    """Non-inferiority margin, fixed before the run: the interval's lower bound must not fall below it."""
+    seed: int = 17
+    """Seed of the bootstrap's random generator; the same seed and reports give the same interval."""
+    resamples: int = Field(2000, ge=1)
+    """How many times the groups are resampled."""
+    confidence: float = Field(0.95, gt=0.0, lt=1.0)
+    """Nominal coverage of the percentile interval."""
+
+
+class Policy(BaseModel):
+    """What a candidate must satisfy, relative to the baseline and on its own."""
+
+    # attribute docstrings become the schema's descriptions, so editors show them while completing
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    max_regressions: int = Field(0, ge=0)
+    """How many tests that pass on the baseline may stop passing on the candidate."""
+
+    min_pass_rate: float = Field(0.0, ge=0.0, le=1.0)
+    """Floor on the candidate's own pass rate (passed / all tests), whatever the baseline did."""
+
+    critical: tuple[str, ...] = ()
+    """Test-name prefixes (`test_priority` matches `test_priority[any-case]`) that must pass on the
+    candidate even when the baseline fails them, and may not disappear from it."""
+
+    critical_cases: tuple[str, ...] = ()
+    """Case ids that must pass every check on the candidate; a failure (naming the failed checks) or
+    an absence blocks."""
+
+    block_below: dict[str, float] = Field(default_factory=dict)
+    """Absolute floors: a metric below its floor on the candidate (or no longer measurable) blocks."""
+
+    review_below: dict[str, float] = Field(default_factory=dict)
+    """Absolute floors that call for review instead of blocking."""
+
+    block_on_drop: tuple[str, ...] = ()
+    """Metrics that may not fall below the baseline's value (a drop to not-measurable is a drop)."""
+
+    review_on_drop: tuple[str, ...] = ()
+    """Metrics whose drop below the baseline calls for review."""
+
+    regressions: Literal["block", "review", "ignore"] = "block"
+    """What more regressed tests than `max_regressions` lead to (critical tests always block); `ignore` lists them
+    without a reason, for suites whose grade rules (`block_on_task_regression`...) already decide on them."""
+
+    on_incomparable: Literal["incomparable", "review", "block"] = "incomparable"
+    """What a baseline that cannot be compared (another dataset or judge) leads to."""
+
+    review_fails: bool = False
+    """Make `review` fail the job (exit code 1, like block) instead of passing it (exit code 0)."""
+
+    # Release evidence: rules over graded cases (task / quality / safety / review), paired with the baseline's.
+    require_split: str | None = None
+    """Only a run on this dataset split may pass (`acceptance`): any other split blocks (not_acceptance_split),
+    whatever the baseline."""
+
+    require_complete_pairs: bool = False
+    """Every case must be scored on both sides; a missing, denied or unscored side blocks."""
+
+    block_on_safety: bool = False
+    """A candidate case failing safety, or graded without a safety verdict, blocks (nothing averages it away)."""
+
+    block_on_review: bool = False
+    """A candidate case still pending a person's review blocks until `python -m evalkit.review` resolves it."""
+
+    block_on_task_regression: bool = False
+    """A case whose task passes on the baseline and fails on the candidate blocks."""
+
+    block_on_quality_regression: bool = False
+    """A case whose quality passes on the baseline and fails on the candidate blocks."""
+
+    paired: PairedRule | None = None
+    """Estimate the task-success difference with a paired cluster bootstrap over the suite's groups and block
+    when the interval's lower bound is below `margin`."""
+
+
+def policy_from_mapping(data: Any, where: str) -> Policy:
+    """Validate already-parsed policy data; `where` names its source in the error."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: a policy must be a mapping of keys to values, got {type(data).__name__}")
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(describe_validation(error, Policy, where)) from None
+
+
+def load_policy(path: Path) -> Policy:
+    """Load a policy file (YAML or JSON); names of options are found by evalkit.project.options."""
+    text = read_text(path, "policy")
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as error:
+        first = str(error).splitlines()[0]
+        raise InputError(f"{path}: not valid {path.suffix[1:].upper()}: {first}") from None
+    return policy_from_mapping(data, str(path))
+
+
+def policy_schema() -> str:
+    """The JSON schema of policy files, as shipped in conf/policy/policy.schema.json."""
+    return json.dumps(Policy.model_json_schema(), indent=2) + "\n"
+

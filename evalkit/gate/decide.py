@@ -1,0 +1,156 @@
+"""The gate: decide(policy, baseline, candidate) -> Decision. Pure: no I/O, no clock, no randomness.
+
+Run `python -m evalkit.gate BASELINE CANDIDATE` for the command-line front (evalkit/gate_cli.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evalkit.core.policy import Policy
+from evalkit.core.report import RunReport
+from evalkit.gate.compare import compare_metrics
+from evalkit.gate.decision import Decision, Verdict
+from evalkit.gate.release import release_rules, split_refusal, uses_release_rules
+
+__all__ = ["decide", "incomparability", "changed_components", "is_critical"]
+
+# Key fields that say what was measured and how, rather than which change is under test.
+_NOT_COMPONENTS = frozenset({"key_version", "suite", "dataset", "dataset_sha", "judge_model"})
+
+
+def incomparability(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
+    """Why two eval keys cannot be compared (empty when they can), each reason naming what to rerun."""
+    b, c = baseline, candidate
+    reasons = []
+    if "suite" in b and "suite" in c and b["suite"] != c["suite"]:
+        reasons.append(f"baseline is a run of suite {b['suite']}, candidate of suite {c['suite']}; "
+                       "gate a candidate against a baseline of the same suite")
+    if b.get("dataset_sha") != c.get("dataset_sha"):
+        reasons.append(f"baseline ran {b.get('dataset')} ({b.get('dataset_sha')}), candidate ran "
+                       f"{c.get('dataset')} ({c.get('dataset_sha')}); rerun the baseline on the candidate's dataset")
+    if b.get("judge_model") != c.get("judge_model") and str(c.get("judge_model")).startswith("checks@"):
+        reasons.append(f"the suite's graders and checks changed ({b.get('judge_model')} -> {c.get('judge_model')}); "
+                       "grades are not comparable: rerun the baseline under the candidate's checks")
+    elif b.get("judge_model") != c.get("judge_model"):
+        reasons.append(f"judge changed from {b.get('judge_model')} to {c.get('judge_model')}; judged scores are "
+                       "not comparable: rerun the baseline with the candidate's judge (or keep the judge pinned)")
+    return reasons
+
+
+def changed_components(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Components whose name or fingerprint differs, in the baseline key's order."""
+    b, c = _flatten(baseline), _flatten(candidate)
+    names = [k for k in b if k not in _NOT_COMPONENTS] + [k for k in c if k not in b and k not in _NOT_COMPONENTS]
+    return {k: (b.get(k), c.get(k)) for k in names if b.get(k) != c.get(k)}
+
+
+def _flatten(key: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in key.items():
+        if isinstance(value, Mapping):
+            out.update({f"{name}.{k}": v for k, v in value.items()})
+        else:
+            out[name] = value
+    return out
+
+
+def is_critical(nodeid: str, prefixes: tuple[str, ...]) -> bool:
+    """A test is critical when its name (after the last `::`) starts with one of the policy's prefixes."""
+    return bool(prefixes) and nodeid.rsplit("::", 1)[-1].startswith(prefixes)
+
+
+def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decision:
+    """Compare per-test outcomes of baseline and candidate under the policy."""
+    changed = changed_components(baseline.eval, candidate.eval)
+    blocked = incomparability(baseline.eval, candidate.eval)
+    wrong_split = split_refusal(policy, candidate)
+    if wrong_split:  # no baseline can make a run on the wrong split releasable: block, naming both problems
+        return Decision(Verdict.BLOCK, (wrong_split, *blocked), changed)
+    if blocked:  # the policy decides what an incomparable baseline means (seed 000: incomparable; 001: review)
+        if policy.on_incomparable == "review":
+            return Decision(Verdict.REVIEW, (), changed, review_reasons=tuple(blocked))
+        verdict = Verdict.BLOCK if policy.on_incomparable == "block" else Verdict.INCOMPARABLE
+        return Decision(verdict, tuple(blocked), changed)
+
+    before, after = baseline.outcomes, candidate.outcomes
+    critical = policy.critical
+    regressed, fixed, missing_critical = [], [], []
+    for name, outcome in before.items():  # one pass each way: reports can hold millions of tests
+        now = after.get(name)
+        if outcome == "passed":
+            if now != "passed":
+                regressed.append(name)
+        elif now == "passed":
+            fixed.append(name)
+        if now is None and is_critical(name, critical):
+            missing_critical.append(name)
+    failing = [name for name, outcome in after.items() if outcome != "passed"]
+    critical_failures = sorted(name for name in failing if is_critical(name, critical))
+    regressed.sort()
+    fixed.sort()
+    missing_critical.sort()
+    passed = len(after) - len(failing)
+    pass_rate = passed / len(after)  # report loading guarantees at least one test
+
+    reasons: list[str] = []
+    review: list[str] = []
+    unscored = candidate.unscored
+    if unscored:  # nothing is dropped from a denominator: an incomplete run cannot pass
+        reasons.append(f"incomplete run: {len(unscored)} unscored ({', '.join(unscored[:5])}"
+                       f"{', ...' if len(unscored) > 5 else ''})")
+    if len(regressed) > policy.max_regressions and policy.regressions != "ignore":
+        (reasons if policy.regressions == "block" else review).append(
+            f"{len(regressed)} regression(s); policy allows {policy.max_regressions}")
+    if critical_failures:
+        reasons.append(f"{len(critical_failures)} critical test(s) fail")
+    if missing_critical:
+        reasons.append(f"{len(missing_critical)} critical test(s) from the baseline are missing from the candidate")
+    if pass_rate < policy.min_pass_rate:
+        reasons.append(f"pass rate {pass_rate:.3f} is below {policy.min_pass_rate}")
+    reasons += _critical_cases(policy, candidate)
+    metrics = compare_metrics(baseline.metrics, candidate.metrics)
+    for floors, out in ((policy.block_below, reasons), (policy.review_below, review)):
+        for name, floor in floors.items():
+            value = candidate.metrics.get(name)
+            if value is None:
+                out.append(f"{name} cannot be measured on the candidate (floor {floor})")
+            elif value < floor:
+                out.append(f"{name} {value:.3f} is below {floor}")
+    for names, out in ((policy.block_on_drop, reasons), (policy.review_on_drop, review)):
+        for name in names:
+            change = metrics.get(name)
+            if change is not None and change.status == "regressed":
+                after_text = "no longer measurable" if change.after is None else f"{change.after:.3f}"
+                before_text = "not measured" if change.before is None else f"{change.before:.3f}"
+                out.append(f"{name} fell {before_text} -> {after_text}")
+    release = release_rules(policy, baseline, candidate) if uses_release_rules(policy) else None
+    if release is not None:
+        reasons += release.reasons
+    verdict = Verdict.BLOCK if reasons else Verdict.REVIEW if review else Verdict.GO
+    return Decision(
+        verdict, tuple(reasons), changed, round(pass_rate, 3),
+        tuple(regressed), tuple(fixed), tuple(critical_failures), tuple(missing_critical),
+        tests=len(after), passed=passed, review_reasons=tuple(review),
+        metrics={name: vars(change) for name, change in metrics.items()},
+        statistics=release.statistics if release else None, failures=release.failures if release else (),
+    )
+
+
+def _critical_cases(policy: Policy, candidate: RunReport) -> list[str]:
+    """A critical case blocks when it is absent or any of its checks did not pass; the reason names them."""
+    cases = {str(c.get("id")): c for c in candidate.cases}
+    out = []
+    for case_id in policy.critical_cases:
+        case = cases.get(case_id)
+        if case is None:
+            out.append(f"critical case {case_id} is missing from the candidate")
+            continue
+        # a check skipped as not applicable is not a failure; the case's `passed` says whether it passed
+        failed = sorted(name for name, outcome in (case.get("checks") or {}).items()
+                        if outcome not in ("passed", "skipped"))
+        if failed or not case.get("passed", False):
+            out.append(f"critical case {case_id} failed: {', '.join(failed) or 'no passing checks'}")
+    return out
+

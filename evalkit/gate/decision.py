@@ -1,0 +1,80 @@
+"""Decision words and the exit codes that carry them to CI."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Verdict", "ExitCode", "exit_code", "Decision"]
+
+
+class Verdict(enum.StrEnum):
+    """What the gate says about a candidate."""
+
+    GO = "go"
+    REVIEW = "review"
+    BLOCK = "block"
+    INCOMPARABLE = "incomparable"
+
+
+class ExitCode(enum.IntEnum):
+    """Process exit codes. Decisions use 0-2; errors never share a code with a decision."""
+
+    GO = 0
+    BLOCK = 1
+    INCOMPARABLE = 2
+    INPUT_ERROR = 3  # bad file, bad config, bad command line: one line says which and what to fix
+    INTERNAL_ERROR = 4  # a bug in evalkit or a suite; the traceback is printed
+
+
+def exit_code(verdict: Verdict, review_fails: bool = False) -> ExitCode:
+    """The exit code of a decision; `review` passes unless the policy makes it fail the job."""
+    if verdict is Verdict.REVIEW:
+        return ExitCode.BLOCK if review_fails else ExitCode.GO
+    return {Verdict.GO: ExitCode.GO, Verdict.BLOCK: ExitCode.BLOCK,
+            Verdict.INCOMPARABLE: ExitCode.INCOMPARABLE}[verdict]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The gate's answer with everything a reviewer needs to check it."""
+
+    decision: Verdict
+    reasons: tuple[str, ...] = ()
+    changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    """Key components that differ: name -> (baseline, candidate)."""
+    pass_rate: float | None = None
+    regressed: tuple[str, ...] = ()
+    fixed: tuple[str, ...] = ()
+    critical_failures: tuple[str, ...] = ()
+    missing_critical: tuple[str, ...] = ()
+    tests: int = 0
+    passed: int = 0
+    review_reasons: tuple[str, ...] = ()
+    """Reasons that call for a person's review; they decide only when nothing blocks."""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    """Per metric: before, after, delta, status (see evalkit.gate.compare)."""
+    statistics: dict[str, Any] | None = None
+    """The paired bootstrap of task success (estimand, difference, interval, seed, resamples), when the policy
+    asks for one."""
+    failures: tuple[dict[str, Any], ...] = ()
+    """Graded suites: candidate cases failing task, quality or safety, with both sides' reasons."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "decision": str(self.decision),
+            "reasons": list(self.reasons),
+            "changed": {k: list(v) for k, v in self.changed.items()},
+            "pass_rate": self.pass_rate,
+            "regressed": list(self.regressed),
+            "fixed": list(self.fixed),
+            "critical_failures": list(self.critical_failures),
+            "missing_critical": list(self.missing_critical),
+            "tests": self.tests,
+            "passed": self.passed,
+            "review_reasons": list(self.review_reasons),
+            "metrics": self.metrics,
+            "statistics": self.statistics,
+            "failures": list(self.failures),
+        }

@@ -1,0 +1,173 @@
+"""The Gemini API's generateContent through the official `google-genai` client
+(extra: `pip install evalkit[gemini]`)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from evalkit.core.config import ModelConfig
+from evalkit.core.errors import ProviderError
+from evalkit.live.contract import BLOCKED_PREFIX
+from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
+from evalkit.live.providers.credentials import api_key, masked
+
+if TYPE_CHECKING:
+    from google import genai
+    from google.genai import types
+
+__all__ = ["GeminiProvider", "create", "GENERATION_OPTIONS", "THINKING_OPTIONS"]
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
+API_VERSION = "v1beta"
+"""Pinned: the SDK's default moved between releases, and v1beta carries JSON schemas and thinking levels."""
+NO_KEY = "not-needed"
+"""Sent to a base_url gateway that holds the credential itself (the client insists on a key)."""
+
+GENERATION_OPTIONS = frozenset({"temperature", "top_p", "top_k", "seed", "max_output_tokens", "stop_sequences",
+                                "presence_penalty", "frequency_penalty"})
+"""Options that are fields of Gemini's generation config, under their Gemini names."""
+THINKING_OPTIONS = frozenset({"thinking_level", "thinking_budget", "include_thoughts"})
+"""Options that go into the generation config's `thinking_config`."""
+
+
+class GeminiProvider:
+    """Gemini replies, with the JSON schema as `response_json_schema` and system messages as the system instruction.
+
+    One client serves all threads: the SDK's sync client keeps no per-call state, and its
+    connection pool (httpx2 since google-genai 3.0) is safe to share. Its own retries are off:
+    the runner owns retries.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        try:
+            from google import genai
+            from google.genai import errors, types
+        except ImportError:
+            raise ProviderError("the gemini provider needs its client. Install with: "
+                                "pip install 'evalkit[gemini]'") from None
+        self._types = types
+        self._api_error = errors.APIError
+        # A 200 whose body is not JSON, or not shaped like a response.
+        self._unreadable = (json.JSONDecodeError, errors.UnknownApiResponseError, ValidationError)
+        self._name = config.name
+        self._base_url = config.base_url or DEFAULT_BASE_URL
+        self._timeout_s = config.timeout_s
+        self._secret = api_key(config)  # the value never leaves this object
+        if self._secret is None and not config.base_url:
+            raise ProviderError(f"model '{config.name}': the Gemini API needs a key; set api_key_env to the name "
+                                "of the environment variable that holds it (e.g. GOOGLE_API_KEY)")
+        self._timeouts, self._dropped, self._transport = _httpx_errors()
+        http_options = types.HttpOptions(
+            base_url=self._base_url, api_version=API_VERSION,
+            timeout=max(1, round(config.timeout_s * 1000)),  # milliseconds
+            retry_options=types.HttpRetryOptions(attempts=1))
+        # vertexai=False and an explicit key: GOOGLE_GENAI_USE_VERTEXAI and GOOGLE_API_KEY in the
+        # environment do not change where calls go or which key they carry; the config does.
+        self._client: genai.Client = genai.Client(vertexai=False, api_key=self._secret or NO_KEY,
+                                                  http_options=http_options)
+
+    def complete(self, request: Request) -> Reply:
+        config = self._generation_config(request)
+        contents = [self._types.Content(role="model" if m.role == "assistant" else "user",
+                                        parts=[self._types.Part(text=m.content)])
+                    for m in request.messages if m.role != "system"]
+        response, latency_ms = timed_call(
+            lambda: self._client.models.generate_content(model=request.model, contents=contents, config=config),
+            self._failure)
+        return _reply(response, latency_ms)
+
+    def _generation_config(self, request: Request) -> types.GenerateContentConfig:
+        options = dict(request.options)
+        unknown = sorted(set(options) - GENERATION_OPTIONS - THINKING_OPTIONS)
+        if unknown:
+            known = ", ".join(sorted(GENERATION_OPTIONS | THINKING_OPTIONS))
+            raise CallFailure(f"{self._name}: unknown Gemini option(s) {', '.join(unknown)} (known: {known}); "
+                              "fix the model's options", retryable=False)
+        fields: dict[str, Any] = {k: v for k, v in options.items() if k in GENERATION_OPTIONS}
+        thinking = {k: v for k, v in options.items() if k in THINKING_OPTIONS}
+        if thinking:
+            fields["thinking_config"] = thinking
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        if system:
+            fields["system_instruction"] = system
+        if request.response_schema is not None:
+            fields["response_mime_type"] = "application/json"
+            fields["response_json_schema"] = request.response_schema
+        try:
+            return self._types.GenerateContentConfig(**fields)
+        except ValidationError as error:  # e.g. thinking_level "loud"
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors())
+            raise CallFailure(f"{self._name}: invalid Gemini option: {problems}", retryable=False) from None
+
+    def _failure(self, error: Exception) -> CallFailure | None:
+        """The CallFailure an SDK error means; None for anything else (a bug, a bad argument)."""
+        if isinstance(error, self._api_error):
+            status = int(error.code)
+            headers = getattr(error.response, "headers", None)
+            retry_after = headers.get("retry-after") if headers is not None else None
+            detail = error.message or str(error)
+            return CallFailure.for_status(status, self._clean(f"{self._name}: HTTP {status}: {excerpt(detail)}"),
+                                          retry_after=retry_after)
+        if isinstance(error, self._timeouts):
+            return CallFailure(self._clean(f"{self._name}: no reply within {self._timeout_s:g} s"), retryable=True)
+        if isinstance(error, self._transport):
+            return CallFailure(self._clean(f"{self._name}: connection to {self._base_url} failed: "
+                                           f"{type(error).__name__}: {error}"),
+                               retryable=isinstance(error, self._dropped))
+        if isinstance(error, self._unreadable):
+            return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a "
+                                           f"Gemini response: {excerpt(str(error))}"), retryable=True, status=200)
+        return None
+
+    def _clean(self, message: str) -> str:
+        return masked(message, self._secret)
+
+
+def _reply(response: types.GenerateContentResponse, latency_ms: float) -> Reply:
+    candidates = response.candidates or []
+    stop_reason = _lower(candidates[0].finish_reason) if candidates else None
+    feedback = response.prompt_feedback
+    if not candidates and feedback is not None and feedback.block_reason is not None:
+        stop_reason = f"{BLOCKED_PREFIX}{_lower(feedback.block_reason)}"  # the spelling the contract checks read
+    usage = response.usage_metadata
+    output = None
+    if usage is not None and usage.candidates_token_count is not None:
+        # Thinking tokens are billed as output: budgets must count them, though no text shows them.
+        output = usage.candidates_token_count + (usage.thoughts_token_count or 0)
+    return Reply(
+        text=response.text,
+        stop_reason=stop_reason,
+        usage=Usage(input_tokens=usage.prompt_token_count if usage else None, output_tokens=output),
+        latency_ms=latency_ms,
+    )
+
+
+def _lower(reason: Any) -> str | None:
+    """An SDK enum (FinishReason.STOP) or a string the SDK did not know, as "stop"."""
+    if reason is None:
+        return None
+    return str(getattr(reason, "value", reason)).lower()
+
+
+def _httpx_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """(timeouts, dropped connections, all transport errors) of httpx2 and httpx, whichever the SDK uses."""
+    timeouts: list[type[Exception]] = []
+    dropped: list[type[Exception]] = []
+    transport: list[type[Exception]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        timeouts.append(module.TimeoutException)
+        dropped += [module.NetworkError, module.RemoteProtocolError, module.ProxyError]
+        transport.append(module.TransportError)
+    return tuple(timeouts), tuple(dropped), tuple(transport)
+
+
+def create(config: ModelConfig) -> GeminiProvider:
+    return GeminiProvider(config)

@@ -1,0 +1,134 @@
+"""OpenAI-compatible chat completions (vLLM, llama.cpp server, LM Studio, OpenAI) through the official
+`openai` client (extra: `pip install evalkit[openai]`)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from evalkit.core.config import ModelConfig
+from evalkit.core.errors import ProviderError
+from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
+from evalkit.live.providers.credentials import api_key, masked
+
+if TYPE_CHECKING:
+    import openai
+
+__all__ = ["OpenAIProvider", "create", "NAMED_OPTIONS"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+NO_KEY = "not-needed"
+"""Sent when the config names no credential: local servers ignore it, and the client insists on one."""
+
+NAMED_OPTIONS = frozenset({"temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "stop",
+                           "presence_penalty", "frequency_penalty", "reasoning_effort", "logit_bias"})
+"""Options that are parameters of the chat completions API. Any other option (vLLM's `top_k`,
+`min_p`, `repetition_penalty` ...) goes into the request body as given, for the server to accept or refuse."""
+RESERVED = frozenset({"model", "messages", "response_format", "stream"})
+"""Body fields the request itself sets; an option may not replace them."""
+
+
+class OpenAIProvider:
+    """Chat completions from an OpenAI-compatible server, with the JSON schema as a strict `json_schema` format.
+
+    One client serves all threads: the SDK's client (an httpx connection pool) is safe to share.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        try:
+            import openai
+            from openai.types.chat import ChatCompletion
+        except ImportError:
+            raise ProviderError("the openai provider needs its client. Install with: "
+                                "pip install 'evalkit[openai]'") from None
+        self._openai = openai
+        self._completion_type = ChatCompletion
+        self._name = config.name
+        self._base_url = config.base_url or DEFAULT_BASE_URL
+        self._timeout_s = config.timeout_s
+        self._secret = api_key(config)  # the value never leaves this object
+        # An explicit base URL: the config, not OPENAI_BASE_URL in the environment, says where calls go.
+        self._client: openai.OpenAI = openai.OpenAI(
+            base_url=self._base_url, api_key=self._secret or NO_KEY,
+            timeout=config.timeout_s, max_retries=0)  # the runner owns retries
+
+    def complete(self, request: Request) -> Reply:
+        reserved = sorted(RESERVED & set(request.options))
+        if reserved:
+            raise CallFailure(f"{self._name}: option(s) {', '.join(reserved)} are set from the request itself, "
+                              "not from options; remove them from the model's options", retryable=False)
+        arguments: dict[str, Any] = {
+            "model": request.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        }
+        if request.response_schema is not None:
+            arguments["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": schema_name(request.response_schema), "schema": request.response_schema, "strict": True}}
+        extra = {k: v for k, v in request.options.items() if k not in NAMED_OPTIONS}
+        arguments |= {k: v for k, v in request.options.items() if k in NAMED_OPTIONS}
+        if extra:
+            arguments["extra_body"] = extra
+        completion, latency_ms = timed_call(lambda: self._client.chat.completions.create(**arguments), self._failure)
+        return self._reply(completion, latency_ms)
+
+    def _reply(self, completion: Any, latency_ms: float) -> Reply:
+        # A 200 whose body is not a chat completion: the SDK hands back the raw text (non-JSON
+        # content type) or a partially built object; either way there is no reply to record.
+        if not isinstance(completion, self._completion_type) or not completion.choices:
+            raise CallFailure(self._clean(f"{self._name}: the server answered 200 without a chat completion: "
+                                          f"{excerpt(str(completion))}"), retryable=True, status=200)
+        choice = completion.choices[0]
+        usage = completion.usage
+        return Reply(
+            text=choice.message.content,
+            stop_reason=choice.finish_reason,
+            usage=Usage(input_tokens=usage.prompt_tokens if usage else None,
+                        output_tokens=usage.completion_tokens if usage else None),
+            latency_ms=latency_ms,
+        )
+
+    def _failure(self, error: Exception) -> CallFailure | None:
+        """The CallFailure an SDK error means; None for anything else (a bug, a bad argument)."""
+        openai = self._openai
+        if isinstance(error, openai.APIStatusError):
+            status = error.status_code
+            return CallFailure.for_status(
+                status, self._clean(f"{self._name}: HTTP {status}: {excerpt(_server_message(error))}"),
+                retry_after=error.response.headers.get("retry-after"))
+        if isinstance(error, openai.APITimeoutError):
+            return CallFailure(self._clean(f"{self._name}: no reply within {self._timeout_s:g} s"), retryable=True)
+        if isinstance(error, openai.APIConnectionError):
+            cause = error.__cause__ or error
+            return CallFailure(self._clean(f"{self._name}: connection to {self._base_url} failed: "
+                                           f"{type(cause).__name__}: {cause}"), retryable=True)
+        if isinstance(error, json.JSONDecodeError | openai.APIResponseValidationError):
+            return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a "
+                                           f"chat completion: {error}"), retryable=True, status=200)
+        return None
+
+    def _clean(self, message: str) -> str:
+        return masked(message, self._secret)
+
+
+def _server_message(error: openai.APIStatusError) -> str:
+    """The server's own error message (`{"error": {"message": ...}}`), or the SDK's summary."""
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+    return str(error.message)
+
+
+def schema_name(schema: dict[str, Any]) -> str:
+    """The `json_schema.name` the API requires (a-z, A-Z, 0-9, _ and -, at most 64): the schema's title."""
+    title = schema.get("title")
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", title).strip("_")[:64] if isinstance(title, str) else ""
+    return name or "response"
+
+
+def create(config: ModelConfig) -> OpenAIProvider:
+    return OpenAIProvider(config)

@@ -1,0 +1,96 @@
+"""Run a suite's candidate program over the cases of a run: the program-suite counterpart of evalkit.run.execute.
+
+For each case, in dataset order: reserve the budget (public task bytes + the largest allowed response), run
+the program in its own temporary directory (evalkit.programs.sandbox), settle the budget on a valid response or keep
+the reservation as unknown. A denied case is not run and stays in the results as `budget_denied`, so it keeps
+its place in every denominator. Private fields and references never enter the program's directory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalkit.core.config import ProgramSpec
+from evalkit.core.dataset import Case
+from evalkit.core.errors import ConfigError, InputError, describe_validation
+from evalkit.live.budget import UnitBudget
+from evalkit.programs.sandbox import run_program
+
+__all__ = ["CandidateConfig", "candidate_config", "is_scorable", "public_task", "run_programs"]
+
+
+class CandidateConfig(BaseModel):
+    """One option of a program suite's candidate group (`conf/candidate/*.yaml`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    program: str = Field(min_length=1)
+    """The Python program to run (relative paths are relative to the project root); copied alone into the
+    case's temporary directory."""
+    args: tuple[str, ...] = ()
+    """Command-line arguments after the program."""
+    change: str = Field(min_length=1)
+    """What this candidate changes, in a word a reviewer can search for (shown in the report)."""
+    timeout_s: float = Field(1.0, gt=0)
+    """The program and its children are killed after this; the case is then unscored (`timeout`)."""
+    max_response_bytes: int = Field(4096, ge=1)
+    """A larger `response.json` is refused unread; also the response part of each budget reservation."""
+
+
+def candidate_config(settings: Mapping[str, Any], option: str, group: str) -> CandidateConfig:
+    """Validate the composed candidate settings; errors name the option file."""
+    try:
+        return CandidateConfig.model_validate(dict(settings))
+    except ValidationError as error:
+        raise ConfigError(describe_validation(error, CandidateConfig, f"conf/{group}/{option}.yaml")) from None
+
+
+def public_task(case: Case, spec: ProgramSpec) -> bytes:
+    """The bytes of `task.json`: the case id and its public fields, keys sorted, so the units are stable."""
+    public = {"id": case.id, **{k: v for k, v in case.fields.items() if k not in spec.private_fields}}
+    return json.dumps(public, sort_keys=True).encode()
+
+
+def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateConfig, program: Path,
+                 budget: UnitBudget) -> dict[str, dict[str, Any]]:
+    """case id -> what the run produced, in case order: the sandbox's ProgramRun fields (or a `budget_denied`
+    stand-in with the same keys) plus `units` spent and `usage_state` (known, unknown, not_started)."""
+    results: dict[str, dict[str, Any]] = {}
+    for case in cases:
+        task = public_task(case, spec)
+        files = case.get(spec.files_field, {}) if spec.files_field else {}
+        if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+            raise InputError(f"case {case.id}: field {spec.files_field!r} must map file names to their text")
+        reserved = len(task) + candidate.max_response_bytes
+        denial = budget.reserve(reserved)
+        if denial is not None:
+            results[case.id] = _denied(denial, len(task))
+            continue
+        try:
+            run = run_program(program, candidate.args, task, files, spec.watch,
+                              timeout_s=candidate.timeout_s, max_response_bytes=candidate.max_response_bytes)
+        except InputError as error:
+            raise InputError(f"case {case.id}: {error}") from None
+        units: int | None = None
+        usage = "unknown"  # the program may have done (and billed) the work: keep the reservation
+        if run.finished and run.output_bytes is not None:
+            units, usage = len(task) + run.output_bytes, "known"
+            budget.settle(reserved, units)
+        results[case.id] = {**run.to_json(), "units": units, "usage_state": usage}
+    return results
+
+
+def _denied(reason: str, input_bytes: int) -> dict[str, Any]:
+    return {"status": "budget_denied", "reason": reason, "response": None, "artifacts": {}, "artifact_sha256": {},
+            "visible_files": [], "input_bytes": input_bytes, "output_bytes": None, "wall_ms": None,
+            "isolation": None, "units": 0, "usage_state": "not_started"}
+
+
+def is_scorable(result: Mapping[str, Any]) -> bool:
+    return result.get("status") == "finished"
+

@@ -1,0 +1,311 @@
+"""Drive the calls of a run: replay each from the recording, or call the provider and record it.
+
+Two waves: every task call first (concurrently, in live modes), then the judge calls, which are
+built from the task replies — so a changed reply makes its judge call stale instead of silently
+reusing an old verdict. Failures of single calls are results, never exceptions: a call that fails
+after its retries, or that the budget denies, is recorded as such and leaves its case unscored.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from evalkit.core.config import Mode, ModelConfig, RunSettings
+from evalkit.core.dataset import Case
+from evalkit.live.budget import Budget, estimate_tokens
+from evalkit.live.limits import RateLimiter
+from evalkit.live.progress import CallProgress
+from evalkit.live.providers.base import CallFailure, Provider, Reply, Request
+from evalkit.live.retry import RetryPolicy, backoff_seconds
+from evalkit.run.journal import Journal
+from evalkit.run.recording import Entry, Failure, FailureKind, Hit, Provenance, Recording, lookup, request_fingerprint
+from evalkit.run.suite import SuiteTask
+
+__all__ = ["CallResult", "Execution", "LiveSetup", "execute", "UNSCORED"]
+
+Status = Literal["replayed", "recorded", "resumed", "missing", "stale", "failed", "budget_denied", "blocked"]
+# Statuses that leave a case unscored: the run could not measure it, which the gate treats as incomplete.
+UNSCORED = frozenset(get_args(FailureKind))
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """The outcome of one call id: a reply, or the reason there is none."""
+
+    status: Status
+    reply: Reply | None = None
+    reason: str | None = None
+
+    @property
+    def text(self) -> str | None:
+        return self.reply.text if self.reply else None
+
+
+@dataclass
+class LiveSetup:
+    """Everything a live or record-missing run needs to call models; built by the runner."""
+
+    providers: Mapping[str, Provider]
+    """By role: `model`, and `judge` when the suite judges; set up before the first call, so a missing
+    extra or credential is refused before any model is called."""
+    settings: RunSettings
+    budget: Budget
+    journal: Journal | None = None
+    resumed: Mapping[str, Entry] = field(default_factory=dict)
+    """Finished calls from the journal of an interrupted run (`+run.resume=true`)."""
+    redact: Callable[[str], str] = lambda text: text
+    progress: bool = False
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    sleep: Callable[[float], None] = time.sleep
+
+
+@dataclass(frozen=True)
+class Execution:
+    """All calls of a run, the recording to save (None when nothing new was recorded), and statistics."""
+
+    calls: dict[str, CallResult]
+    recording: Recording | None
+    stats: dict[str, Any]
+
+
+Planned = tuple[str, Request, str]  # call id, request, role ("model" or "judge")
+
+
+def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: ModelConfig,
+            judge: ModelConfig | None, mode: Mode, recording: Recording, where: str, version: str,
+            live: LiveSetup | None = None) -> Execution:
+    """Obtain every call of the run."""
+    if mode is not Mode.REPLAY and live is None:
+        raise ValueError(f"mode={mode} needs a LiveSetup")
+    judged = task.build_judge is not None and judge is not None
+    caller = _Caller(mode, recording, where, live, model, judge if judged else None)
+
+    calls = caller.wave([(f"task/{c.id}", task.build_task(c, prompt, model), "model") for c in cases])
+    if judged:
+        assert task.build_judge is not None and judge is not None
+        planned: list[Planned] = []
+        for case in cases:
+            output = calls[f"task/{case.id}"]
+            for metric, request in task.build_judge(case, output.text or "", judge).items():
+                call_id = f"judge/{metric}/{case.id}"
+                if output.text is None:
+                    calls[call_id] = CallResult("blocked", reason=f"{call_id} needs task/{case.id}, which has no reply")
+                else:
+                    planned.append((call_id, request, "judge"))
+        calls |= caller.wave(planned)
+
+    counts: dict[str, int] = {}
+    for result in calls.values():
+        counts[result.status] = counts.get(result.status, 0) + 1
+    stats: dict[str, Any] = {"calls": dict(sorted(counts.items())),
+                             "cost": cost_section(calls, caller.requests), "latency": latency_section(calls)}
+    if live is not None:
+        stats["live"] = {"sent": caller.sent, "retried": caller.retried,
+                         "seconds": round(caller.live_seconds, 3), "budget": live.budget.summary()}
+    return Execution(calls, caller.recording_to_save(version), stats)
+
+
+class _Caller:
+    """Obtains calls wave by wave and collects what a live run adds to the recording."""
+
+    def __init__(self, mode: Mode, recording: Recording, where: str, live: LiveSetup | None,
+                 model: ModelConfig, judge: ModelConfig | None) -> None:
+        self.mode, self.recording, self.where, self.live = mode, recording, where, live
+        self.configs = {"model": model, "judge": judge}
+        self.new_entries: dict[str, Entry] = {}
+        self.requests: dict[str, Request] = {}
+        self.sent = self.retried = 0
+        self.live_seconds = 0.0
+        self._lock = threading.Lock()
+        if live is not None and mode is not Mode.REPLAY:
+            self.providers = live.providers
+            self.limiter = RateLimiter(live.settings.rpm, live.settings.tpm)
+            self.retry = RetryPolicy(live.settings.retries, live.settings.backoff_s, live.settings.backoff_max_s)
+
+    def wave(self, planned: Sequence[Planned]) -> dict[str, CallResult]:
+        results: dict[str, CallResult] = {}
+        pending: list[Planned] = []
+        for call_id, request, role in planned:
+            self.requests[call_id] = request
+            found = None if self.mode is Mode.LIVE else lookup(self.recording, self.where, call_id, request)
+            if isinstance(found, Hit) and (self.mode is Mode.REPLAY or found.entry.failure is None):
+                results[call_id] = _from_entry(call_id, found.entry, "replayed")
+                continue
+            if self.mode is Mode.REPLAY:
+                assert found is not None and not isinstance(found, Hit)
+                results[call_id] = CallResult(found.kind, reason=found.reason)
+                continue
+            assert self.live is not None
+            earlier = self.live.resumed.get(call_id)
+            if earlier is not None and earlier.failure is None and earlier.request_sha == request_fingerprint(request):
+                self.new_entries[call_id] = earlier
+                results[call_id] = _from_entry(call_id, earlier, "resumed")
+                continue
+            pending.append((call_id, request, role))
+        if pending:
+            results |= self._call_all(pending)
+        return results
+
+    def _call_all(self, pending: Sequence[Planned]) -> dict[str, CallResult]:
+        """Run the pending calls on `run.concurrency` worker threads that share one queue.
+
+        Workers pull the next call themselves: no future per call, and the main thread stays idle
+        instead of competing with the calls for the interpreter lock.
+        """
+        assert self.live is not None
+        started = time.monotonic()
+        queue = iter(pending)
+        results: dict[str, CallResult] = {}
+        errors: list[BaseException] = []
+        with CallProgress(len(pending), self.live.progress) as progress:
+
+            def work() -> None:
+                try:
+                    while True:
+                        with self._lock:
+                            planned = next(queue, None)
+                        if planned is None or errors:
+                            return
+                        call_id, request, role = planned
+                        result = self._call(call_id, request, role, progress)
+                        with self._lock:
+                            results[call_id] = result
+                except BaseException as error:  # a bug in evalkit: stop the others and re-raise below
+                    errors.append(error)
+
+            workers = [threading.Thread(target=work, name=f"evalkit-call-{n}", daemon=True)
+                       for n in range(min(self.live.settings.concurrency, len(pending)))]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+        self.live_seconds += time.monotonic() - started
+        if errors:
+            raise errors[0]
+        return {call_id: results[call_id] for call_id, _, _ in pending}
+
+    def _call(self, call_id: str, request: Request, role: str, progress: CallProgress) -> CallResult:
+        """One call with budget, rate limit and retries; runs on a worker thread."""
+        live = self.live
+        assert live is not None
+        config = self.configs[role]
+        assert config is not None
+        estimate = estimate_tokens(request_text(request))
+        attempt = 0
+        while True:
+            reservation = live.budget.reserve(estimate, config.price)
+            if isinstance(reservation, str):
+                return self._end(call_id, request, progress, failure=Failure(kind="budget_denied", reason=reservation))
+            self.limiter.acquire(estimate + live.budget.limits.reserve_output_tokens)
+            with self._lock:
+                self.sent += 1
+            try:
+                reply = self.providers[role].complete(request)
+            except CallFailure as error:
+                if error.status == 429:
+                    live.budget.refund(reservation)  # refused before any work was done
+                else:
+                    live.budget.settle(reservation, None, config.price)  # the work may have been done
+                if error.retryable and attempt < self.retry.retries:
+                    with self._lock:
+                        self.retried += 1
+                    progress.retrying()
+                    live.sleep(backoff_seconds(self.retry, attempt, error.retry_after, live.rng))
+                    attempt += 1
+                    continue
+                kind = "retryable" if error.retryable else "not retryable"
+                reason = f"{call_id}: no reply after {attempt + 1} attempt(s) ({kind}): {error}"
+                return self._end(call_id, request, progress, failure=Failure(kind="failed", reason=live.redact(reason)))
+            except Exception as error:  # an error outside the provider contract: fail the call, not the run
+                live.budget.settle(reservation, None, config.price)
+                reason = f"{call_id}: live call failed: {type(error).__name__}: {error}"
+                return self._end(call_id, request, progress, failure=Failure(kind="failed", reason=live.redact(reason)))
+            live.budget.settle(reservation, reply.usage, config.price)
+            return self._end(call_id, request, progress, reply=reply)
+
+    def _end(self, call_id: str, request: Request, progress: CallProgress, reply: Reply | None = None,
+             failure: Failure | None = None) -> CallResult:
+        """Record the call's outcome and tick the progress bar: the one way out of `_call`."""
+        result = self._finish(call_id, request, reply, failure)
+        progress.finished(ok=failure is None)
+        return result
+
+    def _finish(self, call_id: str, request: Request, reply: Reply | None, failure: Failure | None) -> CallResult:
+        entry = Entry(request_sha=request_fingerprint(request), request=request, reply=reply, failure=failure)
+        assert self.live is not None
+        if self.live.journal is not None:
+            self.live.journal.append(call_id, entry)
+        with self._lock:
+            self.new_entries[call_id] = entry
+        return _from_entry(call_id, entry, "recorded")
+
+    def recording_to_save(self, version: str) -> Recording | None:
+        if not self.new_entries:
+            return None
+        kept = {} if self.mode is Mode.LIVE else dict(self.recording.calls)
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        if kept and self.recording.provenance.kind == "authored":
+            # Adding live calls to a fixture does not make the fixture's other replies a model's.
+            earlier = self.recording.provenance.note or "authored fixture"
+            provenance = Provenance(kind="authored", evalkit_version=version, recorded_at=now,
+                                    note=f"{earlier}; {len(self.new_entries)} call(s) recorded live at {now}")
+        else:
+            provenance = Provenance(kind="recorded", note="recorded by a live evalkit run",
+                                    evalkit_version=version, recorded_at=now)
+        return self.recording.model_copy(update={"calls": kept | self.new_entries, "provenance": provenance})
+
+
+def request_text(request: Request) -> str:
+    return " ".join(m.content for m in request.messages) + json.dumps(request.response_schema or "")
+
+
+def cost_section(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> dict[str, Any]:
+    """Calls and tokens of the model under test (task calls), and of the judge apart from them, from the
+    provider's usage where it reported some and estimated (characters / 4) where not; says how many were
+    estimated. Never a quality figure."""
+    task = _usage({cid: r for cid, r in calls.items() if cid.startswith("task/")}, requests)
+    judge = _usage({cid: r for cid, r in calls.items() if not cid.startswith("task/")}, requests)
+    return {"model_calls": task["calls"], "input_tokens": task["input_tokens"],
+            "output_tokens": task["output_tokens"], "estimated_calls": task["estimated_calls"],
+            "judge_calls": judge["calls"], "judge_input_tokens": judge["input_tokens"],
+            "judge_output_tokens": judge["output_tokens"]}
+
+
+def _usage(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> dict[str, Any]:
+    replies = {cid: r.reply for cid, r in calls.items() if r.reply is not None}
+    totals = {"input_tokens": 0, "output_tokens": 0}
+    estimated = {"input_tokens": 0, "output_tokens": 0}
+    for call_id, reply in replies.items():
+        reported = {"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens}
+        fallback = {"input_tokens": estimate_tokens(request_text(requests[call_id])) if call_id in requests else 0,
+                    "output_tokens": estimate_tokens(reply.text or "")}
+        for name in totals:
+            value = reported[name]
+            if value is None:
+                estimated[name] += 1
+                value = fallback[name]
+            totals[name] += value
+    return {"calls": len(replies), **totals, "estimated_calls": {k: v for k, v in estimated.items() if v}}
+
+
+def latency_section(calls: Mapping[str, CallResult]) -> dict[str, Any]:
+    """Per-call latency where it was measured (live calls); authored replies carry none."""
+    measured = sorted(r.reply.latency_ms for r in calls.values()
+                      if r.reply is not None and r.reply.latency_ms is not None)
+    if not measured:
+        return {"measured_calls": 0}
+    p95 = measured[min(len(measured) - 1, int(0.95 * len(measured)))]
+    return {"measured_calls": len(measured), "mean_ms": round(sum(measured) / len(measured), 1), "p95_ms": p95}
+
+
+def _from_entry(call_id: str, entry: Entry, status: Status) -> CallResult:
+    if entry.failure is not None:
+        return CallResult(entry.failure.kind, reason=entry.failure.reason)
+    return CallResult(status, entry.reply)

@@ -1,0 +1,270 @@
+"""evalkit's pytest plugin (entry point `pytest11`): cases as parameters, replies as fixtures, and
+the eval key, per-case results and provenance added to pytest-json-report's report.
+
+Inert unless pytest is started with `--evalkit-run=FILE` (the runner does that), so installing
+evalkit changes nothing in other pytest sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.core.config import BUILTIN_METRICS
+from evalkit.core.dataset import Case
+from evalkit.judging.slices import language_of_field, slice_cases
+from evalkit.programs.candidate import is_scorable
+from evalkit.programs.grade import Grade
+from evalkit.run.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
+
+RUN_OPTION = "--evalkit-run"
+MACHINE_FIELDS = ("environment", "root")  # about the machine, not the eval: dropped from reports
+
+
+class RunInput:
+    """What the runner hands to the pytest process: key, cases, call results, provenance."""
+
+    def __init__(self, path: Path) -> None:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        self.key: dict[str, Any] = data["key"]
+        self.provenance: dict[str, Any] = data["provenance"]
+        self.cases = [Case(c["id"], c["fields"]) for c in data["cases"]]
+        self.calls: dict[str, dict[str, Any]] = data["calls"]
+        self.components: dict[str, Any] = data.get("components", {})
+        suite = data.get("suite", {})
+        self.slices: list[str | dict[str, Any]] = suite.get("slices", [])
+        self.abstention_check: str = suite.get("abstention_check", "test_abstention")
+        self.group_by: str | None = suite.get("group_by")
+        # suites that run a candidate program: what each case's run left, and the references to grade it by
+        self.programs: dict[str, dict[str, Any]] = data.get("programs", {})
+        self.references: dict[str, dict[str, Any]] = data.get("references", {})
+
+    def text_of(self, call_id: str) -> str:
+        """The reply text of a call; a call without one fails the asking test with its reason."""
+        call = self.calls.get(call_id)
+        if call is None:
+            pytest.fail(f"{call_id} was never made: the suite's task did not plan this call", pytrace=False)
+        if call["status"] in UNSCORED:
+            pytest.skip(f"unscored: {call['reason']}")
+        if call["text"] is None:
+            pytest.fail(call["reason"] or f"{call_id}: no reply text", pytrace=False)
+        text: str = call["text"]
+        return text
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("evalkit")
+    group.addoption(RUN_OPTION, default=None, metavar="FILE",
+                    help="run the suite's checks over the calls in FILE (written by `python -m evalkit`)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cases(select, judged=None): run this check only on cases where select(case) "
+                            "is true (and, with judged=METRIC, where the run made that judge call)")
+    path = config.getoption(RUN_OPTION)
+    if path:
+        config.pluginmanager.register(_EvalRun(RunInput(Path(path)), config.rootpath), "evalkit-run")
+
+
+class _EvalRun:
+    """The active half of the plugin, registered only for an evalkit run."""
+
+    def __init__(self, run: RunInput, root: Path) -> None:
+        self.run = run
+        self.root = root
+        self.case_of: dict[str, str] = {}
+        self.metrics: dict[str, dict[str, float | None]] = {}
+        self.grades: dict[str, Grade] = {}
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "case" not in metafunc.fixturenames:
+            return
+        cases = self.run.cases
+        marker = metafunc.definition.get_closest_marker("cases")
+        if marker is not None and marker.args:
+            select: Callable[[Case], bool] = marker.args[0]
+            cases = [c for c in cases if select(c)]
+        if marker is not None and "judged" in marker.kwargs:  # only cases this run made that judge call for
+            metric = marker.kwargs["judged"]
+            cases = [c for c in cases if f"judge/{metric}/{c.id}" in self.run.calls]
+        metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            callspec = getattr(item, "callspec", None)
+            case = callspec.params.get("case") if callspec is not None else None
+            if isinstance(case, Case):
+                self.case_of[item.nodeid] = case.id
+
+    @pytest.fixture(scope="session")
+    def eval_key(self) -> dict[str, Any]:
+        """The eval key of this run."""
+        return self.run.key
+
+    @pytest.fixture(scope="session")
+    def components(self) -> dict[str, Any]:
+        """The composed settings of the suite's declared components (`components["retriever"]["k"]`)."""
+        return self.run.components
+
+    @pytest.fixture
+    def task_reply(self, case: Case) -> str:
+        """The model's reply text for this case (`task/<case-id>`)."""
+        return self.run.text_of(f"task/{case.id}")
+
+    @pytest.fixture
+    def judge_reply(self, case: Case) -> Callable[[str], str]:
+        """`judge_reply(metric)`: the judge's reply text for this case (`judge/<metric>/<case-id>`)."""
+        return lambda metric: self.run.text_of(f"judge/{metric}/{case.id}")
+
+    @pytest.fixture
+    def record_metric(self, case: Case) -> Callable[[str, float | None], None]:
+        """`record_metric(name, value)`: a number about this case; None when it could not be measured."""
+
+        def record(name: str, value: float | None) -> None:
+            if name in BUILTIN_METRICS:
+                raise ValueError(f"case {case.id}: {name!r} is computed by evalkit; record another metric name")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                      or not math.isfinite(value)):
+                raise ValueError(f"case {case.id}: metric {name!r} must be a finite number or None, got {value!r}")
+            self.metrics.setdefault(case.id, {})[name] = None if value is None else float(value)
+
+        return record
+
+    @pytest.fixture
+    def program_run(self, case: Case) -> dict[str, Any]:
+        """What the candidate program left for this case: `response`, `artifacts` (watched file -> text),
+        `visible_files`... A case the program could not finish (timeout, crash, invalid response, budget) is
+        skipped as unscored with the reason."""
+        run = self.run.programs.get(case.id)
+        if run is None:
+            pytest.fail(f"case {case.id}: this run executed no candidate program for it", pytrace=False)
+        if not is_scorable(run):
+            pytest.skip(f"unscored: {run['reason']}")
+        return run
+
+    @pytest.fixture
+    def reference(self, case: Case) -> dict[str, Any]:
+        """The case's private reference (from the manifest dataset's references file)."""
+        try:
+            return self.run.references[case.id]
+        except KeyError:
+            pytest.fail(f"case {case.id}: the dataset has no reference for it", pytrace=False)
+
+    @pytest.fixture
+    def record_grade(self, case: Case) -> Callable[[Grade], None]:
+        """`record_grade(grade)`: the grader's verdicts for this case (evalkit.programs.grade.Grade), for the gate."""
+
+        def record(grade: Grade) -> None:
+            if not isinstance(grade, Grade):
+                raise TypeError(f"case {case.id}: record_grade takes an evalkit.Grade, got {type(grade).__name__}")
+            self.grades[case.id] = grade
+
+        return record
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
+        for field in MACHINE_FIELDS:
+            json_report.pop(field, None)
+        for test in json_report.get("tests", []):  # failure locations relative to the suite, not this machine
+            for stage in ("setup", "call", "teardown"):
+                crash = (test.get(stage) or {}).get("crash")
+                if isinstance(crash, dict) and isinstance(crash.get("path"), str):
+                    crash["path"] = _relative(crash["path"], self.root)
+        json_report["format"] = "evalkit-run-report/1"
+        json_report["eval"] = self.run.key
+        json_report["provenance"] = self.run.provenance
+        tests = json_report.get("tests", [])
+        json_report["cases"] = self._cases(tests)
+        passed = sum(t["outcome"] == "passed" for t in tests)
+        json_report["pass_rate"] = round(passed / len(tests), 6) if tests else None
+        metrics = aggregate_metrics(self.metrics)
+        cases = json_report["cases"]
+        scored = [c for c in cases if c["checks"]]
+        metrics["pass_rate"] = {"mean": json_report["pass_rate"], "count": len(tests), "unmeasured": 0}
+        metrics["case_pass_rate"] = {"mean": round(sum(c["passed"] for c in scored) / len(scored), 6) if scored
+                                     else None, "count": len(scored), "unmeasured": len(cases) - len(scored)}
+        json_report["metrics"] = metrics
+        if self.run.slices:
+            json_report["slices"] = self._slices(cases)
+
+    def _slices(self, cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        results = {c["id"]: c for c in cases}
+        out: dict[str, dict[str, Any]] = {}
+        for spec in self.run.slices:
+            by, where = (spec, {}) if isinstance(spec, str) else (spec["by"], spec.get("where", {}))
+            chosen = [c for c in self.run.cases if all(c.get(k) == v for k, v in where.items())]
+            match = re.fullmatch(r"language\((\w+)\)", by)
+            key = language_of_field(match.group(1)) if match else by
+            label = by + "".join(f" where {k}={v}" for k, v in where.items())
+            cut = slice_cases(chosen, results, key, abstention_check=self.run.abstention_check)
+            out[label] = {name: s.model_dump(mode="json") for name, s in cut.items()}
+        return out
+
+    def _cases(self, tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        by_case: dict[str, dict[str, Any]] = {
+            c.id: {"id": c.id, "status": "scored", "checks": {}, "calls": {}, "problems": []} for c in self.run.cases}
+        for test in tests:
+            case_id = self.case_of.get(test["nodeid"])
+            if case_id is None:
+                continue
+            test["case"] = case_id
+            check = test["nodeid"].split("::")[-1].split("[", 1)[0]
+            by_case[case_id]["checks"][check] = test["outcome"]
+        for call_id, call in self.run.calls.items():
+            case_id = call_id.rsplit("/", 1)[-1]  # task/<case>, judge/<metric ...>/<case>
+            if case_id in by_case:
+                by_case[case_id]["calls"][call_id] = call["status"]
+                if call["reason"]:
+                    by_case[case_id]["problems"].append(call["reason"])
+                if call["status"] in UNSCORED:
+                    by_case[case_id]["status"] = "unscored"
+                # the reply contract (text when finished, a known stop reason), recorded or live
+                by_case[case_id]["problems"] += [f"{call_id}: {p}" for p in call.get("contract", [])]
+        for case_id, run in self.run.programs.items():
+            entry = by_case.get(case_id)
+            if entry is None:
+                continue
+            entry["program"] = run
+            if not is_scorable(run):
+                entry["status"] = "unscored"
+                entry["problems"].append(f"candidate program: {run['reason']}")
+                entry["grade"] = Grade.unscored(run["reason"]).to_json()
+            elif case_id in self.grades:
+                entry["grade"] = self.grades[case_id].to_json()
+        if self.run.group_by:
+            for case in self.run.cases:
+                by_case[case.id]["group"] = case.get(self.run.group_by)
+        for entry in by_case.values():
+            # A case passes when every check that ran passed; a check skipped as not applicable does not fail it
+            # (a case whose calls failed or were denied is unscored, which the gate treats on its own).
+            outcomes = list(entry["checks"].values())
+            entry["passed"] = "passed" in outcomes and all(o in ("passed", "skipped") for o in outcomes)
+            entry["metrics"] = self.metrics.get(entry["id"], {})
+        return list(by_case.values())
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return path
+
+
+def aggregate_metrics(per_case: dict[str, dict[str, float | None]]) -> dict[str, dict[str, Any]]:
+    """Each metric's mean over the cases that measured it, and how many did; None when none could."""
+    values: dict[str, list[float | None]] = {}
+    for metrics in per_case.values():
+        for name, value in metrics.items():
+            values.setdefault(name, []).append(value)
+    out: dict[str, dict[str, Any]] = {}
+    for name, seen in sorted(values.items()):
+        measured = [v for v in seen if v is not None]
+        out[name] = {"mean": round(sum(measured) / len(measured), 6) if measured else None,
+                     "count": len(measured), "unmeasured": len(seen) - len(measured)}
+    return out

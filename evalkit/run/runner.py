@@ -1,0 +1,304 @@
+"""Run a suite under an eval key: obtain the calls, run the pytest checks in a subprocess, and
+return the run report.
+
+pytest runs in a fresh process for every run, never in-process: the jobs of a Hydra sweep share a
+process, and an in-process pytest would keep the first job's test modules for the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalkit.core.atomic import write_atomic
+from evalkit.core.config import Mode, RunConfig
+from evalkit.core.dataset import load_dataset
+from evalkit.core.errors import InputError, RecordingError
+from evalkit.core.fingerprint import fingerprint, sha256
+from evalkit.core.key import EvalKey, build_key, recording_path
+from evalkit.core.report import RunReport, report_from_mapping
+from evalkit.core.version import __version__
+from evalkit.live.budget import Budget, UnitBudget
+from evalkit.live.contract import contract_problems
+from evalkit.live.progress import progress_enabled
+from evalkit.live.providers import Provider, make_provider
+from evalkit.live.redact import Redactor
+from evalkit.programs.candidate import candidate_config, run_programs
+from evalkit.programs.sandbox import probe_isolation
+from evalkit.project.paths import PROJECT_ROOT, project_path
+from evalkit.run.execute import Execution, LiveSetup, execute
+from evalkit.run.journal import Journal, journal_path, read_journal, recording_lock
+from evalkit.run.manifest import load_manifest_dataset
+from evalkit.run.plugin import RUN_OPTION
+from evalkit.run.recording import Provenance, Recording, load_recording, save_recording
+from evalkit.run.suite import load_task
+
+__all__ = ["RunResult", "run_suite", "run_checks"]
+
+# pytest's exit codes that still mean "the checks ran": 0 all passed, 1 some failed.
+_CHECKS_RAN = (0, 1)
+_NO_TESTS = 5
+PROGRAM_RUN_KIND = ("candidate program per case (authored deterministic fixtures in the shipped suite); "
+                    "no model calls")
+# Settings from the caller's environment that would change which checks run or how.
+_PYTEST_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    key: EvalKey
+    report: RunReport
+    report_path: Path
+    recording_path: Path | None
+    """None for suites that run a candidate program (they make no model calls, so record nothing)."""
+    execution: dict[str, Any]
+    """Call statistics: statuses, and for live runs calls sent, retries, seconds and budget spent."""
+
+
+def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult:
+    """Execute and check one run; writes `report.json` (and the recording, in live modes).
+
+    With a baseline, its recorded task replies are offered to the suite's judge (pairwise judging)."""
+    if config.suite.program is not None:
+        return _run_program_suite(config)
+    # validate_config guarantees a model suite its prompt and dataset file
+    assert config.prompt is not None and config.dataset.file is not None
+    suite_dir = project_path(config.suite.path)
+    dataset = load_dataset(project_path(config.dataset.file))
+    prompt_path = project_path(config.prompt.file)
+    try:
+        prompt_text = prompt_path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise InputError(f"{prompt_path}: cannot read prompt {config.prompt.version} ({error.strerror})") from None
+    key = build_key(
+        suite=config.suite.name, dataset=dataset, model=config.model.name,
+        prompt_version=config.prompt.version, prompt_text=prompt_text,
+        judge_model=config.judge.name if config.judge else None,
+        components={g: (config.choices.get(g, g), s) for g, s in config.components.items()},
+    )
+    rec_path = recording_path(key, project_path(config.run.recordings))
+    redact = redactor_for(config)
+    task = load_task(suite_dir, config.components, baseline_replies(baseline))
+
+    def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
+        return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model, judge=config.judge,
+                       mode=config.mode, recording=recording, where=_shown(rec_path), version=__version__, live=live)
+
+    if config.mode is Mode.REPLAY:
+        recording = load_recording(rec_path, key)
+        execution = run_calls(recording, None)
+    else:
+        # Providers first: a missing extra or credential is refused before any lock, journal or call.
+        providers = {"model": make_provider(config.model)}
+        if config.judge is not None and task.build_judge is not None:
+            providers["judge"] = make_provider(config.judge)
+        notify = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+        with recording_lock(rec_path, config.run.lock_timeout_s, notify):
+            recording, execution = _record(config, key, rec_path, redact, providers, run_calls)
+
+    run_input = {
+        "key": key.model_dump(mode="json"),
+        "components": config.components,
+        "suite": _suite_input(config),
+        "provenance": _provenance(config, rec_path, recording.provenance),
+        "cases": [{"id": c.id, "fields": c.fields} for c in dataset.cases],
+        "calls": {cid: {"status": r.status, "text": r.text, "reason": r.reason,
+                        "stop_reason": r.reply.stop_reason if r.reply else None,
+                        "contract": contract_problems(r.reply) if r.reply else []}
+                  for cid, r in execution.calls.items()},
+    }
+    report, report_path = _check_and_report(config, suite_dir, run_input, redact, {"execution": execution.stats})
+    return RunResult(key, report, report_path, rec_path, execution.stats)
+
+
+def _check_and_report(config: RunConfig, suite_dir: Path, run_input: dict[str, Any], redact: Redactor,
+                      extra: dict[str, Any]) -> tuple[RunReport, Path]:
+    """Hand the run's input to the suite's checks, add `extra` sections, write `report.json` (and save_report)."""
+    out = Path(config.run.out)
+    out.mkdir(parents=True, exist_ok=True)
+    input_path = out / "run-input.json"
+    write_atomic(input_path, redact(json.dumps(run_input, ensure_ascii=False)))
+    data = run_checks(suite_dir, input_path, out, redact)
+    data.update(extra)
+    report = report_from_mapping(data, f"report of suite {config.suite.name}")
+    report_path = out / "report.json"
+    text = redact(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    write_atomic(report_path, text)
+    if config.run.save_report:
+        write_atomic(Path(config.run.save_report).expanduser(), text)
+    return report, report_path
+
+
+def _run_program_suite(config: RunConfig) -> RunResult:
+    """A suite that evaluates a candidate program: run it per case (no model, no recording), then the checks."""
+    spec = config.suite.program
+    # validate_config guarantees a program suite its manifest dataset
+    assert spec is not None and config.dataset.manifest is not None
+    split = config.split
+    data_set = load_manifest_dataset(project_path(config.dataset.manifest), split)
+    option = config.choices.get(spec.component, spec.component)
+    candidate = candidate_config(config.components.get(spec.component, {}), option, spec.component)
+    program = project_path(candidate.program)
+    if not program.is_file():
+        raise InputError(f"conf/{spec.component}/{option}.yaml: program {candidate.program} not found")
+    program_sha = sha256(program.read_bytes())
+    name = config.choices.get("dataset", "dataset")
+    components = {g: (config.choices.get(g, g), s) for g, s in config.components.items()}
+    # the program's bytes are part of what is measured: editing it makes another candidate
+    components[spec.component] = (option, {**config.components.get(spec.component, {}),
+                                           "program_sha256": program_sha})
+    key = build_key(suite=config.suite.name, dataset=data_set.identity(name), model="none", prompt_version="none",
+                    prompt_text="", judge_model=_checks_fingerprint(project_path(config.suite.path), program),
+                    components=components)
+    budget = UnitBudget(config.budget.max_units)
+    results = run_programs(data_set.cases, spec, candidate, program, budget)
+
+    provenance = {**_provenance(config, None, None), "run_kind": PROGRAM_RUN_KIND,
+                  "isolation": probe_isolation().label}
+    run_input = {
+        "key": key.model_dump(mode="json"),
+        "components": config.components,
+        "suite": _suite_input(config),
+        "provenance": provenance,
+        "cases": [{"id": c.id, "fields": c.fields} for c in data_set.cases],
+        "calls": {},
+        "programs": results,
+        "references": data_set.references,  # for the graders in the checks' process; never in a program's dir
+    }
+    redact = redactor_for(config)  # a candidate's response could echo secret-shaped text: never write it
+    execution = {"programs": dict(Counter(r["status"] for r in results.values())), "budget": budget.summary()}
+    extra = {
+        "dataset": {"name": name, "version": data_set.version, "split": split, "synthetic": data_set.synthetic,
+                    "purpose": data_set.purpose, "sha": data_set.sha, "cases": len(data_set.cases)},
+        "candidate": {"option": option, "change": candidate.change, "program": candidate.program,
+                      "args": list(candidate.args), "program_sha256": program_sha, "timeout_s": candidate.timeout_s,
+                      "max_response_bytes": candidate.max_response_bytes},
+        "execution": execution,
+    }
+    report, report_path = _check_and_report(config, project_path(config.suite.path), run_input, redact, extra)
+    return RunResult(key, report, report_path, None, execution)
+
+
+def _suite_input(config: RunConfig) -> dict[str, Any]:
+    """What the suite's checks need from its config: slices, the abstention check, the group field."""
+    return {"slices": [s if isinstance(s, str) else s.model_dump() for s in config.suite.slices],
+            "abstention_check": config.suite.abstention_check, "group_by": config.suite.group_by}
+
+
+def _checks_fingerprint(suite_dir: Path, program: Path) -> str:
+    """The graders of a program suite play the judge's part: the suite's Python files other than the candidate
+    decide the scores, so a change to them makes runs incomparable, as a new judge model would."""
+    files = sorted(p for p in suite_dir.glob("*.py") if p.resolve() != program.resolve())
+    return "checks@" + fingerprint({p.name: sha256(p.read_bytes()) for p in files})
+
+
+def baseline_replies(baseline: RunReport | None) -> dict[str, str]:
+    """case id -> the baseline's task reply, from the recording its report names; empty when there is none."""
+    name = baseline.provenance.get("recording") if baseline is not None else None
+    if not isinstance(name, str) or not project_path(name).is_file():
+        return {}
+    recording = load_recording(project_path(name))
+    return {call_id.split("/", 1)[1]: entry.reply.text for call_id, entry in recording.calls.items()
+            if call_id.startswith("task/") and entry.reply is not None and entry.reply.text is not None}
+
+
+def redactor_for(config: RunConfig) -> Redactor:
+    """What this run must never write: the values of its credential variables and secret-shaped text."""
+    names = [config.model.api_key_env, config.judge.api_key_env if config.judge else None]
+    return Redactor(names, config.run.secret_patterns)
+
+
+def _record(config: RunConfig, key: EvalKey, rec_path: Path, redact: Redactor, providers: dict[str, Provider],
+            run_calls: Callable[[Recording, LiveSetup | None], Execution]) -> tuple[Recording, Execution]:
+    """A live or record-missing run, under the recording's lock, journaled so a crash can resume."""
+    journal_file = journal_path(rec_path)
+    if journal_file.exists() and not config.run.resume:
+        raise RecordingError(f"{journal_file}: an interrupted live run left this journal; continue it with "
+                             "+run.resume=true, or delete the journal to start afresh")
+    resumed = read_journal(journal_file) if config.run.resume else {}
+    if rec_path.is_file():
+        recording = load_recording(rec_path, key)
+    else:
+        recording = Recording(key=key, provenance=Provenance(kind="recorded"), calls={})
+    live = LiveSetup(providers=providers, settings=config.run, budget=Budget(config.budget),
+                     resumed=resumed, redact=redact, progress=progress_enabled(config.run.progress))
+    with Journal(journal_file, redact) as journal:
+        live.journal = journal
+        execution = run_calls(recording, live)
+    if execution.recording is not None:
+        save_recording(execution.recording, rec_path, redact)
+        recording = execution.recording
+    journal_file.unlink(missing_ok=True)  # compacted into the recording
+    return recording, execution
+
+
+def run_checks(suite_dir: Path, input_path: Path, out: Path,
+               redact: Callable[[str], str] = lambda text: text) -> dict[str, Any]:
+    """Run the suite's pytest checks over the obtained calls in a fresh process; return the raw report."""
+    ini = out / "pytest.ini"
+    ini.write_text("[pytest]\n", encoding="utf-8")  # isolates the suite from the caller's pytest config
+    raw_path = out / "pytest-report.json"
+    raw_path.unlink(missing_ok=True)
+    command = [
+        sys.executable, "-m", "pytest", str(suite_dir), "-q", "--no-header", "-p", "no:cacheprovider",
+        "-p", "no:hydra_pytest", "-c", str(ini), "--rootdir", str(suite_dir),
+        "--json-report", f"--json-report-file={raw_path}",
+        "--json-report-omit", "collectors", "keywords", "log", "streams", "traceback",
+        f"{RUN_OPTION}={input_path}",
+    ]
+    env = {k: v for k, v in os.environ.items() if k not in _PYTEST_ENV}
+    done = subprocess.run(command, cwd=suite_dir, env=env, capture_output=True, text=True, check=False)
+    log = out / "pytest.log"
+    log.write_text(redact(done.stdout + done.stderr), encoding="utf-8")
+    if done.returncode == _NO_TESTS:
+        raise InputError(f"{suite_dir}: pytest collected no tests (exit code 5); see {log}")
+    if done.returncode not in _CHECKS_RAN or not raw_path.is_file():
+        last = _last_error_line(done.stdout + done.stderr)
+        raise InputError(f"{suite_dir}: the suite's checks did not run (pytest exit code {done.returncode}: "
+                         f"{last}); see {log}")
+    data: dict[str, Any] = json.loads(raw_path.read_text(encoding="utf-8"))
+    raw_path.unlink()
+    return data
+
+
+def _last_error_line(output: str) -> str:
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("E ") or "Error" in line]
+    return (errors or lines or ["no output"])[-1][:300]
+
+
+def _shown(path: Path) -> str:
+    """Project files are named relative to the project root, as a reviewer sees them in git."""
+    try:
+        return str(path.resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _provenance(config: RunConfig, rec_path: Path | None, recording: Provenance | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "evalkit_version": __version__,
+        "git_commit": _git_commit(),
+        "python": platform.python_version(),
+        "mode": str(config.mode),
+    }
+    if rec_path is not None and recording is not None:
+        out.update(recording=_shown(rec_path), recording_provenance=recording.kind, recording_note=recording.note)
+    return out
+
+
+def _git_commit() -> str | None:
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
+                              text=True, check=False, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
