@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from evalkit.project.paths import PROJECT_ROOT
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+
 
 pytest_plugins = ["pytester"]
 

@@ -17,7 +17,8 @@ from conftest import evalkit_env, write_json
 from evalkit.adapt import DOCS_STAGE_POLICY, adapt_docs_stage, compare_docs_stages, parse_docs_stage
 from evalkit.core.errors import InputError
 from evalkit.core.fingerprint import canonical_json
-from evalkit.project.paths import PROJECT_ROOT
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
 FIXTURES = PROJECT_ROOT / "suites/docs_stages/fixtures"
 GEMINI = FIXTURES / "gemini-3.8-flash.json"

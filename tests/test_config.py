@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,9 @@ from omegaconf import OmegaConf
 
 from evalkit.core.config import Mode, RunConfig, validate_config
 from evalkit.core.errors import ConfigError
-from evalkit.project.paths import PROJECT_ROOT
+from evalkit.project.paths import PACKAGE_CONF
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
 CONF = PROJECT_ROOT / "conf"
 GROUPS = ["suite", "model", "prompt", "dataset", "judge", "policy", "retriever", "reply_format", "candidate"]
@@ -36,7 +39,8 @@ def composed(*overrides: str) -> dict[str, Any]:
 
 
 def options() -> list[tuple[str, str]]:
-    return [(group, path.stem) for group in GROUPS for path in sorted((CONF / group).glob("*.yaml"))]
+    return [(group, path.stem) for group in GROUPS for folder in (CONF, PACKAGE_CONF)
+            for path in sorted((folder / group).glob("*.yaml"))]
 
 
 @pytest.mark.parametrize("group, option", options())

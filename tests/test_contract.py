@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from evalkit.live.contract import BLOCKED_PREFIX, STOP_REASONS, StopKind, contract_problems, stop_kind
 from evalkit.live.providers.base import Reply, Usage
-from evalkit.project.paths import PROJECT_ROOT
 from evalkit.run.recording import Recording
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
 RECORDED = Reply(text="You can return a new bike within 30 days of delivery.", stop_reason="stop",
                  usage=Usage(input_tokens=30, output_tokens=12))

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-from evalkit.project.paths import PROJECT_ROOT
+from evalkit.project.paths import PACKAGE_CONF  # noqa: E402
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+
 
 README = (PROJECT_ROOT / "README.md").read_text()
 
@@ -38,5 +42,5 @@ def test_readme_exit_codes_match_the_program():
 def test_readme_names_every_config_option():
     for group in ("suite", "model", "prompt", "dataset", "judge", "policy", "candidate", "retriever", "reply_format",
                   "rubric"):
-        for option in (PROJECT_ROOT / "conf" / group).glob("*.yaml"):
+        for option in [*(PROJECT_ROOT / "conf" / group).glob("*.yaml"), *(PACKAGE_CONF / group).glob("*.yaml")]:
             assert f"`{option.stem}`" in README, f"README does not mention {group}={option.stem}"

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.project.paths import PROJECT_ROOT
 from evalkit.run.suite import load_module
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
 RECORDINGS = sorted((PROJECT_ROOT / "recordings").glob("*/*.json"))
 BASELINES = sorted((PROJECT_ROOT / "suites").glob("*/runs/*.json"))

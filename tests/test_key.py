@@ -9,7 +9,8 @@ import pytest
 from evalkit.core.dataset import load_dataset
 from evalkit.core.fingerprint import fingerprint
 from evalkit.core.key import KEY_VERSION, EvalKey, build_key, recording_path, safe_name
-from evalkit.project.paths import PROJECT_ROOT
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
 SUITE = PROJECT_ROOT / "suites/issue_triage"
 

@@ -22,9 +22,10 @@ import pytest
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case, load_dataset
 from evalkit.core.version import __version__
-from evalkit.project.paths import PROJECT_ROOT
 from evalkit.run.recording import load_recording, request_fingerprint
 from evalkit.run.suite import load_task
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
 try:
     from fakes import FakeError as FakeOllamaError
@@ -431,6 +432,7 @@ def test_live_run_with_missing_credential_exits_3_before_calling(evalkit: Evalki
     assert run.code == 3, run.explain()
     lines = run.done.stderr.strip().splitlines()
     assert len(lines) == 1 and "EVALKIT_TEST_UNSET_TOKEN" in lines[0], run.done.stderr
+    assert lines[0].startswith("error: the model under test: gemma4:e2b (ollama) needs"), lines[0]
     assert server.requests == []
 
 
@@ -450,4 +452,6 @@ def test_live_run_with_the_gemini_judge_and_no_key_refuses_before_any_call(evalk
     assert run.code == 3, run.explain()
     lines = run.done.stderr.strip().splitlines()
     assert len(lines) == 1 and "GOOGLE_API_KEY" in lines[0], run.done.stderr
+    # the key is the judge's: the message must not read as if the model under test (gemma4) needed it
+    assert lines[0].startswith("error: the suite's pinned judge: gemini-3.8-flash (gemini) needs"), lines[0]
     assert server.requests == [], f"{len(server.requests)} model calls were made and then thrown away"

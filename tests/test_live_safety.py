@@ -13,7 +13,8 @@ import pytest
 from test_live import TOTAL_TESTS, Evalkit, FakeOllama, read_json, replies, task_calls
 from test_live import evalkit as evalkit  # noqa: F401  (the fixture)
 
-from evalkit.project.paths import PROJECT_ROOT
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+
 
 pytestmark = pytest.mark.slow
 

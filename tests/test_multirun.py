@@ -13,8 +13,10 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.key import build_key, recording_path
 from evalkit.live.providers.base import Message, Reply, Request
-from evalkit.project.paths import PROJECT_ROOT
+from evalkit.project.paths import PACKAGE_CONF
 from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
 pytestmark = pytest.mark.slow
 
@@ -59,11 +61,13 @@ def build_task(case, prompt, model):
 '''
 TEST = '''
 from task import MARK
+
 def test_reply_is_this_suites(case, task_reply):
     assert task_reply == "reply-" + MARK + "-" + case.id
 '''
 SUITE_OPTION = """# @package _global_
 defaults:
+  - /model: gemini-flash
   - /prompt: v1
   - /dataset: v1
   - /judge: gemini-flash
@@ -85,7 +89,7 @@ def make_suite(root: Path, conf: Path, rec: Path, mark: str) -> None:
     (suite / "task.py").write_text(textwrap.dedent(TASK.format(mark=mark)))
     (suite / "test_leak.py").write_text(textwrap.dedent(TEST))
     (conf / "suite" / f"leak_{mark}.yaml").write_text(SUITE_OPTION.format(name=f"leak_{mark}", path=suite))
-    model = ModelConfig.model_validate(yaml.safe_load((PROJECT_ROOT / "conf/model/gemini-flash.yaml").read_text()))
+    model = ModelConfig.model_validate(yaml.safe_load((PACKAGE_CONF / "model/gemini-flash.yaml").read_text()))
     dataset = load_dataset(suite / "datasets/v1.json")
     key = build_key(suite=f"leak_{mark}", dataset=dataset, model=model.name, prompt_version="v1",
                     prompt_text="prompt", judge_model="gemini-3.8-flash", components={})

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from evalkit.core.errors import ConfigError, InputError
 from evalkit.core.policy import Policy
 from evalkit.core.policy import load_policy as load_policy_file
 from evalkit.project.options import find_option
-from evalkit.project.paths import PROJECT_ROOT
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
 POLICY_DIR = PROJECT_ROOT / "conf" / "policy"
 SCHEMA_PATH = POLICY_DIR / "policy.schema.json"

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import report, write_json
 
 from evalkit.core.errors import InputError
 from evalkit.core.report import load_report, parse_report
-from evalkit.project.paths import PROJECT_ROOT
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
 GOOD = report({"test_label[a]": "passed", "test_label[b]": "failed"})
 

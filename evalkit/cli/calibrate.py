@@ -18,7 +18,8 @@ from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import EvalkitError, InputError
 from evalkit.gate.decision import ExitCode
 from evalkit.programs.calibrate import calibrate, render
-from evalkit.project.paths import PROJECT_ROOT, project_path
+from evalkit.project.options import find_option
+from evalkit.project.paths import project_path
 from evalkit.run.suite import load_module
 
 __all__ = ["main"]
@@ -26,16 +27,12 @@ __all__ = ["main"]
 
 def _suite_dir(spec: str) -> Path:
     name = spec.split("=", 1)[1] if spec.startswith("suite=") else spec
-    option = PROJECT_ROOT / "conf" / "suite" / f"{name}.yaml"
-    if not option.is_file():
-        known = sorted(p.stem for p in option.parent.glob("*.yaml"))
-        raise InputError(f"suite={name}: no conf/suite/{name}.yaml (available: {', '.join(known)})")
+    option = find_option("suite", name)
     data = yaml.safe_load(option.read_text(encoding="utf-8")) or {}
     path = (data.get("suite") or {}).get("path")
     if not isinstance(path, str):
         raise InputError(f"{option}: no suite.path")
     return project_path(path)
-
 
 
 def build_parser() -> argparse.ArgumentParser:

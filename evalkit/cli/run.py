@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -136,9 +137,13 @@ def main() -> int:
 
     # Make Hydra raise instead of printing and exiting 1, which would read as `block`.
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
-    from evalkit.project.paths import PROJECT_ROOT
-
-    app = hydra.main(config_path=str(PROJECT_ROOT / "conf"), config_name="config", version_base="1.3")(_job)
+    sys.argv[1:] = [_keep_package_conf(arg) for arg in sys.argv[1:]]
+    try:
+        conf_dir, config_name = _primary_config(sys.argv[1:])
+    except EvalkitError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ExitCode.INPUT_ERROR
+    app = hydra.main(config_path=str(conf_dir), config_name=config_name, version_base="1.3")(_job)
     try:
         app()
     except MissingConfigException as error:
@@ -155,7 +160,40 @@ def _missing_option(error: Any) -> str:
     options = getattr(error, "options", None)
     if options:
         return f"{message.strip()} (available: {', '.join(sorted(options))})"
+    if "Could not load 'evalkit'" in message:  # the project's config.yaml does not reach the package's configs
+        return (f"{message.strip()}: evalkit's base settings ship in the package; add `hydra: {{searchpath: "
+                "[pkg://evalkit.conf]}` to the project's conf/config.yaml (python -m evalkit.new project writes it)")
     return message
+
+
+_HELP_FLAGS = ("--help", "-h", "--hydra-help")
+PACKAGE_SEARCHPATH = "pkg://evalkit.conf"
+
+
+def _keep_package_conf(arg: str) -> str:
+    """`hydra.searchpath=[file://extra]` replaces the project's list; evalkit's own configs stay searched, last."""
+    name, sep, value = arg.partition("=")
+    if name != "hydra.searchpath" or not sep or PACKAGE_SEARCHPATH in value:
+        return arg
+    inner = value.strip()
+    inner = inner[1:-1].strip() if inner.startswith("[") and inner.endswith("]") else inner
+    return f"hydra.searchpath=[{inner + ',' if inner else ''}{PACKAGE_SEARCHPATH}]"
+
+
+def _primary_config(argv: list[str]) -> tuple[Path, str]:
+    """The project's conf/ and its config.yaml; outside any project, `--help` still shows evalkit's own."""
+    from omegaconf import OmegaConf
+
+    from evalkit.project.paths import PACKAGE_CONF, find_project, project_root
+
+    root = find_project()
+    if root is None and any(arg in _HELP_FLAGS for arg in argv):
+        OmegaConf.register_new_resolver("evalkit_project", lambda: str(Path.cwd()), replace=True)
+        return PACKAGE_CONF, "evalkit"
+    root = project_root()  # no project (or a wrong EVALKIT_PROJECT) is one line saying how to make one
+    # job folders go under the project root, wherever evalkit is started from (evalkit/conf/evalkit.yaml)
+    OmegaConf.register_new_resolver("evalkit_project", lambda: str(root), replace=True)
+    return root / "conf", "config"
 
 
 def _config_error(error: BaseException) -> str:
@@ -166,6 +204,12 @@ def _config_error(error: BaseException) -> str:
     cause = error.__cause__ or error
     full_key = getattr(cause, "full_key", None)
     first = str(error).splitlines()[0]
+    overridden = re.match(r"Could not override '([\w/]+)'\. No match in the defaults list", first)
+    if overridden:  # the group exists, but the chosen suite's defaults do not compose it
+        group = overridden.group(1)
+        given = next((a for a in sys.argv[1:] if a.lstrip("+~").split("=")[0] == group), f"{group}=...")
+        return (f"command line {given}: the suite composes no {group} to choose (a suite that evaluates a "
+                f"candidate program has no model or prompt; its option in conf/suite/ lists the groups it uses)")
     if full_key and "not in struct" in str(cause):
         parts = tuple(str(full_key).split("."))
         allowed = fields_at(RunConfig, parts[:-1])

@@ -193,8 +193,9 @@ class RunConfig(_Strict):
     """Everything one run needs, after Hydra composition and validation."""
 
     suite: SuiteConfig
-    model: ModelConfig
-    """The model under test (unused by suites that evaluate a candidate program)."""
+    model: ModelConfig | None = None
+    """The model under test: the suite option's default (`- /model: NAME` in its defaults), or `model=NAME`.
+    Suites that evaluate a candidate program have none."""
     prompt: PromptConfig | None = None
     """The prompt version (every suite of model calls has one; program suites have none)."""
     dataset: DatasetConfig
@@ -252,6 +253,9 @@ def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
     """A program suite has no model or prompt to choose; a model suite needs its prompt; splits need manifests."""
     suite = config.suite
     if suite.program is None:
+        if config.model is None:
+            raise ConfigError(f"conf/suite/{suite.name}.yaml: the suite calls a model but composes none; "
+                              "add `- /model: NAME` to its defaults (or pass model=NAME)")
         if config.prompt is None:
             raise ConfigError(f"conf/suite/{suite.name}.yaml: the suite calls a model but composes no prompt; "
                               "add `- /prompt: v1` to its defaults (or pass prompt=...)")

@@ -59,7 +59,18 @@ def fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
         field = current.model_fields.get(str(part))
         if field is None:
             return []
-        current = field.annotation
+        current = _model_in(field.annotation)
+    current = _model_in(current)
     if isinstance(current, type) and issubclass(current, BaseModel):
         return list(current.model_fields)
     return []
+
+
+def _model_in(annotation: Any) -> Any:
+    """The model inside an optional annotation (`ModelConfig | None` -> ModelConfig); anything else as it is."""
+    from pydantic import BaseModel
+
+    for arg in getattr(annotation, "__args__", ()):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg
+    return annotation

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from evalkit.core.errors import InputError
 
-__all__ = ["read_text", "option_file"]
+__all__ = ["read_text"]
 
 
 def read_text(path: Path, what: str) -> str:
@@ -18,15 +18,3 @@ def read_text(path: Path, what: str) -> str:
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: cannot read the {what} ({error})") from None
 
-
-def option_file(spec: str | Path, folder: Path, what: str) -> Path:
-    """A config option by name (`folder/<name>.yaml`) or a path to a YAML or JSON file."""
-    path = Path(spec)
-    if path.suffix in (".yaml", ".yml", ".json"):
-        return path
-    path = folder / f"{spec}.yaml"
-    if not path.is_file():
-        names = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
-        raise InputError(f"{what} '{spec}': no such {what} in {folder} (available: {names}) "
-                         "and not a .yaml/.json path")
-    return path

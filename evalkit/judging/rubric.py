@@ -16,13 +16,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evalkit.core.errors import ConfigError, InputError
-from evalkit.core.files import option_file, read_text
-from evalkit.project.paths import PROJECT_ROOT
+from evalkit.core.files import read_text
+from evalkit.project.options import find_option
 
 __all__ = ["LEVELS", "METRIC_PREFIX", "MIN_ANCHOR_CHARS", "VAGUE_WORDS", "Criterion", "Rubric",
            "load_rubric", "metric_name", "rubric_from_mapping"]
 
-RUBRIC_DIR = PROJECT_ROOT / "conf" / "rubric"
 
 LEVELS = (0, 1, 2)
 """The levels every criterion has: 0 is the worst observable outcome, 2 the best."""
@@ -152,7 +151,7 @@ def rubric_from_mapping(data: Any, where: str) -> Rubric:
 
 def load_rubric(spec: str | Path) -> Rubric:
     """Load a rubric by name (an option of conf/rubric/) or by path to a YAML or JSON file."""
-    path = option_file(spec, RUBRIC_DIR, "rubric")
+    path = find_option("rubric", spec)
     text = read_text(path, "rubric")
     try:
         data = json.loads(text, object_pairs_hook=_keys) if path.suffix == ".json" \

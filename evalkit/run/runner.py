@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.atomic import write_atomic
-from evalkit.core.config import Mode, RunConfig
+from evalkit.core.config import Mode, ModelConfig, RunConfig
 from evalkit.core.dataset import load_dataset
-from evalkit.core.errors import InputError, RecordingError
+from evalkit.core.errors import InputError, ProviderError, RecordingError
 from evalkit.core.fingerprint import fingerprint, sha256
 from evalkit.core.key import EvalKey, build_key, recording_path
 from evalkit.core.report import RunReport, report_from_mapping
@@ -33,7 +33,7 @@ from evalkit.live.providers import Provider, make_provider
 from evalkit.live.redact import Redactor
 from evalkit.programs.candidate import candidate_config, run_programs
 from evalkit.programs.sandbox import probe_isolation
-from evalkit.project.paths import PROJECT_ROOT, project_path
+from evalkit.project.paths import project_path, project_root
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.journal import Journal, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
@@ -69,8 +69,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     With a baseline, its recorded task replies are offered to the suite's judge (pairwise judging)."""
     if config.suite.program is not None:
         return _run_program_suite(config)
-    # validate_config guarantees a model suite its prompt and dataset file
-    assert config.prompt is not None and config.dataset.file is not None
+    # validate_config guarantees a model suite its model, prompt and dataset file
+    assert config.model is not None and config.prompt is not None and config.dataset.file is not None
     suite_dir = project_path(config.suite.path)
     dataset = load_dataset(project_path(config.dataset.file))
     prompt_path = project_path(config.prompt.file)
@@ -89,6 +89,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     task = load_task(suite_dir, config.components, baseline_replies(baseline))
 
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
+        assert config.model is not None
         return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model, judge=config.judge,
                        mode=config.mode, recording=recording, where=_shown(rec_path), version=__version__, live=live)
 
@@ -97,9 +98,9 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
         execution = run_calls(recording, None)
     else:
         # Providers first: a missing extra or credential is refused before any lock, journal or call.
-        providers = {"model": make_provider(config.model)}
+        providers = {"model": _provider(config.model, "the model under test")}
         if config.judge is not None and task.build_judge is not None:
-            providers["judge"] = make_provider(config.judge)
+            providers["judge"] = _provider(config.judge, "the suite's pinned judge")
         notify = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
         with recording_lock(rec_path, config.run.lock_timeout_s, notify):
             recording, execution = _record(config, key, rec_path, redact, providers, run_calls)
@@ -210,9 +211,18 @@ def baseline_replies(baseline: RunReport | None) -> dict[str, str]:
             if call_id.startswith("task/") and entry.reply is not None and entry.reply.text is not None}
 
 
+def _provider(model: ModelConfig, role: str) -> Provider:
+    """The provider of one side of a live run; a refusal says which side, so a judge's missing key does not read
+    as the model under test's."""
+    try:
+        return make_provider(model)
+    except ProviderError as error:
+        raise ProviderError(f"{role}: {error}") from None
+
+
 def redactor_for(config: RunConfig) -> Redactor:
     """What this run must never write: the values of its credential variables and secret-shaped text."""
-    names = [config.model.api_key_env, config.judge.api_key_env if config.judge else None]
+    names = [model.api_key_env for model in (config.model, config.judge) if model is not None]
     return Redactor(names, config.run.secret_patterns)
 
 
@@ -278,7 +288,7 @@ def _last_error_line(output: str) -> str:
 def _shown(path: Path) -> str:
     """Project files are named relative to the project root, as a reviewer sees them in git."""
     try:
-        return str(path.resolve().relative_to(PROJECT_ROOT))
+        return str(path.resolve().relative_to(project_root()))
     except ValueError:
         return str(path)
 
@@ -297,7 +307,7 @@ def _provenance(config: RunConfig, rec_path: Path | None, recording: Provenance 
 
 def _git_commit() -> str | None:
     try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project_root(), capture_output=True,
                               text=True, check=False, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None

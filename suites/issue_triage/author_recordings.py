@@ -20,9 +20,10 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.key import build_key, recording_path
 from evalkit.live.providers.base import Reply
-from evalkit.project.paths import PROJECT_ROOT
 from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
 from evalkit.run.suite import load_task
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 SUITE = Path(__file__).resolve().parent
 NOTE = ("authored fixture: replies written by hand for evalkit's example suite "

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.project.paths import PROJECT_ROOT
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
+
 
 try:
     from fakes import FakeGemini, FakeOllama, FakeOpenAI, Fault, Faults

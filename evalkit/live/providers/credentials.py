@@ -16,8 +16,8 @@ def api_key(config: ModelConfig) -> str | None:
         return None
     value = os.environ.get(config.api_key_env)
     if not value:
-        raise ProviderError(f"model '{config.name}' needs the environment variable {config.api_key_env}; "
-                            "set it before a live run")
+        raise ProviderError(f"{config.name} ({config.provider}) needs the environment variable "
+                            f"{config.api_key_env}; set it before a live run")
     return value
 
 

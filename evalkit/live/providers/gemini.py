@@ -1,5 +1,5 @@
 """The Gemini API's generateContent through the official `google-genai` client
-(extra: `pip install evalkit[gemini]`)."""
+(extra `gemini`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from evalkit.core.errors import ProviderError
 from evalkit.live.contract import BLOCKED_PREFIX
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
+from evalkit.live.providers.install import missing_client
 
 if TYPE_CHECKING:
     from google import genai
@@ -47,8 +48,7 @@ class GeminiProvider:
             from google import genai
             from google.genai import errors, types
         except ImportError:
-            raise ProviderError("the gemini provider needs its client. Install with: "
-                                "pip install 'evalkit[gemini]'") from None
+            raise missing_client("gemini") from None
         self._types = types
         self._api_error = errors.APIError
         # A 200 whose body is not JSON, or not shaped like a response.

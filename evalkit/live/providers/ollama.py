@@ -1,4 +1,4 @@
-"""Ollama's /api/chat through the official `ollama` client (extra: `pip install evalkit[ollama]`)."""
+"""Ollama's /api/chat through the official `ollama` client (extra `ollama`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from evalkit.core.config import ModelConfig
-from evalkit.core.errors import ProviderError
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
+from evalkit.live.providers.install import missing_client
 
 if TYPE_CHECKING:
     import httpx
@@ -33,8 +33,7 @@ class OllamaProvider:
             import httpx
             import ollama
         except ImportError:
-            raise ProviderError("the ollama provider needs its client. Install with: "
-                                "pip install 'evalkit[ollama]'") from None
+            raise missing_client("ollama") from None
         self._name = config.name
         self._host = config.base_url or DEFAULT_HOST
         self._timeout_s = config.timeout_s

@@ -1,5 +1,5 @@
 """OpenAI-compatible chat completions (vLLM, llama.cpp server, LM Studio, OpenAI) through the official
-`openai` client (extra: `pip install evalkit[openai]`)."""
+`openai` client (extra `openai`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from evalkit.core.config import ModelConfig
-from evalkit.core.errors import ProviderError
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
+from evalkit.live.providers.install import missing_client
 
 if TYPE_CHECKING:
     import openai
@@ -40,8 +40,7 @@ class OpenAIProvider:
             import openai
             from openai.types.chat import ChatCompletion
         except ImportError:
-            raise ProviderError("the openai provider needs its client. Install with: "
-                                "pip install 'evalkit[openai]'") from None
+            raise missing_client("openai") from None
         self._openai = openai
         self._completion_type = ChatCompletion
         self._name = config.name
