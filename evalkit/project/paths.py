@@ -13,7 +13,7 @@ from pathlib import Path
 
 from evalkit.core.errors import InputError
 
-__all__ = ["PACKAGE_CONF", "PROJECT_ENV", "conf_dirs", "find_project", "project_path", "project_root"]
+__all__ = ["MARKER", "PACKAGE_CONF", "PROJECT_ENV", "conf_dirs", "find_project", "project_path", "project_root"]
 
 PROJECT_ENV = "EVALKIT_PROJECT"
 PACKAGE_CONF = Path(__file__).resolve().parents[1] / "conf"

@@ -1,0 +1,75 @@
+"""`python -m evalkit.new project [DIR]` / `python -m evalkit.new suite NAME`: scaffold a project or a suite.
+
+The files come from templates in the package (evalkit/project/templates/); nothing that exists is overwritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from evalkit.cli.args import ArgumentParser
+from evalkit.cli.guard import run_command
+from evalkit.core.atomic import write_atomic
+from evalkit.core.errors import InputError
+from evalkit.gate.decision import ExitCode
+from evalkit.project.paths import MARKER, project_root
+from evalkit.project.scaffold import check_suite_name, project_files, set_default_suite, suite_files, write_new
+
+__all__ = ["main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(prog="python -m evalkit.new",
+                            description="Scaffold an evalkit project or a suite in it. Nothing that exists is "
+                                        "overwritten. Exit code: 0 written, 3 input or usage error.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    project = commands.add_parser("project", help="conf/config.yaml, the policy schema, .gitignore, suites/, "
+                                                  "recordings/",
+                                  description="Make DIR (default: the working directory) an evalkit project.")
+    project.add_argument("dir", nargs="?", type=Path, default=Path("."), metavar="DIR")
+    suite = commands.add_parser("suite", help="a runnable suite: task, checks (one critical), dataset, prompt, "
+                                              "policy and its config option",
+                                description="Add suite NAME to the current project (found like python -m "
+                                            "evalkit finds it) and make it the default suite if none is set.")
+    suite.add_argument("name", metavar="NAME", help="lower-case letters, digits and _")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "project":
+        return run_command("evalkit.new", lambda: _project(args.dir))
+    return run_command("evalkit.new", lambda: _suite(args.name))
+
+
+def _project(folder: Path) -> int:
+    if (folder / MARKER).exists():
+        raise InputError(f"{folder / MARKER}: already an evalkit project; add a suite with "
+                         "`python -m evalkit.new suite NAME`")
+    written = write_new(project_files(folder))
+    print(f"wrote an evalkit project in {folder.resolve()}:")
+    print("\n".join(f"  {path.relative_to(folder)}" for path in written))
+    print("next: python -m evalkit.new suite NAME   (run it from anywhere inside the project)")
+    return ExitCode.GO
+
+
+def _suite(name: str) -> int:
+    check_suite_name(name)  # before looking for the project: a bad name is wrong anywhere
+    root = project_root()
+    written = write_new(suite_files(root, name))
+    config = root / MARKER
+    updated = set_default_suite(config.read_text(encoding="utf-8"), name)
+    if updated is not None:
+        write_atomic(config, updated)
+    print(f"wrote suite {name} in {root}:")
+    print("\n".join(f"  {path.relative_to(root)}" for path in written))
+    if updated is not None:
+        print(f"  {MARKER} now picks suite {name} by default")
+    print(f"""next:
+  1. record its replies from a model (an OpenAI-compatible server; the base URL ends in /v1):
+       python -m evalkit suite={name} mode=live baseline=none model.base_url=http://127.0.0.1:8080/v1 \\
+         model.name=YOUR-MODEL
+  2. make that run the suite's baseline:   python -m evalkit.bless outputs/.../report.json
+  3. gate any change against it, replaying with no model:   python -m evalkit suite={name} prompt=v2""")
+    return ExitCode.GO

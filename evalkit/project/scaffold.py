@@ -1,0 +1,83 @@
+"""Scaffolding: the files of a new project and of a new suite, from templates shipped in the package.
+
+Pure planning (`project_files`, `suite_files`: path -> text) is kept apart from writing (`write_new`), which
+refuses to overwrite anything: a scaffold never replaces a user's file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from evalkit.core.atomic import write_atomic
+from evalkit.core.errors import InputError
+from evalkit.core.policy import policy_schema
+
+__all__ = ["SUITE_NAME", "check_suite_name", "project_files", "set_default_suite", "suite_files", "write_new"]
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+SUITE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+"""Suite names become a folder, a config option and a test module name (`test_<name>.py`)."""
+_PLACEHOLDER = "__SUITE__"
+_DEFAULT_SUITE_SLOT = re.compile(r"^  # - suite: NAME\b.*$", re.M)
+
+
+def _template(relative: str, name: str = "") -> str:
+    return (TEMPLATES / relative).read_text(encoding="utf-8").replace(_PLACEHOLDER, name)
+
+
+def project_files(root: Path) -> dict[Path, str]:
+    """A project's skeleton: conf/config.yaml composing evalkit's base settings, the policy schema for editors,
+    a .gitignore for job folders, and empty suites/ and recordings/ (kept by .gitkeep)."""
+    return {
+        root / "conf" / "config.yaml": _template("project/config.yaml.tmpl"),
+        root / "conf" / "policy" / "policy.schema.json": policy_schema(),
+        root / ".gitignore": _template("project/gitignore.tmpl"),
+        root / "suites" / ".gitkeep": "",
+        root / "recordings" / ".gitkeep": "",
+    }
+
+
+def suite_files(root: Path, name: str) -> dict[Path, str]:
+    """A runnable suite NAME: task, fixtures and checks (one critical), a dataset, a prompt, its policy and option."""
+    check_suite_name(name)
+    suite = root / "suites" / name
+    return {
+        root / "conf" / "suite" / f"{name}.yaml": _template("suite/suite.yaml.tmpl", name),
+        root / "conf" / "policy" / f"{name}.yaml": _template("suite/policy.yaml.tmpl", name),
+        suite / "task.py": _template("suite/task.py.tmpl", name),
+        suite / "conftest.py": _template("suite/conftest.py.tmpl", name),
+        suite / f"test_{name}.py": _template("suite/test_suite.py.tmpl", name),
+        suite / "datasets" / "v1.json": _template("suite/dataset.json.tmpl", name),
+        suite / "prompts" / "v1.txt": _template("suite/prompt.txt.tmpl", name),
+    }
+
+
+def check_suite_name(name: str) -> None:
+    if not SUITE_NAME.match(name):
+        raise InputError(f"suite name {name!r}: use lower-case letters, digits and _ , starting with a letter "
+                         "(it names a folder, a config option and the test module test_<name>.py)")
+
+
+def set_default_suite(config_text: str, name: str) -> str | None:
+    """config.yaml with `- suite: NAME` as its default suite, or None when it already names one (left as it is)."""
+    if re.search(r"^\s*-\s*suite\s*:", config_text, re.M):
+        return None
+    if _DEFAULT_SUITE_SLOT.search(config_text):
+        return _DEFAULT_SUITE_SLOT.sub(f"  - suite: {name}    # the default suite; suite=OTHER picks another", config_text, 1)
+    if "  - _self_" in config_text:
+        return config_text.replace("  - _self_", f"  - suite: {name}\n  - _self_", 1)
+    return None
+
+
+def write_new(files: dict[Path, str]) -> list[Path]:
+    """Write every file, or none: a path that already exists is refused before anything is written."""
+    existing = sorted(str(path) for path in files if path.exists())
+    if existing:
+        raise InputError(f"{existing[0]}: already exists; a scaffold never overwrites a file"
+                         + (f" ({len(existing) - 1} more)" if len(existing) > 1 else "")
+                         + ": choose another name or folder")
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text)
+    return list(files)

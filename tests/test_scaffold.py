@@ -1,0 +1,84 @@
+"""evalkit/project/scaffold.py and `python -m evalkit.new`: what a new project and suite get, and what is refused."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalkit.core.errors import InputError
+from evalkit.project.scaffold import project_files, set_default_suite, suite_files, write_new
+
+
+def new(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "EVALKIT_PROJECT"}
+    return subprocess.run([sys.executable, "-m", "evalkit.new", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_a_scaffolded_suite_composes_validates_and_is_the_default(tmp_path: Path) -> None:
+    assert new(tmp_path, "project").returncode == 0
+    done = new(tmp_path / "suites", "suite", "reviews")  # found from a folder inside the project
+    assert done.returncode == 0, done.stderr
+    assert "  - suite: reviews" in (tmp_path / "conf/config.yaml").read_text()
+    # the composed config is valid: replay reaches the recording (none yet) and says how to make one
+    env = {k: v for k, v in os.environ.items() if k != "EVALKIT_PROJECT"}
+    run = subprocess.run([sys.executable, "-m", "evalkit", "baseline=none"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 3
+    assert run.stderr.startswith(f"error: {tmp_path}/recordings/reviews/local-model-v1-reviews@1.json: no recording")
+    assert "mode=live" in run.stderr
+
+
+def test_a_second_suite_keeps_the_default(tmp_path: Path) -> None:
+    assert new(tmp_path, "project").returncode == 0
+    assert new(tmp_path, "suite", "first").returncode == 0
+    assert new(tmp_path, "suite", "second").returncode == 0
+    config = (tmp_path / "conf/config.yaml").read_text()
+    assert "- suite: first" in config and "second" not in config
+    assert (tmp_path / "suites/second/test_second.py").is_file()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("suite", "Bad-Name"), "suite name 'Bad-Name': use lower-case letters"),
+    (("suite", "reviews"), "no evalkit project here"),  # no project yet
+    (("nope",), "invalid choice: 'nope'"),
+])
+def test_refusals_are_one_line_and_exit_3(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    done = new(tmp_path, *args)
+    assert done.returncode == 3 and message in done.stderr, done.stderr
+
+
+def test_nothing_is_overwritten(tmp_path: Path) -> None:
+    assert new(tmp_path, "project").returncode == 0
+    again = new(tmp_path, "project")
+    assert again.returncode == 3 and "already an evalkit project" in again.stderr
+    assert new(tmp_path, "suite", "reviews").returncode == 0
+    test_file = tmp_path / "suites/reviews/test_reviews.py"
+    test_file.write_text("# mine\n")
+    done = new(tmp_path, "suite", "reviews")
+    assert done.returncode == 3 and "already exists; a scaffold never overwrites a file" in done.stderr
+    assert test_file.read_text() == "# mine\n"
+
+
+def test_write_new_writes_all_or_nothing(tmp_path: Path) -> None:
+    files = suite_files(tmp_path, "x")
+    taken = next(iter(files))
+    taken.parent.mkdir(parents=True)
+    taken.write_text("keep")
+    with pytest.raises(InputError, match="already exists"):
+        write_new(files)
+    assert [p for p in files if p.exists()] == [taken]
+    assert set(write_new(project_files(tmp_path / "p"))) == set(project_files(tmp_path / "p"))
+
+
+def test_set_default_suite() -> None:
+    slot = "defaults:\n  - evalkit\n  # - suite: NAME    # comment\n  - _self_\n"
+    assert set_default_suite(slot, "a") == "defaults:\n  - evalkit\n  - suite: a    # the default suite; " \
+                                           "suite=OTHER picks another\n  - _self_\n"
+    assert set_default_suite("defaults:\n  - evalkit\n  - _self_\n", "a") == \
+        "defaults:\n  - evalkit\n  - suite: a\n  - _self_\n"
+    assert set_default_suite("defaults:\n  - suite: b\n  - _self_\n", "a") is None
