@@ -64,7 +64,8 @@ def set_default_suite(config_text: str, name: str) -> str | None:
     if re.search(r"^\s*-\s*suite\s*:", config_text, re.M):
         return None
     if _DEFAULT_SUITE_SLOT.search(config_text):
-        return _DEFAULT_SUITE_SLOT.sub(f"  - suite: {name}    # the default suite; suite=OTHER picks another", config_text, 1)
+        line = f"  - suite: {name}    # the default suite; suite=OTHER picks another"
+        return _DEFAULT_SUITE_SLOT.sub(line, config_text, 1)
     if "  - _self_" in config_text:
         return config_text.replace("  - _self_", f"  - suite: {name}\n  - _self_", 1)
     return None
