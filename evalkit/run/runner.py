@@ -34,6 +34,7 @@ from evalkit.live.redact import Redactor
 from evalkit.programs.candidate import candidate_config, run_programs
 from evalkit.programs.sandbox import probe_isolation
 from evalkit.project.paths import PROJECT_ROOT, project_path
+from evalkit.run.canonical import canonical_text
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.journal import Journal, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
@@ -132,8 +133,8 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: dict[str, A
     report_path = out / "report.json"
     text = redact(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     write_atomic(report_path, text)
-    if config.run.save_report:
-        write_atomic(Path(config.run.save_report).expanduser(), text)
+    if config.run.save_report:  # a baseline to keep: its canonical form, so regenerating it changes no byte
+        write_atomic(Path(config.run.save_report).expanduser(), redact(canonical_text(data)))
     return report, report_path
 
 
@@ -289,6 +290,11 @@ def _provenance(config: RunConfig, rec_path: Path | None, recording: Provenance 
         "git_commit": _git_commit(),
         "python": platform.python_version(),
         "mode": str(config.mode),
+        # which suite the run belongs to, the baseline it would replace (python -m evalkit.bless) and the policy
+        # it composed (python -m evalkit.gate without --policy)
+        "suite": config.suite.name,
+        "baseline": config.suite.baseline,
+        "policy": config.choices.get("policy"),
     }
     if rec_path is not None and recording is not None:
         out.update(recording=_shown(rec_path), recording_provenance=recording.kind, recording_note=recording.note)
