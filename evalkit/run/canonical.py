@@ -51,9 +51,20 @@ def canonical_report(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def canonical_text(data: Mapping[str, Any]) -> str:
-    """The saved bytes: canonical_report as JSON with sorted keys, one-space indent, UTF-8, a final newline.
-    Lists keep their order (tests in pytest's collection order, which the suite's code fixes)."""
-    return json.dumps(canonical_report(data), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    """The saved bytes: canonical_report as JSON, one-space indent, UTF-8, a final newline. Keys are sorted, except
+    inside `eval`, whose order is the key's own (the gate lists changed components in it); lists keep their order
+    (tests in pytest's collection order, which the suite's code fixes)."""
+    report = canonical_report(data)
+    ordered = {name: report[name] if name == "eval" else _sorted(report[name]) for name in sorted(report)}
+    return json.dumps(ordered, indent=1, ensure_ascii=False) + "\n"
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
 
 
 def _test(test: Mapping[str, Any]) -> dict[str, Any]:
