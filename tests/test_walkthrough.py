@@ -80,7 +80,7 @@ def test_the_walkthrough_runs_as_written(wheel: Path, tmp_path: Path) -> None:
 
     # installed from the wheel, not from this clone
     site = subprocess.run([str(project / ".venv/bin/python"), "-c", "import evalkit; print(evalkit.__file__)"],
-                          capture_output=True, text=True, check=True).stdout
+                          cwd=project, capture_output=True, text=True, check=True).stdout
     assert str(REPO) not in site and ".venv" in site
     # live runs called the server (5 cases, prompt v1 then v2); replays and the sweep did not
     assert calls == 10

@@ -1,4 +1,8 @@
-"""`python -m evalkit.gate BASELINE CANDIDATE [--policy NAME|FILE] [--out FILE]`: gate two reports."""
+"""`python -m evalkit.gate BASELINE CANDIDATE [--policy NAME|FILE] [--out FILE]`: gate two reports.
+
+Without --policy, the policy is the one the candidate's run composed (its `provenance.policy`, found by name in
+the project's conf/policy/), or, for a report that names none (a plain pytest-json-report), the strict default
+(evalkit.core.policy.STRICT_DEFAULT). Never a demo suite's policy."""
 
 from __future__ import annotations
 
@@ -9,14 +13,17 @@ import sys
 from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
+from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.core.atomic import write_atomic
-from evalkit.core.errors import EvalkitError
-from evalkit.core.policy import load_policy
-from evalkit.core.report import load_report
+from evalkit.core.errors import EvalkitError, InputError
+from evalkit.core.files import read_text_sha256
+from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
+from evalkit.core.report import RunReport, parse_report
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import ExitCode, exit_code
 from evalkit.project.options import find_option
-from evalkit.render.markdown import render_markdown
+from evalkit.project.paths import shown
+from evalkit.render.markdown import render_markdown, render_policy
 from evalkit.render.text import render_decision
 
 __all__ = ["main"]
@@ -30,8 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "Exit code: 0 go (or review), 1 block, 2 incomparable, 3 input or usage error.")
     parser.add_argument("baseline", type=Path, help="run report of the baseline (what is on main)")
     parser.add_argument("candidate", type=Path, help="run report of the candidate")
-    parser.add_argument("--policy", default="triage",
-                        help="a policy name from conf/policy/ or a path to a YAML or JSON file (default: triage)")
+    parser.add_argument("--policy", default=None,
+                        help="a policy name from conf/policy/ or a path to a YAML or JSON file (default: the "
+                             "policy the candidate's run composed, its provenance.policy; for a report that names "
+                             "none, the strict default: no test that passes on the baseline may stop passing or "
+                             "vanish, no pass-rate floor, no critical tests)")
     parser.add_argument("--out", type=Path, help="also write the decision as JSON to this file")
     parser.add_argument("--markdown", type=Path, help="also write the decision as Markdown (a pull-request comment)")
     parser.add_argument("--require-pass", action=argparse.BooleanOptionalAction, default=True,
@@ -46,18 +56,51 @@ def main(argv: list[str] | None = None) -> int:
     # would rescan every parsed object again and again while nothing here forms cycles.
     gc.disable()
     try:
-        policy = load_policy(find_option("policy", args.policy))
-        baseline = load_report(args.baseline)
-        candidate = load_report(args.candidate)
+        baseline, baseline_sha = _read(args.baseline)
+        candidate, candidate_sha = _read(args.candidate)
+        policy, identity = _choose_policy(args.policy, candidate, args.candidate)
     except EvalkitError as error:
         print(f"error: {error}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
     decision = decide(policy, baseline, candidate)
+    facts = evidence(identity, report_identity(str(args.baseline), baseline_sha, baseline),
+                     report_identity(str(args.candidate), candidate_sha, candidate))
     if args.out:
-        write_atomic(args.out, json.dumps(decision.to_json(), indent=2) + "\n")
+        write_atomic(args.out, json.dumps({**decision.to_json(), "evidence": facts}, indent=2) + "\n")
     if args.markdown:
-        write_atomic(args.markdown, render_markdown(decision, candidate, policy.critical))
+        write_atomic(args.markdown, render_markdown(decision, candidate, policy.critical, facts))
     print(render_decision(decision, policy.critical))
+    print(render_policy(identity))
     if not args.require_pass:
         return ExitCode.GO
     return exit_code(decision.decision, policy.review_fails)
+
+
+def _read(path: Path) -> tuple[RunReport, str]:
+    text, sha = read_text_sha256(path, "report")
+    return parse_report(text, str(path)), sha
+
+
+def _choose_policy(spec: str | None, candidate: RunReport, candidate_path: Path) -> tuple[Policy, dict[str, object]]:
+    """--policy if given; else the policy the candidate's run composed; else the strict default. Says which."""
+    if spec is not None:
+        is_file = Path(spec).suffix in (".yaml", ".yml", ".json")
+        path = find_option("policy", spec)
+        policy = load_policy(path)
+        return policy, policy_identity(policy, fallback_name=Path(spec).stem if is_file else spec,
+                                       source=shown(path), chosen_by="--policy")
+    named = candidate.provenance.get("policy")
+    if named is None:
+        return STRICT_DEFAULT, policy_identity(
+            STRICT_DEFAULT, fallback_name="strict-default", source="evalkit.core.policy.STRICT_DEFAULT",
+            chosen_by="strict default: no --policy, and the candidate names no policy")
+    if not isinstance(named, str) or not named:
+        raise InputError(f"{candidate_path}: provenance.policy must name a policy option, got {named!r}; "
+                         "pass --policy NAME|FILE")
+    try:
+        policy = load_policy(find_option("policy", named))
+    except InputError as error:
+        raise InputError(f"{candidate_path}: its run composed policy {named!r} (provenance.policy), which this "
+                         f"project cannot load: {error}; pass --policy NAME|FILE") from None
+    return policy, policy_identity(policy, fallback_name=named, source=f"conf/policy/{named}.yaml",
+                                   chosen_by="named by the candidate's suite (provenance.policy)")

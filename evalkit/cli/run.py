@@ -72,7 +72,9 @@ def _say(text: str) -> None:
 
 
 def _run(config: RunConfig, row: dict[str, Any]) -> int:
+    from evalkit.cli.evidence import evidence, report_identity
     from evalkit.core.atomic import write_atomic
+    from evalkit.core.files import read_text_sha256
     from evalkit.gate.decide import decide
     from evalkit.gate.decision import ExitCode, exit_code
     from evalkit.render.markdown import render_markdown
@@ -108,12 +110,15 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
         _say("decision: none (baseline=none: the run was not gated)")
         _say(run_line)
         return ExitCode.GO
-    name, base_report = baseline
+    name, base_report, base_sha = baseline
     decision = decide(config.policy, base_report, result.report)
+    _, candidate_sha = read_text_sha256(result.report_path, "report")  # the report.json just written
+    facts = evidence(_run_policy(config, row.get("overrides", ())), report_identity(name, base_sha, base_report),
+                     report_identity(str(result.report_path), candidate_sha, result.report))
     write_atomic(Path(config.run.out) / "decision.json",
-                 json.dumps({"baseline": name, **decision.to_json()}, indent=2) + "\n")
+                 json.dumps({"baseline": name, **decision.to_json(), "evidence": facts}, indent=2) + "\n")
     write_atomic(Path(config.run.out) / "decision.md",
-                 render_markdown(decision, result.report, config.policy.critical))
+                 render_markdown(decision, result.report, config.policy.critical, facts))
     row.update(decision=str(decision.decision), changed=render_changed(decision.changed),
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
     if decision.statistics:
@@ -125,6 +130,21 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
     if not config.require_pass:  # report-only: everything above was written; only the exit code differs
         return ExitCode.GO
     return exit_code(decision.decision, config.policy.review_fails)
+
+
+def _run_policy(config: RunConfig, overrides: Any) -> dict[str, Any]:
+    """The identity of the policy this run composed: its option, the command-line `policy.*` overrides, and why."""
+    from evalkit.cli.evidence import policy_identity
+
+    option = config.choices.get("policy", "policy")
+    given = [str(o) for o in overrides]
+    keys = [o for o in given if o.lstrip("+~").split("=", 1)[0].startswith("policy.")]
+    chosen = next((o for o in given if o.lstrip("+~").split("=", 1)[0] == "policy"), None)
+    suite_option = config.choices.get("suite", config.suite.name)
+    why = (f"{chosen} on the command line" if chosen else
+           f"the default of suite {config.suite.name}, conf/suite/{suite_option}.yaml")
+    return policy_identity(config.policy, fallback_name=option, source=f"conf/policy/{option}.yaml",
+                           chosen_by=why, overrides=keys)
 
 
 def main() -> int:

@@ -166,7 +166,8 @@ class RunSettings(_Strict):
     recordings: str = "recordings"
     """Root folder of recordings (relative paths are relative to the project root)."""
     save_report: str | None = None
-    """Also write the run report here, e.g. to refresh a suite's shipped baseline."""
+    """Also write the run report here in its canonical form (evalkit.run.canonical: no timings or machine facts),
+    e.g. to refresh a suite's shipped baseline."""
     concurrency: int = Field(8, ge=1, le=1024)
     """Live calls in flight at once (8 suits a local server; raise it for hosted APIs)."""
     rpm: float | None = Field(None, gt=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -12,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalkit.core.errors import ConfigError, InputError, describe_validation
 from evalkit.core.files import read_text
 
-__all__ = ["PairedRule", "Policy", "load_policy", "policy_from_mapping", "policy_schema"]
+__all__ = ["STRICT_DEFAULT", "PairedRule", "Policy", "load_policy", "policy_from_mapping", "policy_schema",
+           "policy_sha256"]
 
 
 
@@ -36,6 +38,12 @@ class Policy(BaseModel):
 
     # attribute docstrings become the schema's descriptions, so editors show them while completing
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    name: str | None = None
+    """The policy's own name, shown in decisions; without it a decision names the option or file it came from."""
+
+    version: str | None = None
+    """A version the policy's authors give it (`"3"`, `"2026-11"`), shown in decisions beside its SHA-256."""
 
     max_regressions: int = Field(0, ge=0)
     """How many tests that pass on the baseline may stop passing on the candidate."""
@@ -96,6 +104,21 @@ class Policy(BaseModel):
     paired: PairedRule | None = None
     """Estimate the task-success difference with a paired cluster bootstrap over the suite's groups and block
     when the interval's lower bound is below `margin`."""
+
+
+# What `python -m evalkit.gate` applies when neither --policy nor the candidate's suite names a policy (a plain
+# pytest-json-report): no test that passes on the baseline may stop passing or vanish (block), and a run with
+# unscored cases blocks as always. No pass-rate floor and no critical tests, because it cannot know them: a suite
+# with known failures or skips gated against itself goes.
+STRICT_DEFAULT = Policy(name="strict-default", version="1", max_regressions=0, regressions="block",
+                        on_incomparable="incomparable")
+
+
+def policy_sha256(policy: Policy) -> str:
+    """The policy's content identity: SHA-256 of the validated policy as canonical JSON (sorted keys, no spaces,
+    defaults filled in), so a file, a composed config option and an equivalent policy hash alike."""
+    text = json.dumps(policy.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def policy_from_mapping(data: Any, where: str) -> Policy:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from evalkit.core.errors import InputError
 
-__all__ = ["MARKER", "PACKAGE_CONF", "PROJECT_ENV", "conf_dirs", "find_project", "project_path", "project_root"]
+__all__ = ["MARKER", "PACKAGE_CONF", "PROJECT_ENV", "conf_dirs", "find_project", "project_path", "project_root",
+           "shown"]
 
 PROJECT_ENV = "EVALKIT_PROJECT"
 PACKAGE_CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -56,3 +57,12 @@ def conf_dirs() -> list[Path]:
     """The config folders whose options can be named, in Hydra's search order: the project's, then evalkit's."""
     root = find_project()
     return ([root / "conf"] if root is not None else []) + [PACKAGE_CONF]
+
+
+def shown(path: Path) -> str:
+    """A project file named relative to the project root, as a reviewer sees it in git; others as they are."""
+    root = find_project()
+    try:
+        return str(path.resolve().relative_to(root)) if root is not None else str(path)
+    except ValueError:
+        return str(path)

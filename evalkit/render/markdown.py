@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from evalkit.core.report import RunReport
 from evalkit.gate.decision import Decision
 from evalkit.render.sections import decision_lists, sections
 from evalkit.render.text import render_changed, render_failure, render_statistics
 
-__all__ = ["render_markdown"]
+__all__ = ["render_markdown", "render_policy"]
 
 
 
-def render_markdown(decision: Decision, candidate: RunReport | None = None, critical: tuple[str, ...] = ()) -> str:
+def render_markdown(decision: Decision, candidate: RunReport | None = None, critical: tuple[str, ...] = (),
+                    evidence: Mapping[str, Any] | None = None) -> str:
     lines = [f"### evalkit: **{str(decision.decision).upper()}**", ""]
     for title, items in (("Reasons", decision.reasons), ("For review", decision.review_reasons)):
         if items:
@@ -43,7 +47,35 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
             else:
                 lines.append("not measured")
             lines.append("")
+    if evidence is not None:
+        lines += _evidence(evidence)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def render_policy(policy: Mapping[str, Any]) -> str:
+    """One line: which policy decided, where it was read from, why it was the one, and its SHA-256."""
+    version = f" version {policy['version']}" if policy.get("version") else ""
+    source = " ".join([str(policy.get("source")), *policy.get("overrides", ())])
+    return (f"policy {policy.get('name')}{version} from {source} ({policy.get('chosen_by')}); "
+            f"sha256 {policy.get('sha256')}")
+
+
+def _evidence(evidence: Mapping[str, Any]) -> list[str]:
+    """What decided: the policy in the open, the compared reports' hashes and keys folded below it."""
+    lines = [f"**Decided by:** {render_policy(evidence['policy'])}", "",
+             "<details><summary>Compared reports</summary>", ""]
+    for side in ("baseline", "candidate"):
+        report = evidence[side]
+        key = ", ".join(f"{name} {_key_value(value)}" for name, value in report.get("eval", {}).items()
+                        if value not in ({}, None))
+        lines.append(f"- {side}: `{report.get('path')}` sha256 `{report.get('sha256')}`; eval key: {key}")
+    return lines + [f"- evalkit {evidence.get('evalkit_version')}", "", "</details>", ""]
+
+
+def _key_value(value: object) -> str:
+    if isinstance(value, Mapping):  # the suite's components: `retriever=default@1a2b...`
+        return " ".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
 
 
 def _num(value: object) -> str:

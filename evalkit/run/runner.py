@@ -33,7 +33,8 @@ from evalkit.live.providers import Provider, make_provider
 from evalkit.live.redact import Redactor
 from evalkit.programs.candidate import candidate_config, run_programs
 from evalkit.programs.sandbox import probe_isolation
-from evalkit.project.paths import project_path, project_root
+from evalkit.project.paths import project_path, project_root, shown
+from evalkit.run.canonical import canonical_text
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.journal import Journal, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
@@ -91,7 +92,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
         assert config.model is not None
         return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model, judge=config.judge,
-                       mode=config.mode, recording=recording, where=_shown(rec_path), version=__version__, live=live)
+                       mode=config.mode, recording=recording, where=shown(rec_path), version=__version__, live=live)
 
     if config.mode is Mode.REPLAY:
         recording = load_recording(rec_path, key)
@@ -133,8 +134,8 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: dict[str, A
     report_path = out / "report.json"
     text = redact(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     write_atomic(report_path, text)
-    if config.run.save_report:
-        write_atomic(Path(config.run.save_report).expanduser(), text)
+    if config.run.save_report:  # a baseline to keep: its canonical form, so regenerating it changes no byte
+        write_atomic(Path(config.run.save_report).expanduser(), redact(canonical_text(data)))
     return report, report_path
 
 
@@ -285,23 +286,20 @@ def _last_error_line(output: str) -> str:
     return (errors or lines or ["no output"])[-1][:300]
 
 
-def _shown(path: Path) -> str:
-    """Project files are named relative to the project root, as a reviewer sees them in git."""
-    try:
-        return str(path.resolve().relative_to(project_root()))
-    except ValueError:
-        return str(path)
-
-
 def _provenance(config: RunConfig, rec_path: Path | None, recording: Provenance | None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "evalkit_version": __version__,
         "git_commit": _git_commit(),
         "python": platform.python_version(),
         "mode": str(config.mode),
+        # which suite the run belongs to, the baseline it would replace (python -m evalkit.bless) and the policy
+        # it composed (python -m evalkit.gate without --policy)
+        "suite": config.suite.name,
+        "baseline": config.suite.baseline,
+        "policy": config.choices.get("policy"),
     }
     if rec_path is not None and recording is not None:
-        out.update(recording=_shown(rec_path), recording_provenance=recording.kind, recording_note=recording.note)
+        out.update(recording=shown(rec_path), recording_provenance=recording.kind, recording_note=recording.note)
     return out
 
 

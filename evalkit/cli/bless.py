@@ -1,0 +1,136 @@
+"""`python -m evalkit.bless REPORT [--to PATH] [--dry-run]`: make a run report the baseline of its suite.
+
+The target is the suite option's `baseline` path, which the runner records in the report
+(`provenance.baseline`), or `--to PATH`. A run that cannot be a baseline is refused in one line (exit 3): unscored
+cases, errored tests, or a pytest run that did not complete. What is written is the report's canonical form
+(evalkit.run.canonical: no timings, commit or machine facts; sorted keys), atomically, so blessing an unchanged
+run changes no byte; the command says what it replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evalkit.cli.args import ArgumentParser
+from evalkit.core.atomic import write_atomic
+from evalkit.core.errors import EvalkitError, InputError
+from evalkit.core.files import read_text_sha256
+from evalkit.core.report import RunReport, parse_report
+from evalkit.gate.decide import changed_components
+from evalkit.gate.decision import ExitCode
+from evalkit.project.paths import project_path
+from evalkit.render.text import render_changed
+from evalkit.run.canonical import canonical_text
+
+__all__ = ["build_parser", "main", "refusal"]
+
+# pytest's exit codes of a run whose tests all ran: 0 all passed, 1 some failed.
+_COMPLETE = (0, 1)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(
+        prog="python -m evalkit.bless",
+        description="Make a run report (a job's report.json) the baseline of its suite: write its canonical form "
+                    "to the suite's baseline path and say what it replaced. Refuses (exit 3) a run with unscored "
+                    "cases, errored tests, or a pytest run that did not complete.")
+    parser.add_argument("report", type=Path, help="the run report to bless, e.g. outputs/DATE/TIME/report.json")
+    parser.add_argument("--to", type=Path, help="write the baseline here instead of the suite's baseline path "
+                                                "(the report's provenance.baseline)")
+    parser.add_argument("--dry-run", action="store_true", help="say what would be replaced; write nothing")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        text, _ = read_text_sha256(args.report, "report")
+        report = parse_report(text, str(args.report))
+        data: dict[str, Any] = json.loads(text)  # parse_report has refused anything but a JSON object
+        refused = refusal(report, data)
+        if refused:
+            raise InputError(f"{args.report}: {refused}; a baseline must be a complete, fully scored run")
+        target = args.to or _suite_baseline(report, args.report)
+        new = canonical_text(data)
+        change = describe_change(target, new, report)
+        if not args.dry_run:
+            write_atomic(target, new)
+    except EvalkitError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ExitCode.INPUT_ERROR
+    except OSError as error:  # the target's folder or file cannot be written
+        print(f"error: {error.filename or args.to}: cannot write the baseline ({error.strerror})", file=sys.stderr)
+        return ExitCode.INPUT_ERROR
+    print(f"{'dry run, nothing written: would bless' if args.dry_run else 'blessed'} {args.report} -> {target}")
+    print(change)
+    return ExitCode.GO
+
+
+def refusal(report: RunReport, data: dict[str, Any]) -> str | None:
+    """Why this run cannot be a baseline, or None. Failed tests are allowed: a baseline records what main does."""
+    if report.unscored:
+        return f"{len(report.unscored)} unscored case(s) ({_few(report.unscored)})"
+    errored = [nodeid for nodeid, outcome in report.outcomes.items() if outcome == "error"]
+    if errored:
+        return f"{len(errored)} test(s) errored ({_few(errored)})"
+    exitcode = data.get("exitcode")
+    if exitcode not in _COMPLETE:
+        return (f"pytest exit code {exitcode!r}: the run did not complete (interrupted, a collection error or "
+                "an internal error; 0 or 1 expected)" if exitcode is not None else
+                "no pytest exit code ('exitcode'), so nothing shows that the run completed")
+    summary = data.get("summary")
+    if isinstance(summary, dict) and isinstance(summary.get("collected"), int):
+        expected = summary["collected"] - int(summary.get("deselected") or 0)
+        if len(report.outcomes) < expected:
+            return (f"only {len(report.outcomes)} of {expected} collected tests ran (stopped early by -x or "
+                    "--maxfail?)")
+    return None
+
+
+def describe_change(target: Path, new: str, report: RunReport) -> str:
+    """What blessing does to `target`: a new file, no change, or old -> new pass rate, tests and eval key."""
+    now = f"pass rate {_rate(report)}, {len(report.outcomes)} tests"
+    try:
+        old_text = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return f"new baseline: {now}"
+    except (OSError, UnicodeDecodeError) as error:
+        return f"replaces an unreadable file ({error}); new: {now}"
+    if old_text == new:
+        return f"no change: {target} is byte-identical"
+    try:
+        old = parse_report(old_text, str(target))
+    except InputError as error:
+        return f"replaces a file that is not a run report ({error}); new: {now}"
+    gone = [n for n in old.outcomes if n not in report.outcomes]
+    added = [n for n in report.outcomes if n not in old.outcomes]
+    flipped = [n for n, o in report.outcomes.items() if n in old.outcomes and old.outcomes[n] != o]
+    changed = changed_components(old.eval, report.eval)
+    lines = [f"pass rate {_rate(old)} -> {_rate(report)}",
+             f"tests {len(old.outcomes)} -> {len(report.outcomes)} ({len(added)} new, {len(gone)} gone, "
+             f"{len(flipped)} with another outcome{': ' + _few(flipped) if flipped else ''})",
+             f"eval key: {render_changed(changed)}" if changed else "eval key: unchanged"]
+    if not (added or gone or flipped or changed):
+        lines.append("same outcomes and key; other content differs (see git diff)")
+    return "replaced: " + "; ".join(lines)
+
+
+def _suite_baseline(report: RunReport, where: Path) -> Path:
+    named = report.provenance.get("baseline")
+    if not isinstance(named, str) or not named:
+        raise InputError(f"{where}: the report names no baseline of its suite (provenance.baseline: written by "
+                         "`python -m evalkit` for a suite with a `baseline` path); pass --to PATH")
+    return project_path(named)
+
+
+def _rate(report: RunReport) -> str:
+    return f"{report.passed / len(report.outcomes):.3f}"
+
+
+def _few(items: Sequence[str], shown: int = 3) -> str:
+    return ", ".join(items[:shown]) + (f", ... {len(items) - shown} more" if len(items) > shown else "")

@@ -1,0 +1,37 @@
+"""What a decision was made from, for `decision.json` and `decision.md`: the policy's identity, the SHA-256 and
+eval key of both reports, and evalkit's version. Computed at the command's edge; `decide()` never sees it.
+
+A reader can check every part: `sha256sum` of each report file, and the policy's hash is
+`evalkit.core.policy.policy_sha256` (SHA-256 of the validated policy as canonical JSON, defaults filled in), so
+the same rules hash alike whether they came from a file, a composed config option or command-line overrides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evalkit.core.policy import Policy, policy_sha256
+from evalkit.core.report import RunReport
+from evalkit.core.version import __version__
+
+__all__ = ["evidence", "policy_identity", "report_identity"]
+
+
+def policy_identity(policy: Policy, *, fallback_name: str, source: str, chosen_by: str,
+                    overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The policy's name (its own `name`, else the option or file it came from), `version`, where it was read
+    from (a file, or `conf/policy/<name>.yaml` plus command-line `policy.*` overrides), why it was the one
+    used, and the SHA-256 of its content."""
+    return {"name": policy.name or fallback_name, "version": policy.version, "source": source,
+            "overrides": list(overrides), "chosen_by": chosen_by, "sha256": policy_sha256(policy)}
+
+
+def report_identity(where: str, sha256: str, report: RunReport) -> dict[str, Any]:
+    """A compared report: where it was read or written, the SHA-256 of its bytes, its eval key."""
+    return {"path": where, "sha256": sha256, "eval": dict(sorted(report.eval.items()))}
+
+
+def evidence(policy: Mapping[str, Any], baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, Any]:
+    return {"policy": dict(policy), "baseline": dict(baseline), "candidate": dict(candidate),
+            "evalkit_version": __version__}
