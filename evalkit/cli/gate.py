@@ -5,12 +5,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import sys
 from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
-from evalkit.core.atomic import write_atomic
-from evalkit.core.errors import EvalkitError
+from evalkit.cli.guard import command, say, write_output
 from evalkit.core.policy import load_policy
 from evalkit.core.report import load_report
 from evalkit.gate.decide import decide
@@ -27,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="python -m evalkit.gate",
         description="Gate a candidate run report against a baseline run report under a policy. "
-                    "Exit code: 0 go (or review), 1 block, 2 incomparable, 3 input or usage error.")
+                    "Exit code: 0 go (or review), 1 block, 2 incomparable, 3 input or usage error (or an output "
+                    "that cannot be written), 4 internal error.")
     parser.add_argument("baseline", type=Path, help="run report of the baseline (what is on main)")
     parser.add_argument("candidate", type=Path, help="run report of the candidate")
     parser.add_argument("--policy", default="triage",
@@ -40,24 +39,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # A short-lived process parsing reports of up to millions of tests: the cyclic garbage collector
     # would rescan every parsed object again and again while nothing here forms cycles.
     gc.disable()
-    try:
-        policy = load_policy(find_option("policy", args.policy))
-        baseline = load_report(args.baseline)
-        candidate = load_report(args.candidate)
-    except EvalkitError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return ExitCode.INPUT_ERROR
+    policy = load_policy(find_option("policy", args.policy))
+    baseline = load_report(args.baseline)
+    candidate = load_report(args.candidate)
     decision = decide(policy, baseline, candidate)
     if args.out:
-        write_atomic(args.out, json.dumps(decision.to_json(), indent=2) + "\n")
+        write_output(args.out, json.dumps(decision.to_json(), indent=2) + "\n", "decision (--out)")
     if args.markdown:
-        write_atomic(args.markdown, render_markdown(decision, candidate, policy.critical))
-    print(render_decision(decision, policy.critical))
+        write_output(args.markdown, render_markdown(decision, candidate, policy.critical), "decision (--markdown)")
+    say(render_decision(decision, policy.critical))
     if not args.require_pass:
         return ExitCode.GO
     return exit_code(decision.decision, policy.review_fails)

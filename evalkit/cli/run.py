@@ -13,6 +13,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalkit.cli.guard import command
 from evalkit.core.errors import EvalkitError
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
     return exit_code(decision.decision, config.policy.review_fails)
 
 
+@command
 def main() -> int:
     """Run Hydra with evalkit's error handling: one line per refusal, decision codes kept distinct."""
     import hydra

@@ -13,7 +13,8 @@ __all__ = ["render_markdown"]
 
 def render_markdown(decision: Decision, candidate: RunReport | None = None, critical: tuple[str, ...] = ()) -> str:
     lines = [f"### evalkit: **{str(decision.decision).upper()}**", ""]
-    for title, items in (("Reasons", decision.reasons), ("For review", decision.review_reasons)):
+    for title, items in (("Reasons", decision.reasons), ("For review", decision.review_reasons),
+                         ("Warnings", decision.warnings)):
         if items:
             lines += [f"**{title}**", ""] + [f"- {item}" for item in items] + [""]
     if decision.changed:
