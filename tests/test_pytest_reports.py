@@ -210,3 +210,12 @@ def test_skips_and_xfails_lower_pass_rate_but_not_ran_pass_rate_and_xpass_passes
 def test_regressions_and_fixes_by_outcome(before, after, regressed, fixed):
     result = decide(Policy(max_regressions=5), outcomes_report({"t.py::a": before}), outcomes_report({"t.py::a": after}))
     assert (bool(result.regressed), bool(result.fixed)) == (regressed, fixed)
+
+
+def test_evalkits_own_reports_keep_pytests_record_and_it_reads_clean():
+    from evalkit.core.report import load_report
+    from evalkit.project.paths import PROJECT_ROOT
+
+    path = PROJECT_ROOT / "suites/issue_triage/runs/baseline.json"
+    assert json.loads(path.read_text(encoding="utf-8"))["exitcode"] == 0
+    assert load_report(path).problems == ()
