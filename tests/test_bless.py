@@ -53,9 +53,9 @@ def _stopped_early(d: dict[str, Any]) -> None:
 @pytest.mark.parametrize("spoil, message", [
     (_unscored, "1 unscored case(s) (token-leak)"),
     (_errored, "1 test(s) errored (test_triage.py::test_reply_matches_schema[sort-by-due])"),
-    (_interrupted, "pytest exit code 2: the run did not complete"),
+    (_interrupted, "pytest was interrupted (exit code 2"),
     (_no_exitcode, "no pytest exit code ('exitcode')"),
-    (_stopped_early, "only 10 of 51 collected tests ran"),
+    (_stopped_early, "interrupted run: 10 of 51 collected tests ran"),
 ])
 def test_a_run_that_cannot_be_a_baseline_is_refused(tmp_path, capsys, spoil, message):
     data = shipped()
@@ -72,6 +72,7 @@ def test_a_run_that_cannot_be_a_baseline_is_refused(tmp_path, capsys, spoil, mes
 def test_failed_tests_are_allowed_in_a_baseline(tmp_path, capsys):
     data = shipped()
     data["tests"][0]["outcome"] = "failed"
+    data["exitcode"], data["summary"] = 1, {"collected": 51, "passed": 50, "failed": 1, "total": 51}  # consistent
     target = tmp_path / "b.json"
     code, out, _ = bless(capsys, write_json(tmp_path / "r.json", data), "--to", target)
     assert code == 0 and "new baseline: pass rate 0.980, 51 tests" in out
@@ -126,6 +127,8 @@ def test_bless_reports_outcome_and_key_changes_and_dry_run_writes_nothing(tmp_pa
     candidate = shipped()
     candidate["eval"]["model"] = "gemma4:e2b"
     candidate["tests"][1]["outcome"] = "failed"
+    candidate["exitcode"] = 1  # what pytest exits with when a test failed
+    candidate["summary"] = {"collected": 52, "passed": 51, "failed": 1, "total": 52}
     candidate["tests"].append({"nodeid": "test_triage.py::test_new[x]", "outcome": "passed"})
     report = write_json(tmp_path / "r.json", candidate)
     code, out, _ = bless(capsys, report, "--to", target, "--dry-run")

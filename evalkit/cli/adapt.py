@@ -13,7 +13,7 @@ from pathlib import Path
 
 from evalkit.adapt.docs_stage import DOCS_STAGE_POLICY, DocsStageComparison, compare_docs_stages, parse_docs_stage
 from evalkit.cli.args import ArgumentParser
-from evalkit.core.atomic import write_atomic
+from evalkit.cli.guard import command, write_output
 from evalkit.core.errors import EvalkitError, InputError
 from evalkit.core.files import read_text
 from evalkit.gate.decision import ExitCode, exit_code
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -58,10 +59,8 @@ def _docs_stage(baseline: Path, candidate: Path, out: Path) -> DocsStageComparis
                          "choose a new --out path")
     result = compare_docs_stages(_load(baseline), _load(candidate),
                                  baseline_where=str(baseline), candidate_where=str(candidate))
-    try:
-        write_atomic(out, json.dumps(result.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-    except OSError as error:
-        raise InputError(f"{out}: cannot write the result ({error.strerror or error})") from None
+    write_output(out, json.dumps(result.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n", "result",
+                 make_folder=True)
     return result
 
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from evalkit.cli.args import ArgumentParser
-from evalkit.core.atomic import write_atomic
-from evalkit.core.errors import EvalkitError, InputError
+from evalkit.cli.guard import command, write_output
+from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
 from evalkit.core.report import RunReport, parse_report
 from evalkit.gate.decide import changed_components
@@ -30,7 +29,6 @@ from evalkit.run.canonical import canonical_text
 __all__ = ["build_parser", "main", "refusal"]
 
 # pytest's exit codes of a run whose tests all ran: 0 all passed, 1 some failed.
-_COMPLETE = (0, 1)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,26 +44,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        text, _ = read_text_sha256(args.report, "report")
-        report = parse_report(text, str(args.report))
-        data: dict[str, Any] = json.loads(text)  # parse_report has refused anything but a JSON object
-        refused = refusal(report, data)
-        if refused:
-            raise InputError(f"{args.report}: {refused}; a baseline must be a complete, fully scored run")
-        target = args.to or _suite_baseline(report, args.report)
-        new = canonical_text(data)
-        change = describe_change(target, new, report)
-        if not args.dry_run:
-            write_atomic(target, new)
-    except EvalkitError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return ExitCode.INPUT_ERROR
-    except OSError as error:  # the target's folder or file cannot be written
-        print(f"error: {error.filename or args.to}: cannot write the baseline ({error.strerror})", file=sys.stderr)
-        return ExitCode.INPUT_ERROR
+    text, _ = read_text_sha256(args.report, "report")
+    report = parse_report(text, str(args.report))
+    data: dict[str, Any] = json.loads(text)  # parse_report has refused anything but a JSON object
+    refused = refusal(report, data)
+    if refused:
+        raise InputError(f"{args.report}: {refused}; a baseline must be a complete, fully scored run")
+    target = args.to or _suite_baseline(report, args.report)
+    new = canonical_text(data)
+    change = describe_change(target, new, report)
+    if not args.dry_run:  # a new suite's runs/ folder is made; an unwritable place is one line, exit 3
+        write_output(target, new, "baseline", make_folder=True)
     print(f"{'dry run, nothing written: would bless' if args.dry_run else 'blessed'} {args.report} -> {target}")
     print(change)
     return ExitCode.GO
@@ -78,17 +70,10 @@ def refusal(report: RunReport, data: dict[str, Any]) -> str | None:
     errored = [nodeid for nodeid, outcome in report.outcomes.items() if outcome == "error"]
     if errored:
         return f"{len(errored)} test(s) errored ({_few(errored)})"
-    exitcode = data.get("exitcode")
-    if exitcode not in _COMPLETE:
-        return (f"pytest exit code {exitcode!r}: the run did not complete (interrupted, a collection error or "
-                "an internal error; 0 or 1 expected)" if exitcode is not None else
-                "no pytest exit code ('exitcode'), so nothing shows that the run completed")
-    summary = data.get("summary")
-    if isinstance(summary, dict) and isinstance(summary.get("collected"), int):
-        expected = summary["collected"] - int(summary.get("deselected") or 0)
-        if len(report.outcomes) < expected:
-            return (f"only {len(report.outcomes)} of {expected} collected tests ran (stopped early by -x or "
-                    "--maxfail?)")
+    if report.problems:  # read from pytest's exitcode, collectors and summary, as the gate reads them
+        return f"the run did not complete cleanly: {'; '.join(report.problems)}"
+    if data.get("exitcode") is None:
+        return "no pytest exit code ('exitcode'), so nothing shows that the run completed"
     return None
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from evalkit.cli.args import ArgumentParser
-from evalkit.core.atomic import write_atomic
+from evalkit.cli.guard import command, write_output
 from evalkit.core.errors import EvalkitError, InputError
 from evalkit.gate.decision import ExitCode
 from evalkit.programs.calibrate import calibrate, render
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -55,11 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(graders, Mapping) or not callable(examples):
             raise InputError(f"{suite_dir / 'calibration.py'}: define GRADERS (a dict of graders) and examples()")
         result = calibrate(graders, examples(), str(suite_dir / "calibration.py"))
+        if args.out:
+            write_output(args.out, json.dumps(result, indent=2, ensure_ascii=False) + "\n", "calibration")
     except EvalkitError as error:
         print(f"error: {error}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
-    if args.out:
-        write_atomic(args.out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     print(render(result))
     return ExitCode.GO
 

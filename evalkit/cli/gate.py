@@ -9,13 +9,12 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import sys
 from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import evidence, policy_identity, report_identity
-from evalkit.core.atomic import write_atomic
-from evalkit.core.errors import EvalkitError, InputError
+from evalkit.cli.guard import command, say, write_output
+from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
 from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
 from evalkit.core.report import RunReport, parse_report
@@ -34,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="python -m evalkit.gate",
         description="Gate a candidate run report against a baseline run report under a policy. "
-                    "Exit code: 0 go (or review), 1 block, 2 incomparable, 3 input or usage error.")
+                    "Exit code: 0 go (or review), 1 block, 2 incomparable, 3 input or usage error (or an output "
+                    "that cannot be written), 4 internal error.")
     parser.add_argument("baseline", type=Path, help="run report of the baseline (what is on main)")
     parser.add_argument("candidate", type=Path, help="run report of the candidate")
     parser.add_argument("--policy", default=None,
@@ -50,27 +50,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # A short-lived process parsing reports of up to millions of tests: the cyclic garbage collector
     # would rescan every parsed object again and again while nothing here forms cycles.
     gc.disable()
-    try:
-        baseline, baseline_sha = _read(args.baseline)
-        candidate, candidate_sha = _read(args.candidate)
-        policy, identity = _choose_policy(args.policy, candidate, args.candidate)
-    except EvalkitError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return ExitCode.INPUT_ERROR
+    baseline, baseline_sha = _read(args.baseline)
+    candidate, candidate_sha = _read(args.candidate)
+    policy, identity = _choose_policy(args.policy, candidate, args.candidate)
     decision = decide(policy, baseline, candidate)
     facts = evidence(identity, report_identity(str(args.baseline), baseline_sha, baseline),
                      report_identity(str(args.candidate), candidate_sha, candidate))
     if args.out:
-        write_atomic(args.out, json.dumps({**decision.to_json(), "evidence": facts}, indent=2) + "\n")
+        write_output(args.out, json.dumps({**decision.to_json(), "evidence": facts}, indent=2) + "\n",
+                     "decision (--out)")
     if args.markdown:
-        write_atomic(args.markdown, render_markdown(decision, candidate, policy.critical, facts))
-    print(render_decision(decision, policy.critical))
-    print(render_policy(identity))
+        write_output(args.markdown, render_markdown(decision, candidate, policy.critical, facts),
+                     "decision (--markdown)")
+    say(render_decision(decision, policy.critical))
+    say(render_policy(identity))
     if not args.require_pass:
         return ExitCode.GO
     return exit_code(decision.decision, policy.review_fails)

@@ -1,28 +1,75 @@
-"""How every evalkit command ends: a refusal is one line and exit 3, a crash is a traceback and exit 4.
+"""What every evalkit command does around its work so that no failure reads as a decision.
 
-Neither may ever exit 0, 1 or 2: those codes are decisions.
+Exit codes 0, 1 and 2 are decisions (go, block, incomparable); a refused input or an output that cannot be
+written exits 3 with one line on stderr, and anything unexpected exits 4 with its traceback. `command` wraps a
+command's `main` to guarantee it; `write_output` and `say` are the output steps the commands share.
 """
 
 from __future__ import annotations
 
+import functools
+import io
+import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
+from typing import ParamSpec
 
-from evalkit.core.errors import EvalkitError
+from evalkit.core.atomic import write_atomic
+from evalkit.core.errors import EvalkitError, InputError
 from evalkit.gate.decision import ExitCode
 
-__all__ = ["run_command"]
+__all__ = ["command", "write_output", "say"]
+
+P = ParamSpec("P")
 
 
-def run_command(prog: str, body: Callable[[], int]) -> int:
-    """Run a command's body and return its exit code, mapping refusals to 3 and anything unexpected to 4."""
+def command(main: Callable[P, int]) -> Callable[P, int]:
+    """Decorate a command's `main`: refusals exit 3 in one line, crashes exit 4 with the traceback."""
+
+    @functools.wraps(main)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> int:
+        _tolerant(sys.stdout)  # a test id in any script must not crash an ASCII terminal or CI log
+        _tolerant(sys.stderr)
+        try:
+            return main(*args, **kwargs)
+        except EvalkitError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return ExitCode.INPUT_ERROR
+        except Exception:  # a crash must never read as a decision
+            traceback.print_exc()
+            print(f"internal error (exit code {int(ExitCode.INTERNAL_ERROR)}): a bug; please report it with the "
+                  "traceback above", file=sys.stderr)
+            return ExitCode.INTERNAL_ERROR
+
+    return guarded
+
+
+def _tolerant(stream: object) -> None:
+    """Print what the stream's encoding cannot hold as escapes (`\\xfc`) instead of raising."""
+    if isinstance(stream, io.TextIOWrapper):
+        stream.reconfigure(errors="backslashreplace")
+
+
+def write_output(path: Path, text: str, what: str, *, make_folder: bool = False) -> None:
+    """Write one of a command's output files; a folder that does not exist (unless `make_folder`: a command
+    that documents making its run folder) or a place that cannot be written is refused in one line (exit 3)
+    rather than created by mistake or crashed on."""
+    if not make_folder and not path.parent.is_dir():
+        raise InputError(f"{path}: cannot write the {what}: the folder {path.parent} does not exist; "
+                         "create it first or choose another path")
+    if path.is_dir():
+        raise InputError(f"{path}: cannot write the {what}: it is a folder; name a file")
     try:
-        return body()
-    except EvalkitError as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        return ExitCode.INPUT_ERROR
-    except Exception:  # a crash must never read as a decision
-        traceback.print_exc()
-        print(f"{prog}: internal error (a bug in evalkit; exit code 4)", file=sys.stderr)
-        return ExitCode.INTERNAL_ERROR
+        write_atomic(path, text)
+    except OSError as error:
+        raise InputError(f"{path}: cannot write the {what} ({error.strerror or error})") from None
+
+
+def say(text: str) -> None:
+    """Print to stdout; a reader that went away (`| head`) must not turn a decision into a crash."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

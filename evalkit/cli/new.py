@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
-from evalkit.cli.guard import run_command
+from evalkit.cli.guard import command
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError
 from evalkit.gate.decision import ExitCode
@@ -36,11 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "project":
-        return run_command("evalkit.new", lambda: _project(args.dir))
-    return run_command("evalkit.new", lambda: _suite(args.name))
+    return _project(args.dir) if args.command == "project" else _suite(args.name)
 
 
 def _project(folder: Path) -> int:

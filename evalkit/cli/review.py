@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.cli.args import ArgumentParser
-from evalkit.core.atomic import write_atomic
+from evalkit.cli.guard import command, write_output
 from evalkit.core.errors import EvalkitError, InputError
 from evalkit.core.fingerprint import fingerprint
 from evalkit.gate.decision import ExitCode
@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -71,10 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         decisions, _ = _read_json(args.decisions, "decisions")
         reviewed = apply_review(report, raw, decisions, report_name=str(args.report),
                                 decisions_name=str(args.decisions))
+        write_output(args.out, json.dumps(reviewed, indent=1, ensure_ascii=False) + "\n", "reviewed report")
     except EvalkitError as error:
         print(f"evalkit.review: error: {error}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
-    write_atomic(args.out, json.dumps(reviewed, indent=1, ensure_ascii=False) + "\n")
     given = reviewed["review_audit"][-1]["decisions"]
     rejected = sum(1 for d in given if d["decision"] == PresentationVerdict.REJECT)
     print(f"reviewed {len(given)} case(s) of {args.report} (sha256 {fingerprint(raw)}): "

@@ -14,6 +14,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalkit.cli.guard import command, say
 from evalkit.core.errors import EvalkitError
 
 if TYPE_CHECKING:
@@ -63,13 +64,6 @@ def _job(cfg: Any) -> None:
         _Outcome.code = int(code)
 
 
-def _say(text: str) -> None:
-    """Print to stdout; a reader that went away (`| head`) must not turn the decision into a crash."""
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
 
 def _run(config: RunConfig, row: dict[str, Any]) -> int:
     from evalkit.cli.evidence import evidence, report_identity
@@ -107,8 +101,8 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
                      f"(estimated where the provider reported none; {budget['unknown_usage_calls']} calls "
                      f"with unknown usage); calls {result.execution['calls']}")
     if baseline is None:
-        _say("decision: none (baseline=none: the run was not gated)")
-        _say(run_line)
+        say("decision: none (baseline=none: the run was not gated)")
+        say(run_line)
         return ExitCode.GO
     name, base_report, base_sha = baseline
     decision = decide(config.policy, base_report, result.report)
@@ -123,10 +117,10 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
     if decision.statistics:
         row["paired"] = {k: decision.statistics[k] for k in ("difference", "interval", "groups", "seed", "resamples")}
-    _say(render_decision(decision, config.policy.critical))
-    _say(render_sections(result.report))
-    _say(run_line)
-    _say(f"baseline: {name}")
+    say(render_decision(decision, config.policy.critical))
+    say(render_sections(result.report))
+    say(run_line)
+    say(f"baseline: {name}")
     if not config.require_pass:  # report-only: everything above was written; only the exit code differs
         return ExitCode.GO
     return exit_code(decision.decision, config.policy.review_fails)
@@ -147,6 +141,7 @@ def _run_policy(config: RunConfig, overrides: Any) -> dict[str, Any]:
                            chosen_by=why, overrides=keys)
 
 
+@command
 def main() -> int:
     """Run Hydra with evalkit's error handling: one line per refusal, decision codes kept distinct."""
     import hydra

@@ -1,5 +1,10 @@
 """Run reports: what one run produced. Read from evalkit's own reports or any pytest-json-report
 file that carries an `eval` block, so a team can gate an existing pytest eval suite.
+
+Every outcome pytest and its common plugins write is read: the six of pytest itself, `rerun`
+(pytest-rerunfailures: the test's last attempt decides, read from its phases) and `subtests passed` /
+`subtests failed` ... (pytest's subtests). The run's own record is read too: pytest's `exitcode`, the
+`collectors` (collection errors) and the `summary`; what they show wrong becomes the report's `problems`.
 """
 
 from __future__ import annotations
@@ -19,6 +24,13 @@ __all__ = ["RunReport", "report_from_mapping", "load_report", "parse_report"]
 OUTCOMES = frozenset({"passed", "failed", "skipped", "xfailed", "xpassed", "error"})
 # One shared string per outcome: a million-test report then holds 6 outcome strings, not a million.
 _CANONICAL = {o: o for o in OUTCOMES}
+PASSING = frozenset({"passed", "xpassed"})
+"""Outcomes that count as passing: a non-strict XPASS passed (pytest exits 0); a strict one is `failed`."""
+FAILING = frozenset({"failed", "error"})
+_PLUGIN_OUTCOMES = ("rerun", "subtests <outcome>")
+# pytest's exit codes (pytest.ExitCode) and what each says about the run.
+_EXIT_CODES = {2: "pytest was interrupted (exit code 2: collection errors or an interrupt)",
+               3: "pytest had an internal error (exit code 3)", 4: "pytest was misused (exit code 4: usage error)"}
 
 
 @dataclass(frozen=True)
@@ -41,10 +53,14 @@ class RunReport:
     """Manifest datasets: name, version, split, synthetic, purpose (absent for single-file datasets)."""
     candidate: Mapping[str, Any] = field(default_factory=dict)
     """Candidate-program suites: the option, its change, the program and its SHA-256."""
+    problems: tuple[str, ...] = ()
+    """What the run's own record shows wrong: collection errors, an interrupted run, an exit code that
+    contradicts the tests. A candidate with problems cannot pass."""
 
     @property
     def passed(self) -> int:
-        return sum(1 for o in self.outcomes.values() if o == "passed")
+        """Tests that passed (a non-strict XPASS included)."""
+        return sum(1 for o in self.outcomes.values() if o in PASSING)
 
     @property
     def unscored(self) -> tuple[str, ...]:
@@ -63,21 +79,23 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
     tests = data.get("tests")
     if not isinstance(tests, list):
         raise InputError(f"{where}: not a run report: no 'tests' list (was it written by pytest-json-report?)")
-    if not tests:
+    if not tests and (data.get("exitcode") in (None, 0, 5) and not _collection_errors(data.get("collectors"))):
         raise InputError(f"{where}: the run has no tests, so there is nothing to gate; "
-                         "check that the suite collected its tests")
-    # Fast path for valid reports (one pass, C-speed); the careful loop below words the error.
+                         "check that the suite collected its tests"
+                         + (" (pytest exit code 5: no tests collected)" if data.get("exitcode") == 5 else ""))
+    # Fast path for valid reports of pytest's own outcomes (one pass, C-speed); the careful loop reads the
+    # plugins' outcomes and words the error.
     try:
         outcomes = {test["nodeid"]: _CANONICAL[test["outcome"]] for test in tests}
     except (TypeError, KeyError):
         outcomes = {}
     if len(outcomes) != len(tests) or not all(isinstance(nodeid, str) for nodeid in outcomes):
-        _refuse_tests(tests, where)
+        outcomes = _read_tests(tests, where)
     cases = data.get("cases") or ()
     provenance = data.get("provenance") or {}
     return RunReport(key, outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where),
                      _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
-                     _mapping(data.get("candidate")))
+                     _mapping(data.get("candidate")), _problems(data, outcomes, where))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -101,21 +119,106 @@ def _metrics(block: Any, where: str) -> dict[str, float | None]:
     return out
 
 
-def _refuse_tests(tests: list[Any], where: str) -> None:
-    """Find the first bad test entry and raise an error naming it."""
+def _read_tests(tests: list[Any], where: str) -> dict[str, str]:
+    """Each test's outcome, plugins' outcomes read by what they mean; the first bad entry is named."""
     outcomes: dict[str, str] = {}
     for index, test in enumerate(tests):
         try:
             nodeid, outcome = test["nodeid"], test["outcome"]
         except (TypeError, KeyError):
             raise InputError(f"{where}: tests[{index}] needs 'nodeid' and 'outcome'") from None
-        if not isinstance(nodeid, str) or outcome not in OUTCOMES:
-            raise InputError(f"{where}: tests[{index}] has an invalid nodeid or outcome {outcome!r} "
-                             f"(outcomes: {', '.join(sorted(OUTCOMES))})")
+        if not isinstance(nodeid, str):
+            raise InputError(f"{where}: tests[{index}] has a nodeid that is not a string ({nodeid!r})")
+        read = _plugin_outcome(test, outcome) if isinstance(outcome, str) else None
+        if read is None:
+            raise InputError(f"{where}: tests[{index}] ({nodeid}) has outcome {outcome!r}; expected one of "
+                             f"{', '.join(sorted(OUTCOMES))}, or a plugin's {', '.join(_PLUGIN_OUTCOMES)}")
         if nodeid in outcomes:
             raise InputError(f"{where}: duplicate test id {nodeid!r}; each test may appear once")
-        outcomes[nodeid] = outcome
-    raise AssertionError("unreachable: the fast path refused a valid tests list")
+        outcomes[nodeid] = read
+    return outcomes
+
+
+def _plugin_outcome(test: Mapping[str, Any], outcome: str) -> str | None:
+    """What an outcome means, or None when it is not one pytest or a common plugin writes."""
+    if outcome in _CANONICAL:
+        return _CANONICAL[outcome]
+    if outcome == "rerun":  # pytest-rerunfailures: the last attempt's phases say how the test ended
+        return _from_phases(test)
+    prefix, _, rest = outcome.partition(" ")
+    if prefix == "subtests" and rest in _CANONICAL:
+        # pytest's subtests name the test by its subtests' outcome; a failed phase still fails the test
+        # (the subtests' record can be lossy: the run's exit code is checked against it in _problems)
+        phased = _from_phases(test)
+        return phased if phased in FAILING else _CANONICAL[rest]
+    return None
+
+
+def _from_phases(test: Mapping[str, Any]) -> str:
+    """A test's outcome from its setup / call / teardown phases: a failed setup or teardown is an error."""
+    phases = {name: test.get(name) for name in ("setup", "call", "teardown")}
+    outcome = {name: phase.get("outcome") for name, phase in phases.items() if isinstance(phase, Mapping)}
+    if "failed" in (outcome.get("setup"), outcome.get("teardown")):
+        return "error"
+    call = outcome.get("call")
+    if call == "failed":
+        return "failed"
+    if call == "passed" or (call is None and outcome.get("setup") == "passed"):
+        return "passed" if call == "passed" else "error"
+    if call == "skipped" or outcome.get("setup") == "skipped":
+        return "skipped"
+    return "error"  # no phase says how it ended: it did not pass
+
+
+def _collection_errors(collectors: Any) -> list[str]:
+    """Node ids (with the first line of the error) of the collectors that failed: modules that did not import."""
+    if not isinstance(collectors, list):
+        return []
+    out = []
+    for collector in collectors:
+        if isinstance(collector, Mapping) and collector.get("outcome") not in (None, "passed"):
+            lines = [line for line in str(collector.get("longrepr") or "").splitlines() if line.strip()]
+            errors = [line for line in lines if line.startswith("E ")]
+            detail = (errors or lines or [""])[-1].removeprefix("E ").strip()[:200]
+            out.append(f"{collector.get('nodeid') or '(root)'}" + (f" ({detail})" if detail else ""))
+    return out
+
+
+def _problems(data: Mapping[str, Any], outcomes: Mapping[str, str], where: str) -> tuple[str, ...]:
+    """Why pytest's own record of the run says it cannot pass, each in one sentence; empty when it can."""
+    problems = []
+    broken = _collection_errors(data.get("collectors"))
+    if broken:
+        problems.append(f"collection error in {len(broken)} module(s), whose tests did not run: "
+                        f"{'; '.join(broken[:3])}{'; ...' if len(broken) > 3 else ''}")
+    summary = data.get("summary")
+    if isinstance(summary, Mapping):
+        collected, total = summary.get("collected"), summary.get("total")
+        deselected = summary.get("deselected") or 0
+        if (isinstance(collected, int) and isinstance(total, int) and isinstance(deselected, int)
+                and total < collected - deselected):
+            problems.append(f"interrupted run: {total} of {collected - deselected} collected tests ran "
+                            "(stopped by -x/--maxfail or an interrupt); the rest have no outcome")
+        if isinstance(total, int) and total != len(outcomes) and not broken:
+            problems.append(f"the report's summary counts {total} tests but lists {len(outcomes)}")
+    code = data.get("exitcode")
+    if code is None:  # not recorded (an authored report): nothing to check it against
+        return tuple(problems)
+    failing = sum(1 for o in outcomes.values() if o in FAILING)
+    if not isinstance(code, int) or isinstance(code, bool):
+        raise InputError(f"{where}: 'exitcode' is {code!r}; pytest's exit code is an integer")
+    if code == 0 and failing:
+        problems.append(f"pytest exited 0 (all passed) but the report records {failing} failing test(s)")
+    elif code == 1 and not failing and not broken:
+        problems.append("pytest exited 1 (tests failed) but no test in the report failed: the report lost a "
+                        "failure (a failing subtest recorded as passed?)")
+    elif code in _EXIT_CODES and not (code == 2 and broken):
+        problems.append(_EXIT_CODES[code])
+    elif code == 5 and outcomes:
+        problems.append(f"pytest exited 5 (no tests collected) but the report lists {len(outcomes)} tests")
+    elif code not in (0, 1, 2, 5) and code not in _EXIT_CODES:
+        problems.append(f"pytest exited {code}, which is none of its own exit codes")
+    return tuple(problems)
 
 
 def parse_report(text: str, where: str) -> RunReport:

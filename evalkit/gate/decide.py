@@ -5,11 +5,13 @@ Run `python -m evalkit.gate BASELINE CANDIDATE` for the command-line front (eval
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from evalkit.core.nodeid import matches_critical
 from evalkit.core.policy import Policy
-from evalkit.core.report import RunReport
+from evalkit.core.report import FAILING, PASSING, RunReport
 from evalkit.gate.compare import compare_metrics
 from evalkit.gate.decision import Decision, Verdict
 from evalkit.gate.release import release_rules, split_refusal, uses_release_rules
@@ -57,8 +59,28 @@ def _flatten(key: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def is_critical(nodeid: str, prefixes: tuple[str, ...]) -> bool:
-    """A test is critical when its name (after the last `::`) starts with one of the policy's prefixes."""
-    return bool(prefixes) and nodeid.rsplit("::", 1)[-1].startswith(prefixes)
+    """A test is critical when its name, or a class it is in, starts with one of the policy's prefixes
+    (evalkit.core.nodeid.matches_critical: parameters in `[...]` never take part)."""
+    return matches_critical(nodeid, prefixes)
+
+
+def unmatched_critical(prefixes: tuple[str, ...], *sides: Iterable[str]) -> list[str]:
+    """The policy's critical entries that name no test on any side: most likely a typo, so said as a warning."""
+    out = []
+    for prefix in prefixes:
+        # a substring scan first (C speed over millions of ids); only ids that contain the entry are parsed
+        bare = prefix.split("::")[-1] if "::" in prefix else prefix
+        if not any(is_critical(nodeid, (prefix,)) for side in sides for nodeid in side if bare in nodeid):
+            out.append(prefix)
+    return out
+
+
+def _run_warnings(policy: Policy, baseline: RunReport, candidate: RunReport) -> list[str]:
+    warnings = [f"critical {name!r} matches no test in either report; check the name (a test-name or class-name "
+                "prefix, or Class::test)" for name in unmatched_critical(policy.critical, baseline.outcomes,
+                                                                         candidate.outcomes)]
+    warnings += [f"baseline: {problem}" for problem in baseline.problems]
+    return warnings
 
 
 def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decision:
@@ -66,35 +88,41 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
     changed = changed_components(baseline.eval, candidate.eval)
     blocked = incomparability(baseline.eval, candidate.eval)
     wrong_split = split_refusal(policy, candidate)
+    warnings = tuple(_run_warnings(policy, baseline, candidate))
     if wrong_split:  # no baseline can make a run on the wrong split releasable: block, naming both problems
-        return Decision(Verdict.BLOCK, (wrong_split, *blocked), changed)
+        return Decision(Verdict.BLOCK, (wrong_split, *blocked), changed, warnings=warnings)
     if blocked:  # the policy decides what an incomparable baseline means (seed 000: incomparable; 001: review)
         if policy.on_incomparable == "review":
-            return Decision(Verdict.REVIEW, (), changed, review_reasons=tuple(blocked))
+            return Decision(Verdict.REVIEW, (), changed, review_reasons=tuple(blocked), warnings=warnings)
         verdict = Verdict.BLOCK if policy.on_incomparable == "block" else Verdict.INCOMPARABLE
-        return Decision(verdict, tuple(blocked), changed)
+        return Decision(verdict, tuple(blocked), changed, warnings=warnings)
 
     before, after = baseline.outcomes, candidate.outcomes
     critical = policy.critical
     regressed, fixed, missing_critical = [], [], []
     for name, outcome in before.items():  # one pass each way: reports can hold millions of tests
         now = after.get(name)
-        if outcome == "passed":
-            if now != "passed":
+        if outcome in PASSING:
+            if now not in PASSING:
                 regressed.append(name)
-        elif now == "passed":
+        elif now in PASSING:
             fixed.append(name)
         if now is None and is_critical(name, critical):
             missing_critical.append(name)
-    failing = [name for name, outcome in after.items() if outcome != "passed"]
+    failing = [name for name, outcome in after.items() if outcome not in PASSING]
     critical_failures = sorted(name for name in failing if is_critical(name, critical))
     regressed.sort()
     fixed.sort()
     missing_critical.sort()
+    counts = Counter(after.values())
     passed = len(after) - len(failing)
-    pass_rate = passed / len(after)  # report loading guarantees at least one test
+    # pass_rate keeps seed 000's definition (passing / all tests: a skip or an xfail lowers it); ran_pass_rate
+    # leaves out what did not run or was expected to fail (skipped, xfailed)
+    pass_rate = passed / len(after) if after else 0.0  # an empty candidate loads only with problems that block
+    ran = passed + sum(counts[o] for o in FAILING)
+    ran_pass_rate = passed / ran if ran else None
 
-    reasons: list[str] = []
+    reasons: list[str] = list(candidate.problems)
     review: list[str] = []
     unscored = candidate.unscored
     if unscored:  # nothing is dropped from a denominator: an incomplete run cannot pass
@@ -135,6 +163,8 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
         tests=len(after), passed=passed, review_reasons=tuple(review),
         metrics={name: vars(change) for name, change in metrics.items()},
         statistics=release.statistics if release else None, failures=release.failures if release else (),
+        warnings=warnings, outcomes=dict(sorted(counts.items())),
+        ran_pass_rate=None if ran_pass_rate is None else round(ran_pass_rate, 3),
     )
 
 

@@ -60,6 +60,15 @@ class Decision:
     asks for one."""
     failures: tuple[dict[str, Any], ...] = ()
     """Graded suites: candidate cases failing task, quality or safety, with both sides' reasons."""
+    warnings: tuple[str, ...] = ()
+    """What a reviewer should know that does not decide: a critical name matching no test, a baseline whose run
+    had problems."""
+    outcomes: dict[str, int] = field(default_factory=dict)
+    """The candidate's tests per outcome (passed, failed, error, skipped, xfailed, xpassed), plugins' outcomes
+    read by what they mean."""
+    ran_pass_rate: float | None = None
+    """Passing / (passing + failed + error): the pass rate over the tests that ran and were expected to pass
+    (skipped and xfailed left out); None when there are none."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,4 +86,7 @@ class Decision:
             "metrics": self.metrics,
             "statistics": self.statistics,
             "failures": list(self.failures),
+            "warnings": list(self.warnings),
+            "outcomes": self.outcomes,
+            "ran_pass_rate": self.ran_pass_rate,
         }

@@ -17,7 +17,8 @@ __all__ = ["render_markdown", "render_policy"]
 def render_markdown(decision: Decision, candidate: RunReport | None = None, critical: tuple[str, ...] = (),
                     evidence: Mapping[str, Any] | None = None) -> str:
     lines = [f"### evalkit: **{str(decision.decision).upper()}**", ""]
-    for title, items in (("Reasons", decision.reasons), ("For review", decision.review_reasons)):
+    for title, items in (("Reasons", decision.reasons), ("For review", decision.review_reasons),
+                         ("Warnings", decision.warnings)):
         if items:
             lines += [f"**{title}**", ""] + [f"- {item}" for item in items] + [""]
     if decision.changed:

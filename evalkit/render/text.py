@@ -37,6 +37,9 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = ()) -> str:
     if decision.review_reasons:
         lines.append("for review:")
         lines += [f"  - {r}" for r in decision.review_reasons]
+    if decision.warnings:
+        lines.append("warnings:")
+        lines += [f"  - {w}" for w in decision.warnings]
     if decision.changed:
         lines.append(f"changed: {render_changed(decision.changed)}")
     if decision.statistics:
