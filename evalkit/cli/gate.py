@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         write_atomic(args.out, json.dumps(decision.to_json(), indent=2) + "\n")
     if args.markdown:
-        write_atomic(args.markdown, render_markdown(decision, candidate, policy.critical))
+        write_atomic(args.markdown, render_markdown(decision, candidate, policy.critical, baseline))
     print(render_decision(decision, policy.critical))
     if not args.require_pass:
         return ExitCode.GO

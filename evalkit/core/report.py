@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import InputError
+from evalkit.core.failure import failure_message
 from evalkit.core.files import read_text
 
 __all__ = ["RunReport", "report_from_mapping", "load_report", "parse_report"]
@@ -41,6 +42,9 @@ class RunReport:
     """Manifest datasets: name, version, split, synthetic, purpose (absent for single-file datasets)."""
     candidate: Mapping[str, Any] = field(default_factory=dict)
     """Candidate-program suites: the option, its change, the program and its SHA-256."""
+    messages: Mapping[str, str] = field(default_factory=dict)
+    """nodeid -> the first line of why the test did not pass (evalkit.core.failure); only tests that did not
+    pass and whose entry says why, so a large report of passing tests holds no messages at all."""
 
     @property
     def passed(self) -> int:
@@ -73,11 +77,13 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
         outcomes = {}
     if len(outcomes) != len(tests) or not all(isinstance(nodeid, str) for nodeid in outcomes):
         _refuse_tests(tests, where)
+    messages = {test["nodeid"]: line for test in tests
+                if test["outcome"] != "passed" and (line := failure_message(test)) is not None}
     cases = data.get("cases") or ()
     provenance = data.get("provenance") or {}
     return RunReport(key, outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where),
                      _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
-                     _mapping(data.get("candidate")))
+                     _mapping(data.get("candidate")), messages)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -60,6 +60,12 @@ class Decision:
     asks for one."""
     failures: tuple[dict[str, Any], ...] = ()
     """Graded suites: candidate cases failing task, quality or safety, with both sides' reasons."""
+    new_failing: tuple[str, ...] = ()
+    """Tests that do not pass on the candidate and are absent from the baseline (a new check, or a new test that
+    errors); the policy's `new_failing` says whether they block, call for review or are only listed."""
+    messages: dict[str, str] = field(default_factory=dict)
+    """nodeid -> the first line of why it did not pass, for each regressed, critical and new failing test that
+    says why (a test absent from the candidate: `absent from the candidate`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,4 +83,6 @@ class Decision:
             "metrics": self.metrics,
             "statistics": self.statistics,
             "failures": list(self.failures),
+            "new_failing": list(self.new_failing),
+            "messages": self.messages,
         }
