@@ -14,7 +14,7 @@ __all__ = ["MESSAGE_CHARS", "failure_message"]
 
 STAGES = ("setup", "call", "teardown")
 MESSAGE_CHARS = 300
-"""A first line longer than this is cut (with an ellipsis): it is a pointer into the report, not the report."""
+"""A first line longer than this is cut (ending in "..."): it is a pointer into the report, not the report."""
 
 
 def failure_message(test: Mapping[str, Any]) -> str | None:
@@ -26,7 +26,7 @@ def failure_message(test: Mapping[str, Any]) -> str | None:
             continue
         line = _crash_line(entry.get("crash")) or _longrepr_line(entry.get("longrepr"))
         if line:
-            return line if len(line) <= MESSAGE_CHARS else line[:MESSAGE_CHARS - 1] + "…"
+            return line if len(line) <= MESSAGE_CHARS else line[:MESSAGE_CHARS - 3] + "..."
     return None
 
 

@@ -269,7 +269,7 @@ def cap_reply(text: str | None) -> str | None:
     """A reply cut to REPLY_CHARS characters, the cut said at its end; None (no reply) stays None."""
     if text is None or len(text) <= REPLY_CHARS:
         return text
-    return f"{text[:REPLY_CHARS]}… [cut: {len(text) - REPLY_CHARS} more characters]"
+    return f"{text[:REPLY_CHARS]} [... cut: {len(text) - REPLY_CHARS} more characters]"
 
 
 def _relative(path: str, root: Path) -> str:
