@@ -61,6 +61,21 @@ def test_report_carries_key_cases_and_provenance_but_not_the_machine(run_evalkit
                                                     "judge/faithfulness/import-drops-tasks": "replayed"}
 
 
+def test_decision_says_why_the_regressed_tests_failed_and_shows_both_answers(run_evalkit, tmp_path):
+    assert run_evalkit("model=gemma4").returncode == 1
+    why = "AssertionError: assert 'p1' == 'p0'"
+    decision = json.loads((tmp_path / "job" / "decision.json").read_text())
+    assert decision["messages"]["test_triage.py::test_priority[import-drops-tasks]"] == why
+    markdown = (tmp_path / "job" / "decision.md").read_text()
+    assert f"- `test_triage.py::test_priority[import-drops-tasks]` (critical): `{why}`" in markdown
+    block = markdown.split("<summary>Answers of regressed case <code>import-drops-tasks</code>", 1)[1]
+    block = block.split("</details>", 1)[0]
+    output_row = next(line for line in block.splitlines() if line.startswith("<tr><th>task output"))
+    baseline_cell, candidate_cell = output_row.split("<td>")[1:]
+    assert '"priority": "p0"' in baseline_cell and '"priority": "p1"' in candidate_cell
+    assert "<tr><th>judge: faithfulness</th>" in block
+
+
 def test_the_shipped_baseline_regenerates_with_the_same_outcomes(run_evalkit, tmp_path):
     out = tmp_path / "baseline.json"
     assert run_evalkit("baseline=none", f"run.save_report={out}").returncode == 0
