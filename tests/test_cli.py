@@ -62,6 +62,21 @@ def test_report_carries_key_cases_and_provenance_but_not_the_machine(run_evalkit
                                                     "judge/faithfulness/import-drops-tasks": "replayed"}
 
 
+def test_decision_says_why_the_regressed_tests_failed_and_shows_both_answers(run_evalkit, tmp_path):
+    assert run_evalkit("model=gemma4").returncode == 1
+    why = "AssertionError: assert 'p1' == 'p0'"
+    decision = json.loads((tmp_path / "job" / "decision.json").read_text())
+    assert decision["messages"]["test_triage.py::test_priority[import-drops-tasks]"] == why
+    markdown = (tmp_path / "job" / "decision.md").read_text()
+    assert f"- `test_triage.py::test_priority[import-drops-tasks]` (critical): `{why}`" in markdown
+    block = markdown.split("<summary>Answers of regressed case <code>import-drops-tasks</code>", 1)[1]
+    block = block.split("</details>", 1)[0]
+    output_row = next(line for line in block.splitlines() if line.startswith("<tr><th>task output"))
+    baseline_cell, candidate_cell = output_row.split("<td>")[1:]
+    assert '"priority": "p0"' in baseline_cell and '"priority": "p1"' in candidate_cell
+    assert "<tr><th>judge: faithfulness</th>" in block
+
+
 def test_the_shipped_baseline_regenerates_with_the_same_outcomes(run_evalkit, tmp_path):
     out = tmp_path / "baseline.json"
     assert run_evalkit("baseline=none", f"run.save_report={out}").returncode == 0
@@ -89,8 +104,8 @@ def test_bad_git_baseline_is_an_input_error(run_evalkit):
 
 @pytest.mark.parametrize("args, message", [
     (["model=nope"], "Could not find 'model/nope' (available: gemini-flash, gemma4, gpt-local)"),
-    (["policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, name, on_incomparable, paired, regressions, require_complete_pairs, require_split, review_below, review_fails, review_on_drop, version)"),
-    (["+policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, name, on_incomparable, paired, regressions, require_complete_pairs, require_split, review_below, review_fails, review_on_drop, version)"),
+    (["policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, name, new_failing, on_incomparable, paired, regressions, require_complete_pairs, require_split, review_below, review_fails, review_on_drop, version)"),
+    (["+policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, name, new_failing, on_incomparable, paired, regressions, require_complete_pairs, require_split, review_below, review_fails, review_on_drop, version)"),
     (["policy.min_pass_rate=1.5"], "'policy.min_pass_rate': Input should be less than or equal to 1"),
     (["mode=fast"], "'mode': Input should be 'replay', 'live' or 'record-missing'"),
     (["baseline=/nonexistent/baseline.json"], "/nonexistent/baseline.json: report file not found"),

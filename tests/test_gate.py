@@ -237,3 +237,56 @@ def test_block_wins_over_review_and_review_over_go():
     assert review_only.decision is Verdict.REVIEW
     neither = gate(run_with([PASSING_CASE], metrics_b), run_with([PASSING_CASE], metrics_b), policy)
     assert neither.decision is Verdict.GO
+
+
+# --- new failing tests and why listed tests did not pass ---------------------------------------
+
+def with_messages(data: dict, messages: dict[str, str]) -> dict:
+    """Give tests of a hand-built report the failing `call` stage pytest-json-report writes."""
+    for test in data["tests"]:
+        name = test["nodeid"].split("::", 1)[1]
+        if name in messages:
+            test["call"] = {"outcome": "failed", "crash": {"message": messages[name]}}
+    return data
+
+
+@pytest.mark.parametrize("setting, verdict, reasons, review", [
+    ("review", Verdict.REVIEW, (), ("1 new test(s) not passing (absent from the baseline)",)),
+    ("block", Verdict.BLOCK, ("1 new test(s) not passing (absent from the baseline)",), ()),
+    ("ignore", Verdict.GO, (), ()),
+])
+def test_a_new_failing_test_is_listed_and_the_policy_decides(setting, verdict, reasons, review):
+    candidate = with_messages(report(BASE | {"test_new[c0]": "error"}), {"test_new[c0]": "NameError: fixtur"})
+    result = gate(report(BASE), candidate, POLICY.model_copy(update={"new_failing": setting}))
+    assert result.decision is verdict
+    assert result.reasons == reasons and result.review_reasons == review
+    assert result.new_failing == ("test_triage.py::test_new[c0]",)
+    assert result.regressed == () and result.messages == {"test_triage.py::test_new[c0]": "NameError: fixtur"}
+
+
+def test_new_failing_defaults_to_review_and_a_new_passing_test_is_not_listed():
+    assert Policy().new_failing == "review"
+    result = gate(report(BASE), report(BASE | {"test_new[c0]": "passed", "test_other[c0]": "skipped"}))
+    assert result.new_failing == ("test_triage.py::test_other[c0]",)
+    assert result.decision is Verdict.REVIEW
+
+
+def test_a_new_failing_critical_test_blocks_and_is_in_both_lists():
+    result = gate(report(BASE), report(BASE | {"test_priority[c9]": "failed"}))
+    assert result.decision is Verdict.BLOCK
+    assert result.critical_failures == result.new_failing == ("test_triage.py::test_priority[c9]",)
+    assert result.review_reasons == ("1 new test(s) not passing (absent from the baseline)",)
+
+
+def test_listed_tests_carry_why_they_did_not_pass():
+    baseline = report(BASE | {"test_label[c5]": "failed"})
+    candidate = {k: v for k, v in BASE.items() if k != "test_priority[c0]"}  # a critical test vanished
+    candidate |= {"test_label[c3]": "failed", "test_label[c4]": "failed", "test_label[c5]": "passed"}
+    result = gate(baseline, with_messages(report(candidate), {"test_label[c3]": "AssertionError: bug != feature"}))
+    assert result.regressed == ("test_triage.py::test_label[c3]", "test_triage.py::test_label[c4]",
+                                "test_triage.py::test_priority[c0]")
+    # c4 says nothing (no stage tells why), the vanished test is said absent, the fixed c5 carries nothing
+    assert result.messages == {"test_triage.py::test_label[c3]": "AssertionError: bug != feature",
+                               "test_triage.py::test_priority[c0]": "absent from the candidate"}
+    as_json = result.to_json()
+    assert as_json["messages"] == result.messages and as_json["new_failing"] == []

@@ -104,6 +104,8 @@ def test_api_keys_never_reach_any_written_file(evalkit: Evalkit, monkeypatch: py
         assert FAKE_KEY not in path.read_text(errors="replace"), f"the key leaked into {path}"
     assert FAKE_KEY not in done.stdout + done.stderr
     assert "[REDACTED]" in evalkit.recording.read_text()  # the echoed key was masked, not dropped
+    report = read_json(next(p for p in written if p.name == "report.json"))
+    assert "[REDACTED]" in {c["id"]: c for c in report["cases"]}["token-leak"]["output"]  # the answer kept, masked
 
 
 def test_budget_denied_cases_stay_in_the_report_and_the_gate_blocks_the_incomplete_run(evalkit: Evalkit,

@@ -165,3 +165,19 @@ def test_record_property_data_is_kept(pytester, run_file):
     pytester.runpytest("-p", "no:cacheprovider", f"--evalkit-run={run_file}", "--json-report", f"--json-report-file={out}")
     tests = {t["nodeid"]: t for t in json.loads(out.read_text())["tests"]}
     assert tests["test_suite.py::test_p[c2]"]["user_properties"] == [{"note": "c2"}]
+
+
+def test_cases_keep_their_task_output_and_judge_replies_cut_to_size(pytester, run_file):
+    from evalkit.run.plugin import REPLY_CHARS
+
+    long_run = json.loads(run_file.read_text())
+    long_run["calls"]["task/c2"]["text"] = "w" * (REPLY_CHARS + 5)
+    run_file.write_text(json.dumps(long_run))
+    out = pytester.path / "report.json"
+    pytester.runpytest("-p", "no:cacheprovider", f"--evalkit-run={run_file}", "--json-report",
+                       f"--json-report-file={out}")
+    cases = {c["id"]: c for c in json.loads(out.read_text())["cases"]}
+    assert cases["c1"]["output"] == "x" and cases["c1"]["judge_replies"] == {"quality": "ok"}
+    assert cases["c2"]["output"] == "w" * REPLY_CHARS + " [... cut: 5 more characters]"
+    assert "judge_replies" not in cases["c2"]
+    assert cases["c3"]["output"] is None  # the call was never answered: no reply, said as null

@@ -51,3 +51,84 @@ def test_review_reasons_are_shown_apart_from_block_reasons():
     text = render_decision(decision)
     assert text.splitlines()[:3] == ["decision: REVIEW", "for review:", "  - recall fell 0.900 -> 0.800"]
     assert "**For review**" in render_markdown(decision)
+
+
+# --- why it failed, and the answers of regressed cases ----------------------------------------
+
+def case_entry(case_id: str, checks: dict, output: str | None = None, judge: dict | None = None) -> dict:
+    entry = {"id": case_id, "checks": checks, "passed": all(o == "passed" for o in checks.values())}
+    if output is not None:
+        entry["output"] = output
+    if judge is not None:
+        entry["judge_replies"] = judge
+    return entry
+
+
+def answered(outcomes: dict, cases: list[dict], messages: dict | None = None, **key):
+    data = report(outcomes, **key) | {"cases": cases}
+    for test in data["tests"]:
+        why = (messages or {}).get(test["nodeid"].split("::", 1)[1])
+        if why:
+            test["call"] = {"outcome": "failed", "crash": {"message": why}}
+    return report_from_mapping(data, "r")
+
+
+def test_each_listed_test_carries_the_first_line_of_why():
+    policy = Policy(critical=("test_priority",))
+    baseline = answered(BASE, [])
+    candidate = answered(BASE | {"test_priority[a]": "failed", "test_new[a]": "error"}, [],
+                         {"test_priority[a]": "AssertionError: assert 'p1' == 'p0'\n  - p0",
+                          "test_new[a]": "fixture 'tmp_pth' not found `x`"})
+    decision = decide(policy, baseline, candidate)
+    text = render_decision(decision, policy.critical)
+    assert ("regressed (1):\n  - test_triage.py::test_priority[a]  (critical) -- AssertionError: assert 'p1' == 'p0'"
+            in text)
+    assert "new failing (1):\n  - test_triage.py::test_new[a] -- fixture 'tmp_pth' not found `x`" in text
+    assert "critical failures (1):\n  - test_triage.py::test_priority[a] -- AssertionError" in text
+    assert "for review:\n  - 1 new test(s) not passing (absent from the baseline)" in text
+    markdown = render_markdown(decision, candidate, policy.critical, baseline=baseline)
+    assert "- `test_triage.py::test_priority[a]` (critical): `AssertionError: assert 'p1' == 'p0'`" in markdown
+    # a backtick inside the message gets a longer fence (and a space where it ends in one), so the span holds it
+    assert "<details><summary>New failing (1)</summary>" in markdown
+    assert "- `test_triage.py::test_new[a]`: `` fixture 'tmp_pth' not found `x` ``" in markdown
+
+
+def test_markdown_shows_both_answers_of_each_regressed_case_side_by_side():
+    outcomes = BASE | {"test_label[b]": "failed"}
+    baseline = answered(BASE, [case_entry("a", {"test_label": "passed"}, "A old"),
+                               case_entry("b", {"test_label": "passed"}, "{\"label\": \"bug\"}\n\nsecond",
+                                          {"faithfulness": "yes"})])
+    candidate = answered(outcomes, [case_entry("a", {"test_label": "passed"}, "A new"),
+                                    case_entry("b", {"test_label": "failed"}, "<script>x</script>",
+                                               {"faithfulness": "no"})])
+    markdown = render_markdown(decide(Policy(), baseline, candidate), candidate, (), baseline=baseline)
+    assert markdown.count("<details><summary>Answers of regressed case") == 1  # a is not regressed
+    assert "<summary>Answers of regressed case <code>b</code> (test_label)</summary>" in markdown
+    # escaped, and one line per row: a blank line in a reply would end the HTML block on GitHub
+    assert ("<tr><th>task output</th><td><pre>{\"label\": \"bug\"}&#10;&#10;second</pre></td>"
+            "<td><pre>&lt;script&gt;x&lt;/script&gt;</pre></td></tr>") in markdown
+    assert "<tr><th>judge: faithfulness</th><td><pre>yes</pre></td><td><pre>no</pre></td></tr>" in markdown
+    assert "A old" not in markdown and "A new" not in markdown
+    # without the baseline (python -m evalkit.gate given no answers to compare) no answer block is drawn
+    assert "Answers of regressed case" not in render_markdown(decide(Policy(), baseline, candidate), candidate)
+
+
+def test_an_old_baseline_without_answers_says_so_and_plain_reports_show_none():
+    candidate = answered(BASE | {"test_label[b]": "failed"}, [case_entry("b", {"test_label": "failed"}, "new")])
+    old = answered(BASE, [case_entry("b", {"test_label": "passed"})])
+    markdown = render_markdown(decide(Policy(), old, candidate), candidate, (), baseline=old)
+    assert "<td><em>(not in this report: it was written before evalkit kept answers" in markdown
+    assert "<td><pre>new</pre></td>" in markdown
+    plain = answered(BASE | {"test_label[b]": "failed"}, [case_entry("b", {"test_label": "failed"})])
+    assert "Answers of" not in render_markdown(decide(Policy(), old, plain), plain, (), baseline=old)
+
+
+def test_answer_blocks_stop_at_max_cases_and_name_the_rest():
+    from evalkit.render.answers import MAX_CASES
+    ids = [f"c{i:02d}" for i in range(MAX_CASES + 2)]
+    outcomes = {f"test_label[{i}]": "passed" for i in ids}
+    baseline = answered(outcomes, [case_entry(i, {"test_label": "passed"}, "old") for i in ids])
+    candidate = answered({k: "failed" for k in outcomes}, [case_entry(i, {"test_label": "failed"}, "new") for i in ids])
+    markdown = render_markdown(decide(Policy(), baseline, candidate), candidate, (), baseline=baseline)
+    assert markdown.count("Answers of regressed case") == MAX_CASES
+    assert f"2 more regressed case(s), answers in report.json: {ids[-2]}, {ids[-1]}" in markdown

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import report, write_json
 
 from evalkit.core.errors import InputError
+from evalkit.core.failure import MESSAGE_CHARS, failure_message
 from evalkit.core.report import load_report, parse_report
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
@@ -62,3 +65,110 @@ def test_truncated_file_on_disk(tmp_path):
 
 def test_write_json_helper_round_trips(tmp_path):
     assert load_report(write_json(tmp_path / "ok.json", GOOD)).passed == 1
+
+
+# --- why a test did not pass: read from what pytest-json-report writes ------------------------
+
+PYTEST_CASES = '''
+import pytest
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("fixture typo: no such file data.json\\nsecond line")
+
+@pytest.fixture
+def bad_teardown():
+    yield 1
+    raise ValueError("teardown boom")
+
+def test_fails():
+    assert 1 == 2, "one is not two"
+
+def test_setup_errors(broken):
+    pass
+
+def test_teardown_errors(bad_teardown):
+    pass
+
+def test_skips():
+    pytest.skip("unscored: call denied")
+
+@pytest.mark.skip(reason="marker reason")
+def test_skip_marker():
+    pass
+
+@pytest.mark.xfail(reason="strict one", strict=True)
+def test_strict_xpass():
+    pass
+
+def test_fail_without_traceback():
+    pytest.fail("plain failure text", pytrace=False)
+
+def test_passes():
+    pass
+'''
+
+ADD_EVAL = '''
+def pytest_json_modifyreport(json_report):
+    json_report["eval"] = {"dataset": "mine@1", "dataset_sha": "d", "model": "m", "judge_model": "j"}
+'''
+
+
+def test_messages_come_from_a_real_pytest_json_report(tmp_path):
+    """A real pytest-json-report file (a third party's suite, no evalkit plugin): each test that did not pass
+    gets the first line of why, from the stage that did not pass."""
+    (tmp_path / "test_third_party.py").write_text(PYTEST_CASES)
+    (tmp_path / "conftest.py").write_text(ADD_EVAL)
+    out = tmp_path / "report.json"
+    subprocess.run([sys.executable, "-m", "pytest", str(tmp_path), "-q", "-p", "no:cacheprovider",
+                    "-p", "no:hydra_pytest", "--rootdir", str(tmp_path), "--json-report", f"--json-report-file={out}"],
+                   cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120)
+    loaded = load_report(out)
+    assert len(loaded.outcomes) == 8
+    assert {name.split("::")[-1]: line for name, line in loaded.messages.items()} == {
+        "test_fails": "AssertionError: one is not two",
+        "test_setup_errors": "RuntimeError: fixture typo: no such file data.json",
+        "test_teardown_errors": "ValueError: teardown boom",
+        "test_skips": "Skipped: unscored: call denied",
+        "test_skip_marker": "Skipped: marker reason",
+        "test_strict_xpass": "[XPASS(strict)] strict one",
+        "test_fail_without_traceback": "Failed: plain failure text",
+    }
+
+
+def _test(outcome: str, **stages: dict) -> dict:
+    return {"nodeid": "t.py::test_x", "outcome": outcome, **stages}
+
+
+@pytest.mark.parametrize("entry, line", [
+    # no crash block: the traceback's first `E ` line, not the source line above it
+    (_test("failed", call={"outcome": "failed", "longrepr": ">   assert f()\nE   KeyError: 'k'\nE   more\n\nt.py:3"}),
+     "KeyError: 'k'"),
+    # neither a crash nor E lines: the first non-empty line
+    (_test("failed", call={"outcome": "failed", "longrepr": "\n  odd text\nnext"}), "odd text"),
+    # an empty crash message falls back to the longrepr
+    (_test("failed", call={"outcome": "failed", "crash": {"message": ""}, "longrepr": "E   ValueError: v"}),
+     "ValueError: v"),
+    # the first stage that did not pass decides (call before teardown)
+    (_test("failed", call={"outcome": "failed", "crash": {"message": "first"}},
+           teardown={"outcome": "failed", "crash": {"message": "second"}}), "first"),
+    # a long line is cut to MESSAGE_CHARS
+    (_test("failed", call={"outcome": "failed", "crash": {"message": "x" * 1000}}), "x" * 297 + "..."),
+    # a tuple-looking longrepr that is not one is read as text
+    (_test("skipped", setup={"outcome": "skipped", "longrepr": "(not, a tuple)"}), "(not, a tuple)"),
+    # nothing says why, or the fields are not text: no message
+    (_test("failed"), None),
+    (_test("failed", call={"outcome": "failed", "crash": {"message": 3}, "longrepr": ["list"]}), None),
+    (_test("failed", call="not a stage"), None),
+])
+def test_failure_message_of_hand_built_entries(entry, line):
+    assert failure_message(entry) == line
+    assert MESSAGE_CHARS == 300
+
+
+def test_only_tests_that_did_not_pass_keep_a_message():
+    tests = [{"nodeid": "a", "outcome": "passed", "call": {"outcome": "passed", "longrepr": "chatter"}},
+             {"nodeid": "b", "outcome": "failed", "call": {"outcome": "failed", "crash": {"message": "why b"}}},
+             {"nodeid": "c", "outcome": "failed"}]
+    loaded = parse_report(json.dumps({"eval": GOOD["eval"], "tests": tests}), "r.json")
+    assert loaded.messages == {"b": "why b"}

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         write_output(args.out, json.dumps({**decision.to_json(), "evidence": facts}, indent=2) + "\n",
                      "decision (--out)")
     if args.markdown:
-        write_output(args.markdown, render_markdown(decision, candidate, policy.critical, facts),
+        write_output(args.markdown, render_markdown(decision, candidate, policy.critical, facts, baseline),
                      "decision (--markdown)")
     say(render_decision(decision, policy.critical))
     say(render_policy(identity))

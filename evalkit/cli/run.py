@@ -112,7 +112,7 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
     write_atomic(Path(config.run.out) / "decision.json",
                  json.dumps({"baseline": name, **decision.to_json(), "evidence": facts}, indent=2) + "\n")
     write_atomic(Path(config.run.out) / "decision.md",
-                 render_markdown(decision, result.report, config.policy.critical, facts))
+                 render_markdown(decision, result.report, config.policy.critical, facts, base_report))
     row.update(decision=str(decision.decision), changed=render_changed(decision.changed),
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
     if decision.statistics:

@@ -75,6 +75,10 @@ class Policy(BaseModel):
     """What more regressed tests than `max_regressions` lead to (critical tests always block); `ignore` lists them
     without a reason, for suites whose grade rules (`block_on_task_regression`...) already decide on them."""
 
+    new_failing: Literal["block", "review", "ignore"] = "review"
+    """What tests that do not pass on the candidate and are absent from the baseline lead to (a new check that
+    fails, a new test that errors): `review` (default), `block`, or `ignore` (listed without a reason)."""
+
     on_incomparable: Literal["incomparable", "review", "block"] = "incomparable"
     """What a baseline that cannot be compared (another dataset or judge) leads to."""
 

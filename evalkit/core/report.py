@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import InputError
+from evalkit.core.failure import failure_message
 from evalkit.core.files import read_text
 
 __all__ = ["RunReport", "report_from_mapping", "load_report", "parse_report"]
@@ -56,6 +57,9 @@ class RunReport:
     problems: tuple[str, ...] = ()
     """What the run's own record shows wrong: collection errors, an interrupted run, an exit code that
     contradicts the tests. A candidate with problems cannot pass."""
+    messages: Mapping[str, str] = field(default_factory=dict)
+    """nodeid -> the first line of why the test did not pass (evalkit.core.failure); only tests that did not
+    pass and whose entry says why, so a large report of passing tests holds no messages at all."""
 
     @property
     def passed(self) -> int:
@@ -91,11 +95,13 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
         outcomes = {}
     if len(outcomes) != len(tests) or not all(isinstance(nodeid, str) for nodeid in outcomes):
         outcomes = _read_tests(tests, where)
+    messages = {test["nodeid"]: line for test in tests
+                if outcomes[test["nodeid"]] not in PASSING and (line := failure_message(test)) is not None}
     cases = data.get("cases") or ()
     provenance = data.get("provenance") or {}
     return RunReport(key, outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where),
                      _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
-                     _mapping(data.get("candidate")), _problems(data, outcomes, where))
+                     _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -111,6 +111,7 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
             missing_critical.append(name)
     failing = [name for name, outcome in after.items() if outcome not in PASSING]
     critical_failures = sorted(name for name in failing if is_critical(name, critical))
+    new_failing = sorted(name for name in failing if name not in before)
     regressed.sort()
     fixed.sort()
     missing_critical.sort()
@@ -131,6 +132,9 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
     if len(regressed) > policy.max_regressions and policy.regressions != "ignore":
         (reasons if policy.regressions == "block" else review).append(
             f"{len(regressed)} regression(s); policy allows {policy.max_regressions}")
+    if new_failing and policy.new_failing != "ignore":
+        (reasons if policy.new_failing == "block" else review).append(
+            f"{len(new_failing)} new test(s) not passing (absent from the baseline)")
     if critical_failures:
         reasons.append(f"{len(critical_failures)} critical test(s) fail")
     if missing_critical:
@@ -165,7 +169,20 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
         statistics=release.statistics if release else None, failures=release.failures if release else (),
         warnings=warnings, outcomes=dict(sorted(counts.items())),
         ran_pass_rate=None if ran_pass_rate is None else round(ran_pass_rate, 3),
+        new_failing=tuple(new_failing),
+        messages=_messages((*regressed, *critical_failures, *missing_critical, *new_failing), candidate),
     )
+
+
+def _messages(names: tuple[str, ...], candidate: RunReport) -> dict[str, str]:
+    """Why each listed test did not pass, in one line, where the candidate's report says (sorted by test id)."""
+    out = {}
+    for name in sorted(set(names)):
+        if name not in candidate.outcomes:
+            out[name] = "absent from the candidate"
+        elif name in candidate.messages:
+            out[name] = candidate.messages[name]
+    return out
 
 
 def _critical_cases(policy: Policy, candidate: RunReport) -> list[str]:

@@ -69,6 +69,12 @@ class Decision:
     ran_pass_rate: float | None = None
     """Passing / (passing + failed + error): the pass rate over the tests that ran and were expected to pass
     (skipped and xfailed left out); None when there are none."""
+    new_failing: tuple[str, ...] = ()
+    """Tests that do not pass on the candidate and are absent from the baseline (a new check, or a new test that
+    errors); the policy's `new_failing` says whether they block, call for review or are only listed."""
+    messages: dict[str, str] = field(default_factory=dict)
+    """nodeid -> the first line of why it did not pass, for each regressed, critical and new failing test that
+    says why (a test absent from the candidate: `absent from the candidate`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,4 +95,6 @@ class Decision:
             "warnings": list(self.warnings),
             "outcomes": self.outcomes,
             "ran_pass_rate": self.ran_pass_rate,
+            "new_failing": list(self.new_failing),
+            "messages": self.messages,
         }

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from evalkit.core.report import RunReport
 from evalkit.gate.decision import Decision
+from evalkit.render.answers import render_answers
 from evalkit.render.sections import decision_lists, sections
 from evalkit.render.text import render_changed, render_failure, render_statistics
 
@@ -15,7 +17,8 @@ __all__ = ["render_markdown", "render_policy"]
 
 
 def render_markdown(decision: Decision, candidate: RunReport | None = None, critical: tuple[str, ...] = (),
-                    evidence: Mapping[str, Any] | None = None) -> str:
+                    evidence: Mapping[str, Any] | None = None, baseline: RunReport | None = None) -> str:
+    """The decision as a pull-request comment; with both reports, each regressed case's answers side by side."""
     lines = [f"### evalkit: **{str(decision.decision).upper()}**", ""]
     for title, items in (("Reasons", decision.reasons), ("For review", decision.review_reasons),
                          ("Warnings", decision.warnings)):
@@ -32,8 +35,11 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
         lines += [f"**Pass rate:** {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests)", ""]
     for title, names in decision_lists(decision, critical):
         lines += [f"<details><summary>{title.capitalize()} ({len(names)})</summary>", ""]
-        lines += [f"- `{name}`{' (critical)' if marked else ''}" for name, marked in names]
+        lines += [f"- {_code(name)}{' (critical)' if marked else ''}{f': {_code(why)}' if why else ''}"
+                  for name, marked, why in names]
         lines += ["", "</details>", ""]
+    if baseline is not None and candidate is not None and decision.regressed:
+        lines += render_answers(baseline, candidate)
     changes = [(name, m) for name, m in decision.metrics.items() if m.get("status") != "unchanged"]
     if changes:
         lines += ["| metric | before | after | delta | status |", "|---|---|---|---|---|"]
@@ -77,6 +83,13 @@ def _key_value(value: object) -> str:
     if isinstance(value, Mapping):  # the suite's components: `retriever=default@1a2b...`
         return " ".join(f"{k}={v}" for k, v in value.items())
     return str(value)
+
+
+def _code(text: str) -> str:
+    """Inline code that holds any text: the fence is longer than any run of backticks inside."""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""  # CommonMark strips one space each side
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _num(value: object) -> str:

@@ -11,12 +11,18 @@ from evalkit.gate.decision import Decision
 __all__ = ["decision_lists", "sections", "render_sections"]
 
 
-def decision_lists(decision: Decision, critical: tuple[str, ...]) -> list[tuple[str, list[tuple[str, bool]]]]:
+Listed = tuple[str, bool, str | None]
+"""A listed test: its id, whether to mark it critical, and the first line of why it did not pass."""
+
+
+def decision_lists(decision: Decision, critical: tuple[str, ...]) -> list[tuple[str, list[Listed]]]:
     """The decision's non-empty test lists, titled, each test with whether to mark it critical (only among the
-    regressed: the other critical lists say so in their title); shared by the text and Markdown renderers."""
-    lists = (("regressed", decision.regressed), ("fixed", decision.fixed),
+    regressed: the other critical lists say so in their title) and the first line of why it did not pass (None
+    when the report does not say); shared by the text and Markdown renderers."""
+    lists = (("regressed", decision.regressed), ("new failing", decision.new_failing), ("fixed", decision.fixed),
              ("critical failures", decision.critical_failures), ("missing critical", decision.missing_critical))
-    return [(title, [(name, title == "regressed" and is_critical(name, critical)) for name in names])
+    return [(title, [(name, title == "regressed" and is_critical(name, critical), decision.messages.get(name))
+                     for name in names])
             for title, names in lists if names]
 
 

@@ -52,5 +52,6 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = ()) -> str:
         lines.append(f"pass rate: {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests passed)")
     for title, names in decision_lists(decision, critical):
         lines.append(f"{title} ({len(names)}):")
-        lines += [f"  - {name}{'  (critical)' if marked else ''}" for name, marked in names]
+        lines += [f"  - {name}{'  (critical)' if marked else ''}{f' -- {why}' if why else ''}"
+                  for name, marked, why in names]
     return "\n".join(lines)

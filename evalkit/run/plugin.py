@@ -25,6 +25,9 @@ from evalkit.run.execute import UNSCORED  # a case with such a call is skipped w
 
 RUN_OPTION = "--evalkit-run"
 MACHINE_FIELDS = ("environment", "root")  # about the machine, not the eval: dropped from reports
+REPLY_CHARS = 2000
+"""A reply kept in a case's entry is cut after this many characters (with a marker): enough to see the answer,
+not a copy of the recording."""
 
 
 class RunInput:
@@ -220,6 +223,7 @@ class _EvalRun:
             case_id = call_id.rsplit("/", 1)[-1]  # task/<case>, judge/<metric ...>/<case>
             if case_id in by_case:
                 by_case[case_id]["calls"][call_id] = call["status"]
+                _keep_reply(by_case[case_id], call_id, case_id, call.get("text"))
                 if call["reason"]:
                     by_case[case_id]["problems"].append(call["reason"])
                 if call["status"] in UNSCORED:
@@ -247,6 +251,25 @@ class _EvalRun:
             entry["passed"] = "passed" in outcomes and all(o in ("passed", "skipped") for o in outcomes)
             entry["metrics"] = self.metrics.get(entry["id"], {})
         return list(by_case.values())
+
+
+def _keep_reply(entry: dict[str, Any], call_id: str, case_id: str, text: str | None) -> None:
+    """The case's task reply as `output`, each judge reply under `judge_replies[<metric>]`, cut to REPLY_CHARS.
+
+    The texts come from run-input.json, which the runner wrote redacted, so cutting cannot split a secret that
+    redaction would then miss; the report is redacted again as a whole when written."""
+    if call_id == f"task/{case_id}":
+        entry["output"] = cap_reply(text)
+    elif call_id.startswith("judge/"):
+        metric = call_id[len("judge/"):-len(case_id) - 1]
+        entry.setdefault("judge_replies", {})[metric] = cap_reply(text)
+
+
+def cap_reply(text: str | None) -> str | None:
+    """A reply cut to REPLY_CHARS characters, the cut said at its end; None (no reply) stays None."""
+    if text is None or len(text) <= REPLY_CHARS:
+        return text
+    return f"{text[:REPLY_CHARS]} [... cut: {len(text) - REPLY_CHARS} more characters]"
 
 
 def _relative(path: str, root: Path) -> str:
