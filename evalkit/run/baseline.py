@@ -1,38 +1,105 @@
-"""Where the baseline run report comes from: the suite's shipped report, a path, or `git:REF:PATH`."""
+"""Where the baseline run report comes from: the suite's shipped report, a path, `git:REF:PATH` or `git:REF`."""
 
 from __future__ import annotations
 
+import re
 import subprocess
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from evalkit.core.errors import InputError
 from evalkit.core.report import RunReport, load_report, parse_report
-from evalkit.project.paths import project_path
+from evalkit.project.paths import find_project, project_path
 
 __all__ = ["DEFAULT", "load_baseline"]
 
 DEFAULT = "default"
+GIT = "git:"
 
 
 def load_baseline(spec: str, suite_baseline: str | None, suite: str) -> tuple[str, RunReport]:
-    """Return (how to name it, the report). `git:REF:PATH` is read with `git show`, as CI reads main's."""
+    """Return (how to name it, the report). `git:REF:PATH` is read with `git show`, as CI reads main's;
+    `git:REF` is the suite's own baseline path at REF."""
     if spec == DEFAULT:
         if not suite_baseline:
             raise InputError(f"suite {suite} ships no baseline report; pass baseline=PATH or baseline=none")
         path = project_path(suite_baseline)
         return str(suite_baseline), load_report(path)
-    if spec.startswith("git:"):
-        ref, sep, path_in_repo = spec[4:].partition(":")
-        if not sep or not ref or not path_in_repo:
-            raise InputError(f"baseline={spec}: expected git:REF:PATH, "
-                             "e.g. git:origin/main:suites/x/runs/baseline.json")
-        try:
-            done = subprocess.run(["git", "show", f"{ref}:{path_in_repo}"], capture_output=True, text=True,
-                                  check=False, timeout=60)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise InputError(f"baseline={spec}: cannot run git ({error})") from None
-        if done.returncode != 0:
-            first = (done.stderr.strip().splitlines() or ["unknown error"])[0]
-            raise InputError(f"baseline={spec}: git show failed: {first}")
-        return spec, parse_report(done.stdout, spec)
+    if spec.startswith(GIT):
+        return _from_git(spec, suite_baseline, suite)
     return spec, load_report(Path(spec).expanduser())
+
+
+def _from_git(spec: str, suite_baseline: str | None, suite: str) -> tuple[str, RunReport]:
+    ref, sep, path_in_repo = spec[len(GIT):].partition(":")
+    if not ref or (sep and not path_in_repo):
+        raise InputError(f"baseline={spec}: expected git:REF:PATH or git:REF (the suite's own baseline at REF), "
+                         "e.g. git:origin/main:suites/x/runs/baseline.json or git:origin/main")
+    if ref.startswith("-"):  # `git show --output=FILE` would write FILE: a ref is never read as an option
+        raise InputError(f"baseline={spec}: {ref!r} is not a git ref (refs never start with '-')")
+    # git runs in the project root: a `./` path is then relative to the project, wherever the repository's top is
+    root = find_project() or Path.cwd()
+    name = spec
+    if not sep:
+        if not suite_baseline:
+            raise InputError(f"baseline={spec}: suite {suite} ships no baseline report to read at {ref}; "
+                             f"pass baseline=git:{ref}:PATH")
+        path_in_repo = _relative_to_project(suite_baseline, root, spec)
+        name = f"{GIT}{ref}:{suite_baseline}"
+    done = _git(["show", "--end-of-options", f"{ref}:{path_in_repo}"], root, spec)
+    if done.returncode != 0:
+        if _git(["rev-parse", "--git-dir"], root, spec).returncode == 0 and not _has_commit(ref, root, spec):
+            raise InputError(_missing_ref(spec, ref, root))
+        first = (done.stderr.strip().splitlines() or ["unknown error"])[0]
+        raise InputError(f"baseline={spec}: git show failed: {first}")
+    return name, parse_report(done.stdout, name)
+
+
+def _relative_to_project(suite_baseline: str, root: Path, spec: str) -> str:
+    """The suite's baseline as a `./` path for `git show` run in the project root."""
+    path = Path(suite_baseline).expanduser()
+    if path.is_absolute():
+        try:
+            path = path.resolve().relative_to(root.resolve())
+        except ValueError:
+            raise InputError(f"baseline={spec}: the suite's baseline {suite_baseline} is outside the project "
+                             f"{root}, so git cannot read it at a ref; pass baseline=git:REF:PATH") from None
+    return "./" + str(PurePosixPath(*path.parts))
+
+
+def _git(args: list[str], cwd: Path, spec: str) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise InputError(f"baseline={spec}: cannot run git ({error})") from None
+
+
+def _has_commit(ref: str, cwd: Path, spec: str) -> bool:
+    done = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], cwd, spec)
+    return done.returncode == 0
+
+
+def _missing_ref(spec: str, ref: str, cwd: Path) -> str:
+    """One line: REF is not in this clone, and the `git fetch` that brings it."""
+    shallow = _git(["rev-parse", "--is-shallow-repository"], cwd, spec).stdout.strip() == "true"
+    why = (" (a shallow clone, as CI checkouts are by default, holds only the commits it was made from)"
+           if shallow else "")
+    remotes = _git(["remote"], cwd, spec).stdout.split()
+    return f"baseline={spec}: {ref} is not in this clone{why}; {_fetch_advice(ref, remotes)}"
+
+
+def _fetch_advice(ref: str, remotes: list[str]) -> str:
+    """The fetch that makes REF resolvable. An explicit refspec also works in single-branch clones
+    (`git clone --depth 1`), where `git fetch origin main` would update only FETCH_HEAD."""
+    if not remotes:
+        return "this clone has no remote to fetch it from: add one with git remote add origin URL"
+    short = ref.removeprefix("refs/remotes/")
+    remote, slash, branch = short.partition("/")
+    if slash and branch and remote in remotes:
+        return f"fetch it with: git fetch --depth=1 {remote} +refs/heads/{branch}:refs/remotes/{remote}/{branch}"
+    default = "origin" if "origin" in remotes else remotes[0]
+    if re.fullmatch(r"[0-9a-fA-F]{40}", ref):
+        return f"fetch it with: git fetch --depth=1 {default} {ref}"
+    if re.search(r"[~^@{}:]|^[0-9a-fA-F]{4,39}$", ref):  # history relative to a commit, or a short hash
+        return "fetch more history with: git fetch --unshallow (or --deepen=N)"
+    return (f"fetch it with: git fetch --depth=1 {default} +refs/heads/{short}:refs/remotes/{default}/{short}, "
+            f"then name it git:{default}/{short}")
