@@ -84,6 +84,7 @@ def test_missing_ref_in_a_shallow_clone_names_the_fetch_that_brings_it(shallow):
     fetch = "git fetch --depth=1 origin +refs/heads/main:refs/remotes/origin/main"
     assert message == ("baseline=git:origin/main: origin/main is not in this clone (a shallow clone, as CI checkouts "
                        f"are by default, holds only the commits it was made from); fetch it with: {fetch}")
+    assert f"error: {message}" in (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")  # as the README shows
     # the advice works: run it and the same baseline loads
     _git(*fetch.split()[1:], cwd=shallow)
     name, report = load_baseline("git:origin/main", SUITE_BASELINE, "issue_triage")

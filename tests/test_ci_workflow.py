@@ -227,9 +227,9 @@ def _annotations(job: Job, kind: str) -> list[str]:
 
 def test_pull_request_that_regresses_blocks(origin, tmp_path):
     job = run_workflow(origin, tmp_path, "pr-block")
+    assert job.steps["gate"].returncode == 1 and job.code == 1, job.output()
     decision = json.loads((job.clone / "evalkit-run" / "decision.json").read_text(encoding="utf-8"))
     assert decision["decision"] == "block"
-    assert job.steps["gate"].returncode == 1 and job.code == 1, job.output()
     # gated against main's baseline, fetched by the workflow into the shallow clone (the branch's own is broken)
     assert f"baseline: git:origin/main:{BASELINE}" in job.steps["gate"].stdout
     assert job.summary.read_text(encoding="utf-8") == \
