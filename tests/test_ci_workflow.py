@@ -267,7 +267,35 @@ def test_several_suites_run_as_a_sweep_and_the_worst_decides(origin, tmp_path):
 
 
 def test_an_error_keeps_its_code_and_the_summary_says_no_decision(origin, tmp_path):
-    job = run_workflow(origin, tmp_path, "pr-go", EVALKIT_ARGS="policy.max_regresions=0")
+    job = run_workflow(origin, tmp_path, "pr-go", EVALKIT_ARGS="prompt=v2 policy.max_regresions=0")
     assert job.code == 3 and "unknown key 'policy.max_regresions'" in job.steps["gate"].stderr
     assert "evalkit wrote no decision" in job.summary.read_text(encoding="utf-8")
     assert _annotations(job, "error") == [] and _annotations(job, "notice") == []
+
+
+def _step(step_name: str) -> str:
+    return next(step["run"] for step in _workflow()["jobs"]["gate"]["steps"] if step.get("name") == step_name)
+
+
+def test_annotations_carry_failure_messages_escaped_and_survive_a_bad_decision_file(tmp_path):
+    # authored decision files: one in the shape of an entry with its failure message, one that is not a decision
+    run = tmp_path / "evalkit-run"
+    (run / "0").mkdir(parents=True)
+    (run / "1").mkdir()
+    (run / "0" / "decision.json").write_text(json.dumps({
+        "decision": "block", "reasons": ["1 regression(s); policy allows 0"],
+        "regressed": [{"nodeid": "t.py::test_a[x,y:z]", "message": "assert 100% == 2\nnext line"}],
+        "critical_failures": ["t.py::test_b"]}), encoding="utf-8")
+    (run / "1" / "decision.json").write_text("[1, 2]", encoding="utf-8")
+    script = tmp_path / "annotate.sh"
+    script.write_text(_step("Annotate regressed and critical tests"), encoding="utf-8")
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=tmp_path,
+                          env={**os.environ, "PATH": _python_first_on_path(tmp_path / "bin")},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "::error title=evalkit%3A BLOCK (evalkit-run/0)::1 regression(s); policy allows 0",
+        "::error title=evalkit%3A regressed test (evalkit-run/0)::t.py::test_a[x,y:z]: assert 100%25 == 2%0Anext line",
+        "::error title=evalkit%3A critical test fails (evalkit-run/0)::t.py::test_b",
+        "::warning title=evalkit::cannot annotate from evalkit-run/1/decision.json: 'list' object has no attribute 'get'",
+    ]
