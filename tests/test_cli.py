@@ -97,7 +97,7 @@ def test_baseline_from_git(run_evalkit, tmp_path):
 def test_bad_git_baseline_is_an_input_error(run_evalkit):
     done = run_evalkit("baseline=git:no-such-ref-xyz:suites/issue_triage/runs/baseline.json")
     assert done.returncode == 3
-    assert done.stderr.startswith("error: baseline=git:no-such-ref-xyz:") and "git show failed" in done.stderr
+    assert done.stderr.startswith("error: baseline=git:no-such-ref-xyz:") and "no-such-ref-xyz is not in this clone" in done.stderr
 
 
 # --- bad input: one line on stderr, exit code 3, nothing half-written ---

@@ -82,3 +82,22 @@ def test_set_default_suite() -> None:
     assert set_default_suite("defaults:\n  - evalkit\n  - _self_\n", "a") == \
         "defaults:\n  - evalkit\n  - suite: a\n  - _self_\n"
     assert set_default_suite("defaults:\n  - suite: b\n  - _self_\n", "a") is None
+
+
+def test_new_ci_writes_the_workflow_at_the_repository_top(tmp_path: Path) -> None:
+    from evalkit.project.ci import PLACEHOLDER, WORKFLOW_PATH, workflow_text
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    project = tmp_path / "evals"  # a project in a subfolder of its repository
+    project.mkdir()
+    assert new(project, "project").returncode == 0
+    done = new(project, "ci")
+    assert done.returncode == 0, done.stderr
+    written = tmp_path / WORKFLOW_PATH
+    # this test's evalkit is installed from another folder than the new repository: the requirement is marked
+    assert written.read_text() == workflow_text(PLACEHOLDER)
+    assert "edit EVALKIT_REQUIREMENT" in done.stdout
+    again = new(project, "ci")
+    assert again.returncode == 3 and "already exists" in again.stderr
+    outside = new(tmp_path, "ci")  # the repository top holds no project
+    assert outside.returncode == 3 and "no evalkit project here" in outside.stderr

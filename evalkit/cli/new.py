@@ -1,4 +1,4 @@
-"""`python -m evalkit.new project [DIR]` / `python -m evalkit.new suite NAME`: scaffold a project or a suite.
+"""`python -m evalkit.new project [DIR]` / `suite NAME` / `ci`: scaffold a project, a suite or a CI workflow.
 
 The files come from templates in the package (evalkit/project/templates/); nothing that exists is overwritten.
 """
@@ -13,6 +13,7 @@ from evalkit.cli.guard import command
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError
 from evalkit.gate.decision import ExitCode
+from evalkit.project.ci import PLACEHOLDER, WORKFLOW_PATH, install_requirement, repository_top, workflow_text
 from evalkit.project.paths import MARKER, project_root
 from evalkit.project.scaffold import check_suite_name, project_files, set_default_suite, suite_files, write_new
 
@@ -33,13 +34,19 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Add suite NAME to the current project (found like python -m "
                                             "evalkit finds it) and make it the default suite if none is set.")
     suite.add_argument("name", metavar="NAME", help="lower-case letters, digits and _")
+    commands.add_parser("ci", help="a GitHub Actions workflow: replay, gate against main's baseline, summary, "
+                                   "annotations, the run folder as an artifact",
+                        description="Write .github/workflows/evalkit.yml at the top of the git repository that "
+                                    "holds the current project.")
     return parser
 
 
 @command
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return _project(args.dir) if args.command == "project" else _suite(args.name)
+    if args.command == "project":
+        return _project(args.dir)
+    return _suite(args.name) if args.command == "suite" else _ci()
 
 
 def _project(folder: Path) -> int:
@@ -71,4 +78,17 @@ def _suite(name: str) -> int:
          model.name=YOUR-MODEL
   2. make that run the suite's baseline:   python -m evalkit.bless outputs/.../report.json
   3. gate any change against it, replaying with no model:   python -m evalkit suite={name} prompt=v2""")
+    return ExitCode.GO
+
+
+def _ci() -> int:
+    project_root()  # a workflow gates a project: refuse outside one
+    install = install_requirement()
+    top = repository_top()
+    written = write_new({top / WORKFLOW_PATH: workflow_text(install)})
+    print(f"wrote {written[0]}: on pull requests it replays the suite, gates it against the base branch's "
+          "baseline, writes decision.md to the job summary and annotates regressed tests")
+    if install == PLACEHOLDER:
+        print(f"edit EVALKIT_REQUIREMENT in it: evalkit was not installed from git or from this repository, so "
+              f"the workflow cannot know where to install it from (it says {PLACEHOLDER!r})")
     return ExitCode.GO

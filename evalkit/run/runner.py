@@ -33,7 +33,7 @@ from evalkit.live.providers import Provider, make_provider
 from evalkit.live.redact import Redactor
 from evalkit.programs.candidate import candidate_config, run_programs
 from evalkit.programs.sandbox import probe_isolation
-from evalkit.project.paths import project_path, project_root, shown
+from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.journal import Journal, journal_path, read_journal, recording_lock
@@ -266,6 +266,8 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path,
         f"{RUN_OPTION}={input_path}",
     ]
     env = {k: v for k, v in os.environ.items() if k not in _PYTEST_ENV}
+    # the checks' process runs in the suite folder: name the project absolutely, whatever EVALKIT_PROJECT said
+    env[PROJECT_ENV] = str(project_root())
     done = subprocess.run(command, cwd=suite_dir, env=env, capture_output=True, text=True, check=False)
     log = out / "pytest.log"
     log.write_text(redact(done.stdout + done.stderr), encoding="utf-8")

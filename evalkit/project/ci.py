@@ -1,0 +1,93 @@
+"""The GitHub Actions workflow that gates a project's pull requests, and how its runner installs evalkit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+__all__ = ["PLACEHOLDER", "TEMPLATE", "WORKFLOW_PATH", "install_requirement", "repository_top", "workflow_text"]
+
+TEMPLATE = Path(__file__).resolve().parent / "templates" / "ci" / "evalkit.yml.tmpl"
+WORKFLOW_PATH = Path(".github") / "workflows" / "evalkit.yml"
+"""Where the workflow goes, relative to the repository's root."""
+PLACEHOLDER = "evalkit @ git+https://github.com/OWNER/evalkit"
+"""The requirement written when the running evalkit came from somewhere a CI runner cannot reach."""
+EDIT_NOTE = ("# EDIT: where the runner installs evalkit from (a git URL, a wheel's URL); "
+             "evalkit was not installed here from git or from this repository")
+MARKER = "@@REQUIREMENT@@"
+
+
+def workflow_text(install: str) -> str:
+    """The workflow's YAML, installing evalkit with the pip requirement `install` (see install_requirement)."""
+    value = json.dumps(install)  # a JSON string is a YAML double-quoted scalar: nothing in it can break the file
+    if install == PLACEHOLDER:
+        value += "  " + EDIT_NOTE
+    text = TEMPLATE.read_text(encoding="utf-8")
+    assert text.count(MARKER) == 1, f"{TEMPLATE} must hold {MARKER} once"
+    return text.replace(MARKER, value)
+
+
+def install_requirement(repository: Path | None = None) -> str:
+    """How the running evalkit was installed, as a pip requirement a CI runner of `repository` can use.
+
+    From its PEP 610 record (`direct_url.json`): a git install gives `evalkit @ git+URL@COMMIT`; an install of a
+    folder inside `repository` (default: the git repository of the working directory), editable or not, gives
+    `.` (or `./SUBFOLDER`); anything else (a wheel file, another folder, a package index) gives PLACEHOLDER,
+    which the workflow marks for editing.
+    """
+    record = _direct_url()
+    if record is None:
+        return PLACEHOLDER
+    url = record.get("url")
+    vcs = record.get("vcs_info")
+    if isinstance(url, str) and isinstance(vcs, dict) and vcs.get("vcs") and vcs.get("commit_id"):
+        requirement = f"evalkit @ {vcs['vcs']}+{_without_credentials(url)}@{vcs['commit_id']}"
+        subdirectory = record.get("subdirectory")
+        return requirement + (f"#subdirectory={subdirectory}" if subdirectory else "")
+    if isinstance(url, str) and "dir_info" in record and urlsplit(url).scheme == "file":
+        folder = Path(unquote(urlsplit(url).path)).resolve()
+        top = (repository or repository_top()).resolve()
+        if folder == top:
+            return "."
+        if folder.is_relative_to(top):
+            return "./" + folder.relative_to(top).as_posix()
+    return PLACEHOLDER
+
+
+def _direct_url() -> dict[str, Any] | None:
+    """The installed distribution's direct_url.json. Several `evalkit` metadata folders can be on sys.path (an
+    `evalkit.egg-info` in a checkout run from its root comes first and has no record): take the first record."""
+    for distribution in metadata.distributions(name="evalkit"):
+        text = distribution.read_text("direct_url.json")
+        if text:
+            try:
+                record = json.loads(text)
+            except ValueError:
+                return None
+            return record if isinstance(record, dict) else None
+    return None
+
+
+def _without_credentials(url: str) -> str:
+    """The URL without a user's token (a workflow is committed); ssh's `git@` user stays."""
+    parts = urlsplit(url)
+    if parts.password is None and parts.username in (None, "git"):
+        return url
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def repository_top() -> Path:
+    """The git repository of the working directory, else the working directory itself."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                              check=False, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return Path.cwd()
+    top = done.stdout.strip()
+    return Path(top) if done.returncode == 0 and top else Path.cwd()

@@ -1,0 +1,301 @@
+"""The GitHub Actions workflow (evalkit/project/ci.py, .github/workflows/evalkit.yml), run locally: its shell steps
+in order against a bare "origin" holding the examples project and a shallow pull-request clone of it, with the
+GITHUB_* variables a runner sets. Checks the job summary, the `::error` annotations and the job's exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from evalkit.project import ci
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+WORKFLOW = PROJECT_ROOT / ".github" / "workflows" / "evalkit.yml"
+SUITE_OPTION = "conf/suite/issue_triage.yaml"
+BASELINE = "suites/issue_triage/runs/baseline.json"
+REGRESSED = ["test_triage.py::test_priority[import-drops-tasks]",
+             "test_triage.py::test_summary_is_short_and_specific[where-is-data]"]
+
+pytestmark = pytest.mark.slow
+
+
+def test_shipped_workflow_is_what_evalkit_new_ci_writes_for_this_repository():
+    assert WORKFLOW.read_text(encoding="utf-8") == ci.workflow_text(".")
+
+
+def test_workflow_installs_the_given_requirement_and_marks_a_placeholder():
+    pinned = yaml.safe_load(ci.workflow_text("evalkit @ git+https://example.org/e.git@abc123"))
+    assert pinned["env"]["EVALKIT_REQUIREMENT"] == "evalkit @ git+https://example.org/e.git@abc123"
+    assert "# EDIT" not in ci.workflow_text(".")
+    placeholder = ci.workflow_text(ci.PLACEHOLDER)
+    line = next(line for line in placeholder.splitlines() if "EVALKIT_REQUIREMENT:" in line)
+    assert "# EDIT" in line and yaml.safe_load(placeholder)["env"]["EVALKIT_REQUIREMENT"] == ci.PLACEHOLDER
+    hostile = 'x"\n  EVIL: 1'  # a requirement cannot add keys to the workflow
+    assert yaml.safe_load(ci.workflow_text(hostile))["env"]["EVALKIT_REQUIREMENT"] == hostile
+
+
+def test_workflow_shape():
+    doc = _workflow()
+    assert set(doc["on"]) == {"pull_request"}
+    steps = doc["jobs"]["gate"]["steps"]
+    checkout = next(step for step in steps if step.get("uses", "").startswith("actions/checkout@"))
+    assert "with" not in checkout  # the default shallow checkout: the workflow fetches the base branch itself
+    upload = next(step for step in steps if step.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()" and upload["with"]["path"] == "evalkit-run"
+    after_gate = steps[[step.get("id") for step in steps].index("gate") + 1:]
+    assert after_gate and all(step.get("if") == "always()" for step in after_gate)
+
+
+# --- install_requirement: read from the PEP 610 record of the running evalkit ---
+
+class _Distribution:
+    def __init__(self, record: str | None) -> None:
+        self.record = record
+
+    def read_text(self, name: str) -> str | None:
+        return self.record if name == "direct_url.json" else None
+
+
+@pytest.mark.parametrize("record, expected", [
+    ({"url": "https://github.com/acme/evalkit.git", "vcs_info": {"vcs": "git", "commit_id": "0f" * 20}},
+     f"evalkit @ git+https://github.com/acme/evalkit.git@{'0f' * 20}"),
+    ({"url": "https://user:s3cret@github.com/acme/evalkit.git", "subdirectory": "py",
+      "vcs_info": {"vcs": "git", "commit_id": "abc"}},
+     "evalkit @ git+https://github.com/acme/evalkit.git@abc#subdirectory=py"),
+    ({"url": "ssh://git@github.com/acme/evalkit.git", "vcs_info": {"vcs": "git", "commit_id": "abc"}},
+     "evalkit @ git+ssh://git@github.com/acme/evalkit.git@abc"),
+    ({"url": "file:///REPO", "dir_info": {"editable": True}}, "."),
+    ({"url": "file:///REPO", "dir_info": {}}, "."),
+    ({"url": "file:///REPO/tools/evalkit", "dir_info": {}}, "./tools/evalkit"),
+    ({"url": "file:///elsewhere/evalkit", "dir_info": {"editable": True}}, ci.PLACEHOLDER),
+    ({"url": "file:///tmp/evalkit-0.1.0-py3-none-any.whl", "archive_info": {}}, ci.PLACEHOLDER),
+    (None, ci.PLACEHOLDER),  # from a package index: `evalkit` there is another project
+    ("not json", ci.PLACEHOLDER),
+])
+def test_install_requirement(monkeypatch, tmp_path, record, expected):
+    repo = tmp_path / "repo"
+    text = record if record is None or isinstance(record, str) else json.dumps(record).replace(
+        "file:///REPO", repo.as_uri())
+    # an egg-info without a record comes first on sys.path when a checkout is run from its root
+    distributions = [_Distribution(None), _Distribution(text)]
+    monkeypatch.setattr(ci.metadata, "distributions", lambda **_: iter(distributions))
+    assert ci.install_requirement(repo) == expected
+
+
+def test_install_requirement_of_this_checkout_run_from_it(monkeypatch):
+    monkeypatch.chdir(PROJECT_ROOT)
+    editable = next((d.read_text("direct_url.json") for d in ci.metadata.distributions(name="evalkit")
+                     if d.read_text("direct_url.json")), None)
+    if editable is None or Path(json.loads(editable)["url"].removeprefix("file://")) != PROJECT_ROOT:
+        pytest.skip("evalkit is not installed from this checkout")
+    if subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True).stdout.strip() \
+            != str(PROJECT_ROOT):
+        pytest.skip("this checkout is not a git repository's top")
+    assert ci.install_requirement() == "."
+
+
+# --- the workflow's steps, run locally ---
+
+@dataclass
+class Job:
+    clone: Path
+    summary: Path
+    steps: dict[str, subprocess.CompletedProcess[str]] = field(default_factory=dict)
+    code: int = 0  # the job's result: the exit code of the first failing step, as the runner reports it
+
+    def output(self) -> str:
+        return "".join(done.stdout + done.stderr for done in self.steps.values())
+
+
+def _workflow() -> dict[str, Any]:
+    doc = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    doc["on"] = doc.pop(True, doc.get("on"))  # YAML 1.1 reads the key `on` as true
+    return dict(doc)
+
+
+def _git(*args: str, cwd: Path) -> str:
+    done = subprocess.run(["git", "-c", "user.name=evalkit tests", "-c", "user.email=tests@evalkit.invalid",
+                           "-c", "init.defaultBranch=main", *args], cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
+    return done.stdout
+
+
+def _branch(work: Path, name: str, change: dict[str, tuple[str, str] | str]) -> None:
+    _git("checkout", "-q", "-b", name, "main", cwd=work)
+    for path, edit in change.items():
+        file = work / path
+        if isinstance(edit, tuple):
+            text = file.read_text(encoding="utf-8")
+            assert edit[0] in text
+            file.write_text(text.replace(edit[0], edit[1]), encoding="utf-8")
+        else:
+            file.write_text(edit, encoding="utf-8")
+    _git("commit", "-q", "-am", f"pull request {name}", cwd=work)
+    _git("push", "-q", "origin", name, cwd=work)
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A bare origin: main holds the examples project (its baseline), and two pull-request branches."""
+    root = tmp_path_factory.mktemp("ci")
+    bare, work = root / "origin.git", root / "work"
+    _git("init", "-q", "--bare", str(bare), cwd=root)
+    _git("init", "-q", str(work), cwd=root)
+    skip = shutil.ignore_patterns("__pycache__", "*.lock", "*.journal.jsonl")
+    for name in ("conf", "suites", "recordings", ".github"):
+        shutil.copytree(PROJECT_ROOT / name, work / name, ignore=skip)
+    _git("add", "-A", cwd=work)
+    _git("commit", "-q", "-m", "main: the examples project and its baselines", cwd=work)
+    _git("remote", "add", "origin", str(bare), cwd=work)
+    _git("push", "-q", "origin", "main", cwd=work)
+    # the known BLOCK (README, Usage: model=gemma4), as the suite's new default model; the branch also
+    # breaks its own copy of the baseline, so reading the pull request's baseline instead of main's exits 3
+    _branch(work, "pr-block", {SUITE_OPTION: ("- /model: gemini-flash", "- /model: gemma4"),
+                               BASELINE: "not main's baseline\n"})
+    _branch(work, "pr-go", {SUITE_OPTION: ("- /prompt: v1", "- /prompt: v2")})
+    return bare
+
+
+def _python_first_on_path(folder: Path) -> str:
+    """A `python` that is this test's interpreter, first on PATH. The workflow's install step is skipped: it would
+    pip-install evalkit from the network; the interpreter running these tests already has it installed. A wrapper,
+    not a symlink: a symlinked venv python outside the venv would not find the venv's packages."""
+    folder.mkdir()
+    wrapper = folder / "python"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    return f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def run_workflow(origin: Path, tmp_path: Path, branch: str, **env_changes: str) -> Job:
+    """Clone `branch` as a runner's checkout does (depth 1), then run the workflow's `run:` steps with bash in order,
+    honouring `if: always()`; `uses:` steps (checkout, setup-python, upload) are the runner's and are skipped."""
+    clone = tmp_path / "workspace"
+    _git("clone", "-q", "--depth", "1", "--branch", branch, origin.as_uri(), str(clone), cwd=tmp_path)
+    assert _git("rev-parse", "--is-shallow-repository", cwd=clone).strip() == "true"
+    assert subprocess.run(["git", "rev-parse", "--verify", "--quiet", "origin/main"], cwd=clone).returncode != 0
+    doc = _workflow()
+    job_doc = doc["jobs"]["gate"]
+    summary = tmp_path / "step_summary.md"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "EVALKIT_", "RUNNER_")) and k != "HYDRA_FULL_ERROR"}
+    env.update({"PATH": _python_first_on_path(tmp_path / "bin"), "CI": "true", "GITHUB_ACTIONS": "true",
+                "GITHUB_EVENT_NAME": "pull_request", "GITHUB_BASE_REF": "main", "GITHUB_HEAD_REF": branch,
+                "GITHUB_REF": "refs/pull/1/merge", "GITHUB_REPOSITORY": "acme/project",
+                "GITHUB_WORKSPACE": str(clone), "GITHUB_STEP_SUMMARY": str(summary),
+                "GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_ENV": str(tmp_path / "env"),
+                "RUNNER_TEMP": str(tmp_path), "GIT_TERMINAL_PROMPT": "0", "PYTHONDONTWRITEBYTECODE": "1"})
+    for scope in (doc.get("env", {}), job_doc.get("env", {})):
+        assert not any("${{" in str(v) for v in scope.values()), "expressions in env are not emulated here"
+        env.update({k: str(v) for k, v in scope.items()})
+    env.update(env_changes)
+    assert doc["defaults"]["run"]["shell"] == "bash"
+    job = Job(clone, summary)
+    for number, step in enumerate(job_doc["steps"]):
+        if "uses" in step:
+            continue
+        if step.get("id") == "install":
+            assert step["run"].strip() == 'python -m pip install "$EVALKIT_REQUIREMENT"'
+            continue
+        condition = step.get("if")
+        assert condition in (None, "always()"), f"step condition {condition!r} is not emulated here"
+        if job.code and condition != "always()":
+            continue
+        script = tmp_path / f"step-{number}.sh"
+        script.write_text(step["run"], encoding="utf-8")
+        # what GitHub runs for `shell: bash`
+        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=clone,
+                              env={**env, **{k: str(v) for k, v in step.get("env", {}).items()}},
+                              capture_output=True, text=True, timeout=300)
+        job.steps[step.get("id") or step["name"]] = done
+        job.code = job.code or done.returncode
+    return job
+
+
+def _annotations(job: Job, kind: str) -> list[str]:
+    return [line for line in job.output().splitlines() if line.startswith(f"::{kind} ")]
+
+
+def test_pull_request_that_regresses_blocks(origin, tmp_path):
+    job = run_workflow(origin, tmp_path, "pr-block")
+    assert job.steps["gate"].returncode == 1 and job.code == 1, job.output()
+    decision = json.loads((job.clone / "evalkit-run" / "decision.json").read_text(encoding="utf-8"))
+    assert decision["decision"] == "block"
+    # gated against main's baseline, fetched by the workflow into the shallow clone (the branch's own is broken)
+    assert f"baseline: git:origin/main:{BASELINE}" in job.steps["gate"].stdout
+    assert job.summary.read_text(encoding="utf-8") == \
+        (job.clone / "evalkit-run" / "decision.md").read_text(encoding="utf-8") + "\n"
+    errors = _annotations(job, "error")
+    assert errors[0].startswith("::error title=evalkit%3A BLOCK::") and "2 regression(s)" in errors[0]
+    regressed = [line.split("::", 2)[2] for line in errors if "title=evalkit%3A regressed test::" in line]
+    assert [entry.split(": ")[0] for entry in regressed] == REGRESSED
+    critical = [line for line in errors if "title=evalkit%3A critical test fails::" in line]
+    assert len(critical) == 1 and REGRESSED[0] in critical[0]
+    always = [name for name, done in job.steps.items() if name != "gate"]
+    assert all(job.steps[name].returncode == 0 for name in always[1:]), job.output()  # summary and annotations ran
+
+
+def test_pull_request_that_keeps_quality_goes(origin, tmp_path):
+    job = run_workflow(origin, tmp_path, "pr-go")
+    assert job.code == 0 and job.steps["gate"].returncode == 0, job.output()
+    decision_md = (job.clone / "evalkit-run" / "decision.md").read_text(encoding="utf-8")
+    assert "**GO**" in decision_md and "prompt_version" in decision_md  # the change is named
+    assert job.summary.read_text(encoding="utf-8") == decision_md + "\n"
+    assert _annotations(job, "error") == []
+    assert [line.split("::")[1] for line in _annotations(job, "notice")] == ["notice title=evalkit%3A GO"]
+
+
+def test_several_suites_run_as_a_sweep_and_the_worst_decides(origin, tmp_path):
+    job = run_workflow(origin, tmp_path, "pr-block", EVALKIT_SUITES="issue_triage,evidencedesk")
+    assert job.code == 1, job.output()
+    summary = job.summary.read_text(encoding="utf-8")
+    assert summary.startswith((job.clone / "evalkit-run" / "summary.md").read_text(encoding="utf-8"))
+    assert "#### job 0" in summary and "#### job 1" in summary
+    assert summary.count("### evalkit: **BLOCK**") == 1 and summary.count("### evalkit: **GO**") == 1
+    titles = [line.split("::")[1] for line in _annotations(job, "error")]
+    assert "error title=evalkit%3A regressed test (evalkit-run/0)" in titles
+    assert "notice title=evalkit%3A GO (evalkit-run/1)" in [line.split("::")[1] for line in _annotations(job, "notice")]
+
+
+def test_an_error_keeps_its_code_and_the_summary_says_no_decision(origin, tmp_path):
+    job = run_workflow(origin, tmp_path, "pr-go", EVALKIT_ARGS="prompt=v2 policy.max_regresions=0")
+    assert job.code == 3 and "unknown key 'policy.max_regresions'" in job.steps["gate"].stderr
+    assert "evalkit wrote no decision" in job.summary.read_text(encoding="utf-8")
+    assert _annotations(job, "error") == [] and _annotations(job, "notice") == []
+
+
+def _step(step_name: str) -> str:
+    return next(step["run"] for step in _workflow()["jobs"]["gate"]["steps"] if step.get("name") == step_name)
+
+
+def test_annotations_carry_failure_messages_escaped_and_survive_a_bad_decision_file(tmp_path):
+    # authored decision files: one in the shape of an entry with its failure message, one that is not a decision
+    run = tmp_path / "evalkit-run"
+    (run / "0").mkdir(parents=True)
+    (run / "1").mkdir()
+    (run / "0" / "decision.json").write_text(json.dumps({
+        "decision": "block", "reasons": ["1 regression(s); policy allows 0"],
+        "regressed": [{"nodeid": "t.py::test_a[x,y:z]", "message": "assert 100% == 2\nnext line"}],
+        "critical_failures": ["t.py::test_b"]}), encoding="utf-8")
+    (run / "1" / "decision.json").write_text("[1, 2]", encoding="utf-8")
+    script = tmp_path / "annotate.sh"
+    script.write_text(_step("Annotate regressed and critical tests"), encoding="utf-8")
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=tmp_path,
+                          env={**os.environ, "PATH": _python_first_on_path(tmp_path / "bin")},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "::error title=evalkit%3A BLOCK (evalkit-run/0)::1 regression(s); policy allows 0",
+        "::error title=evalkit%3A regressed test (evalkit-run/0)::t.py::test_a[x,y:z]: assert 100%25 == 2%0Anext line",
+        "::error title=evalkit%3A critical test fails (evalkit-run/0)::t.py::test_b",
+        "::warning title=evalkit::cannot annotate from evalkit-run/1/decision.json: 'list' object has no attribute 'get'",
+    ]
