@@ -104,8 +104,8 @@ def test_bad_git_baseline_is_an_input_error(run_evalkit):
 
 @pytest.mark.parametrize("args, message", [
     (["model=nope"], "Could not find 'model/nope' (available: gemini-flash, gemma4, gpt-local)"),
-    (["policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, name, new_failing, on_incomparable, paired, regressions, require_complete_pairs, require_split, review_below, review_fails, review_on_drop, version)"),
-    (["+policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, name, new_failing, on_incomparable, paired, regressions, require_complete_pairs, require_split, review_below, review_fails, review_on_drop, version)"),
+    (["policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, regressions, require_complete_pairs, require_split, review_below, review_fails, review_on_drop, version)"),
+    (["+policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, regressions, require_complete_pairs, require_split, review_below, review_fails, review_on_drop, version)"),
     (["policy.min_pass_rate=1.5"], "'policy.min_pass_rate': Input should be less than or equal to 1"),
     (["mode=fast"], "'mode': Input should be 'replay', 'live' or 'record-missing'"),
     (["baseline=/nonexistent/baseline.json"], "/nonexistent/baseline.json: report file not found"),

@@ -290,3 +290,26 @@ def test_listed_tests_carry_why_they_did_not_pass():
                                "test_triage.py::test_priority[c0]": "absent from the candidate"}
     as_json = result.to_json()
     assert as_json["messages"] == result.messages and as_json["new_failing"] == []
+
+
+def test_min_ran_pass_rate_leaves_known_skips_out():
+    # a suite with known skips, gated against itself: pass_rate counts the skips against it, the ran rate does not
+    outcomes = {f"test_label[c{i}]": "passed" for i in range(6)} | {"test_slow[c0]": "skipped",
+                                                                   "test_known[c0]": "xfailed"}
+    strict_all = Policy(min_pass_rate=1.0)
+    strict_ran = Policy(min_ran_pass_rate=1.0)
+    assert gate(report(outcomes), report(outcomes), strict_all).decision is Verdict.BLOCK
+    result = gate(report(outcomes), report(outcomes), strict_ran)
+    assert result.decision is Verdict.GO and result.pass_rate == 0.75 and result.ran_pass_rate == 1.0
+    failing = outcomes | {"test_label[c5]": "failed"}
+    blocked = gate(report(failing), report(failing), strict_ran)
+    assert blocked.decision is Verdict.BLOCK
+    assert "pass rate of the tests that ran 0.833 is below 1.0" in blocked.reasons
+
+
+def test_min_ran_pass_rate_blocks_a_run_where_nothing_ran():
+    skipped = {"test_label[c0]": "skipped", "test_label[c1]": "skipped"}
+    result = gate(report(skipped), report(skipped), Policy(min_ran_pass_rate=0.5))
+    assert result.decision is Verdict.BLOCK
+    assert result.reasons == ("pass rate of the tests that ran not measurable (no test ran) is below 0.5",)
+    assert gate(report(skipped), report(skipped), Policy()).decision is Verdict.GO  # no floor, no block

@@ -51,6 +51,11 @@ class Policy(BaseModel):
     min_pass_rate: float = Field(0.0, ge=0.0, le=1.0)
     """Floor on the candidate's own pass rate (passed / all tests), whatever the baseline did."""
 
+    min_ran_pass_rate: float = Field(0.0, ge=0.0, le=1.0)
+    """Floor on the candidate's pass rate over the tests that ran and were expected to pass (passing /
+    (passing + failed + error)): known skips and xfails do not count against it, so a suite with skips can still
+    require 1.0 here. A run in which no such test ran is below any floor above 0."""
+
     critical: tuple[str, ...] = ()
     """Test-name prefixes (`test_priority` matches `test_priority[any-case]`) that must pass on the
     candidate even when the baseline fails them, and may not disappear from it."""

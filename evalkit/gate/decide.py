@@ -141,6 +141,9 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
         reasons.append(f"{len(missing_critical)} critical test(s) from the baseline are missing from the candidate")
     if pass_rate < policy.min_pass_rate:
         reasons.append(f"pass rate {pass_rate:.3f} is below {policy.min_pass_rate}")
+    if policy.min_ran_pass_rate and (ran_pass_rate is None or ran_pass_rate < policy.min_ran_pass_rate):
+        shown = "not measurable (no test ran)" if ran_pass_rate is None else f"{ran_pass_rate:.3f}"
+        reasons.append(f"pass rate of the tests that ran {shown} is below {policy.min_ran_pass_rate}")
     reasons += _critical_cases(policy, candidate)
     metrics = compare_metrics(baseline.metrics, candidate.metrics)
     for floors, out in ((policy.block_below, reasons), (policy.review_below, review)):
