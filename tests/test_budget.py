@@ -31,9 +31,19 @@ def test_unknown_usage_keeps_the_reservation():
     held = budget.reserve(60, None)
     assert not isinstance(held, str)
     budget.settle(held, None, None)  # a timeout: the server may have done the work
-    assert budget.summary() | {} == {"calls": 1, "input_tokens": 60, "output_tokens": 10, "cost": 0.0,
-                                     "unknown_usage_calls": 1}
+    # the reservation still bounds the budget, but it is reported apart: reserved is not used
+    assert budget.summary() | {} == {"calls": 1, "input_tokens": 0, "output_tokens": 0, "cost": 0.0,
+                                     "unknown_usage_calls": 1,
+                                     "kept_reservations": {"input_tokens": 60, "output_tokens": 10}}
     assert isinstance(budget.reserve(60, None), str)
+
+
+def test_a_replys_unreported_output_is_estimated_from_its_text_not_the_reservation():
+    budget = Budget(BudgetConfig(reserve_output_tokens=1024))
+    held = budget.reserve(60, None)
+    assert not isinstance(held, str)
+    budget.settle(held, Usage(input_tokens=50, output_tokens=None), None, output_estimate=7)
+    assert budget.summary()["output_tokens"] == 7 and budget.summary()["kept_reservations"]["output_tokens"] == 0
 
 
 def test_partly_known_usage_keeps_the_unknown_part():

@@ -34,9 +34,9 @@ def test_readme_exit_codes_match_the_program():
 
     section = README.split("### Exit codes", 1)[1].split("\n#", 1)[0]
     rows = dict(re.findall(r"^\| (\d) \| (\w+)", section, flags=re.M))
-    assert rows == {"0": "go", "1": "block", "2": "incomparable", "3": "input", "4": "internal"}
+    assert rows == {"0": "go", "1": "block", "2": "incomparable", "3": "input", "4": "internal", "5": "outage"}
     assert [int(c) for c in rows] == [ExitCode.GO, ExitCode.BLOCK, ExitCode.INCOMPARABLE,
-                                      ExitCode.INPUT_ERROR, ExitCode.INTERNAL_ERROR]
+                                      ExitCode.INPUT_ERROR, ExitCode.INTERNAL_ERROR, ExitCode.OUTAGE]
 
 
 def test_readme_names_every_config_option():

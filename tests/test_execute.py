@@ -10,6 +10,7 @@ import pytest
 
 from evalkit.core.config import BudgetConfig, Mode, ModelConfig, RunSettings
 from evalkit.core.dataset import Case
+from evalkit.core.errors import OutageError
 from evalkit.core.key import EvalKey
 from evalkit.live.budget import Budget
 from evalkit.live.providers.base import CallFailure, Message, Reply, Request, Usage
@@ -96,22 +97,25 @@ def test_retryable_failures_are_retried_with_backoff_and_retry_after():
     assert execution.stats["live"]["retried"] == 2 and execution.stats["live"]["sent"] == 22
 
 
-def test_non_retryable_failure_is_not_retried_and_is_recorded_as_failed():
+def test_a_failed_call_ends_the_run_as_an_outage_and_no_further_call_starts():
     provider = StandIn({"p:c1": [CallFailure("400 bad schema", retryable=False, status=400)]})
-    execution, slept = run(provider, retries=3)
-    result = execution.calls["task/c1"]
-    assert result.status == "failed" and slept == []
-    assert result.reason == "task/c1: no reply after 1 attempt(s) (not retryable): 400 bad schema"
-    assert execution.recording is not None
-    entry = execution.recording.calls["task/c1"]
-    assert entry.reply is None and entry.failure is not None and entry.failure.kind == "failed"
+    with pytest.raises(OutageError) as outage:
+        run(provider, retries=3, concurrency=1)
+    assert str(outage.value).startswith("task/c1: no reply after 1 attempt(s) (not retryable): 400 bad schema "
+                                        "(1 call(s) failed, 1 succeeded, the rest not started; nothing was gated")
+    assert provider.calls == ["p:c0", "p:c1"]  # not retried, and nothing sent after the failure
 
 
-def test_retries_run_out():
+def test_retries_run_out_into_an_outage():
     failures = [CallFailure("500", retryable=True, status=500)] * 3
-    execution, slept = run(StandIn({"p:c0": failures}), retries=2, backoff_s=0.01)
-    assert execution.calls["task/c0"].status == "failed" and len(slept) == 2
-    assert "no reply after 3 attempt(s) (retryable)" in (execution.calls["task/c0"].reason or "")
+    slept: list[float] = []
+    with pytest.raises(OutageError, match=r"task/c0: no reply after 3 attempt\(s\) \(retryable\): 500"):
+        live = LiveSetup(providers={"model": StandIn({"p:c0": failures})},
+                         settings=RunSettings(out="unused", retries=2, backoff_s=0.01, concurrency=1),
+                         budget=Budget(BudgetConfig()), sleep=slept.append)
+        execute(task=SuiteTask(build_task, None), cases=CASES, prompt="p", model=MODEL, judge=None,
+                mode=Mode.LIVE, recording=empty(), where="rec.json", version="test", live=live)
+    assert len(slept) == 2
 
 
 def test_budget_denied_calls_stay_in_the_run_as_unscored():
@@ -125,44 +129,61 @@ def test_budget_denied_calls_stay_in_the_run_as_unscored():
     assert denied.reason == "budget_denied: budget.max_calls=12 would be exceeded"
 
 
-def test_judge_calls_follow_their_task_and_blocked_ones_are_not_sent():
-    provider = StandIn({"p:c2": [CallFailure("400", retryable=False)]})
-    execution, _ = run(provider, judge=True, retries=0)
+def test_judge_calls_follow_their_task():
+    provider = StandIn()
+    execution, _ = run(provider, judge=True)
     assert execution.calls["judge/q/c0"].status == "recorded"
-    assert execution.calls["judge/q/c2"].status == "blocked"
-    assert "judge out:p:c2" not in provider.calls
-    assert provider.calls.index("judge out:p:c0") > max(provider.calls.index(f"p:c{i}") for i in range(20) if i != 2)
+    assert provider.calls.index("judge out:p:c0") > max(provider.calls.index(f"p:c{i}") for i in range(20))
+
+
+def test_a_judge_call_whose_task_has_no_reply_is_blocked_not_sent():
+    provider = StandIn()
+    execution, _ = run(provider, judge=True, budget=BudgetConfig(max_calls=19), concurrency=1)
+    assert execution.calls["task/c19"].status == "budget_denied"
+    assert execution.calls["judge/q/c19"].status == "blocked"
+    assert "judge out:p:c19" not in provider.calls
 
 
 def test_live_then_replay_gives_the_same_results():
-    provider = StandIn({"p:c4": [CallFailure("400", retryable=False)]})
-    live, _ = run(provider, judge=True, budget=BudgetConfig(max_calls=30), concurrency=1)
+    provider = StandIn()
+    live, _ = run(provider, judge=True, budget=BudgetConfig(max_calls=30), concurrency=1)  # 10 judge calls denied
     assert live.recording is not None
     replay, _ = run(StandIn(), mode=Mode.REPLAY, recording=live.recording, judge=True)
     assert {k: (v.status if v.status != "recorded" else "replayed", v.text, v.reason) for k, v in live.calls.items()} \
         == {k: (v.status, v.text, v.reason) for k, v in replay.calls.items()}
 
 
-def test_record_missing_calls_only_missing_failed_or_denied_calls():
-    first, _ = run(StandIn({"p:c1": [CallFailure("400", retryable=False)]}), budget=BudgetConfig(max_calls=19),
-                   concurrency=1)
+def test_record_missing_calls_only_missing_or_denied_calls():
+    first, _ = run(StandIn(), budget=BudgetConfig(max_calls=19), concurrency=1)
     assert first.recording is not None
+    partial = first.recording.model_copy(update={"calls": {k: v for k, v in first.recording.calls.items()
+                                                          if k != "task/c1"}})
     provider = StandIn()
-    second, _ = run(provider, mode=Mode.RECORD_MISSING, recording=first.recording)
+    second, _ = run(provider, mode=Mode.RECORD_MISSING, recording=partial)
     assert sorted(provider.calls) == ["p:c1", "p:c19"]
     assert {r.status for k, r in second.calls.items() if k not in ("task/c1", "task/c19")} == {"replayed"}
     assert second.recording is not None and all(e.reply for e in second.recording.calls.values())
 
 
-def test_the_journal_holds_every_finished_call_and_resume_skips_them(tmp_path: Path):
+def test_a_denied_call_never_replaces_a_good_recorded_reply():
+    good, _ = run(StandIn())
+    assert good.recording is not None
+    again, _ = run(StandIn(), recording=good.recording, budget=BudgetConfig(max_calls=19), concurrency=1)
+    assert again.calls["task/c19"].status == "budget_denied"  # this run could not measure it ...
+    assert again.recording is not None  # ... but the recording keeps the reply it had
+    assert again.recording.calls["task/c19"] == good.recording.calls["task/c19"]
+
+
+def test_the_journal_keeps_what_succeeded_before_an_outage_and_resume_continues(tmp_path: Path):
     path = tmp_path / "rec.json.journal.jsonl"
-    with Journal(path, lambda text: text) as journal:
-        first, _ = run(StandIn({"p:c5": [CallFailure("400", retryable=False)]}), journal=journal)
+    with Journal(path, lambda text: text) as journal, pytest.raises(OutageError, match="task/c5"):
+        run(StandIn({"p:c5": [CallFailure("400", retryable=False)]}), journal=journal, concurrency=1)
     entries = read_journal(path)
-    assert len(entries) == 20 and entries["task/c5"].failure is not None
+    assert len(entries) == 6 and entries["task/c5"].failure is not None
+    assert all(entries[f"task/c{i}"].reply is not None for i in range(5))
     provider = StandIn()
-    resumed, _ = run(provider, resumed=entries)
-    assert provider.calls == ["p:c5"]  # successful calls are reused; the failed one is tried again
+    resumed, _ = run(provider, resumed=entries, concurrency=1)
+    assert provider.calls == [f"p:c{i}" for i in range(5, 20)]  # the failed call and those never started
     assert resumed.calls["task/c0"].status == "resumed" and resumed.calls["task/c5"].status == "recorded"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -375,39 +376,48 @@ def test_invalid_json_reply_is_recorded_and_fails_only_its_case(evalkit: Evalkit
     assert case_row["passed"] is False
 
 
-def test_failed_call_is_recorded_unscored_and_record_missing_fills_it(evalkit: Evalkit) -> None:
-    down = "token-leak"  # judged: its judge call is blocked while the task call has no reply
+def test_a_call_that_fails_after_its_retries_is_an_outage_never_a_verdict(evalkit: Evalkit) -> None:
+    down = "token-leak"
     with FakeOllama(replies({down: FakeOllamaError(500, "model runner crashed")})) as server:
         evalkit.judge_at(server.url)
         run = evalkit("live", "run.retries=1", "run.backoff_s=0.01", url=server.url)
-        # 12 task calls plus one retry of the 500; the blocked judge call is never sent
-        assert len(task_calls(server)) == 13 and len(judge_calls(server)) == 2
+        assert len([r for r in task_calls(server) if case_of(r).id == down]) == 2  # the call and its retry
+        assert judge_calls(server) == []  # the run stopped before its judge wave
 
-    assert run.code == 0, run.explain()
-    assert run.call_status[f"task/{down}"] == "failed"
-    assert run.call_status[f"judge/faithfulness/{down}"] == "blocked"
-    case = next(c for c in run.report["cases"] if c["id"] == down)
-    assert case["status"] == "unscored"
-    assert any("no reply after 2 attempt(s) (retryable)" in p for p in case["problems"]), case["problems"]
-    mine = {nodeid: o for nodeid, o in run.outcomes.items() if nodeid.endswith(f"[{down}]")}
-    assert len(mine) == CHECKS_PER_CASE + 1 and "passed" not in mine.values()
-    assert run.report["execution"]["live"]["retried"] == 1
-    # failures are data: the failed call is recorded as such (so replay reproduces it); blocked is not
-    recorded = read_json(evalkit.recording)["calls"]
-    assert recorded[f"task/{down}"]["failure"]["kind"] == "failed" and "reply" not in recorded[f"task/{down}"]
-    assert f"judge/faithfulness/{down}" not in recorded
-    assert len(recorded) == 14
+    assert run.code == 5, run.explain()  # outage: its own exit code, never 0, 1 or 2
+    lines = run.done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"outage: task/{down}: no reply after 2 attempt(s) (retryable)")
+    assert "model runner crashed" in lines[0] and "+run.resume=true" in lines[0]
+    assert not (run.job / "decision.json").exists() and "decision:" not in run.done.stdout  # nothing gated
+    assert not evalkit.recording.exists()  # nothing half-written
+    journal = evalkit.recording.with_name(evalkit.recording.name + ".journal.jsonl")
+    kept = [json.loads(line) for line in journal.read_text().splitlines()]
+    succeeded = {e["call_id"] for e in kept if not e["entry"].get("failure")}
+    assert succeeded and f"task/{down}" not in succeeded
 
-    replay = evalkit("replay", local_judge=True)
-    assert replay.outcomes == run.outcomes
+    with FakeOllama(replies()) as server:  # the server is back: resume sends only what is missing
+        evalkit.judge_at(server.url)
+        resumed = evalkit("live", "+run.resume=true", url=server.url)
+        sent = {f"{'judge' if is_judge(r.body) else 'task'}/{case_of(r.body).id}" for r in server.chat_requests}
+    assert resumed.code == 0, resumed.explain()
+    assert not sent & succeeded and f"task/{down}" in {s for s in sent if s.startswith("task/")}
+    assert set(resumed.outcomes.values()) == {"passed"}
+    assert len(read_json(evalkit.recording)["calls"]) == 15 and not journal.exists()
 
+
+def test_a_server_that_cannot_be_reached_keeps_the_recording_and_says_so(evalkit: Evalkit) -> None:
     with FakeOllama(replies()) as server:
         evalkit.judge_at(server.url)
-        again = evalkit("record-missing", url=server.url)
-        assert [(case_of(r.body).id, is_judge(r.body)) for r in server.chat_requests] == [(down, False), (down, True)]
-    assert again.code == 0, again.explain()
-    assert set(again.outcomes.values()) == {"passed"}
-    assert len(read_json(evalkit.recording)["calls"]) == 15
+        assert evalkit("live", url=server.url).code == 0
+    before = evalkit.recording.read_bytes()
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    run = evalkit("live", "run.retries=0", url=url)
+    assert run.code == 5, run.explain()
+    assert run.done.stderr.startswith("outage: task/") and "nothing was gated" in run.done.stderr
+    assert "connect" in run.done.stderr.lower(), run.done.stderr  # the cause is named (connection refused)
+    assert evalkit.recording.read_bytes() == before  # good recorded replies are never replaced by failures
 
 
 # -- refusals ------------------------------------------------------------------------------------

@@ -74,12 +74,14 @@ def test_a_second_writer_waits_for_the_lock(evalkit: Evalkit) -> None:
         command, env, _ = evalkit.command("live", url=server.url)
         waiting = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
-        time.sleep(3)
+        assert waiting.stderr is not None
+        # wait until the second run says it waits (a fixed sleep is too short on a loaded machine)
+        said = waiting.stderr.readline()
+        assert "waiting for another run that is writing" in said, said
         assert waiting.poll() is None and server.requests == []  # still waiting, nothing sent
         fcntl.flock(held.fileno(), fcntl.LOCK_UN)
         out, err = waiting.communicate(timeout=120)
-    assert waiting.returncode == 0, out + err
-    assert "waiting for another run that is writing" in err
+    assert waiting.returncode == 0, out + said + err
     assert len(read_json(evalkit.recording)["calls"]) == 15
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.cli.guard import command, say
-from evalkit.core.errors import EvalkitError
+from evalkit.core.errors import EvalkitError, OutageError
 
 if TYPE_CHECKING:
     from evalkit.core.config import RunConfig
@@ -47,6 +47,10 @@ def _job(cfg: Any) -> None:
         redact = redactor_for(config)
         redact.install_log_filter()
         code = _run(config, row)
+    except OutageError as error:  # the server failed, not the model: never a decision
+        message = redact(str(error))
+        print(f"outage: {message}", file=sys.stderr)
+        code, row["error"] = ExitCode.OUTAGE, message
     except EvalkitError as error:
         message = redact(str(error))
         print(f"error: {message}", file=sys.stderr)

@@ -18,7 +18,8 @@ __all__ = ["SweepSummary", "JOB_FILE", "sweep_exit_code", "render_summary"]
 
 JOB_FILE = "job.json"
 # A sweep exits with its most severe job: errors first, then block, incomparable, go.
-_SEVERITY = [ExitCode.INTERNAL_ERROR, ExitCode.INPUT_ERROR, ExitCode.BLOCK, ExitCode.INCOMPARABLE, ExitCode.GO]
+_SEVERITY = [ExitCode.INTERNAL_ERROR, ExitCode.INPUT_ERROR, ExitCode.OUTAGE, ExitCode.BLOCK, ExitCode.INCOMPARABLE,
+             ExitCode.GO]
 
 
 def sweep_exit_code(codes: list[int]) -> int:

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
-__all__ = ["EvalkitError", "ConfigError", "InputError", "RecordingError", "ProviderError", "describe_validation"]
+__all__ = ["EvalkitError", "ConfigError", "InputError", "RecordingError", "ProviderError", "OutageError",
+           "describe_validation"]
 
 
 class EvalkitError(Exception):
@@ -28,6 +29,11 @@ class RecordingError(InputError):
 
 class ProviderError(EvalkitError):
     """A live call could not be set up (missing extra, missing credential)."""
+
+
+class OutageError(EvalkitError):
+    """A live run could not be completed because its model server failed (refused or reset connections, name
+    resolution, TLS, timeouts, 5xx after retries, authentication): an outage, never a verdict. Its own exit code."""
 
 
 def describe_validation(error: ValidationError, model: type[BaseModel], where: str) -> str:

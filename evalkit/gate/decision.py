@@ -26,6 +26,7 @@ class ExitCode(enum.IntEnum):
     INCOMPARABLE = 2
     INPUT_ERROR = 3  # bad file, bad config, bad command line: one line says which and what to fix
     INTERNAL_ERROR = 4  # a bug in evalkit or a suite; the traceback is printed
+    OUTAGE = 5  # a live run's model server failed: nothing was gated; the journal keeps what succeeded
 
 
 def exit_code(verdict: Verdict, review_fails: bool = False) -> ExitCode:

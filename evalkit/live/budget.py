@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from evalkit.core.config import BudgetConfig, Price
 from evalkit.live.providers.base import Usage
@@ -45,6 +46,7 @@ class Budget:
         self._spent = _Totals()  # settled and kept reservations
         self._held = _Totals()  # reservations of calls in flight
         self.unknown = 0  # calls whose usage stayed unknown; their reservations count as spent
+        self._kept = _Totals()  # those reservations, reported apart: reserved is not used
 
     def reserve(self, input_tokens: int, price: Price | None) -> Reservation | str:
         """Reserve one call; returns the reservation, or why the budget denies it."""
@@ -64,14 +66,21 @@ class Budget:
             self._held.cost += cost
             return Reservation(input_tokens, output, cost)
 
-    def settle(self, reservation: Reservation, usage: Usage | None, price: Price | None) -> None:
-        """Replace a reservation by what the call used; unknown parts keep their reserved amount."""
+    def settle(self, reservation: Reservation, usage: Usage | None, price: Price | None,
+               output_estimate: int | None = None) -> None:
+        """Replace a reservation by what the call used. A reply's unreported output is estimated from its text
+        (`output_estimate`); a call without a reply (`usage` None) keeps its whole reservation, counted as spent
+        against the limits but reported apart (`kept_reservations`), since reserved is not used."""
         used_in = usage.input_tokens if usage and usage.input_tokens is not None else reservation.input_tokens
-        used_out = usage.output_tokens if usage and usage.output_tokens is not None else reservation.output_tokens
+        used_out = (usage.output_tokens if usage and usage.output_tokens is not None
+                    else output_estimate if usage and output_estimate is not None else reservation.output_tokens)
         with self._lock:
             self._release(reservation)
             if usage is None:
                 self.unknown += 1
+                self._kept.calls += 1
+                self._kept.input_tokens += used_in
+                self._kept.output_tokens += used_out
             self._spent.calls += 1
             self._spent.input_tokens += used_in
             self._spent.output_tokens += used_out
@@ -83,11 +92,16 @@ class Budget:
             self._release(reservation)
             self._spent.calls += 1
 
-    def summary(self) -> dict[str, float | int]:
+    def summary(self) -> dict[str, Any]:
         with self._lock:
-            return {"calls": self._spent.calls, "input_tokens": self._spent.input_tokens,
-                    "output_tokens": self._spent.output_tokens, "cost": round(self._spent.cost, 6),
-                    "unknown_usage_calls": self.unknown}
+            # tokens used by calls that got a reply (reported, or estimated where the provider said nothing);
+            # reservations of calls without one are apart: they bound the budget, they were not used
+            return {"calls": self._spent.calls,
+                    "input_tokens": self._spent.input_tokens - self._kept.input_tokens,
+                    "output_tokens": self._spent.output_tokens - self._kept.output_tokens,
+                    "cost": round(self._spent.cost, 6), "unknown_usage_calls": self.unknown,
+                    "kept_reservations": {"input_tokens": self._kept.input_tokens,
+                                          "output_tokens": self._kept.output_tokens}}
 
     def _release(self, reservation: Reservation) -> None:
         self._held.calls -= 1

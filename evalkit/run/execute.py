@@ -2,8 +2,9 @@
 
 Two waves: every task call first (concurrently, in live modes), then the judge calls, which are
 built from the task replies — so a changed reply makes its judge call stale instead of silently
-reusing an old verdict. Failures of single calls are results, never exceptions: a call that fails
-after its retries, or that the budget denies, is recorded as such and leaves its case unscored.
+reusing an old verdict. A call the budget denies is a result: it is recorded and leaves its case
+unscored. A call that fails after its retries is an outage, never a verdict: no further call starts,
+and the run ends with an OutageError naming the first failure; the journal keeps what succeeded.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Literal, get_args
 
 from evalkit.core.config import Mode, ModelConfig, RunSettings
 from evalkit.core.dataset import Case
+from evalkit.core.errors import OutageError
 from evalkit.live.budget import Budget, estimate_tokens
 from evalkit.live.limits import RateLimiter
 from evalkit.live.progress import CallProgress
@@ -88,6 +90,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     caller = _Caller(mode, recording, where, live, model, judge if judged else None)
 
     calls = caller.wave([(f"task/{c.id}", task.build_task(c, prompt, model), "model") for c in cases])
+    caller.raise_outage()
     if judged:
         assert task.build_judge is not None and judge is not None
         planned: list[Planned] = []
@@ -100,6 +103,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
                 else:
                     planned.append((call_id, request, "judge"))
         calls |= caller.wave(planned)
+        caller.raise_outage()
 
     counts: dict[str, int] = {}
     for result in calls.values():
@@ -123,6 +127,8 @@ class _Caller:
         self.requests: dict[str, Request] = {}
         self.sent = self.retried = 0
         self.live_seconds = 0.0
+        self.outages: list[str] = []
+        """Reasons of calls that failed after their retries: once there is one, no further call starts."""
         self._lock = threading.Lock()
         if live is not None and mode is not Mode.REPLAY:
             self.providers = live.providers
@@ -170,7 +176,7 @@ class _Caller:
                 try:
                     while True:
                         with self._lock:
-                            planned = next(queue, None)
+                            planned = None if self.outages else next(queue, None)
                         if planned is None or errors:
                             return
                         call_id, request, role = planned
@@ -189,7 +195,8 @@ class _Caller:
         self.live_seconds += time.monotonic() - started
         if errors:
             raise errors[0]
-        return {call_id: results[call_id] for call_id, _, _ in pending}
+        # after an outage the calls never started have no result; raise_outage ends the run before they matter
+        return {call_id: results[call_id] for call_id, _, _ in pending if call_id in results}
 
     def _call(self, call_id: str, request: Request, role: str, progress: CallProgress) -> CallResult:
         """One call with budget, rate limit and retries; runs on a worker thread."""
@@ -222,13 +229,29 @@ class _Caller:
                     continue
                 kind = "retryable" if error.retryable else "not retryable"
                 reason = f"{call_id}: no reply after {attempt + 1} attempt(s) ({kind}): {error}"
-                return self._end(call_id, request, progress, failure=Failure(kind="failed", reason=live.redact(reason)))
-            except Exception as error:  # an error outside the provider contract: fail the call, not the run
+                return self._outage(call_id, request, progress, live.redact(reason))
+            except Exception as error:  # an error outside the provider contract: the call could not be made
                 live.budget.settle(reservation, None, config.price)
                 reason = f"{call_id}: live call failed: {type(error).__name__}: {error}"
-                return self._end(call_id, request, progress, failure=Failure(kind="failed", reason=live.redact(reason)))
-            live.budget.settle(reservation, reply.usage, config.price)
+                return self._outage(call_id, request, progress, live.redact(reason))
+            live.budget.settle(reservation, reply.usage, config.price, estimate_tokens(reply.text or ""))
             return self._end(call_id, request, progress, reply=reply)
+
+    def _outage(self, call_id: str, request: Request, progress: CallProgress, reason: str) -> CallResult:
+        """A call that failed after its retries: journaled (resume calls it again), and no further call starts."""
+        with self._lock:
+            self.outages.append(reason)
+        return self._end(call_id, request, progress, failure=Failure(kind="failed", reason=reason))
+
+    def raise_outage(self) -> None:
+        """End the run as an outage if any call failed: the server failed, so nothing may be gated."""
+        if not self.outages:
+            return
+        sent = sum(1 for e in self.new_entries.values() if e.failure is None)
+        journal = (" the journal keeps the calls that succeeded; fix the server and continue with "
+                   "+run.resume=true" if self.live is not None and self.live.journal is not None else "")
+        raise OutageError(f"{self.outages[0]} ({len(self.outages)} call(s) failed, {sent} succeeded, the rest "
+                          f"not started; nothing was gated, the recording is unchanged;{journal})")
 
     def _end(self, call_id: str, request: Request, progress: CallProgress, reply: Reply | None = None,
              failure: Failure | None = None) -> CallResult:
@@ -250,6 +273,9 @@ class _Caller:
         if not self.new_entries:
             return None
         kept = {} if self.mode is Mode.LIVE else dict(self.recording.calls)
+        # a failure entry (a budget denial) never replaces a good recorded reply of the same call
+        good = {cid: e for cid, e in self.recording.calls.items() if e.failure is None}
+        new = {cid: good[cid] if e.failure is not None and cid in good else e for cid, e in self.new_entries.items()}
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         if kept and self.recording.provenance.kind == "authored":
             # Adding live calls to a fixture does not make the fixture's other replies a model's.
@@ -259,7 +285,7 @@ class _Caller:
         else:
             provenance = Provenance(kind="recorded", note="recorded by a live evalkit run",
                                     evalkit_version=version, recorded_at=now)
-        return self.recording.model_copy(update={"calls": kept | self.new_entries, "provenance": provenance})
+        return self.recording.model_copy(update={"calls": kept | new, "provenance": provenance})
 
 
 def request_text(request: Request) -> str:
