@@ -30,8 +30,8 @@ from evalkit.run.recording import Entry
 __all__ = ["Journal", "cut_torn_tail", "journal_path", "read_journal", "recording_lock"]
 
 _FSYNC_EVERY_S = 0.5  # writes survive a killed process; fsyncs guard against power loss, so batch them
-# never through a link, never inherited by the candidate programs or pytest a run starts
-_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+# read too (the fresh-line check); never through a link; never inherited by the programs a run starts
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def journal_path(recording: Path) -> Path:
