@@ -286,8 +286,9 @@ def test_cli_refuses_to_write_over_the_source_report(tmp_path: Path, run_evalkit
     source = report.read_bytes()
     result = review_cli(run_evalkit, report, decisions, tmp_path / "." / "R.json")
     assert result.returncode == 3
-    assert result.stderr.splitlines() == [f"evalkit.review: error: {tmp_path / 'R.json'}: --out is the report itself; "
-                                          "the source report is never modified, so write the reviewed copy to another file"]
+    assert result.stderr.splitlines() == [f"evalkit.review: error: {tmp_path / 'R.json'}: cannot write the reviewed "
+                                          f"report there: it is the report itself (--report) ({report}), an input of "
+                                          "this command, and evalkit never overwrites its inputs; choose another path"]
     assert report.read_bytes() == source
 
 

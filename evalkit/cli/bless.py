@@ -25,6 +25,7 @@ from evalkit.gate.decision import ExitCode
 from evalkit.project.paths import project_path
 from evalkit.render.text import render_changed
 from evalkit.run.canonical import canonical_text
+from evalkit.run.destinations import check_saved_report
 
 __all__ = ["build_parser", "main", "refusal"]
 
@@ -54,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if refused:
         raise InputError(f"{args.report}: {refused}; a baseline must be a complete, fully scored run")
     target = args.to or _suite_baseline(report, args.report)
+    # only a run report is ever replaced, never the report being blessed, a config or a link
+    check_saved_report(target, "--to" if args.to else "the suite's baseline path", {"the report being blessed":
+                                                                                    args.report})
     new = canonical_text(data)
     change = describe_change(target, new, report)
     if not args.dry_run:  # a new suite's runs/ folder is made; an unwritable place is one line, exit 3

@@ -57,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError(f"{suite_dir / 'calibration.py'}: define GRADERS (a dict of graders) and examples()")
         result = calibrate(graders, examples(), str(suite_dir / "calibration.py"))
         if args.out:
-            write_output(args.out, json.dumps(result, indent=2, ensure_ascii=False) + "\n", "calibration")
+            suite_files = {f"{p.relative_to(suite_dir)}, a file of the suite": p
+                           for p in sorted(suite_dir.rglob("*")) if p.is_file()}
+            write_output(args.out, json.dumps(result, indent=2, ensure_ascii=False) + "\n", "calibration",
+                         inputs=suite_files)
     except EvalkitError as error:
         print(f"error: {error}", file=sys.stderr)
         return ExitCode.INPUT_ERROR

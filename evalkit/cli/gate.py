@@ -16,6 +16,7 @@ from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.cli.guard import command, say, write_output
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
+from evalkit.core.outputs import same_file
 from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
 from evalkit.core.report import RunReport, parse_report
 from evalkit.gate.decide import decide
@@ -62,17 +63,28 @@ def main(argv: list[str] | None = None) -> int:
     decision = decide(policy, baseline, candidate)
     facts = evidence(identity, report_identity(str(args.baseline), baseline_sha, baseline),
                      report_identity(str(args.candidate), candidate_sha, candidate))
+    inputs = _inputs(args)
+    if args.out and args.markdown and same_file(args.out, args.markdown):
+        raise InputError(f"{args.out}: --out and --markdown name the same file; give each its own path")
     if args.out:
         write_output(args.out, json.dumps({**decision.to_json(), "evidence": facts}, indent=2) + "\n",
-                     "decision (--out)")
+                     "decision (--out)", inputs=inputs)
     if args.markdown:
         write_output(args.markdown, render_markdown(decision, candidate, policy.critical, facts, baseline),
-                     "decision (--markdown)")
+                     "decision (--markdown)", inputs=inputs)
     say(render_decision(decision, policy.critical))
     say(render_policy(identity))
     if not args.require_pass:
         return ExitCode.GO
     return exit_code(decision.decision, policy.review_fails)
+
+
+def _inputs(args: argparse.Namespace) -> dict[str, Path]:
+    """The files this command read, which its outputs may never replace."""
+    inputs = {"the baseline report": args.baseline, "the candidate report": args.candidate}
+    if args.policy is not None and Path(args.policy).suffix in (".yaml", ".yml", ".json"):
+        inputs["the policy file"] = Path(args.policy)
+    return inputs
 
 
 def _read(path: Path) -> tuple[RunReport, str]:

@@ -12,12 +12,13 @@ import io
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import ParamSpec
 
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import EvalkitError, InputError
+from evalkit.core.outputs import refuse_input, refuse_link
 from evalkit.gate.decision import ExitCode
 
 __all__ = ["command", "write_output", "say"]
@@ -52,10 +53,14 @@ def _tolerant(stream: object) -> None:
         stream.reconfigure(errors="backslashreplace")
 
 
-def write_output(path: Path, text: str, what: str, *, make_folder: bool = False) -> None:
-    """Write one of a command's output files; a folder that does not exist (unless `make_folder`: a command
-    that documents making its run folder) or a place that cannot be written is refused in one line (exit 3)
-    rather than created by mistake or crashed on."""
+def write_output(path: Path, text: str, what: str, *, inputs: Mapping[str, Path] | None = None,
+                 make_folder: bool = False) -> None:
+    """Write one of a command's output files; refused in one line (exit 3), before anything is written: one of
+    the command's `inputs` (named by what they are: {"the candidate report": path}; also through links), a
+    symbolic link, a folder, a folder that does not exist (unless `make_folder`: a command that documents making
+    its run folder), or a place that cannot be written."""
+    refuse_input(path, inputs or {}, what)
+    refuse_link(path, what)
     if not make_folder and not path.parent.is_dir():
         raise InputError(f"{path}: cannot write the {what}: the folder {path.parent} does not exist; "
                          "create it first or choose another path")

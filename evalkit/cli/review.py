@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
 from evalkit.core.errors import EvalkitError, InputError
 from evalkit.core.fingerprint import fingerprint
+from evalkit.core.outputs import refuse_input
 from evalkit.gate.decision import ExitCode
 from evalkit.programs.review import PresentationVerdict, apply_review
 
@@ -40,15 +40,6 @@ def _read_json(path: Path, what: str) -> tuple[Any, bytes]:
         raise InputError(f"{path}: the {what} is not UTF-8 text ({error.reason})") from None
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    if a.resolve() == b.resolve():
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="python -m evalkit.review",
@@ -65,14 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if _same_file(args.out, args.report):
-            raise InputError(f"{args.out}: --out is the report itself; the source report is never modified, "
-                             "so write the reviewed copy to another file")
+        inputs = {"the report itself (--report)": args.report, "the decisions file (--decisions)": args.decisions}
+        refuse_input(args.out, inputs, "reviewed report")  # checked first: a refused run reads nothing
         report, raw = _read_json(args.report, "report")
         decisions, _ = _read_json(args.decisions, "decisions")
         reviewed = apply_review(report, raw, decisions, report_name=str(args.report),
                                 decisions_name=str(args.decisions))
-        write_output(args.out, json.dumps(reviewed, indent=1, ensure_ascii=False) + "\n", "reviewed report")
+        write_output(args.out, json.dumps(reviewed, indent=1, ensure_ascii=False) + "\n", "reviewed report",
+                     inputs=inputs)
     except EvalkitError as error:
         print(f"evalkit.review: error: {error}", file=sys.stderr)
         return ExitCode.INPUT_ERROR

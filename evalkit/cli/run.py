@@ -6,6 +6,7 @@ With `-m`, every job writes `job.json` and the sweep exits with its most severe 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -20,6 +21,10 @@ from evalkit.core.errors import EvalkitError, OutageError
 if TYPE_CHECKING:
     from evalkit.core.config import RunConfig
 
+
+
+# A full disk or quota, or a read-only filesystem: an output that cannot be written (exit 3), not a crash.
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 
 
 class _Outcome:
@@ -56,8 +61,14 @@ def _job(cfg: Any) -> None:
         print(f"error: {message}", file=sys.stderr)
         code, row["error"] = ExitCode.INPUT_ERROR, message
     except Exception as error:  # a crash must never read as a decision
-        print(redact(traceback.format_exc()), file=sys.stderr, end="")
-        code, row["error"] = ExitCode.INTERNAL_ERROR, redact(f"internal error: {type(error).__name__}: {error}")
+        if isinstance(error, OSError) and error.errno in _NO_SPACE:  # the machine's fault, not a bug: one line
+            message = redact(f"{error.filename or 'a file of this run'}: cannot write it ({error.strerror}); free "
+                             "space and run again (a live run: continue with +run.resume=true)")
+            print(f"error: {message}", file=sys.stderr)
+            code, row["error"] = ExitCode.INPUT_ERROR, message
+        else:
+            print(redact(traceback.format_exc()), file=sys.stderr, end="")
+            code, row["error"] = ExitCode.INTERNAL_ERROR, redact(f"internal error: {type(error).__name__}: {error}")
     row["exit_code"] = int(code)
     if multirun:
         from evalkit.cli.sweep import JOB_FILE

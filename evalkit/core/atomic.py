@@ -1,4 +1,8 @@
-"""Atomic file writes: evidence files are either the old version or the new one, never torn."""
+"""Atomic file writes: evidence files are either the old version or the new one, never torn.
+
+A target that is a symbolic link is refused (evalkit.core.outputs.refuse_link): renaming over it would
+replace the link with a file, and following it would write wherever it points.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,14 @@ import os
 import tempfile
 from pathlib import Path
 
+from evalkit.core.outputs import refuse_link
+
 __all__ = ["write_atomic"]
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to a temp file beside `path`, fsync it, then rename it over `path`."""
+    """Write `text` to a temp file beside `path`, fsync it, then rename it over `path` (never over a link)."""
+    refuse_link(path, "file")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

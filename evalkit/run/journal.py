@@ -4,10 +4,16 @@ A live run appends each finished call to `<recording>.journal.jsonl` as one line
 so `kill -9` loses at most the calls in flight. At the end the journal is compacted into the
 recording file (atomically) and removed; `+run.resume=true` continues from a journal left behind.
 Two jobs writing the same recording take turns through an exclusive lock on `<recording>.lock`.
+
+Both files are opened with O_NOFOLLOW: a committed symbolic link in their place is refused in one line, never
+followed (it would send full requests and replies to any file). A write that fails (a full disk) ends the run
+with one line and leaves the journal resumable: on resume, a torn last line is cut off (`cut_torn_tail`) and
+every complete line kept, and appends always start on a fresh line.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -15,16 +21,17 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
 
 from pydantic import ValidationError
 
 from evalkit.core.errors import RecordingError
 from evalkit.run.recording import Entry
 
-__all__ = ["Journal", "journal_path", "read_journal", "recording_lock"]
+__all__ = ["Journal", "cut_torn_tail", "journal_path", "read_journal", "recording_lock"]
 
-_FSYNC_EVERY_S = 0.5  # flushes survive a killed process; fsyncs guard against power loss, so batch them
+_FSYNC_EVERY_S = 0.5  # writes survive a killed process; fsyncs guard against power loss, so batch them
+# read too (the fresh-line check); never through a link; never inherited by the programs a run starts
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def journal_path(recording: Path) -> Path:
@@ -50,13 +57,13 @@ def read_journal(path: Path) -> dict[str, Entry]:
 
 
 class Journal:
-    """Appends finished calls, one JSON line each; safe to call from many threads."""
+    """Appends finished calls, one JSON line each, with unbuffered writes; safe to call from many threads."""
 
     def __init__(self, path: Path, redact: Callable[[str], str]) -> None:
         self.path = path
         self._redact = redact
         self._lock = threading.Lock()
-        self._handle: IO[str] | None = None
+        self._fd: int | None = None
         self._synced = time.monotonic()
 
     def __enter__(self) -> Journal:
@@ -64,23 +71,114 @@ class Journal:
 
     def append(self, call_id: str, entry: Entry) -> None:
         line = json.dumps({"call_id": call_id, "entry": entry.model_dump(mode="json")}, ensure_ascii=False)
-        line = self._redact(line) + "\n"
+        data = (self._redact(line) + "\n").encode("utf-8")
         with self._lock:
-            if self._handle is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._handle = self.path.open("a", encoding="utf-8")
-            self._handle.write(line)
-            self._handle.flush()
-            if time.monotonic() - self._synced > _FSYNC_EVERY_S:
-                os.fsync(self._handle.fileno())
-                self._synced = time.monotonic()
+            try:
+                if self._fd is None:
+                    self._fd = self._open()
+                _write_all(self._fd, data)
+                if time.monotonic() - self._synced > _FSYNC_EVERY_S:
+                    os.fsync(self._fd)
+                    self._synced = time.monotonic()
+            except OSError as error:
+                raise RecordingError(f"{self.path}: cannot append to the journal ({error.strerror or error}); the "
+                                     "calls journaled so far are kept: free space (or fix the folder), then continue "
+                                     "with +run.resume=true") from None
+
+    def _open(self) -> int:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = _open_no_link(self.path, _APPEND_FLAGS, "journal")
+        try:  # a fragment left by an earlier write must not fuse with this run's first line
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                _write_all(fd, b"\n")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def __exit__(self, *exc: object) -> None:
-        if self._handle is not None:
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
-            self._handle.close()
-            self._handle = None
+        if self._fd is not None:
+            try:
+                os.fsync(self._fd)
+            except OSError:
+                pass  # every line was written unbuffered; what power loss would take is not this run's to fix
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+
+def cut_torn_tail(path: Path) -> int:
+    """Cut a torn last line off a journal (the process died mid-write, or the disk filled): a last line without
+    its newline, or one that is not JSON. Keeps every complete line; returns how many bytes were cut.
+    A bad line before the last is left for `read_journal` to refuse."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return 0
+    except OSError as error:
+        raise RecordingError(f"{path}: cannot open the journal ({_why(error)})") from None
+    try:
+        size = os.fstat(fd).st_size
+        tail_start = max(0, size - _TAIL_WINDOW)
+        tail = os.pread(fd, size - tail_start, tail_start)
+        keep = _complete_length(tail, tail_start, size)
+        if keep is None:  # the last line is longer than the window: read it whole
+            data = os.pread(fd, size, 0)
+            keep = _complete_length(data, 0, size)
+            assert keep is not None
+        if keep < size:
+            os.ftruncate(fd, keep)
+            os.fsync(fd)
+        return size - keep
+    except OSError as error:
+        raise RecordingError(f"{path}: cannot repair the journal's torn last line ({_why(error)})") from None
+    finally:
+        os.close(fd)
+
+
+_TAIL_WINDOW = 1 << 20
+
+
+def _complete_length(tail: bytes, offset: int, size: int) -> int | None:
+    """The journal's length without a torn last line, from its last bytes `tail` (starting at `offset`); None when
+    the tail does not reach back to the line before the last."""
+    body = tail[:-1] if tail.endswith(b"\n") else tail
+    newline = body.rfind(b"\n")
+    if newline < 0 and offset > 0:
+        return None
+    last = body[newline + 1:]
+    start = offset + newline + 1
+    if not tail.endswith(b"\n"):
+        return start  # no newline: the write was cut short
+    try:
+        json.loads(last)
+    except ValueError:  # not JSON, or not UTF-8 (a multi-byte character cut in two)
+        return start
+    return size
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _open_no_link(path: Path, flags: int, what: str) -> int:
+    try:
+        return os.open(path, flags, 0o666)
+    except OSError as error:
+        if error.errno == errno.ELOOP or path.is_symlink():
+            raise RecordingError(f"{path}: the {what} is a symbolic link; evalkit never follows one there (it could "
+                                 "send requests and replies anywhere): remove the link") from None
+        raise
+
+
+def _why(error: OSError) -> str:
+    if error.errno == errno.ELOOP:
+        return "it is a symbolic link, which evalkit never follows: remove it"
+    return str(error.strerror or error)
 
 
 @contextmanager
@@ -89,8 +187,12 @@ def recording_lock(recording: Path, timeout_s: float, notify: Callable[[str], No
     import fcntl
 
     path = recording.with_name(recording.name + ".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = _open_no_link(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, "lock file")
+    except OSError as error:
+        raise RecordingError(f"{path}: cannot create the recording's lock file ({error.strerror or error})") from None
+    with os.fdopen(fd, "w") as handle:
         deadline = time.monotonic() + timeout_s
         told = False
         while True:

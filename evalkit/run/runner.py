@@ -24,6 +24,7 @@ from evalkit.core.dataset import load_dataset
 from evalkit.core.errors import InputError, ProviderError, RecordingError
 from evalkit.core.fingerprint import fingerprint, sha256
 from evalkit.core.key import EvalKey, build_key, recording_path
+from evalkit.core.outputs import refuse_link
 from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.core.version import __version__
 from evalkit.live.budget import Budget, UnitBudget
@@ -35,8 +36,9 @@ from evalkit.programs.candidate import candidate_config, run_programs
 from evalkit.programs.sandbox import probe_isolation
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
+from evalkit.run.destinations import check_run_destinations
 from evalkit.run.execute import Execution, LiveSetup, execute
-from evalkit.run.journal import Journal, journal_path, read_journal, recording_lock
+from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
 from evalkit.run.plugin import RUN_OPTION
 from evalkit.run.recording import Provenance, Recording, load_recording, save_recording
@@ -68,6 +70,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     """Execute and check one run; writes `report.json` (and the recording, in live modes).
 
     With a baseline, its recorded task replies are offered to the suite's judge (pairwise judging)."""
+    check_run_destinations(config)  # a run folder or save_report it may not write: refused before any work
     if config.suite.program is not None:
         return _run_program_suite(config)
     # validate_config guarantees a model suite its model, prompt and dataset file
@@ -135,7 +138,12 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: dict[str, A
     text = redact(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     write_atomic(report_path, text)
     if config.run.save_report:  # a baseline to keep: its canonical form, so regenerating it changes no byte
-        write_atomic(Path(config.run.save_report).expanduser(), redact(canonical_text(data)))
+        saved = Path(config.run.save_report).expanduser()
+        try:  # the destination was checked before the run (evalkit.run.destinations); the disk may be full now
+            write_atomic(saved, redact(canonical_text(data)))
+        except OSError as error:
+            raise InputError(f"run.save_report={saved}: cannot write the saved run report ({error.strerror or error})"
+                             f"; the full report is {report_path}") from None
     return report, report_path
 
 
@@ -231,10 +239,18 @@ def _record(config: RunConfig, key: EvalKey, rec_path: Path, redact: Redactor, p
             run_calls: Callable[[Recording, LiveSetup | None], Execution]) -> tuple[Recording, Execution]:
     """A live or record-missing run, under the recording's lock, journaled so a crash can resume."""
     journal_file = journal_path(rec_path)
-    if journal_file.exists() and not config.run.resume:
+    refuse_link(rec_path, "recording")  # before any call; the lock refused one when it was opened
+    refuse_link(journal_file, "journal")
+    if os.path.lexists(journal_file) and not config.run.resume:
         raise RecordingError(f"{journal_file}: an interrupted live run left this journal; continue it with "
                              "+run.resume=true, or delete the journal to start afresh")
-    resumed = read_journal(journal_file) if config.run.resume else {}
+    resumed = {}
+    if config.run.resume:
+        cut = cut_torn_tail(journal_file)
+        resumed = read_journal(journal_file)
+        if cut:
+            print(f"resuming: cut a torn last line ({cut} bytes, a write the interruption cut short) off "
+                  f"{journal_file}; kept {len(resumed)} journaled call(s)", file=sys.stderr, flush=True)
     if rec_path.is_file():
         recording = load_recording(rec_path, key)
     else:
@@ -245,7 +261,12 @@ def _record(config: RunConfig, key: EvalKey, rec_path: Path, redact: Redactor, p
         live.journal = journal
         execution = run_calls(recording, live)
     if execution.recording is not None:
-        save_recording(execution.recording, rec_path, redact)
+        try:
+            save_recording(execution.recording, rec_path, redact)
+        except OSError as error:  # a full disk: every call is in the journal, which stays for the next run
+            raise RecordingError(f"{rec_path}: cannot write the recording ({error.strerror or error}); the journal "
+                                 f"{journal_file} keeps every call: free space, then continue with "
+                                 "+run.resume=true") from None
         recording = execution.recording
     journal_file.unlink(missing_ok=True)  # compacted into the recording
     return recording, execution
@@ -255,7 +276,7 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path,
                redact: Callable[[str], str] = lambda text: text) -> dict[str, Any]:
     """Run the suite's pytest checks over the obtained calls in a fresh process; return the raw report."""
     ini = out / "pytest.ini"
-    ini.write_text("[pytest]\n", encoding="utf-8")  # isolates the suite from the caller's pytest config
+    write_atomic(ini, "[pytest]\n")  # isolates the suite from the caller's pytest config
     raw_path = out / "pytest-report.json"
     raw_path.unlink(missing_ok=True)
     command = [
@@ -270,7 +291,7 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path,
     env[PROJECT_ENV] = str(project_root())
     done = subprocess.run(command, cwd=suite_dir, env=env, capture_output=True, text=True, check=False)
     log = out / "pytest.log"
-    log.write_text(redact(done.stdout + done.stderr), encoding="utf-8")
+    write_atomic(log, redact(done.stdout + done.stderr))
     if done.returncode == _NO_TESTS:
         raise InputError(f"{suite_dir}: pytest collected no tests (exit code 5); see {log}")
     if done.returncode not in _CHECKS_RAN or not raw_path.is_file():
