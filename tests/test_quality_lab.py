@@ -384,3 +384,81 @@ def test_gate_cli_no_require_pass_writes_the_block_and_exits_0(lab: Lab, tmp_pat
                            flag)
         results[flag] = (done.returncode, json.loads(out.read_text())["decision"])
     assert results == {"--require-pass": (1, "block"), "--no-require-pass": (0, "block")}
+
+
+# -- evidence a candidate cannot quietly change ------------------------------------------------------------------
+
+# Appends an always-pass grader to the suite's graders.py: by absolute path (argv), as the same OS user can, and
+# through /proc/$PPID/cwd where the parent (evalkit, before the launcher) is visible.
+TAMPER = '''
+import json, os, sys
+targets = [os.path.join(sys.argv[1], "graders.py")]
+try:
+    targets.append(os.path.join(os.readlink(f"/proc/{os.getppid()}/cwd"), "graders.py"))
+except OSError:
+    pass
+for target in targets:
+    if os.path.isfile(target) and "ALWAYS PASS" not in open(target).read():
+        with open(target, "a") as f:
+            f.write("\\n_real = grade\\ndef grade(*a, **k):  # ALWAYS PASS\\n"
+                    "    return Grade(task_pass=True, quality_pass=True, safety_pass=True)\\n")
+open("response.json", "w").write(json.dumps({"message": "done"}))
+'''
+
+
+def test_a_candidate_that_rewrites_a_grader_is_a_run_error_not_a_decision(tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "quality_lab"
+    shutil.copytree(SUITE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    program = tmp_path / "tamper.py"
+    program.write_text(TAMPER)
+    job = tmp_path / "job"
+    done = evalkit_cli("evalkit", "suite=quality_lab", f"suite.path={copy}", f"candidate.program={program}",
+                       f"candidate.args=[{copy}]", f"baseline={BASELINE}", f"hydra.run.dir={job}")
+    assert "ALWAYS PASS" in (copy / "graders.py").read_text(), "the candidate did not get to tamper"
+    assert done.returncode == 3, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, done.stderr
+    assert "the suite's checks or evalkit's code changed while the candidate program ran" in errors[0]
+    assert "graders.py changed" in errors[0] and str(program) in errors[0]
+    assert not (job / "report.json").exists() and not (job / "decision.json").exists()
+
+
+def test_a_byte_identical_candidate_outside_the_suite_is_the_same_candidate(lab: Lab, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "candidate.py"
+    elsewhere.write_bytes((SUITE / "candidate.py").read_bytes())
+    done = evalkit_cli("evalkit", "suite=quality_lab", "candidate=prompt_v2", f"candidate.program={elsewhere}",
+                       f"hydra.run.dir={tmp_path / 'job'}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    _, report, _ = lab("candidate=prompt_v2")
+    moved = json.loads((tmp_path / "job" / "report.json").read_text())
+    assert moved["eval"]["judge_model"] == report["eval"]["judge_model"]
+
+
+def test_the_checks_fingerprint_covers_what_judges_and_nothing_else(tmp_path: Path) -> None:
+    import shutil
+
+    from evalkit.programs.evidence import judging_files
+    from evalkit.run.runner import _checks_fingerprint
+
+    copy = tmp_path / "quality_lab"
+    shutil.copytree(SUITE, copy, ignore=shutil.ignore_patterns("__pycache__", "runs"))
+    program = copy / "candidate.py"
+    assert list(judging_files(copy, program)) == ["conftest.py", "graders.py", "test_quality_lab.py"]
+    first = _checks_fingerprint(copy, program)
+    assert _checks_fingerprint(copy, tmp_path / "elsewhere.py") == first  # wherever the program lives
+    for name in ("make_data.py", "calibration.py", "candidate.py", "README.md"):  # scripts, the program, docs
+        (copy / name).write_text((copy / name).read_text() + "\n# edited\n")
+    assert _checks_fingerprint(copy, program) == first
+    # a helper the graders import, and a new test file in a subfolder, both judge
+    (copy / "helpers.py").write_text("LIMIT = 1\n")
+    (copy / "graders.py").write_text((copy / "graders.py").read_text() + "\nfrom helpers import LIMIT\n")
+    (copy / "more").mkdir()
+    (copy / "more" / "test_more.py").write_text("from . import shared\n")
+    (copy / "more" / "shared.py").write_text("X = 1\n")
+    assert list(judging_files(copy, program)) == ["conftest.py", "graders.py", "helpers.py", "more/shared.py",
+                                                  "more/test_more.py", "test_quality_lab.py"]
+    second = _checks_fingerprint(copy, program)
+    (copy / "helpers.py").write_text("LIMIT = 2\n")
+    assert _checks_fingerprint(copy, program) not in (first, second)

@@ -1,4 +1,5 @@
-"""Candidate programs run in a fresh directory, with a minimal environment, killed on timeout, judged on files."""
+"""Candidate programs run in a fresh directory, with a minimal environment, in namespaces where the machine allows,
+their whole process tree killed, judged on files that are their own."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import pytest
 
 from evalkit.core.errors import InputError
 from evalkit.programs import sandbox
-from evalkit.programs.sandbox import ISOLATION_BASE, ProgramRun, probe_isolation, run_program
+from evalkit.programs.sandbox import ISOLATION_BASE, LAUNCHER, ProgramRun, isolation_label, probe_isolation, run_program
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
@@ -73,7 +74,8 @@ def test_host_files_stay_readable_by_absolute_path_as_the_label_says(tmp_path: P
     respond({{"stolen": open({str(reference)!r}).read()}})
     """)
     assert result.response == {"stolen": '{"answer": 42}'}
-    assert "same OS user, so host files stay readable: not an OS sandbox" in result.isolation
+    assert ("same OS user, so host files (the suite and its references included) stay readable by absolute path: "
+            "not an OS sandbox") in result.isolation
 
 
 def test_artifacts_are_the_files_as_the_program_left_them(tmp_path: Path) -> None:
@@ -136,47 +138,116 @@ def test_stdin_is_closed(tmp_path: Path) -> None:
     assert result.response == {"stdin": ""}
 
 
+def pid_namespace() -> bool:
+    return probe_isolation().pid
+
+
+# A descendant that leaves the program's process group and session, then beats: it appends to a host file (by
+# absolute path: the same OS user can) every 20 ms while it lives. Its pid is of no use outside a PID namespace.
+ESCAPE = """
+import subprocess, sys, time
+beat = "import sys, time\\nwhile True:\\n    open(sys.argv[1], 'a').write('.')\\n    time.sleep(0.02)\\n"
+subprocess.Popen([sys.executable, "-c", beat, sys.argv[1]], start_new_session=True)  # setsid()
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+"""
+
+
+def still_beating(heartbeat: Path) -> bool:
+    """True if something still appends to `heartbeat` half a second after the run returned."""
+    before = heartbeat.stat().st_size
+    time.sleep(0.5)
+    return heartbeat.stat().st_size != before
+
+
+@pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "no-namespaces"])
+@pytest.mark.parametrize("ending", ["exit", "timeout"])
+def test_setsid_descendants_do_not_outlive_the_run(tmp_path: Path, namespaces: bool, ending: str) -> None:
+    if namespaces and not pid_namespace():
+        pytest.skip(probe_isolation().label)
+    heartbeat = tmp_path / "heartbeat"
+    tail = "respond({'message': 'done'})" if ending == "exit" else "time.sleep(30)"
+    started = time.monotonic()
+    result = run(tmp_path, ESCAPE + tail + "\n", args=[str(heartbeat)], timeout_s=2.0, namespaces=namespaces)
+    assert time.monotonic() - started < 10
+    assert result.status == ("finished" if ending == "exit" else "timeout"), result.reason
+    assert heartbeat.exists(), "the program did not get to start its descendant"
+    assert not still_beating(heartbeat), "a setsid() descendant outlived the run"
+    assert "setsid() descendants included" in result.isolation or "setsid() ones included" in result.isolation
+
+
+def test_in_a_pid_namespace_killing_the_launcher_does_not_help(tmp_path: Path) -> None:
+    if not pid_namespace():
+        pytest.skip(probe_isolation().label)
+    heartbeat = tmp_path / "heartbeat"
+    result = run(tmp_path, ESCAPE + """
+import signal
+os.kill(os.getppid(), signal.SIGKILL)  # the launcher is the namespace's init: its own namespace cannot kill it
+respond({"parent": os.getppid()})
+""", args=[str(heartbeat)])
+    assert result.response == {"parent": 1}
+    assert not still_beating(heartbeat)
+
+
 def test_timeout_kills_the_program_and_its_children(tmp_path: Path) -> None:
+    heartbeat = tmp_path / "heartbeat"
     started = time.monotonic()
     result = run(tmp_path, """
     import subprocess, sys, time
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    open("child.pid", "w").write(str(child.pid))
+    beat = "import sys, time\\nwhile True:\\n    open(sys.argv[1], 'a').write('.')\\n    time.sleep(0.02)\\n"
+    subprocess.Popen([sys.executable, "-c", beat, sys.argv[1]])
     time.sleep(30)
-    """, watch=["child.pid"], timeout_s=1.0)
+    """, args=[str(heartbeat)], timeout_s=1.0)
     assert time.monotonic() - started < 10
     assert (result.status, result.reason, result.response) == ("timeout", "timeout after 1 s", None)
     assert 1000 <= result.wall_ms < 10_000
-    pid = result.artifacts["child.pid"]
-    assert pid is not None, "the program did not get to start its child"
-    assert wait_until_dead(int(pid)), f"grandchild {pid} survived the timeout"
+    assert heartbeat.exists(), "the program did not get to start its child"
+    assert not still_beating(heartbeat), "a child survived the timeout"
 
 
-def test_children_left_behind_after_a_normal_exit_are_killed(tmp_path: Path) -> None:
-    result = run(tmp_path, """
-    import subprocess, sys
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    open("child.pid", "w").write(str(child.pid))
-    respond({"message": "done"})
-    """, watch=["child.pid"])
-    assert result.status == "finished"
-    pid = result.artifacts["child.pid"]
-    assert pid is not None
-    assert wait_until_dead(int(pid)), f"child {pid} outlived the program that started it"
+def test_a_program_killed_by_a_signal_says_so(tmp_path: Path) -> None:
+    result = run(tmp_path, "import signal; os.kill(os.getpid(), signal.SIGKILL)\n")
+    assert (result.status, result.reason) == ("crashed", "killed by signal 9")
 
 
-def wait_until_dead(pid: int) -> bool:
-    """True once `pid` is gone (or a zombie: the container's init may be slow to reap orphans)."""
-    for _ in range(50):
+# -- what the program can see of evalkit through /proc ---------------------------------------------------------
+
+PROC = """
+found = {"environ": [], "cwd": []}
+for name in os.listdir("/proc"):
+    if name.isdigit():
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        if state == "Z":
-            return True
-        time.sleep(0.1)
-    return False
+            found["environ"].append(open(f"/proc/{name}/environ", "rb").read().decode("utf-8", "replace"))
+            found["cwd"].append(os.readlink(f"/proc/{name}/cwd"))
+        except OSError:
+            pass
+parent = open(f"/proc/{os.getppid()}/environ", "rb").read().decode() if os.getppid() else ""
+respond({"environ": found["environ"], "cwd": found["cwd"], "parent": parent, "me": os.getcwd()})
+"""
+
+
+def test_through_proc_the_program_sees_nothing_of_evalkit(tmp_path: Path) -> None:
+    """This process's environment (PATH, and any API key it started with) and its folder never show."""
+    if not pid_namespace():
+        pytest.skip(probe_isolation().label)
+    result = run(tmp_path, PROC)
+    assert result.response is not None, result.reason
+    me = result.response["me"]
+    assert result.response["environ"], "the program could read no /proc/*/environ at all"
+    assert set(result.response["environ"]) == {f"LANG=C.UTF-8\0HOME={me}\0TMPDIR={me}\0"}
+    assert set(result.response["cwd"]) == {result.response["me"]}  # evalkit's folder (the suite's) is not there
+    assert result.response["parent"] == f"LANG=C.UTF-8\0HOME={result.response['me']}\0TMPDIR={result.response['me']}\0"
+    assert "parent environment: clean" in result.isolation and "PID namespace: own" in result.isolation
+
+
+def test_without_a_pid_namespace_the_label_says_proc_shows_evalkit(tmp_path: Path) -> None:
+    result = run(tmp_path, PROC, namespaces=False, limit=10_000_000)
+    assert result.response is not None
+    assert os.getcwd() in result.response["cwd"]  # what the label warns of: evalkit's folder, its environment
+    assert any(f"PATH={os.environ['PATH']}" in env for env in result.response["environ"])
+    me = result.response["me"]
+    assert result.response["parent"] == f"LANG=C.UTF-8\0HOME={me}\0TMPDIR={me}\0"  # the launcher's is clean
+    assert "parent environment: NOT clean" in result.isolation and "PID namespace: NOT held" in result.isolation
 
 
 @pytest.mark.parametrize(("body", "status", "reason"), [
@@ -203,6 +274,23 @@ def test_crash_still_keeps_the_artifacts_as_evidence(tmp_path: Path) -> None:
     raise SystemExit(1)
     """, files={"solution.py": BUGGY}, watch=["solution.py"])
     assert (result.status, result.artifacts) == ("crashed", {"solution.py": "half-written"})
+
+
+def test_hard_links_to_host_files_are_refused(tmp_path: Path) -> None:
+    outside, other = tmp_path / "outside.json", tmp_path / "other.py"
+    outside.write_text('{"secret": "s3cr3t-host-bytes"}')
+    other.write_text('SECRET = "s3cr3t-host-bytes"')
+    result = run(tmp_path, f"""
+    import os
+    os.link({str(outside)!r}, "response.json")
+    os.remove("solution.py")
+    os.link({str(other)!r}, "solution.py")
+    """, files={"solution.py": BUGGY}, watch=["solution.py"])
+    assert (result.status, result.response) == ("invalid_response", None)
+    assert result.reason == "response.json is a hard link (2 names): it may be a host file"
+    assert result.artifacts == {"solution.py": None}
+    assert result.artifact_sha256 == {"solution.py": None}
+    assert "s3cr3t-host-bytes" not in json.dumps(result.to_json())
 
 
 def test_symlinks_are_not_followed(tmp_path: Path) -> None:
@@ -289,7 +377,8 @@ def test_network_is_cut_when_the_machine_allows(tmp_path: Path, local_server: tu
     result = run(tmp_path, CONNECT, args=[str(port)])
     assert result.response is not None and result.response["connected"] is False, result.response
     assert not accepted
-    assert result.isolation == ISOLATION_BASE + "; network: own empty network namespace (unshare)"
+    assert result.isolation == isolation.label
+    assert "; network namespace: own, empty (no interfaces, not even loopback); " in result.isolation
 
 
 def test_without_unshare_the_label_says_not_isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -298,8 +387,9 @@ def test_without_unshare_the_label_says_not_isolated(tmp_path: Path, monkeypatch
     commands = spy_on_popen(monkeypatch)
     port, accepted = local_server
     result = run(tmp_path, CONNECT, args=[str(port)])
-    assert result.isolation == ISOLATION_BASE + "; network: NOT isolated (util-linux unshare not found)"
-    assert commands == [[sys.executable, "-I", "candidate.py", str(port)]]
+    assert result.isolation == isolation_label(False, False, "util-linux unshare not found")
+    assert "; network namespace: NOT held (util-linux unshare not found); " in result.isolation
+    assert commands == [[sys.executable, "-I", "-c", LAUNCHER, "candidate.py", str(port)]]
     assert result.response == {"connected": True}
 
 
@@ -307,9 +397,9 @@ def test_isolation_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyP
                                      local_server: tuple[int, list[bool]]) -> None:
     commands = spy_on_popen(monkeypatch)
     port, _ = local_server
-    result = run(tmp_path, CONNECT, args=[str(port)], isolate_network=False)
-    assert result.isolation.endswith("; network: NOT isolated (isolate_network=False)")
-    assert commands[0][0] == sys.executable
+    result = run(tmp_path, CONNECT, args=[str(port)], namespaces=False)
+    assert result.isolation == isolation_label(False, False, "namespaces=False")
+    assert commands[0][:3] == [sys.executable, "-I", "-c"]
     assert result.response == {"connected": True}
 
 
@@ -328,18 +418,93 @@ def spy_on_popen(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 def test_probe_never_raises_without_unshare(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: None)
     assert probe_isolation() == sandbox.Isolation(
-        network=False, label=ISOLATION_BASE + "; network: NOT isolated (util-linux unshare not found)")
+        network=False, pid=False, label=isolation_label(False, False, "util-linux unshare not found"))
+
+
+ALL = "--net --pid --fork --kill-child --mount-proc"
+PID = "--pid --fork --kill-child --mount-proc"
+USER = "--user --map-root-user"
 
 
 @pytest.mark.parametrize(("unshare", "why"), [
-    ("/bin/false", "unshare --net: exit code 1; unshare --user --map-root-user --net: exit code 1"),
-    ("/nonexistent/unshare", "unshare --net: [Errno 2] No such file or directory"),
+    ("/bin/false", f"unshare {ALL}: exit code 1; unshare {USER} {ALL}: exit code 1; unshare --net: exit code 1; "
+                   f"unshare {USER} --net: exit code 1; unshare {PID}: exit code 1; unshare {USER} {PID}: exit code 1"),
+    ("/nonexistent/unshare", f"unshare {ALL}: [Errno 2] No such file or directory"),
 ])
 def test_probe_reports_why_unshare_failed(monkeypatch: pytest.MonkeyPatch, unshare: str, why: str) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: unshare)
     isolation = probe_isolation()
-    assert not isolation.network and isolation.unshare == ()
-    assert isolation.label.startswith(ISOLATION_BASE + "; network: NOT isolated (" + why)
+    assert not isolation.network and not isolation.pid and not isolation.mount and isolation.unshare == ()
+    assert isolation.label.startswith(ISOLATION_BASE + "; network namespace: NOT held (" + why)
+    assert f"; PID namespace: NOT held ({why}" in isolation.label
+
+
+def test_the_probe_takes_the_best_it_can_get(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An unshare that refuses the PID namespace (as some containers do) still gives the network one, and the
+    label says which held and why the other did not."""
+    fake = tmp_path / "unshare"
+    fake.write_text("#!/bin/sh\ncase \"$*\" in *--pid*) echo 'unshare: unshare failed: Operation not permitted' >&2; "
+                    "exit 1;; esac\nwhile [ \"$1\" != -- ]; do shift; done; shift; exec \"$@\"\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(shutil, "which", lambda name: str(fake))
+    isolation = probe_isolation()
+    assert (isolation.network, isolation.pid, isolation.unshare) == (True, False, (str(fake), "--net", "--"))
+    assert "; network namespace: own, empty" in isolation.label
+    assert f"; PID namespace: NOT held (unshare {ALL}: unshare: unshare failed: Operation not permitted; " in (
+        isolation.label)
+    assert "; parent environment: NOT clean" in isolation.label
+
+
+def test_the_label_states_every_property() -> None:
+    for network in (True, False):
+        for pid in (True, False):
+            label = isolation_label(network, pid, "why")
+            assert [part.split(":")[0] for part in label.split("; ")[-6:]] == [
+                "network namespace", "Unix sockets", "PID namespace", "mount namespace", "parent environment",
+                "process tree"], label
+
+
+ABSTRACT = """
+import socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1].replace("@", "\\0", 1))
+    respond({"connected": True})
+except OSError as error:
+    respond({"connected": False, "error": str(error)})
+"""
+
+
+@pytest.fixture
+def unix_servers(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A Unix socket server bound to a path and one bound to an abstract name; their addresses (@ for NUL)."""
+    servers, names = [], {"path": str(tmp_path / "host.sock"), "abstract": f"@evalkit-test-{os.getpid()}"}
+    for address in names.values():
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(address.replace("@", "\0", 1))
+        server.listen()
+        servers.append(server)
+    yield names
+    for server in servers:
+        server.close()
+
+
+def test_unix_sockets_are_cut_as_far_as_the_label_says(tmp_path: Path, unix_servers: dict[str, str]) -> None:
+    if not probe_isolation().network:
+        pytest.skip(probe_isolation().label)
+    abstract = run(tmp_path, ABSTRACT, args=[unix_servers["abstract"]])
+    assert abstract.response is not None and abstract.response["connected"] is False, abstract.response
+    by_path = run(tmp_path, ABSTRACT, args=[unix_servers["path"]])
+    assert by_path.response == {"connected": True}  # what the label warns of
+    assert ("Unix sockets: the host's abstract ones cut with the network namespace, ones bound to a path still "
+            "reachable by that path") in abstract.isolation
+
+
+def test_without_a_network_namespace_abstract_sockets_are_reachable_as_the_label_says(
+        tmp_path: Path, unix_servers: dict[str, str]) -> None:
+    result = run(tmp_path, ABSTRACT, args=[unix_servers["abstract"]], namespaces=False)
+    assert result.response == {"connected": True}
+    assert "Unix sockets: NOT cut, the host's are all reachable" in result.isolation
 
 
 def test_an_artifact_over_the_limit_is_not_loaded(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from evalkit.core.atomic import write_atomic
 from evalkit.core.config import Mode, ModelConfig, RunConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.errors import InputError, ProviderError, RecordingError
-from evalkit.core.fingerprint import fingerprint, sha256
+from evalkit.core.fingerprint import sha256
 from evalkit.core.key import EvalKey, build_key, recording_path
 from evalkit.core.outputs import refuse_link
 from evalkit.core.report import RunReport, report_from_mapping
@@ -33,6 +33,7 @@ from evalkit.live.progress import progress_enabled
 from evalkit.live.providers import Provider, make_provider
 from evalkit.live.redact import Redactor
 from evalkit.programs.candidate import candidate_config, run_programs
+from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_changes, snapshot
 from evalkit.programs.sandbox import probe_isolation
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
@@ -125,13 +126,15 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
 
 
 def _check_and_report(config: RunConfig, suite_dir: Path, run_input: dict[str, Any], redact: Redactor,
-                      extra: dict[str, Any]) -> tuple[RunReport, Path]:
-    """Hand the run's input to the suite's checks, add `extra` sections, write `report.json` (and save_report)."""
+                      extra: dict[str, Any], verify: Callable[[], None] = lambda: None) -> tuple[RunReport, Path]:
+    """Hand the run's input to the suite's checks, add `extra` sections, write `report.json` (and save_report).
+    `verify` runs after the checks, before anything is written: it may refuse the run."""
     out = Path(config.run.out)
     out.mkdir(parents=True, exist_ok=True)
     input_path = out / "run-input.json"
     write_atomic(input_path, redact(json.dumps(run_input, ensure_ascii=False)))
     data = run_checks(suite_dir, input_path, out, redact)
+    verify()
     data.update(extra)
     report = report_from_mapping(data, f"report of suite {config.suite.name}")
     report_path = out / "report.json"
@@ -165,11 +168,20 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     # the program's bytes are part of what is measured: editing it makes another candidate
     components[spec.component] = (option, {**config.components.get(spec.component, {}),
                                            "program_sha256": program_sha})
+    suite_dir = project_path(config.suite.path)
     key = build_key(suite=config.suite.name, dataset=data_set.identity(name), model="none", prompt_version="none",
-                    prompt_text="", judge_model=_checks_fingerprint(project_path(config.suite.path), program),
-                    components=components)
+                    prompt_text="", judge_model=_checks_fingerprint(suite_dir, program), components=components)
+    # The candidate runs as the same OS user: whatever it changed in the suite or in evalkit's code while it ran
+    # (a grader that always passes) must refuse the run, never become a decision. Checked again after the checks
+    # ran, for a descendant that escaped the kill of its process tree (see provenance.isolation).
+    before = snapshot(suite_dir)
+    judging = judging_files(suite_dir, program)
     budget = UnitBudget(config.budget.max_units)
     results = run_programs(data_set.cases, spec, candidate, program, budget)
+    refuse_changes(before, snapshot(suite_dir), suite_dir, program, "while the candidate program ran")
+
+    def verify() -> None:
+        refuse_changes(judging, judging_files(suite_dir, program), suite_dir, program, "while the checks ran")
 
     provenance = {**_provenance(config, None, None), "run_kind": PROGRAM_RUN_KIND,
                   "isolation": probe_isolation().label}
@@ -193,7 +205,7 @@ def _run_program_suite(config: RunConfig) -> RunResult:
                       "max_response_bytes": candidate.max_response_bytes},
         "execution": execution,
     }
-    report, report_path = _check_and_report(config, project_path(config.suite.path), run_input, redact, extra)
+    report, report_path = _check_and_report(config, suite_dir, run_input, redact, extra, verify)
     return RunResult(key, report, report_path, None, execution)
 
 
@@ -204,10 +216,10 @@ def _suite_input(config: RunConfig) -> dict[str, Any]:
 
 
 def _checks_fingerprint(suite_dir: Path, program: Path) -> str:
-    """The graders of a program suite play the judge's part: the suite's Python files other than the candidate
-    decide the scores, so a change to them makes runs incomparable, as a new judge model would."""
-    files = sorted(p for p in suite_dir.glob("*.py") if p.resolve() != program.resolve())
-    return "checks@" + fingerprint({p.name: sha256(p.read_bytes()) for p in files})
+    """The graders of a program suite play the judge's part: the suite's conftest, tests and the suite modules
+    they import decide the scores (evalkit.programs.evidence), so a change to them makes runs incomparable, as a
+    new judge model would. The program under test is never part of it, wherever it lives."""
+    return checks_fingerprint(suite_dir, program)
 
 
 def baseline_replies(baseline: RunReport | None) -> dict[str, str]:
