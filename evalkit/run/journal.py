@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from pydantic import ValidationError
 
@@ -52,9 +52,9 @@ def read_journal(path: Path) -> dict[str, Entry]:
 class Journal:
     """Appends finished calls, one JSON line each; safe to call from many threads."""
 
-    def __init__(self, path: Path, redact: Callable[[str], str]) -> None:
+    def __init__(self, path: Path, scrub: Callable[[Any], Any]) -> None:
         self.path = path
-        self._redact = redact
+        self._scrub = scrub  # redacts the line's data before it is serialised, so it stays one valid JSON line
         self._lock = threading.Lock()
         self._handle: IO[str] | None = None
         self._synced = time.monotonic()
@@ -63,8 +63,8 @@ class Journal:
         return self  # the file is opened at the first append: a run that calls nothing leaves none
 
     def append(self, call_id: str, entry: Entry) -> None:
-        line = json.dumps({"call_id": call_id, "entry": entry.model_dump(mode="json")}, ensure_ascii=False)
-        line = self._redact(line) + "\n"
+        data = self._scrub({"call_id": call_id, "entry": entry.model_dump(mode="json")})
+        line = json.dumps(data, ensure_ascii=False) + "\n"
         with self._lock:
             if self._handle is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
