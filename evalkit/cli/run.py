@@ -6,13 +6,15 @@ With `-m`, every job writes `job.json` and the sweep exits with its most severe 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from evalkit.cli.guard import command, say
 from evalkit.core.errors import EvalkitError
@@ -47,6 +49,7 @@ def _job(cfg: Any) -> None:
         config = from_hydra(cfg)
         redact = redactor_for(config)
         redact.install_log_filter()
+        _Shown.redactors = [*_Shown.redactors[:1], redact]
         _scrub_hydra_files(hydra_cfg, multirun, redact)
         code = _run(config, row, redact)
     except EvalkitError as error:
@@ -184,6 +187,11 @@ def main() -> int:
         print(f"error: {error}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
     app = hydra.main(config_path=str(conf_dir), config_name=config_name, version_base="1.3")(_job)
+    # Hydra logs a sweep's overrides before its first job knows the run's key variables: mask, from the start,
+    # the values of every variable any config or override names in api_key_env.
+    _Shown.redactors = [_Shown.from_project(conf_dir, sys.argv[1:])]
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Shown(sys.stdout), _Shown(sys.stderr)
     try:
         app()
     except MissingConfigException as error:
@@ -192,7 +200,50 @@ def main() -> int:
     except (HydraException, OmegaConfBaseException) as error:
         print(f"error: {_config_error(error)}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
+    finally:
+        sys.stdout, sys.stderr = streams
     return _Outcome.code
+
+
+class _Shown(io.TextIOBase):
+    """stdout or stderr with secrets masked in all that is written: evalkit's lines, Hydra's log, tracebacks."""
+
+    redactors: list[Callable[[str], str]] = []
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    @staticmethod
+    def from_project(conf_dir: Path, argv: list[str]) -> Callable[[str], str]:
+        from evalkit.live.redact import Redactor
+
+        names = set(re.findall(r"api_key_env=([\w.-]+)", " ".join(argv)))
+        for path in [*conf_dir.rglob("*.yaml"), *Path(__file__).parents[1].joinpath("conf").rglob("*.yaml")]:
+            try:
+                names |= set(re.findall(r"api_key_env:\s*['\"]?([\w.-]+)", path.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError):
+                continue
+        return Redactor(sorted(names)).values
+
+    def write(self, text: str) -> int:
+        shown = text
+        for redact in _Shown.redactors:
+            shown = redact(shown)
+        self._stream.write(shown)
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # (TextIOBase declares it read-only, as here)
+        return self._stream.encoding
 
 
 def _refuse_credentials(argv: list[str]) -> None:

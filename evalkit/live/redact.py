@@ -59,17 +59,19 @@ def secret_variants(value: str) -> tuple[list[str], list[str]]:
 
     Base64 at byte offsets 0, 1 and 2 keeps only the characters that depend on the key's bytes alone, so the key is
     found inside any longer base64 text (`user:key`, a JSON body) whatever precedes it."""
-    raw = value.encode("utf-8")
-    caseless = {value, quote(value, safe=""), quote(value), quote_plus(value), raw.hex(),
+    caseless = {value, quote(value, safe=""), quote(value), quote_plus(value), value.encode("utf-8").hex(),
                 json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
     exact: set[str] = set()
-    for offset in range(3):
-        encoded = base64.b64encode(bytes(offset) + raw).decode("ascii")
-        first = -(-8 * offset // 6)  # the first character whose six bits are all the key's
-        last = 8 * (offset + len(raw)) // 6  # one past the last such character
-        inner = encoded[first:last]
-        if len(inner) >= MIN_SECRET:
-            exact |= {inner, inner.replace("+", "-").replace("/", "_")}
+    # base64 of the key as is, and as written inside JSON or a URL that was then encoded (a Basic header, a body)
+    for form in {value, json.dumps(value)[1:-1], quote(value, safe="")}:
+        data = form.encode("utf-8")
+        for offset in range(3):
+            encoded = base64.b64encode(bytes(offset) + data).decode("ascii")
+            first = -(-8 * offset // 6)  # the first character whose six bits are all the key's
+            last = 8 * (offset + len(data)) // 6  # one past the last such character
+            inner = encoded[first:last]
+            if len(inner) >= MIN_SECRET:
+                exact |= {inner, inner.replace("+", "-").replace("/", "_")}
     return sorted(caseless, key=len, reverse=True), sorted(exact - caseless, key=len, reverse=True)
 
 
