@@ -205,7 +205,7 @@ def test_a_credential_override_is_refused_before_hydra_writes_it(tmp_path: Path,
     secret = "s3cr3t-v4lue-0123456789"
     where = ["-m", f"hydra.sweep.dir={tmp_path / 'sweep'}", "prompt=v1,v2"] if sweep else \
         [f"hydra.run.dir={tmp_path / 'job'}"]
-    done = plain_run(tmp_path, *where, f"model.base_url=http://h/v1?key={secret}")
+    done = plain_run(tmp_path, *where, f"model.base_url='http://h/v1?key={secret}'")
     assert done.returncode == 3, done.stdout + done.stderr
     assert done.stderr.startswith("error: command line model.base_url=...: the value holds a key, token")
     assert "model.api_key_env" in done.stderr and len(done.stderr.splitlines()) == 1
