@@ -130,3 +130,125 @@ def test_budget_denied_cases_stay_in_the_report_and_the_gate_blocks_the_incomple
     assert len(denied) + len(blocked) == 5 and denied
     recorded = read_json(evalkit.recording)["calls"]
     assert all(recorded[k]["failure"]["kind"] == "budget_denied" for k in denied if k.startswith("task/"))
+
+
+# -- issue 10: secrets in every form ---------------------------------------------------------------------------------
+
+def encoded_forms(key: str) -> list[str]:
+    import base64
+    import urllib.parse
+    return [key.upper(), urllib.parse.quote(key, safe=""), base64.b64encode(key.encode()).decode(),
+            "Basic " + base64.b64encode(f"user:{key}".encode()).decode(), json.dumps(key)[1:-1], key.encode().hex()]
+
+
+def bearer_reply(case_id: str) -> str:
+    """A correct triage whose summary says `Bearer <the terms it must mention>`: grading must see those words."""
+    from test_live import CASES
+    case = CASES[case_id]
+    return json.dumps({"label": case.label, "priority": case.priority,
+                       "summary": f"Client sends Bearer {', '.join(case.must_mention)} on a {case.label}."})
+
+
+def test_encoded_keys_reach_no_file_and_a_live_run_grades_like_its_replay(evalkit: Evalkit) -> None:
+    from test_live import CASES
+    plain = next(c for c in sorted(CASES) if c != "token-leak" and CASES[c].must_mention)
+    leaks = replies({"token-leak": json.dumps({"label": "bug", "priority": "p0",
+                                               "summary": "keys " + " ".join(encoded_forms(FAKE_KEY))}),
+                     plain: bearer_reply(plain)})
+    with FakeOllama(leaks) as server:
+        evalkit.judge_at(server.url)
+        command, env, job = evalkit.command("live", "model.api_key_env=EVALKIT_TEST_KEY", url=server.url)
+        env["EVALKIT_TEST_KEY"] = FAKE_KEY
+        live = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert live.returncode == 0, live.stdout + live.stderr
+        command, env, replay_job = evalkit.command("replay", "model.api_key_env=EVALKIT_TEST_KEY")
+        env["EVALKIT_TEST_KEY"] = FAKE_KEY
+        replay = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    forms = [FAKE_KEY, *encoded_forms(FAKE_KEY)]
+    written = [p for p in evalkit.tmp.rglob("*") if p.is_file()]
+    assert {"report.json", "run-input.json", "pytest.log"} <= {p.name for p in written}
+    for path in written:
+        text = path.read_text(errors="replace")
+        for form in forms:
+            assert form.removeprefix("Basic ") not in text, f"{form} leaked into {path}"
+    for form in forms:
+        assert form.removeprefix("Basic ") not in live.stdout + live.stderr + replay.stdout + replay.stderr
+    live_report, replay_report = read_json(job / "report.json"), read_json(replay_job / "report.json")
+    outcomes = lambda r: {t["nodeid"]: t["outcome"] for t in r["tests"]}  # noqa: E731
+    assert outcomes(live_report) == outcomes(replay_report)
+    assert all(o == "passed" for n, o in outcomes(live_report).items() if f"[{plain}]" in n)  # "Bearer" kept
+    cases = {c["id"]: c for c in live_report["cases"]}
+    assert "Client sends Bearer " in cases[plain]["output"]  # the reply as the model wrote it
+    assert cases["token-leak"]["output"] == {c["id"]: c for c in replay_report["cases"]}["token-leak"]["output"]
+
+
+def test_a_short_key_is_refused_before_a_live_run(evalkit: Evalkit) -> None:
+    evalkit.judge_at("http://127.0.0.1:9")  # never called: the refusal comes first
+    command, env, job = evalkit.command("live", "model.api_key_env=EVALKIT_TEST_KEY", url="http://127.0.0.1:9")
+    env["EVALKIT_TEST_KEY"] = "abc12"
+    done = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "EVALKIT_TEST_KEY: the key is shorter than 8 characters" in done.stderr
+    assert "api_key_env=null" in done.stderr and "abc12" not in done.stderr
+    assert not evalkit.recordings.exists() or not any(evalkit.recordings.rglob("*.json*"))
+
+
+def plain_run(tmp: Path, *overrides: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+    import sys
+    full = {**{k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "evalkit", *overrides], cwd=PROJECT_ROOT, env=full,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("sweep", [False, True])
+def test_a_credential_override_is_refused_before_hydra_writes_it(tmp_path: Path, sweep: bool) -> None:
+    secret = "s3cr3t-v4lue-0123456789"
+    where = ["-m", f"hydra.sweep.dir={tmp_path / 'sweep'}", "prompt=v1,v2"] if sweep else \
+        [f"hydra.run.dir={tmp_path / 'job'}"]
+    done = plain_run(tmp_path, *where, f"model.base_url='http://h/v1?key={secret}'")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr.startswith("error: command line model.base_url=...: the value holds a key, token")
+    assert "model.api_key_env" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert secret not in done.stdout + done.stderr
+    assert not any(tmp_path.iterdir())  # nothing written: no .hydra/, no multirun.yaml, no job.json
+
+
+def test_a_key_value_the_config_names_reaches_no_hydra_file_job_or_summary(tmp_path: Path) -> None:
+    # EVALKIT_RUNCRED is no conventional credential name, so main lets the override through; the run's redactor
+    # (model.api_key_env names it) then rewrites what Hydra wrote and masks job.json and the summary.
+    overrides = ["model.api_key_env=EVALKIT_RUNCRED", f"model.base_url='http://h/v1?x={FAKE_KEY}'"]
+    sweep = tmp_path / "sweep"
+    done = plain_run(tmp_path, "-m", f"hydra.sweep.dir={sweep}", "run.retries=0,1", *overrides,
+                     env={"EVALKIT_RUNCRED": FAKE_KEY})
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = [p for p in sweep.rglob("*") if p.is_file()]
+    names = {p.relative_to(sweep).as_posix() for p in written}
+    assert {"multirun.yaml", "summary.md", "summary.json", "0/job.json", "0/.hydra/overrides.yaml",
+            "0/.hydra/config.yaml", "0/.hydra/hydra.yaml"} <= names
+    for path in written:
+        assert FAKE_KEY not in path.read_text(errors="replace"), f"the key leaked into {path}"
+    assert FAKE_KEY not in done.stdout + done.stderr
+    import yaml
+    assert "[REDACTED]" in yaml.safe_load((sweep / "0" / ".hydra" / "config.yaml").read_text())["model"]["base_url"]
+
+
+def test_broad_and_hostile_secret_patterns_change_no_decision_and_no_file_format(tmp_path: Path) -> None:
+    plain = plain_run(tmp_path, f"hydra.run.dir={tmp_path / 'plain'}")
+    hostile = plain_run(tmp_path, f"hydra.run.dir={tmp_path / 'hostile'}",
+                        "run.secret_patterns=[passed,'\"','(a|a)*b',e,'\\\\\\\\']")
+    assert plain.returncode == hostile.returncode == 0, hostile.stdout + hostile.stderr
+    for name in ("report.json", "decision.json", "run-input.json"):
+        json.loads((tmp_path / "hostile" / name).read_text())  # still JSON
+    first, second = (read_json(tmp_path / run / "report.json") for run in ("plain", "hostile"))
+    assert [(t["nodeid"], t["outcome"]) for t in first["tests"]] == [(t["nodeid"], t["outcome"]) for t in second["tests"]]
+    assert read_json(tmp_path / "hostile" / "decision.json")["decision"] == \
+        read_json(tmp_path / "plain" / "decision.json")["decision"]
+
+
+@pytest.mark.parametrize("pattern", ["''", "'a*'"])
+def test_secret_patterns_matching_the_empty_string_are_refused(tmp_path: Path, pattern: str) -> None:
+    done = plain_run(tmp_path, f"hydra.run.dir={tmp_path / 'job'}", f"run.secret_patterns=[{pattern}]")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "run.secret_patterns" in done.stderr and "Traceback" not in done.stderr

@@ -7,19 +7,22 @@ With `-m`, every job writes `job.json` and the sweep exits with its most severe 
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import re
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from evalkit.cli.guard import command, say
 from evalkit.core.errors import EvalkitError, OutageError
 
 if TYPE_CHECKING:
     from evalkit.core.config import RunConfig
+    from evalkit.live.redact import Redactor
 
 
 
@@ -51,7 +54,9 @@ def _job(cfg: Any) -> None:
         config = from_hydra(cfg)
         redact = redactor_for(config)
         redact.install_log_filter()
-        code = _run(config, row)
+        _Shown.redactors = [*_Shown.redactors[:1], redact]
+        _scrub_hydra_files(hydra_cfg, multirun, redact)
+        code = _run(config, row, redact)
     except OutageError as error:  # the server failed, not the model: never a decision
         message = redact(str(error))
         print(f"outage: {message}", file=sys.stderr)
@@ -74,13 +79,35 @@ def _job(cfg: Any) -> None:
         from evalkit.cli.sweep import JOB_FILE
         from evalkit.core.atomic import write_atomic
 
-        write_atomic(Path(hydra_cfg.runtime.output_dir) / JOB_FILE, json.dumps(row, indent=2) + "\n")
+        write_atomic(Path(hydra_cfg.runtime.output_dir) / JOB_FILE, json.dumps(redact.scrub(row), indent=2) + "\n")
     else:
         _Outcome.code = int(code)
 
 
 
-def _run(config: RunConfig, row: dict[str, Any]) -> int:
+def _scrub_hydra_files(hydra_cfg: Any, multirun: bool, redact: Redactor) -> None:
+    """Rewrite the YAML files Hydra wrote before the job started (`.hydra/*.yaml`, a sweep's `multirun.yaml`)
+    with the run's key values masked, when a config or override put one there. Credential-shaped overrides never
+    get this far (main refuses them); this catches a key value that only the composed config names."""
+    import yaml
+
+    from evalkit.core.atomic import write_atomic
+
+    out = Path(hydra_cfg.runtime.output_dir)
+    paths = list((out / hydra_cfg.output_subdir).glob("*.yaml")) if hydra_cfg.output_subdir else []
+    if multirun:
+        paths.append(Path(hydra_cfg.sweep.dir) / "multirun.yaml")
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        if redact.values(text) != text:
+            data = redact.scrub(yaml.safe_load(text), messages=False)
+            write_atomic(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+
+
+def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
     from evalkit.cli.evidence import evidence, report_identity
     from evalkit.core.atomic import write_atomic
     from evalkit.core.files import read_text_sha256
@@ -117,25 +144,25 @@ def _run(config: RunConfig, row: dict[str, Any]) -> int:
                      f"with unknown usage); calls {result.execution['calls']}")
     if baseline is None:
         say("decision: none (baseline=none: the run was not gated)")
-        say(run_line)
+        say(redact(run_line))
         return ExitCode.GO
     name, base_report, base_sha = baseline
     decision = decide(config.policy, base_report, result.report)
     _, candidate_sha = read_text_sha256(result.report_path, "report")  # the report.json just written
     facts = evidence(_run_policy(config, row.get("overrides", ())), report_identity(name, base_sha, base_report),
                      report_identity(str(result.report_path), candidate_sha, result.report))
-    write_atomic(Path(config.run.out) / "decision.json",
-                 json.dumps({"baseline": name, **decision.to_json(), "evidence": facts}, indent=2) + "\n")
+    written = redact.scrub({"baseline": name, **decision.to_json(), "evidence": facts})
+    write_atomic(Path(config.run.out) / "decision.json", json.dumps(written, indent=2) + "\n")
     write_atomic(Path(config.run.out) / "decision.md",
-                 render_markdown(decision, result.report, config.policy.critical, facts, base_report))
+                 redact(render_markdown(decision, result.report, config.policy.critical, facts, base_report)))
     row.update(decision=str(decision.decision), changed=render_changed(decision.changed),
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
     if decision.statistics:
         row["paired"] = {k: decision.statistics[k] for k in ("difference", "interval", "groups", "seed", "resamples")}
-    say(render_decision(decision, config.policy.critical))
-    say(render_sections(result.report))
-    say(run_line)
-    say(f"baseline: {name}")
+    say(redact(render_decision(decision, config.policy.critical)))
+    say(redact(render_sections(result.report)))
+    say(redact(run_line))
+    say(redact(f"baseline: {name}"))
     if not config.require_pass:  # report-only: everything above was written; only the exit code differs
         return ExitCode.GO
     return exit_code(decision.decision, config.policy.review_fails)
@@ -169,11 +196,17 @@ def main() -> int:
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
     sys.argv[1:] = [_keep_package_conf(arg) for arg in sys.argv[1:]]
     try:
+        _refuse_credentials(sys.argv[1:])
         conf_dir, config_name = _primary_config(sys.argv[1:])
     except EvalkitError as error:
         print(f"error: {error}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
     app = hydra.main(config_path=str(conf_dir), config_name=config_name, version_base="1.3")(_job)
+    # Hydra logs a sweep's overrides before its first job knows the run's key variables: mask, from the start,
+    # the values of every variable any config or override names in api_key_env.
+    _Shown.redactors = [_Shown.from_project(conf_dir, sys.argv[1:])]
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Shown(sys.stdout), _Shown(sys.stderr)
     try:
         app()
     except MissingConfigException as error:
@@ -182,7 +215,66 @@ def main() -> int:
     except (HydraException, OmegaConfBaseException) as error:
         print(f"error: {_config_error(error)}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
+    finally:
+        sys.stdout, sys.stderr = streams
     return _Outcome.code
+
+
+class _Shown(io.TextIOBase):
+    """stdout or stderr with secrets masked in all that is written: evalkit's lines, Hydra's log, tracebacks."""
+
+    redactors: list[Callable[[str], str]] = []
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    @staticmethod
+    def from_project(conf_dir: Path, argv: list[str]) -> Callable[[str], str]:
+        from evalkit.live.redact import Redactor
+
+        names = set(re.findall(r"api_key_env=([\w.-]+)", " ".join(argv)))
+        for path in [*conf_dir.rglob("*.yaml"), *Path(__file__).parents[1].joinpath("conf").rglob("*.yaml")]:
+            try:
+                names |= set(re.findall(r"api_key_env:\s*['\"]?([\w.-]+)", path.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError):
+                continue
+        return Redactor(sorted(names)).values
+
+    def write(self, text: str) -> int:
+        shown = text
+        for redact in _Shown.redactors:
+            shown = redact(shown)
+        self._stream.write(shown)
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # (TextIOBase declares it read-only, as here)
+        return self._stream.encoding
+
+
+def _refuse_credentials(argv: list[str]) -> None:
+    """Refuse an override that carries a credential before Hydra writes it into .hydra/, multirun.yaml, job.json,
+    the sweep summary and the terminal; the one way in for a key is an environment variable named by api_key_env."""
+    from evalkit.core.errors import InputError
+    from evalkit.live.redact import override_credential
+
+    for arg in argv:
+        found = override_credential(arg)
+        if found:
+            where = arg.split("=", 1)[0] if "=" in arg else "an argument"
+            raise InputError(f"command line {where}=...: the value holds {found}; overrides are written to .hydra/, "
+                             "job.json and sweep summaries and shown, so evalkit refuses credentials there: put the "
+                             "key in an environment variable and name it with model.api_key_env (or "
+                             "judge.api_key_env)")
 
 
 def _missing_option(error: Any) -> str:

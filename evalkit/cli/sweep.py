@@ -13,6 +13,7 @@ from hydra.experimental.callback import Callback
 
 from evalkit.core.atomic import write_atomic
 from evalkit.gate.decision import ExitCode
+from evalkit.live.redact import Redactor
 
 __all__ = ["SweepSummary", "JOB_FILE", "sweep_exit_code", "render_summary"]
 
@@ -61,11 +62,21 @@ class SweepSummary(Callback):
         rows = []
         for path in sorted(sweep_dir.glob(f"*/{JOB_FILE}"), key=lambda p: _job_number(p.parent.name)):
             rows.append(json.loads(path.read_text(encoding="utf-8")))
+        # each job masked its own row; mask again with the sweep's key variables, in case a job could not
+        rows = _redactor(config).scrub(rows)
         table = render_summary(rows)
         write_atomic(sweep_dir / "summary.md", table + "\n")
         write_atomic(sweep_dir / "summary.json", json.dumps(rows, indent=2) + "\n")
         print(f"\nsweep summary ({len(rows)} jobs, {sweep_dir / 'summary.md'}):\n{table}")
         raise SystemExit(sweep_exit_code([int(r["exit_code"]) for r in rows]))
+
+
+def _redactor(config: Any) -> Redactor:
+    """The key variables the sweep's composed config names (`model.api_key_env`, `judge.api_key_env`)."""
+    from omegaconf import OmegaConf
+
+    names = [OmegaConf.select(config, f"{group}.api_key_env", default=None) for group in ("model", "judge")]
+    return Redactor([name for name in names if isinstance(name, str)])
 
 
 def _job_number(name: str) -> int:

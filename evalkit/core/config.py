@@ -187,7 +187,8 @@ class RunSettings(_Strict):
     lock_timeout_s: float = Field(600.0, ge=0)
     """How long to wait for another job that is writing the same recording."""
     secret_patterns: tuple[str, ...] = ()
-    """Extra regular expressions whose matches are redacted from recordings, reports and logs."""
+    """Extra regular expressions whose matches are redacted from messages (error texts, failure reasons, logs,
+    pytest.log, the terminal), never from the replies the checks grade (evalkit/live/redact.py)."""
 
 
 class RunConfig(_Strict):

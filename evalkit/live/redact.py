@@ -1,19 +1,45 @@
-"""Keep credentials out of everything evalkit writes: recordings, journals, reports, logs, messages."""
+"""Keep credentials out of everything evalkit writes and shows: recordings, journals, reports, logs, messages.
+
+Two layers, so that redaction changes what is written and shown, never what is measured:
+
+- **values**: the values of the run's key variables (`api_key_env` of the model and the judge) in their common
+  encodings (as is in any letter case, URL-encoded, JSON-escaped, hex, base64 and base64url at any byte offset —
+  which covers `Authorization: Basic base64(user:key)`). They are replaced everywhere, model replies included, at
+  the moment a reply arrives, so the recording, the checks of the live run and the checks of its replay all read
+  the same text.
+- **shapes**: credential-shaped text (bearer tokens, `key=` query parameters, `x-goog-api-key` headers, Google and
+  OpenAI key shapes) and `run.secret_patterns`. They are replaced in messages only (error texts, failure reasons,
+  logs, `pytest.log`, stdout and stderr, and the message fields of written JSON), never in a reply the checks grade.
+
+Structured files are redacted value by value before they are serialised (`scrub`), so no pattern can break a JSON or
+YAML file. Key values shorter than `MIN_SECRET` characters cannot be told from ordinary words: `short_keys` names
+them, and live runs refuse them.
+"""
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote, quote_plus
 
-__all__ = ["Redactor", "DEFAULT_PATTERNS", "MASK"]
+import regex  # type: ignore[import-untyped]  # (no stubs shipped; used in _user_pattern only)
+
+from evalkit.core.errors import ConfigError
+
+__all__ = ["Redactor", "DEFAULT_PATTERNS", "MASK", "MIN_SECRET", "MESSAGE_KEYS", "secret_variants",
+           "override_credential"]
 
 MASK = "[REDACTED]"
-# Shapes of credentials that can turn up in error texts and echoed replies. None of them matches a
-# double quote or a backslash, so redacting serialized JSON keeps it valid JSON.
+MIN_SECRET = 8  # shorter key values would redact ordinary words
+# Shapes of credentials that turn up in error texts. A bearer token needs 8 characters of token alphabet, so
+# "the Bearer token" in a message stays as written.
 DEFAULT_PATTERNS = (
-    r"(?i:\bbearer\s+)[^\s\"\\]+",
+    r"(?i:\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}",
     r"(?<=[?&](?i:key)=)[^&\s\"\\]+",
     r"(?<=(?i:x-goog-api-key): )[^\s\"\\]+",
     r"\bAIza[0-9A-Za-z_-]{35}\b",
@@ -21,28 +47,93 @@ DEFAULT_PATTERNS = (
 )
 # Every default pattern contains one of these (lower-cased); text without any skips the regex scan.
 _MARKERS = ("bearer", "key=", "x-goog-api-key", "aiza", "sk-")
-_MIN_SECRET = 8  # shorter environment values would redact ordinary words
+# Fields of written JSON whose strings are messages (never graded): shapes and patterns are redacted there too.
+MESSAGE_KEYS = frozenset({"reason", "error", "message", "messages", "longrepr", "note", "recording_note",
+                          "problems", "stdout", "stderr"})
+# A user pattern gets this long per text (plus a second per million characters); past it the whole text is masked.
+_PATTERN_TIMEOUT_S = 0.5
+
+
+def secret_variants(value: str) -> tuple[list[str], list[str]]:
+    """The forms a key value takes in text: (matched in any letter case, matched exactly).
+
+    Base64 at byte offsets 0, 1 and 2 keeps only the characters that depend on the key's bytes alone, so the key is
+    found inside any longer base64 text (`user:key`, a JSON body) whatever precedes it."""
+    caseless = {value, quote(value, safe=""), quote(value), quote_plus(value), value.encode("utf-8").hex(),
+                json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    exact: set[str] = set()
+    # base64 of the key as is, and as written inside JSON or a URL that was then encoded (a Basic header, a body)
+    for form in {value, json.dumps(value)[1:-1], quote(value, safe="")}:
+        data = form.encode("utf-8")
+        for offset in range(3):
+            encoded = base64.b64encode(bytes(offset) + data).decode("ascii")
+            first = -(-8 * offset // 6)  # the first character whose six bits are all the key's
+            last = 8 * (offset + len(data)) // 6  # one past the last such character
+            inner = encoded[first:last]
+            if len(inner) >= MIN_SECRET:
+                exact |= {inner, inner.replace("+", "-").replace("/", "_")}
+    return sorted(caseless, key=len, reverse=True), sorted(exact - caseless, key=len, reverse=True)
 
 
 class Redactor:
-    """Replaces the values of the credential variables a run uses, and credential-shaped text."""
+    """Replaces the values of the run's credential variables (everywhere) and credential shapes (in messages)."""
 
-    def __init__(self, env_names: Iterable[str | None] = (), patterns: Iterable[str] = ()) -> None:
-        values = {os.environ.get(name, "") for name in env_names if name}
-        self._values = sorted((v for v in values if len(v) >= _MIN_SECRET), key=len, reverse=True)
+    def __init__(self, env_names: Iterable[str | None] = (), patterns: Iterable[str] = (),
+                 environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        named = {name: env.get(name, "") for name in env_names if name}
+        self.short_keys = sorted(name for name, value in named.items() if 0 < len(value) < MIN_SECRET)
+        """Variables whose values are too short to redact (a live run refuses them)."""
+        caseless: set[str] = set()
+        exact: set[str] = set()
+        for value in named.values():
+            if len(value) >= MIN_SECRET:
+                loose, strict = secret_variants(value)
+                caseless |= set(loose)
+                exact |= set(strict)
+        alternatives = [f"(?i:{re.escape(v)})" for v in sorted(caseless, key=len, reverse=True)]
+        alternatives += [re.escape(v) for v in sorted(exact, key=len, reverse=True)]
+        self._values = re.compile("|".join(alternatives)) if alternatives else None
         # Every journal line passes through here: one scan for all defaults, and none without a marker.
         self._defaults = re.compile("|".join(f"(?:{p})" for p in DEFAULT_PATTERNS))
-        self._patterns = [re.compile(p) for p in patterns]
+        self._patterns = [_user_pattern(p) for p in patterns]
+
+    def values(self, text: str) -> str:
+        """The text with the key values (in every encoding) masked: what a reply the checks grade may lose."""
+        return text if self._values is None else self._values.sub(MASK, text)
 
     def __call__(self, text: str) -> str:
-        for value in self._values:
-            text = text.replace(value, MASK)
+        """A message with the key values, credential shapes and `run.secret_patterns` masked."""
+        text = self.values(text)
         lowered = text.lower()
         if any(marker in lowered for marker in _MARKERS):
             text = self._defaults.sub(MASK, text)
         for pattern in self._patterns:
-            text = pattern.sub(MASK, text)
+            try:
+                # a pattern that can match nothing at some position would insert a mask between characters
+                text = pattern.sub(lambda m: MASK if m.group(0) else "", text,
+                                   timeout=_PATTERN_TIMEOUT_S + len(text) / 1e6)
+            except TimeoutError:
+                return MASK  # fail closed: the text could hold what the pattern was written to hide
         return text
+
+    def scrub(self, data: Any, messages: bool = True) -> Any:
+        """A copy of JSON-like data with the key values masked in every string and key, and, with `messages`,
+        the shapes and patterns too in the strings under MESSAGE_KEYS. Applied before serialising, so the file
+        keeps its format whatever a pattern matches."""
+        return self._scrub(data, messages, False)
+
+    def _scrub(self, data: Any, messages: bool, message: bool) -> Any:
+        # `message`: this value is a message field, or a line of one (a list or mapping of strings under its key)
+        if isinstance(data, str):
+            return self(data) if message else self.values(data)
+        if isinstance(data, Mapping):
+            return {self.values(k) if isinstance(k, str) else k:
+                    self._scrub(v, messages, message or (messages and k in MESSAGE_KEYS and _flat(v)))
+                    for k, v in data.items()}
+        if isinstance(data, list | tuple):
+            return [self._scrub(v, messages, message) for v in data]
+        return data
 
     def install_log_filter(self) -> None:
         """Redact every record that reaches the root logger's handlers (Hydra's console and file log)."""
@@ -56,3 +147,56 @@ class Redactor:
 
         for handler in logging.getLogger().handlers:
             handler.addFilter(_Filter())
+
+
+def _flat(value: Any) -> bool:
+    """A string, or a list or mapping of strings: a message field (`reason`, `problems`, decision.json's
+    `messages`), as opposed to a structure that merely has a message-like name (a request's `messages`)."""
+    if isinstance(value, str):
+        return True
+    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, list | tuple) else None
+    return items is not None and all(isinstance(item, str) for item in items)
+
+
+def _user_pattern(pattern: str) -> Any:
+    """A `run.secret_patterns` entry, refused when it would mask nothing useful or everything."""
+    if not pattern:
+        raise ConfigError("run.secret_patterns: an empty pattern would match between every two characters; "
+                          "remove it")
+    try:
+        compiled = regex.compile(pattern)
+    except regex.error as error:
+        raise ConfigError(f"run.secret_patterns: {pattern!r} is not a regular expression ({error})") from None
+    if compiled.fullmatch("") is not None or compiled.search("") is not None:
+        raise ConfigError(f"run.secret_patterns: {pattern!r} matches the empty string, so it would mask between "
+                          "characters; make it require at least one character (e.g. + instead of *)")
+    return compiled
+
+
+# Credentials a command-line override may carry. Overrides are written by Hydra (.hydra/, multirun.yaml) and by
+# evalkit (job.json, sweep summaries) and shown on the terminal, so they are refused, not redacted.
+_OVERRIDE_SHAPES = (
+    ("a bearer token", r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
+    ("a key, token, secret or password query parameter",
+     r"(?i)[?&;][\w.-]*(?:key|token|secret|password|passwd|signature|sig|auth)=[^&\s]"),
+    ("a password in a URL", r"://[^/\s:@]+:[^/\s@]+@"),
+    ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    ("an API key (sk-...)", r"\bsk-[A-Za-z0-9_-]{16,}\b"),
+)
+# Names of environment variables that hold credentials by convention (GEMINI_API_KEY, HF_TOKEN, DB_PASSWORD ...).
+_CREDENTIAL_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)(?:_|$)", re.I)
+
+
+def override_credential(override: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """What credential a command-line override carries (a shape, or the value of a credential variable in any
+    encoding), or None. Never returns the value itself."""
+    for what, shape in _OVERRIDE_SHAPES:
+        if re.search(shape, override):
+            return what
+    env = os.environ if environ is None else environ
+    names = sorted(n for n, v in env.items() if _CREDENTIAL_NAME.search(n) and len(v) >= MIN_SECRET
+                   and not v.startswith("/"))  # a path in a variable named *_KEY (a key file) is no secret
+    for name in names:
+        if Redactor([name], environ=env).values(override) != override:
+            return f"the value of ${name}"
+    return None

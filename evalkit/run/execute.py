@@ -63,6 +63,10 @@ class LiveSetup:
     resumed: Mapping[str, Entry] = field(default_factory=dict)
     """Finished calls from the journal of an interrupted run (`+run.resume=true`)."""
     redact: Callable[[str], str] = lambda text: text
+    """Masks secrets in failure reasons: the key values, credential shapes and `run.secret_patterns`."""
+    redact_reply: Callable[[str], str] = lambda text: text
+    """Masks only the key values in a reply, as it arrives: the checks of this run, the recording and the checks of
+    its replay then all read the same text (credential shapes in a reply are the model's output, graded as is)."""
     progress: bool = False
     rng: random.Random = field(default_factory=lambda: random.Random(0))
     sleep: Callable[[float], None] = time.sleep
@@ -235,6 +239,8 @@ class _Caller:
                 reason = f"{call_id}: live call failed: {type(error).__name__}: {error}"
                 return self._outage(call_id, request, progress, live.redact(reason))
             live.budget.settle(reservation, reply.usage, config.price, estimate_tokens(reply.text or ""))
+            if reply.text is not None:
+                reply = reply.model_copy(update={"text": live.redact_reply(reply.text)})
             return self._end(call_id, request, progress, reply=reply)
 
     def _outage(self, call_id: str, request: Request, progress: CallProgress, reason: str) -> CallResult:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -59,9 +60,9 @@ def read_journal(path: Path) -> dict[str, Entry]:
 class Journal:
     """Appends finished calls, one JSON line each, with unbuffered writes; safe to call from many threads."""
 
-    def __init__(self, path: Path, redact: Callable[[str], str]) -> None:
+    def __init__(self, path: Path, scrub: Callable[[Any], Any]) -> None:
         self.path = path
-        self._redact = redact
+        self._scrub = scrub  # redacts the line's data before it is serialised, so it stays one valid JSON line
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._synced = time.monotonic()
@@ -70,8 +71,8 @@ class Journal:
         return self  # the file is opened at the first append: a run that calls nothing leaves none
 
     def append(self, call_id: str, entry: Entry) -> None:
-        line = json.dumps({"call_id": call_id, "entry": entry.model_dump(mode="json")}, ensure_ascii=False)
-        data = (self._redact(line) + "\n").encode("utf-8")
+        scrubbed = self._scrub({"call_id": call_id, "entry": entry.model_dump(mode="json")})
+        data = (json.dumps(scrubbed, ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
             try:
                 if self._fd is None:

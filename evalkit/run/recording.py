@@ -153,8 +153,9 @@ def load_recording(path: Path, expected: EvalKey | None = None) -> Recording:
     return recording
 
 
-def save_recording(recording: Recording, path: Path, redact: Callable[[str], str] = lambda text: text) -> None:
-    """Write atomically, calls sorted by id, so re-recording gives a reviewable diff; secrets redacted."""
+def save_recording(recording: Recording, path: Path, scrub: Callable[[Any], Any] = lambda data: data) -> None:
+    """Write atomically, calls sorted by id, so re-recording gives a reviewable diff; `scrub` redacts the data
+    before it is serialised (a redaction can never break the JSON)."""
     data = recording.model_dump(mode="json", exclude_none=True)
     data["calls"] = dict(sorted(data["calls"].items()))
-    write_atomic(path, redact(json.dumps(data, indent=1, ensure_ascii=False) + "\n"))
+    write_atomic(path, json.dumps(scrub(data), indent=1, ensure_ascii=False) + "\n")

@@ -13,7 +13,7 @@ import platform
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from evalkit.live.budget import Budget, UnitBudget
 from evalkit.live.contract import contract_problems
 from evalkit.live.progress import progress_enabled
 from evalkit.live.providers import Provider, make_provider
-from evalkit.live.redact import Redactor
+from evalkit.live.redact import MIN_SECRET, Redactor
 from evalkit.programs.candidate import candidate_config, run_programs
 from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_changes, snapshot
 from evalkit.programs.sandbox import probe_isolation
@@ -102,6 +102,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
         recording = load_recording(rec_path, key)
         execution = run_calls(recording, None)
     else:
+        refuse_short_keys(config, redact)
         # Providers first: a missing extra or credential is refused before any lock, journal or call.
         providers = {"model": _provider(config.model, "the model under test")}
         if config.judge is not None and task.build_judge is not None:
@@ -132,18 +133,19 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: dict[str, A
     out = Path(config.run.out)
     out.mkdir(parents=True, exist_ok=True)
     input_path = out / "run-input.json"
-    write_atomic(input_path, redact(json.dumps(run_input, ensure_ascii=False)))
-    data = run_checks(suite_dir, input_path, out, redact)
+    # what the checks read: key values masked (as in the recording), nothing else, so no pattern changes a grade
+    write_atomic(input_path, json.dumps(redact.scrub(run_input, messages=False), ensure_ascii=False))
+    data = run_checks(suite_dir, input_path, out, redact, _key_variables(config))
     verify()
     data.update(extra)
+    data = redact.scrub(data)  # strings only, before serialising: outcomes and the JSON stay intact
     report = report_from_mapping(data, f"report of suite {config.suite.name}")
     report_path = out / "report.json"
-    text = redact(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    write_atomic(report_path, text)
+    write_atomic(report_path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     if config.run.save_report:  # a baseline to keep: its canonical form, so regenerating it changes no byte
         saved = Path(config.run.save_report).expanduser()
         try:  # the destination was checked before the run (evalkit.run.destinations); the disk may be full now
-            write_atomic(saved, redact(canonical_text(data)))
+            write_atomic(saved, canonical_text(data))
         except OSError as error:
             raise InputError(f"run.save_report={saved}: cannot write the saved run report ({error.strerror or error})"
                              f"; the full report is {report_path}") from None
@@ -195,7 +197,7 @@ def _run_program_suite(config: RunConfig) -> RunResult:
         "programs": results,
         "references": data_set.references,  # for the graders in the checks' process; never in a program's dir
     }
-    redact = redactor_for(config)  # a candidate's response could echo secret-shaped text: never write it
+    redact = redactor_for(config)  # a candidate's response could echo a key value: never write it
     execution = {"programs": dict(Counter(r["status"] for r in results.values())), "budget": budget.summary()}
     extra = {
         "dataset": {"name": name, "version": data_set.version, "split": split, "synthetic": data_set.synthetic,
@@ -243,8 +245,22 @@ def _provider(model: ModelConfig, role: str) -> Provider:
 
 def redactor_for(config: RunConfig) -> Redactor:
     """What this run must never write: the values of its credential variables and secret-shaped text."""
-    names = [model.api_key_env for model in (config.model, config.judge) if model is not None]
-    return Redactor(names, config.run.secret_patterns)
+    return Redactor(_key_variables(config), config.run.secret_patterns)
+
+
+def _key_variables(config: RunConfig) -> list[str]:
+    """The environment variables holding the run's credentials (`api_key_env` of the model and the judge)."""
+    return [m.api_key_env for m in (config.model, config.judge) if m is not None and m.api_key_env]
+
+
+def refuse_short_keys(config: RunConfig, redact: Redactor) -> None:
+    """A key value under MIN_SECRET characters cannot be masked without masking ordinary words: refuse it before a
+    live run can write it anywhere."""
+    if redact.short_keys:
+        names = ", ".join(redact.short_keys)
+        raise ProviderError(f"{names}: the key is shorter than {MIN_SECRET} characters, too short for evalkit to "
+                            "redact from recordings and reports; use the real key, or, for a server that needs "
+                            "none, unset the config's api_key_env (model.api_key_env=null)")
 
 
 def _record(config: RunConfig, key: EvalKey, rec_path: Path, redact: Redactor, providers: dict[str, Provider],
@@ -267,14 +283,14 @@ def _record(config: RunConfig, key: EvalKey, rec_path: Path, redact: Redactor, p
         recording = load_recording(rec_path, key)
     else:
         recording = Recording(key=key, provenance=Provenance(kind="recorded"), calls={})
-    live = LiveSetup(providers=providers, settings=config.run, budget=Budget(config.budget),
-                     resumed=resumed, redact=redact, progress=progress_enabled(config.run.progress))
-    with Journal(journal_file, redact) as journal:
+    live = LiveSetup(providers=providers, settings=config.run, budget=Budget(config.budget), resumed=resumed,
+                     redact=redact, redact_reply=redact.values, progress=progress_enabled(config.run.progress))
+    with Journal(journal_file, redact.scrub) as journal:
         live.journal = journal
         execution = run_calls(recording, live)
     if execution.recording is not None:
         try:
-            save_recording(execution.recording, rec_path, redact)
+            save_recording(execution.recording, rec_path, redact.scrub)
         except OSError as error:  # a full disk: every call is in the journal, which stays for the next run
             raise RecordingError(f"{rec_path}: cannot write the recording ({error.strerror or error}); the journal "
                                  f"{journal_file} keeps every call: free space, then continue with "
@@ -284,9 +300,12 @@ def _record(config: RunConfig, key: EvalKey, rec_path: Path, redact: Redactor, p
     return recording, execution
 
 
-def run_checks(suite_dir: Path, input_path: Path, out: Path,
-               redact: Callable[[str], str] = lambda text: text) -> dict[str, Any]:
-    """Run the suite's pytest checks over the obtained calls in a fresh process; return the raw report."""
+def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[str], str] = lambda text: text,
+               hidden: Iterable[str] = ()) -> dict[str, Any]:
+    """Run the suite's pytest checks over the obtained calls in a fresh process; return the raw report.
+
+    The `hidden` variables (the run's credentials) stay out of the checks' environment: the checks read replies,
+    never call a model, and what they print reaches pytest.log."""
     ini = out / "pytest.ini"
     write_atomic(ini, "[pytest]\n")  # isolates the suite from the caller's pytest config
     raw_path = out / "pytest-report.json"
@@ -298,7 +317,8 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path,
         "--json-report-omit", "collectors", "keywords", "log", "streams", "traceback",
         f"{RUN_OPTION}={input_path}",
     ]
-    env = {k: v for k, v in os.environ.items() if k not in _PYTEST_ENV}
+    dropped = set(_PYTEST_ENV) | set(hidden)
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     # the checks' process runs in the suite folder: name the project absolutely, whatever EVALKIT_PROJECT said
     env[PROJECT_ENV] = str(project_root())
     done = subprocess.run(command, cwd=suite_dir, env=env, capture_output=True, text=True, check=False)
