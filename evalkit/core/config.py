@@ -32,6 +32,11 @@ class Progress(enum.StrEnum):
     OFF = "off"
 
 
+MAX_NAME_CHARS = 100
+"""The longest model name, prompt version or suite name: each names part of a recording's file name, and file
+names end at 255 bytes."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -48,8 +53,9 @@ class Price(_Strict):
 class ModelConfig(_Strict):
     """A model behind a provider; used for the model under test and for the judge."""
 
-    name: str = Field(min_length=1)
-    """The provider's model id, e.g. `gemini-3.8-flash` or `gemma4:e2b`."""
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    """The provider's model id, e.g. `gemini-3.8-flash` or `gemma4:e2b` (at most 100 characters: it names the
+    recording file)."""
     provider: str = Field(min_length=1)
     """Which provider module calls it: `ollama`, `openai` (any OpenAI-compatible server) or `gemini`."""
     base_url: str | None = None
@@ -67,8 +73,8 @@ class ModelConfig(_Strict):
 class PromptConfig(_Strict):
     """One version of the suite's prompt."""
 
-    version: str = Field(min_length=1)
-    """Short version name that appears in the eval key and the recording file name."""
+    version: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    """Short version name (at most 100 characters) that appears in the eval key and the recording file name."""
     file: str = Field(min_length=1)
     """The prompt text file (relative paths are relative to the project root)."""
 
@@ -117,7 +123,7 @@ class ProgramSpec(_Strict):
 class SuiteConfig(_Strict):
     """The eval program: where its tests and task live, and what it adds to the key."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS, pattern=r"^[A-Za-z0-9_.-]+$")
     path: str = Field(min_length=1)
     """Folder with the suite's `task.py`, `conftest.py` and `test_*.py` files."""
     baseline: str | None = None

@@ -9,7 +9,6 @@ Every outcome pytest and its common plugins write is read: the six of pytest its
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any
 from evalkit.core.errors import InputError
 from evalkit.core.failure import failure_message
 from evalkit.core.files import read_text
+from evalkit.core.parsing import parse_json
 
 __all__ = ["RunReport", "report_from_mapping", "load_report", "parse_report"]
 
@@ -233,11 +233,7 @@ def parse_report(text: str, where: str) -> RunReport:
 
 
 def _parse_json(text: str, where: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"{where}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg}); "
-                         "is the file truncated?") from None
+    return parse_json(text, where, "report")
 
 
 def load_report(path: Path) -> RunReport:

@@ -22,6 +22,7 @@ from evalkit.core.atomic import write_atomic
 from evalkit.core.config import Mode, ModelConfig, RunConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.errors import InputError, ProviderError, RecordingError
+from evalkit.core.files import read_text
 from evalkit.core.fingerprint import fingerprint, sha256
 from evalkit.core.key import EvalKey, build_key, recording_path
 from evalkit.core.report import RunReport, report_from_mapping
@@ -33,7 +34,7 @@ from evalkit.live.providers import Provider, make_provider
 from evalkit.live.redact import Redactor
 from evalkit.programs.candidate import candidate_config, run_programs
 from evalkit.programs.sandbox import probe_isolation
-from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
+from evalkit.project.paths import PROJECT_ENV, path_within, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.journal import Journal, journal_path, read_journal, recording_lock
@@ -75,10 +76,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     suite_dir = project_path(config.suite.path)
     dataset = load_dataset(project_path(config.dataset.file))
     prompt_path = project_path(config.prompt.file)
-    try:
-        prompt_text = prompt_path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise InputError(f"{prompt_path}: cannot read prompt {config.prompt.version} ({error.strerror})") from None
+    prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
     key = build_key(
         suite=config.suite.name, dataset=dataset, model=config.model.name,
         prompt_version=config.prompt.version, prompt_text=prompt_text,
@@ -87,7 +85,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     )
     rec_path = recording_path(key, project_path(config.run.recordings))
     redact = redactor_for(config)
-    task = load_task(suite_dir, config.components, baseline_replies(baseline))
+    task = load_task(suite_dir, config.components, baseline_replies(baseline, project_path(config.run.recordings)))
 
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
         assert config.model is not None
@@ -202,14 +200,31 @@ def _checks_fingerprint(suite_dir: Path, program: Path) -> str:
     return "checks@" + fingerprint({p.name: sha256(p.read_bytes()) for p in files})
 
 
-def baseline_replies(baseline: RunReport | None) -> dict[str, str]:
-    """case id -> the baseline's task reply, from the recording its report names; empty when there is none."""
+def baseline_replies(baseline: RunReport | None, recordings: Path) -> dict[str, str]:
+    """case id -> the baseline's task reply, from the recording its report names; empty when there is none.
+
+    The report names the recording, so only a file inside the project's `recordings` folder is read: a baseline
+    must not point evalkit at any file on the machine."""
     name = baseline.provenance.get("recording") if baseline is not None else None
-    if not isinstance(name, str) or not project_path(name).is_file():
+    if not isinstance(name, str):
         return {}
-    recording = load_recording(project_path(name))
+    # the run's recordings folder, or the project's own when the run names another (a test's temporary folder)
+    home = project_root() / "recordings"
+    inside = home if recordings != home and _inside(project_path(name), home) else recordings
+    path = path_within(name, inside, "recording", "baseline provenance.recording")
+    if not os.path.lexists(path):
+        return {}
+    recording = load_recording(path)
     return {call_id.split("/", 1)[1]: entry.reply.text for call_id, entry in recording.calls.items()
             if call_id.startswith("task/") and entry.reply is not None and entry.reply.text is not None}
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True
 
 
 def _provider(model: ModelConfig, role: str) -> Provider:
