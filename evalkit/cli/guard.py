@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import ParamSpec
 
 from evalkit.core.atomic import write_atomic
-from evalkit.core.errors import EvalkitError, InputError
+from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.gate.decision import ExitCode
 
 __all__ = ["command", "write_output", "say"]
@@ -35,7 +35,7 @@ def command(main: Callable[P, int]) -> Callable[P, int]:
         try:
             return main(*args, **kwargs)
         except EvalkitError as error:
-            print(f"error: {error}", file=sys.stderr)
+            print(f"error: {one_line(str(error))}", file=sys.stderr)
             return ExitCode.INPUT_ERROR
         except Exception:  # a crash must never read as a decision
             traceback.print_exc()

@@ -238,6 +238,7 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
         config = RunConfig.model_validate(data)
     except ValidationError as error:
         raise _refusal(error, choices, overrides) from None
+    config = _check_run_paths(config)
     _check_suite_kind(config, overrides)
     for pattern in config.run.secret_patterns:
         try:
@@ -254,6 +255,27 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
 
 
 BUILTIN_METRICS = ("pass_rate", "case_pass_rate")
+
+
+def _check_run_paths(config: RunConfig) -> RunConfig:
+    """Output paths made absolute from the working directory (the checks' pytest runs in the suite's folder, so a
+    relative `run.out` would land there), and refused when they name the wrong kind of thing."""
+    import os
+    from pathlib import Path
+
+    out = Path(config.run.out).expanduser().absolute()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"run.out={config.run.out}: names a file; run.out is the folder report.json and "
+                          "decision.json are written to: name a folder (it is created if missing)")
+    save = config.run.save_report
+    if save is not None:
+        saved = Path(save).expanduser().absolute()
+        if saved.is_dir():
+            raise ConfigError(f"run.save_report={save}: names a folder; name the file to write the canonical "
+                              "report to (e.g. suites/NAME/runs/baseline.json)")
+        save = os.fspath(saved)
+    return config.model_copy(update={"run": config.run.model_copy(update={"out": os.fspath(out),
+                                                                          "save_report": save})})
 
 
 def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
@@ -331,6 +353,8 @@ def from_hydra(cfg: Any) -> RunConfig:
     choices = {k: str(v) for k, v in HydraConfig.get().runtime.choices.items()
                if not k.startswith("hydra") and v is not None}
     assert isinstance(data, dict)
-    overrides = tuple(HydraConfig.get().overrides.task)
+    # the overrides as typed: reading them through OmegaConf would resolve `${...}` inside them
+    typed = OmegaConf.to_container(HydraConfig.get().overrides.task, resolve=False)
+    overrides = tuple(str(o) for o in typed) if isinstance(typed, list) else ()
     return validate_config({str(k): v for k, v in data.items()}, choices, overrides)
 

@@ -59,6 +59,8 @@ def load_dataset(path: Path) -> Dataset:
     if not isinstance(data, dict) or not {"name", "version", "cases"} <= data.keys():
         raise InputError(f"{path}: a dataset needs the keys 'name', 'version' and 'cases'")
     for key in ("name", "version"):
+        if isinstance(data[key], int) and not isinstance(data[key], bool):
+            data[key] = str(data[key])  # `version: 1` names version "1"
         if not isinstance(data[key], str) or not _LABEL.fullmatch(data[key]):
             raise InputError(f"{path}: '{key}' must be 1 to {MAX_ID_CHARS} letters, digits, '.', '_' or '-' "
                              f"(it names the recording file), got {_clip(data[key])}")
