@@ -13,7 +13,7 @@ from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
-from evalkit.core.errors import EvalkitError, InputError
+from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.files import read_text
 from evalkit.core.parsing import parse_yaml
 from evalkit.gate.decision import ExitCode
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             write_output(args.out, json.dumps(result, indent=2, ensure_ascii=False) + "\n", "calibration")
     except EvalkitError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {one_line(str(error))}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
     print(render(result))
     return ExitCode.GO

@@ -171,6 +171,9 @@ def main() -> int:
     except (HydraException, OmegaConfBaseException) as error:
         print(f"error: {one_line(_config_error(error))}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
+    except ValueError as error:  # Hydra's override parser (an integer of more digits than Python converts)
+        print(f"error: command line: a value cannot be read ({one_line(str(error), 200)})", file=sys.stderr)
+        return ExitCode.INPUT_ERROR
     except OSError as error:  # Hydra's own output folders (the task's errors are caught inside it)
         print(f"error: {_output_dir_error(error)}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
@@ -191,7 +194,12 @@ _FLAGS = {"--help", "-h", "--hydra-help", "--version", "--cfg", "-c", "--resolve
 
 def _check_flags(argv: list[str]) -> None:
     """Refuse an unknown `--flag` in one line (Hydra's argparse would print its usage and exit 2: incomparable)."""
-    for arg in argv:
+    for index, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if flag in ("--cfg", "-c"):
+            value = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
+            if value not in ("job", "hydra", "all"):
+                raise EvalkitError(f"command line: {flag} takes job, hydra or all (got {value[:40]!r})")
         if arg.startswith("-") and arg.split("=", 1)[0] not in _FLAGS and not arg.lstrip("-")[:1].isdigit():
             shown_arg = arg if len(arg) <= 60 else arg[:57] + "..."
             raise EvalkitError(f"command line: unknown option {shown_arg!r}; evalkit takes overrides (key=value, "

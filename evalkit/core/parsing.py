@@ -107,6 +107,7 @@ def check_values(data: Any, where: str, what: str = "file") -> None:
     """Refuse nesting deeper than MAX_DEPTH and non-finite numbers (YAML's `.nan`, `.inf`), without recursion."""
     level: list[Any] = [data]
     depth = 0
+    seen: set[int] = set()  # YAML aliases share containers: a "billion laughs" file is visited once per object
     while level:  # breadth first, a level at a time: no recursion and no per-value bookkeeping
         if depth > MAX_DEPTH:
             raise InputError(_too_deep(where, what))
@@ -120,7 +121,8 @@ def check_values(data: Any, where: str, what: str = "file") -> None:
             elif kind is float and not math.isfinite(value):
                 raise InputError(f"{where}: {value} is not a finite number; "
                                  "write a finite number, or null for a value that is missing")
-        level = [value for value in below if type(value) in _WALKED]
+        level = [value for value in below if type(value) in _WALKED
+                 and (type(value) is float or not (id(value) in seen or seen.add(id(value))))]  # type: ignore[func-returns-value]
         depth += 1
 
 
