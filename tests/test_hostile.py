@@ -138,6 +138,27 @@ JSON_VARIANTS: dict[str, Maker] = {
     "missing": lambda path, valid: None,
 }
 
+def _report_with(**changes: object) -> Maker:
+    return _write(_dumps({**REPORT, **changes}))
+
+
+# what only a run report can get wrong: its fields of the wrong type
+REPORT_VARIANTS: dict[str, Maker] = {
+    **JSON_VARIANTS,
+    "cases-number": _report_with(cases=5),
+    "case-not-object": _report_with(cases=[5, "x"]),
+    "case-without-id": _report_with(cases=[{"grade": {}}]),
+    "grade-not-object": _report_with(cases=[{"id": "a", "grade": [True]}]),
+    "grade-flag-string": _report_with(cases=[{"id": "a", "grade": {"task_pass": "yes"}}]),
+    "provenance-list": _report_with(provenance=["recordings/x.json"]),
+    "execution-string": _report_with(execution="fast"),
+    "tests-object": _report_with(tests={"a": "passed"}),
+    "test-without-outcome": _report_with(tests=[{"nodeid": "t.py::a"}]),
+    "metric-string": _report_with(metrics={"pass_rate": "high"}),
+    "eval-list": _report_with(eval=[]),
+    "exitcode-string": _report_with(exitcode="0"),
+}
+
 YAML_VARIANTS: dict[str, Maker] = {
     "truncated": _write(b"max_regressions: [1, 2\n"),
     "deep-flow": _write(b"a: " + b"[" * 20_000 + b"]" * 20_000 + b"\n"),
@@ -228,9 +249,9 @@ def _journal_variants() -> dict[str, Maker]:
 
 KINDS = [
     Kind("gate-baseline", _dumps(REPORT), "baseline.json",
-         lambda f, i, o: gate_cli.main([str(f), str(_good_report(i)), "--out", str(o / "d.json")]), JSON_VARIANTS),
+         lambda f, i, o: gate_cli.main([str(f), str(_good_report(i)), "--out", str(o / "d.json")]), REPORT_VARIANTS),
     Kind("gate-candidate", _dumps(REPORT), "candidate.json",
-         lambda f, i, o: gate_cli.main([str(_good_report(i)), str(f)]), JSON_VARIANTS),
+         lambda f, i, o: gate_cli.main([str(_good_report(i)), str(f)]), REPORT_VARIANTS),
     Kind("gate-policy-json", _dumps(POLICY), "policy.json",
          lambda f, i, o: gate_cli.main([str(_good_report(i)), str(_good_report(i)), "--policy", str(f)]),
          JSON_VARIANTS),
@@ -250,11 +271,11 @@ KINDS = [
          lambda f, i, o: adapt_cli.main(["docs-stage", str(_stage(i)), str(f), "--out", str(o / "a.json")]),
          JSON_VARIANTS),
     Kind("bless-report", _dumps(REPORT), "report.json",
-         lambda f, i, o: bless_cli.main([str(f), "--to", str(o / "baseline.json")]), JSON_VARIANTS),
+         lambda f, i, o: bless_cli.main([str(f), "--to", str(o / "baseline.json")]), REPORT_VARIANTS),
     Kind("run-dataset", _dumps(DATASET), "dataset.json",
          lambda f, i, o: _hydra(f"dataset.file={f}", out=o), JSON_VARIANTS),
     Kind("run-baseline", _dumps(REPORT), "baseline.json",
-         lambda f, i, o: _hydra(f"baseline={f}", out=o), JSON_VARIANTS),
+         lambda f, i, o: _hydra(f"baseline={f}", out=o), REPORT_VARIANTS),
     Kind("run-recording", _dumps(RECORDING), RECORDING_NAME,
          lambda f, i, o: _hydra(f"run.recordings={i}", out=o), JSON_VARIANTS),
     Kind("run-manifest", _dumps({"version": "1"}), "manifest.json",

@@ -97,11 +97,41 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
         outcomes = _read_tests(tests, where)
     messages = {test["nodeid"]: line for test in tests
                 if outcomes[test["nodeid"]] not in PASSING and (line := failure_message(test)) is not None}
-    cases = data.get("cases") or ()
+    cases = _cases(data.get("cases"), where)
     provenance = data.get("provenance") or {}
+    if not isinstance(provenance, dict):
+        raise InputError(f"{where}: 'provenance' is {type(provenance).__name__}; it must be an object "
+                         "(or absent): regenerate the report with `python -m evalkit`")
+    for name in ("slices", "execution", "dataset", "candidate"):
+        if data.get(name) is not None and not isinstance(data[name], dict):
+            raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")
     return RunReport(key, outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where),
                      _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
                      _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages)
+
+
+_GRADE_FLAGS = ("task_pass", "quality_pass", "safety_pass", "review_pending")
+
+
+def _cases(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
+    """The report's cases: a list of objects, each with a string id; a grade is an object whose verdicts are
+    true, false or null. Anything else is refused here, naming the case, so the gate never meets it."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InputError(f"{where}: 'cases' is {type(value).__name__}; it must be a list of case objects")
+    for index, case in enumerate(value):
+        if not isinstance(case, dict) or not isinstance(case.get("id"), str):
+            raise InputError(f"{where}: cases[{index}] must be an object with a string 'id'")
+        grade = case.get("grade")
+        if grade is None:
+            continue
+        if not isinstance(grade, dict):
+            raise InputError(f"{where}: case {case['id'][:100]!r}: 'grade' must be an object")
+        for flag in _GRADE_FLAGS:
+            if grade.get(flag) is not None and not isinstance(grade[flag], bool):
+                raise InputError(f"{where}: case {case['id'][:100]!r}: grade '{flag}' must be true, false or null")
+    return tuple(value)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
