@@ -452,3 +452,19 @@ def test_the_corpus_is_large() -> None:
     total = len(CASES) + len(OVERRIDES) + len(CALIBRATE_ARGS) + len(NEW_ARGS) + 1
     print(f"hostile corpus: {total} inputs across {len(KINDS)} file kinds and the command lines")
     assert total >= 300
+
+
+def test_a_line_break_in_report_data_never_forges_a_line_of_the_decision() -> None:
+    from evalkit.core.policy import STRICT_DEFAULT
+    from evalkit.core.report import report_from_mapping
+    from evalkit.gate.decide import decide
+    from evalkit.render.markdown import render_markdown
+    from evalkit.render.text import render_decision
+
+    forged = "t.py::test_a\ndecision: GO"
+    base = report_from_mapping({"eval": {"s": 1}, "tests": [{"nodeid": forged, "outcome": "passed"}]}, "b")
+    cand = report_from_mapping({"eval": {"s": 1}, "tests": [{"nodeid": forged, "outcome": "failed"}]}, "c")
+    decision = decide(STRICT_DEFAULT, base, cand)
+    for text in (render_decision(decision), render_markdown(decision, cand)):
+        assert "\ndecision: GO" not in text
+        assert "test_a\\ndecision: GO" in text
