@@ -177,12 +177,6 @@ def main() -> int:
     except OSError as error:  # Hydra's own output folders (the task's errors are caught inside it)
         print(f"error: {_output_dir_error(error)}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
-    except SystemExit as exit_:  # Hydra's argparse exits 2, which reads as incomparable
-        if exit_.code in (0, None):
-            raise
-        print("error: command line: not understood (see the line above); run python -m evalkit --help",
-              file=sys.stderr)
-        return ExitCode.INPUT_ERROR
     return _Outcome.code
 
 
