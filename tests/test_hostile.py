@@ -468,3 +468,13 @@ def test_a_line_break_in_report_data_never_forges_a_line_of_the_decision() -> No
     for text in (render_decision(decision), render_markdown(decision, cand)):
         assert "\ndecision: GO" not in text
         assert "test_a\\ndecision: GO" in text
+
+
+@pytest.mark.parametrize("recording", ["/etc/passwd", "../../../etc/passwd", "/dev/zero", "suites/../../x.json"])
+def test_a_baseline_cannot_point_pairwise_judging_at_a_file_outside_the_recordings(recording: str,
+                                                                                   tmp_path: Path) -> None:
+    from evalkit.core.report import report_from_mapping
+    from evalkit.run.runner import baseline_replies
+
+    baseline = report_from_mapping({**REPORT, "provenance": {"recording": recording}}, "b")
+    assert baseline_replies(baseline, tmp_path / "recordings") == {}  # not read: reading would refuse it

@@ -34,7 +34,7 @@ from evalkit.live.providers import Provider, make_provider
 from evalkit.live.redact import Redactor
 from evalkit.programs.candidate import candidate_config, run_programs
 from evalkit.programs.sandbox import probe_isolation
-from evalkit.project.paths import PROJECT_ENV, path_within, project_path, project_root, shown
+from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.journal import Journal, journal_path, read_journal, recording_lock
@@ -203,15 +203,15 @@ def _checks_fingerprint(suite_dir: Path, program: Path) -> str:
 def baseline_replies(baseline: RunReport | None, recordings: Path) -> dict[str, str]:
     """case id -> the baseline's task reply, from the recording its report names; empty when there is none.
 
-    The report names the recording, so only a file inside the project's `recordings` folder is read: a baseline
-    must not point evalkit at any file on the machine."""
+    The report names the recording, so only a file inside the project's `recordings` folder or the run's is
+    read: a baseline must not point evalkit at any file on the machine. One recorded elsewhere (in another run's
+    folder) is not read, and the judge then has no baseline replies, as for a baseline without a recording."""
     name = baseline.provenance.get("recording") if baseline is not None else None
-    if not isinstance(name, str):
+    if not isinstance(name, str) or "\0" in name:
         return {}
-    # the run's recordings folder, or the project's own when the run names another (a test's temporary folder)
-    home = project_root() / "recordings"
-    inside = home if recordings != home and _inside(project_path(name), home) else recordings
-    path = path_within(name, inside, "recording", "baseline provenance.recording")
+    path = project_path(name)
+    if not any(_inside(path, folder) for folder in (project_root() / "recordings", recordings)):
+        return {}
     if not os.path.lexists(path):
         return {}
     recording = load_recording(path)
