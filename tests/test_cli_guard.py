@@ -96,5 +96,6 @@ def test_a_crash_in_any_command_exits_4_with_its_traceback(module, target, argv,
 def test_a_crash_outside_a_run_of_python_m_evalkit_exits_4(monkeypatch, capsys):
     import hydra
     monkeypatch.setattr(hydra, "main", boom)
+    monkeypatch.setattr(sys, "argv", ["evalkit"])  # not pytest's own flags: they are refused before Hydra
     assert run.main() == ExitCode.INTERNAL_ERROR
     assert "RuntimeError: planted bug" in capsys.readouterr().err

@@ -120,7 +120,7 @@ def test_missing_manifest(tmp_path: Path) -> None:
 def test_malformed_manifest_json(tmp_path: Path) -> None:
     path = write(tmp_path)
     path.write_text("{not json")
-    with pytest.raises(InputError, match=r"manifest\.json: manifest is not valid JSON"):
+    with pytest.raises(InputError, match=r"manifest\.json: not valid JSON"):
         load_manifest_dataset(path, None)
 
 
@@ -131,7 +131,7 @@ def test_malformed_samples_json_is_refused_even_when_hashed(tmp_path: Path) -> N
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     manifest["sha256"]["samples.json"] = digest
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(InputError, match=r"samples\.json: samples file is not valid JSON"):
+    with pytest.raises(InputError, match=r"samples\.json: not valid JSON"):
         load_manifest_dataset(tmp_path / "manifest.json", None)
 
 

@@ -293,7 +293,7 @@ def test_cli_refuses_to_write_over_the_source_report(tmp_path: Path, run_evalkit
 
 
 @pytest.mark.parametrize("content, message", [
-    (b'{"report_sha256": "x", "decisions": [', r"the decisions is not valid JSON \(line 1, column 38"),
+    (b'{"report_sha256": "x", "decisions": [', r"D\.json: not valid JSON \(line 1, column 38"),
     (None, r"decisions file not found"),
 ])
 def test_cli_refuses_unreadable_decisions(tmp_path: Path, run_evalkit: Run, content: bytes | None, message: str) -> None:
@@ -314,7 +314,7 @@ def test_cli_refuses_a_report_that_is_not_json(tmp_path: Path, run_evalkit: Run)
     report.write_text('{"cases": [', encoding="utf-8")
     result = review_cli(run_evalkit, report, decisions, out)
     assert result.returncode == 3
-    assert result.stderr.splitlines() == [f"evalkit.review: error: {report}: the report is not valid JSON "
+    assert result.stderr.splitlines() == [f"evalkit.review: error: {report}: not valid JSON "
                                           "(line 1, column 12: Expecting value); is the file truncated?"]
     assert not out.exists()
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from evalkit.core.errors import InputError
 from evalkit.core.fingerprint import fingerprint
+from evalkit.core.parsing import check_values, parse_json, unique_object
 from evalkit.core.policy import Policy
 from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import decide
@@ -47,20 +48,14 @@ DOCS_STAGE_POLICY = Policy(max_regressions=0, min_pass_rate=0.9, critical=("test
 def parse_docs_stage(text: str, where: str) -> Any:
     """Parse a saved stage report's text. Python's json accepts NaN and Infinity, which JSON does not: refuse them."""
 
-    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        for name, value in pairs:  # json alone would silently keep the last of two equal keys
-            if name in data:
-                raise InputError(f"{where}: key {name!r} appears twice in one JSON object; each key may appear once")
-            data[name] = value
-        return data
-
     try:
-        data = json.loads(text, object_pairs_hook=unique_keys)
-    except json.JSONDecodeError as error:
-        raise InputError(f"{where}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg}); "
-                         "is the file truncated?") from None
-    _refuse_non_finite(data, where)
+        data = json.loads(text, object_pairs_hook=unique_object)
+    except ValueError:  # a duplicate key, bad JSON, a huge integer: the strict parser words it
+        return parse_json(text, where, "stage report")
+    except RecursionError:
+        return parse_json(text, where, "stage report")
+    _refuse_non_finite(data, where)  # NaN and Infinity named by the case they sit in
+    check_values(data, where, "stage report")
     return data
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
 from evalkit.core.errors import InputError
-from evalkit.core.files import read_text_sha256
+from evalkit.core.files import read_text, read_text_sha256
 from evalkit.core.report import RunReport, parse_report
 from evalkit.gate.decide import changed_components
 from evalkit.gate.decision import ExitCode
@@ -84,11 +85,11 @@ def refusal(report: RunReport, data: dict[str, Any]) -> str | None:
 def describe_change(target: Path, new: str, report: RunReport) -> str:
     """What blessing does to `target`: a new file, no change, or old -> new pass rate, tests and eval key."""
     now = f"pass rate {_rate(report)}, {len(report.outcomes)} tests"
-    try:
-        old_text = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(target):
         return f"new baseline: {now}"
-    except (OSError, UnicodeDecodeError) as error:
+    try:
+        old_text = read_text(target, "baseline")
+    except InputError as error:
         return f"replaces an unreadable file ({error}); new: {now}"
     if old_text == new:
         return f"no change: {target} is byte-identical"

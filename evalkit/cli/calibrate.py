@@ -11,15 +11,15 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
-
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
-from evalkit.core.errors import EvalkitError, InputError
+from evalkit.core.errors import EvalkitError, InputError, one_line
+from evalkit.core.files import read_text
+from evalkit.core.parsing import parse_yaml
 from evalkit.gate.decision import ExitCode
 from evalkit.programs.calibrate import calibrate, render
 from evalkit.project.options import find_option
-from evalkit.project.paths import project_path
+from evalkit.project.paths import path_within, project_root
 from evalkit.run.suite import load_module
 
 __all__ = ["main"]
@@ -28,11 +28,13 @@ __all__ = ["main"]
 def _suite_dir(spec: str) -> Path:
     name = spec.split("=", 1)[1] if spec.startswith("suite=") else spec
     option = find_option("suite", name)
-    data = yaml.safe_load(option.read_text(encoding="utf-8")) or {}
-    path = (data.get("suite") or {}).get("path")
+    data = parse_yaml(read_text(option, "suite option"), str(option), "suite option") or {}
+    suite = data.get("suite") if isinstance(data, dict) else None
+    path = suite.get("path") if isinstance(suite, dict) else None
     if not isinstance(path, str):
         raise InputError(f"{option}: no suite.path")
-    return project_path(path)
+    # calibration imports the suite's calibration.py: only from a folder inside the project
+    return path_within(path, project_root(), "suite path", str(option))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             write_output(args.out, json.dumps(result, indent=2, ensure_ascii=False) + "\n", "calibration",
                          inputs=suite_files)
     except EvalkitError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {one_line(str(error))}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
     print(render(result))
     return ExitCode.GO

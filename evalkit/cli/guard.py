@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import ParamSpec
 
 from evalkit.core.atomic import write_atomic
-from evalkit.core.errors import EvalkitError, InputError
+from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.outputs import refuse_input, refuse_link
 from evalkit.gate.decision import ExitCode
 
@@ -36,7 +36,7 @@ def command(main: Callable[P, int]) -> Callable[P, int]:
         try:
             return main(*args, **kwargs)
         except EvalkitError as error:
-            print(f"error: {error}", file=sys.stderr)
+            print(f"error: {one_line(str(error))}", file=sys.stderr)
             return ExitCode.INPUT_ERROR
         except Exception:  # a crash must never read as a decision
             traceback.print_exc()

@@ -15,9 +15,11 @@ from typing import Any
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
-from evalkit.core.errors import EvalkitError, InputError
+from evalkit.core.errors import EvalkitError
+from evalkit.core.files import decode, read_bytes
 from evalkit.core.fingerprint import fingerprint
 from evalkit.core.outputs import refuse_input
+from evalkit.core.parsing import parse_json
 from evalkit.gate.decision import ExitCode
 from evalkit.programs.review import PresentationVerdict, apply_review
 
@@ -25,19 +27,8 @@ __all__ = ["main"]
 
 
 def _read_json(path: Path, what: str) -> tuple[Any, bytes]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: {what} file not found") from None
-    except OSError as error:
-        raise InputError(f"{path}: cannot read the {what} ({error})") from None
-    try:
-        return json.loads(raw), raw
-    except json.JSONDecodeError as error:
-        raise InputError(f"{path}: the {what} is not valid JSON (line {error.lineno}, column {error.colno}: "
-                         f"{error.msg}); is the file truncated?") from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: the {what} is not UTF-8 text ({error.reason})") from None
+    raw = read_bytes(path, what)
+    return parse_json(decode(raw, path, what), str(path), what), raw
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from evalkit.cli.guard import command, say
-from evalkit.core.errors import EvalkitError, OutageError
+from evalkit.core.errors import EvalkitError, OutageError, one_line
 
 if TYPE_CHECKING:
     from evalkit.core.config import RunConfig
@@ -39,6 +39,7 @@ class _Outcome:
 def _job(cfg: Any) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
+    from omegaconf import OmegaConf
 
     from evalkit.core.config import from_hydra
     from evalkit.gate.decision import ExitCode
@@ -47,8 +48,10 @@ def _job(cfg: Any) -> None:
 
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    # the overrides as typed: iterating them through OmegaConf would resolve `${...}` inside them
+    typed = OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
     row: dict[str, Any] = {"job": hydra_cfg.job.num if multirun else 0,
-                           "overrides": list(hydra_cfg.overrides.task)}
+                           "overrides": [str(o) for o in typed] if isinstance(typed, list) else []}
     redact = Redactor()  # credential shapes only, until the config names the run's key variables
     try:
         config = from_hydra(cfg)
@@ -62,7 +65,7 @@ def _job(cfg: Any) -> None:
         print(f"outage: {message}", file=sys.stderr)
         code, row["error"] = ExitCode.OUTAGE, message
     except EvalkitError as error:
-        message = redact(str(error))
+        message = one_line(redact(str(error)))
         print(f"error: {message}", file=sys.stderr)
         code, row["error"] = ExitCode.INPUT_ERROR, message
     except Exception as error:  # a crash must never read as a decision
@@ -196,10 +199,11 @@ def main() -> int:
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
     sys.argv[1:] = [_keep_package_conf(arg) for arg in sys.argv[1:]]
     try:
+        _check_flags(sys.argv[1:])
         _refuse_credentials(sys.argv[1:])
         conf_dir, config_name = _primary_config(sys.argv[1:])
     except EvalkitError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {one_line(str(error))}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
     app = hydra.main(config_path=str(conf_dir), config_name=config_name, version_base="1.3")(_job)
     # Hydra logs a sweep's overrides before its first job knows the run's key variables: mask, from the start,
@@ -213,7 +217,13 @@ def main() -> int:
         print(f"error: {_missing_option(error)}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
     except (HydraException, OmegaConfBaseException) as error:
-        print(f"error: {_config_error(error)}", file=sys.stderr)
+        print(f"error: {one_line(_config_error(error))}", file=sys.stderr)
+        return ExitCode.INPUT_ERROR
+    except ValueError as error:  # Hydra's override parser (an integer of more digits than Python converts)
+        print(f"error: command line: a value cannot be read ({one_line(str(error), 200)})", file=sys.stderr)
+        return ExitCode.INPUT_ERROR
+    except OSError as error:  # Hydra's own output folders (the task's errors are caught inside it)
+        print(f"error: {_output_dir_error(error)}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
     finally:
         sys.stdout, sys.stderr = streams
@@ -277,6 +287,32 @@ def _refuse_credentials(argv: list[str]) -> None:
                              "judge.api_key_env)")
 
 
+# Hydra's own flags (hydra/_internal/utils.py get_args_parser); any other `-x` is refused before Hydra sees it
+_FLAGS = {"--help", "-h", "--hydra-help", "--version", "--cfg", "-c", "--resolve", "--package", "-p", "--run",
+          "-r", "--multirun", "-m", "--shell-completion", "-sc", "--config-path", "-cp", "--config-name", "-cn",
+          "--config-dir", "-cd", "--experimental-rerun", "--info", "-i"}
+
+
+def _check_flags(argv: list[str]) -> None:
+    """Refuse an unknown `--flag` in one line (Hydra's argparse would print its usage and exit 2: incomparable)."""
+    for index, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if flag in ("--cfg", "-c"):
+            value = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
+            if value not in ("job", "hydra", "all"):
+                raise EvalkitError(f"command line: {flag} takes job, hydra or all (got {value[:40]!r})")
+        if arg.startswith("-") and arg.split("=", 1)[0] not in _FLAGS and not arg.lstrip("-")[:1].isdigit():
+            shown_arg = arg if len(arg) <= 60 else arg[:57] + "..."
+            raise EvalkitError(f"command line: unknown option {shown_arg!r}; evalkit takes overrides (key=value, "
+                               "e.g. model=gemma4) and Hydra's flags (-m, --cfg job, --help)")
+
+
+def _output_dir_error(error: OSError) -> str:
+    where = error.filename or "an output folder"
+    return one_line(f"cannot create the run folder {where} ({error.strerror or error}); hydra.run.dir and "
+                    "hydra.sweep.dir must name folders that can be created (not files)")
+
+
 def _missing_option(error: Any) -> str:
     message = str(error).splitlines()[0]
     options = getattr(error, "options", None)
@@ -332,6 +368,13 @@ def _config_error(error: BaseException) -> str:
         given = next((a for a in sys.argv[1:] if a.lstrip("+~").split("=")[0] == group), f"{group}=...")
         return (f"command line {given}: the suite composes no {group} to choose (a suite that evaluates a "
                 f"candidate program has no model or prompt; its option in conf/suite/ lists the groups it uses)")
+    parse = re.match(r"(?:Error parsing override '(.*)'|\w*(?:Lexer|Parse|Parser)\w*Exception: (.*))$", first)
+    if parse or "LexerNoViableAltException" in str(error):
+        given = (parse.group(1) or parse.group(2)) if parse else first
+        name, _, value = given.partition("=")
+        return (f"command line: cannot parse the override {given!r}: values with characters other than letters, "
+                f"digits and _-./: need quotes, e.g. {name}='\"{value}\"' (single quotes for the shell, "
+                "double quotes for Hydra)")
     if full_key and "not in struct" in str(cause):
         parts = tuple(str(full_key).split("."))
         allowed = fields_at(RunConfig, parts[:-1])

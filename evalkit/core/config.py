@@ -32,6 +32,11 @@ class Progress(enum.StrEnum):
     OFF = "off"
 
 
+MAX_NAME_CHARS = 100
+"""The longest model name, prompt version or suite name: each names part of a recording's file name, and file
+names end at 255 bytes."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -48,8 +53,9 @@ class Price(_Strict):
 class ModelConfig(_Strict):
     """A model behind a provider; used for the model under test and for the judge."""
 
-    name: str = Field(min_length=1)
-    """The provider's model id, e.g. `gemini-3.8-flash` or `gemma4:e2b`."""
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    """The provider's model id, e.g. `gemini-3.8-flash` or `gemma4:e2b` (at most 100 characters: it names the
+    recording file)."""
     provider: str = Field(min_length=1)
     """Which provider module calls it: `ollama`, `openai` (any OpenAI-compatible server) or `gemini`."""
     base_url: str | None = None
@@ -67,8 +73,8 @@ class ModelConfig(_Strict):
 class PromptConfig(_Strict):
     """One version of the suite's prompt."""
 
-    version: str = Field(min_length=1)
-    """Short version name that appears in the eval key and the recording file name."""
+    version: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    """Short version name (at most 100 characters) that appears in the eval key and the recording file name."""
     file: str = Field(min_length=1)
     """The prompt text file (relative paths are relative to the project root)."""
 
@@ -117,7 +123,7 @@ class ProgramSpec(_Strict):
 class SuiteConfig(_Strict):
     """The eval program: where its tests and task live, and what it adds to the key."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS, pattern=r"^[A-Za-z0-9_.-]+$")
     path: str = Field(min_length=1)
     """Folder with the suite's `task.py`, `conftest.py` and `test_*.py` files."""
     baseline: str | None = None
@@ -233,6 +239,7 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
         config = RunConfig.model_validate(data)
     except ValidationError as error:
         raise _refusal(error, choices, overrides) from None
+    config = _check_run_paths(config)
     _check_suite_kind(config, overrides)
     for pattern in config.run.secret_patterns:
         try:
@@ -249,6 +256,27 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
 
 
 BUILTIN_METRICS = ("pass_rate", "case_pass_rate")
+
+
+def _check_run_paths(config: RunConfig) -> RunConfig:
+    """Output paths made absolute from the working directory (the checks' pytest runs in the suite's folder, so a
+    relative `run.out` would land there), and refused when they name the wrong kind of thing."""
+    import os
+    from pathlib import Path
+
+    out = Path(config.run.out).expanduser().absolute()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"run.out={config.run.out}: names a file; run.out is the folder report.json and "
+                          "decision.json are written to: name a folder (it is created if missing)")
+    save = config.run.save_report
+    if save is not None:
+        saved = Path(save).expanduser().absolute()
+        if saved.is_dir():
+            raise ConfigError(f"run.save_report={save}: names a folder; name the file to write the canonical "
+                              "report to (e.g. suites/NAME/runs/baseline.json)")
+        save = os.fspath(saved)
+    return config.model_copy(update={"run": config.run.model_copy(update={"out": os.fspath(out),
+                                                                          "save_report": save})})
 
 
 def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
@@ -326,6 +354,8 @@ def from_hydra(cfg: Any) -> RunConfig:
     choices = {k: str(v) for k, v in HydraConfig.get().runtime.choices.items()
                if not k.startswith("hydra") and v is not None}
     assert isinstance(data, dict)
-    overrides = tuple(HydraConfig.get().overrides.task)
+    # the overrides as typed: reading them through OmegaConf would resolve `${...}` inside them
+    typed = OmegaConf.to_container(HydraConfig.get().overrides.task, resolve=False)
+    overrides = tuple(str(o) for o in typed) if isinstance(typed, list) else ()
     return validate_config({str(k): v for k, v in data.items()}, choices, overrides)
 

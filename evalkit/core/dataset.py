@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evalkit.core.errors import InputError
+from evalkit.core.files import decode, read_bytes
 from evalkit.core.fingerprint import fingerprint
+from evalkit.core.parsing import parse_json
 
-__all__ = ["Case", "Dataset", "load_dataset"]
+__all__ = ["MAX_ID_CHARS", "Case", "Dataset", "check_case_id", "load_dataset"]
 
-_CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+MAX_ID_CHARS = 100
+"""The longest case id, dataset name or dataset version."""
+_CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_LABEL = _CASE_ID
 
 
 @dataclass(frozen=True)
@@ -50,26 +54,40 @@ class Dataset:
 
 def load_dataset(path: Path) -> Dataset:
     """Read a dataset file: `{"name": ..., "version": ..., "cases": [{"id": ..., ...}, ...]}`."""
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"{path}: cannot read dataset ({error.strerror})") from None
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: dataset is not valid JSON ({error})") from None
+    raw = read_bytes(path, "dataset")
+    data = parse_json(decode(raw, path, "dataset"), str(path), "dataset")
     if not isinstance(data, dict) or not {"name", "version", "cases"} <= data.keys():
         raise InputError(f"{path}: a dataset needs the keys 'name', 'version' and 'cases'")
+    for key in ("name", "version"):
+        if isinstance(data[key], int) and not isinstance(data[key], bool):
+            data[key] = str(data[key])  # `version: 1` names version "1"
+        if not isinstance(data[key], str) or not _LABEL.fullmatch(data[key]):
+            raise InputError(f"{path}: '{key}' must be 1 to {MAX_ID_CHARS} letters, digits, '.', '_' or '-' "
+                             f"(it names the recording file), got {_clip(data[key])}")
     if not isinstance(data["cases"], list) or not data["cases"]:
-        raise InputError(f"{path}: 'cases' must be a non-empty list")
+        raise InputError(f"{path}: 'cases' must be a non-empty list of case objects")
     cases: list[Case] = []
     seen: set[str] = set()
     for index, row in enumerate(data["cases"]):
-        case_id = row.get("id") if isinstance(row, dict) else None
-        if not isinstance(case_id, str) or not _CASE_ID.match(case_id):
-            raise InputError(f"{path}: cases[{index}] needs an 'id' of letters, digits, '.', '_' or '-'")
+        if not isinstance(row, dict):
+            raise InputError(f"{path}: cases[{index}] is {type(row).__name__}; each case is an object with an 'id'")
+        case_id = check_case_id(row.get("id"), f"{path}: cases[{index}]")
         if case_id in seen:
             raise InputError(f"{path}: duplicate case id {case_id!r}")
         seen.add(case_id)
         cases.append(Case(case_id, {k: v for k, v in row.items() if k != "id"}))
-    return Dataset(str(data["name"]), str(data["version"]), fingerprint(raw), tuple(cases))
+    return Dataset(data["name"], data["version"], fingerprint(raw), tuple(cases))
+
+
+def check_case_id(value: Any, where: str) -> str:
+    """A case id as datasets and manifests must give it: it appears in test ids, terminals and decision files,
+    so it holds no spaces, newlines or markup; anything else is an InputError at `where`."""
+    if not isinstance(value, str) or not _CASE_ID.fullmatch(value):
+        raise InputError(f"{where} needs an 'id' of 1 to {MAX_ID_CHARS} letters, digits, '.', '_' or '-' "
+                         f"(got {_clip(value)})")
+    return value
+
+
+def _clip(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

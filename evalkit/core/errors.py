@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
 __all__ = ["EvalkitError", "ConfigError", "InputError", "RecordingError", "ProviderError", "OutageError",
-           "describe_validation"]
+           "describe_validation", "one_line"]
 
 
 class EvalkitError(Exception):
@@ -36,6 +36,16 @@ class OutageError(EvalkitError):
     resolution, TLS, timeouts, 5xx after retries, authentication): an outage, never a verdict. Its own exit code."""
 
 
+MAX_MESSAGE_CHARS = 1000
+"""The longest error line evalkit prints; longer values are cut with a marker."""
+
+
+def one_line(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`message` as one line (line breaks from data shown as `\\n`), cut at `limit` characters."""
+    text = message.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= limit else text[:limit - 20] + f"... ({len(text):,} characters)"
+
+
 def describe_validation(error: ValidationError, model: type[BaseModel], where: str) -> str:
     """Turn a pydantic ValidationError into one line naming the file, the key and the fix.
 
@@ -50,7 +60,8 @@ def describe_validation(error: ValidationError, model: type[BaseModel], where: s
         elif item["type"] == "missing":
             problems.append(f"missing key '{loc}'")
         else:
-            problems.append(f"'{loc}': {item['msg']} (got {item.get('input')!r})")
+            got = repr(item.get("input"))
+            problems.append(f"'{loc}': {item['msg']} (got {got if len(got) <= 80 else got[:77] + '...'})")
     return f"{where}: " + "; ".join(problems)
 
 

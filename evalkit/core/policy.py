@@ -7,15 +7,21 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalkit.core.errors import ConfigError, InputError, describe_validation
+from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.files import read_text
+from evalkit.core.parsing import parse_json, parse_yaml
 
 __all__ = ["STRICT_DEFAULT", "PairedRule", "Policy", "load_policy", "policy_from_mapping", "policy_schema",
            "policy_sha256"]
 
+
+
+MAX_RESAMPLES = 20_000
+"""The most bootstrap resamples a policy may ask for; the interval's Monte Carlo error is negligible long before."""
+MAX_NAME_CHARS = 200
+"""The longest policy name or version, and the longest critical test prefix or case id a policy may list."""
 
 
 class PairedRule(BaseModel):
@@ -25,10 +31,11 @@ class PairedRule(BaseModel):
 
     margin: float = Field(-0.05, ge=-1.0, le=1.0)
     """Non-inferiority margin, fixed before the run: the interval's lower bound must not fall below it."""
-    seed: int = 17
-    """Seed of the bootstrap's random generator; the same seed and reports give the same interval."""
-    resamples: int = Field(2000, ge=1)
-    """How many times the groups are resampled."""
+    seed: int = Field(17, ge=0, le=2**32 - 1)
+    """Seed of the bootstrap's random generator (0 to 2**32 - 1); the same seed and reports give the same
+    interval."""
+    resamples: int = Field(2000, ge=1, le=MAX_RESAMPLES)
+    """How many times the groups are resampled (at most 20,000, ten times the default: the draws are held in memory)."""
     confidence: float = Field(0.95, gt=0.0, lt=1.0)
     """Nominal coverage of the percentile interval."""
 
@@ -39,10 +46,10 @@ class Policy(BaseModel):
     # attribute docstrings become the schema's descriptions, so editors show them while completing
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    name: str | None = None
+    name: str | None = Field(None, max_length=MAX_NAME_CHARS)
     """The policy's own name, shown in decisions; without it a decision names the option or file it came from."""
 
-    version: str | None = None
+    version: str | None = Field(None, max_length=MAX_NAME_CHARS)
     """A version the policy's authors give it (`"3"`, `"2026-11"`), shown in decisions beside its SHA-256."""
 
     max_regressions: int = Field(0, ge=0)
@@ -143,11 +150,7 @@ def policy_from_mapping(data: Any, where: str) -> Policy:
 def load_policy(path: Path) -> Policy:
     """Load a policy file (YAML or JSON); names of options are found by evalkit.project.options."""
     text = read_text(path, "policy")
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
-        first = str(error).splitlines()[0]
-        raise InputError(f"{path}: not valid {path.suffix[1:].upper()}: {first}") from None
+    data = parse_json(text, str(path), "policy") if path.suffix == ".json" else parse_yaml(text, str(path), "policy")
     return policy_from_mapping(data, str(path))
 
 

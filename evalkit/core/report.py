@@ -9,7 +9,6 @@ Every outcome pytest and its common plugins write is read: the six of pytest its
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any
 from evalkit.core.errors import InputError
 from evalkit.core.failure import failure_message
 from evalkit.core.files import read_text
+from evalkit.core.parsing import parse_json
 
 __all__ = ["RunReport", "report_from_mapping", "load_report", "parse_report"]
 
@@ -97,11 +97,41 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
         outcomes = _read_tests(tests, where)
     messages = {test["nodeid"]: line for test in tests
                 if outcomes[test["nodeid"]] not in PASSING and (line := failure_message(test)) is not None}
-    cases = data.get("cases") or ()
+    cases = _cases(data.get("cases"), where)
     provenance = data.get("provenance") or {}
+    if not isinstance(provenance, dict):
+        raise InputError(f"{where}: 'provenance' is {type(provenance).__name__}; it must be an object "
+                         "(or absent): regenerate the report with `python -m evalkit`")
+    for name in ("slices", "execution", "dataset", "candidate"):
+        if data.get(name) is not None and not isinstance(data[name], dict):
+            raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")
     return RunReport(key, outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where),
                      _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
                      _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages)
+
+
+_GRADE_FLAGS = ("task_pass", "quality_pass", "safety_pass", "review_pending")
+
+
+def _cases(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
+    """The report's cases: a list of objects, each with a string id; a grade is an object whose verdicts are
+    true, false or null. Anything else is refused here, naming the case, so the gate never meets it."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InputError(f"{where}: 'cases' is {type(value).__name__}; it must be a list of case objects")
+    for index, case in enumerate(value):
+        if not isinstance(case, dict) or not isinstance(case.get("id"), str):
+            raise InputError(f"{where}: cases[{index}] must be an object with a string 'id'")
+        grade = case.get("grade")
+        if grade is None:
+            continue
+        if not isinstance(grade, dict):
+            raise InputError(f"{where}: case {case['id'][:100]!r}: 'grade' must be an object")
+        for flag in _GRADE_FLAGS:
+            if grade.get(flag) is not None and not isinstance(grade[flag], bool):
+                raise InputError(f"{where}: case {case['id'][:100]!r}: grade '{flag}' must be true, false or null")
+    return tuple(value)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -233,11 +263,7 @@ def parse_report(text: str, where: str) -> RunReport:
 
 
 def _parse_json(text: str, where: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"{where}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg}); "
-                         "is the file truncated?") from None
+    return parse_json(text, where, "report")
 
 
 def load_report(path: Path) -> RunReport:

@@ -38,8 +38,9 @@ class CandidateConfig(BaseModel):
     """What this candidate changes, in a word a reviewer can search for (shown in the report)."""
     timeout_s: float = Field(1.0, gt=0)
     """The program and its children are killed after this; the case is then unscored (`timeout`)."""
-    max_response_bytes: int = Field(4096, ge=1)
-    """A larger `response.json` is refused unread; also the response part of each budget reservation."""
+    max_response_bytes: int = Field(4096, ge=1, le=64 * 1024 * 1024)
+    """A larger `response.json` is refused unread; also the response part of each budget reservation (at most
+    64 MiB)."""
 
 
 def candidate_config(settings: Mapping[str, Any], option: str, group: str) -> CandidateConfig:

@@ -17,6 +17,9 @@ def find_option(group: str, spec: str | Path) -> Path:
     path = Path(spec)
     if path.suffix in (".yaml", ".yml", ".json"):
         return path
+    if not isinstance(spec, str) or "/" in spec or "\\" in spec or spec.startswith(".") or "\0" in spec:
+        raise InputError(f"{group} {str(spec)[:200]!r}: an option is named by its file name in conf/{group}/ "
+                         "(letters, digits, '_', '-'), not by a path")
     folders = [folder / group for folder in conf_dirs()]
     for folder in folders:
         candidate = folder / f"{spec}.yaml"

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from evalkit.core.errors import InputError
 
-__all__ = ["MARKER", "PACKAGE_CONF", "PROJECT_ENV", "conf_dirs", "find_project", "project_path", "project_root",
+__all__ = ["MARKER", "PACKAGE_CONF", "PROJECT_ENV", "conf_dirs", "find_project", "path_within", "project_path",
+           "project_root",
            "shown"]
 
 PROJECT_ENV = "EVALKIT_PROJECT"
@@ -51,6 +52,20 @@ def project_path(value: str | Path) -> Path:
     """A path from a project's config file: absolute as given, else relative to the project root."""
     path = Path(value).expanduser()
     return path if path.is_absolute() else project_root() / path
+
+
+def path_within(value: str | Path, folder: Path, what: str, where: str) -> Path:
+    """`value` resolved like `project_path`, refused unless it lies inside `folder` once links are followed: a
+    config or report must not make evalkit read (or import) a file from anywhere on the machine."""
+    path = project_path(value)
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        raise InputError(f"{where}: the {what} {str(value)[:200]!r} is outside {folder}; "
+                         f"keep the {what} inside that folder") from None
+    except (OSError, RuntimeError) as error:  # a symlink loop
+        raise InputError(f"{where}: cannot resolve the {what} {str(value)[:200]!r} ({error})") from None
+    return path
 
 
 def conf_dirs() -> list[Path]:

@@ -23,19 +23,19 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
     for title, items in (("Reasons", decision.reasons), ("For review", decision.review_reasons),
                          ("Warnings", decision.warnings)):
         if items:
-            lines += [f"**{title}**", ""] + [f"- {item}" for item in items] + [""]
+            lines += [f"**{title}**", ""] + [f"- {_one_line(item)}" for item in items] + [""]
     if decision.changed:
         lines += [f"**Changed:** {render_changed(decision.changed)}", ""]
     if decision.statistics:
         lines += [f"**Paired statistics:** {render_statistics(decision.statistics)}", ""]
     if decision.failures:
         lines += [f"<details><summary>Failures ({len(decision.failures)})</summary>", ""]
-        lines += [f"- {render_failure(f)}" for f in decision.failures] + ["", "</details>", ""]
+        lines += [f"- {_one_line(render_failure(f))}" for f in decision.failures] + ["", "</details>", ""]
     if decision.pass_rate is not None:
         lines += [f"**Pass rate:** {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests)", ""]
     for title, names in decision_lists(decision, critical):
         lines += [f"<details><summary>{title.capitalize()} ({len(names)})</summary>", ""]
-        lines += [f"- {_code(name)}{' (critical)' if marked else ''}{f': {_code(why)}' if why else ''}"
+        lines += [_one_line(f"- {_code(name)}{' (critical)' if marked else ''}{f': {_code(why)}' if why else ''}")
                   for name, marked, why in names]
         lines += ["", "</details>", ""]
     if baseline is not None and candidate is not None and decision.regressed:
@@ -83,6 +83,11 @@ def _key_value(value: object) -> str:
     if isinstance(value, Mapping):  # the suite's components: `retriever=default@1a2b...`
         return " ".join(f"{k}={v}" for k, v in value.items())
     return str(value)
+
+
+def _one_line(text: str) -> str:
+    """A list item of report data kept on its line: a line break in a test id or reason must not forge a line."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def _code(text: str) -> str:

@@ -54,4 +54,9 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = ()) -> str:
         lines.append(f"{title} ({len(names)}):")
         lines += [f"  - {name}{'  (critical)' if marked else ''}{f' -- {why}' if why else ''}"
                   for name, marked, why in names]
-    return "\n".join(lines)
+    # a list item holds report data (test ids, reasons): a line break in it must not forge a line of its own
+    return "\n".join(_one_line(line) if line.startswith("  - ") else line for line in lines)
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")

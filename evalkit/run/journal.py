@@ -25,7 +25,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evalkit.core.errors import RecordingError
+from evalkit.core.errors import InputError, RecordingError
+from evalkit.core.files import read_text
+from evalkit.core.parsing import parse_json
 from evalkit.run.recording import Entry
 
 __all__ = ["Journal", "cut_torn_tail", "journal_path", "read_journal", "recording_lock"]
@@ -42,14 +44,14 @@ def journal_path(recording: Path) -> Path:
 def read_journal(path: Path) -> dict[str, Entry]:
     """The calls a journal holds; a torn last line (the process died mid-write) is dropped."""
     entries: dict[str, Entry] = {}
-    if not path.is_file():
+    if not os.path.lexists(path):
         return entries
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path, "journal").splitlines()  # a folder, FIFO or non-UTF-8 journal is refused in one line
     for number, line in enumerate(lines, start=1):
         try:
-            data = json.loads(line)
+            data = parse_json(line, f"{path}: line {number}", "journal entry")
             entries[data["call_id"]] = Entry.model_validate(data["entry"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
+        except (InputError, KeyError, TypeError, ValidationError):
             if number == len(lines):
                 break
             raise RecordingError(f"{path}: line {number} is not a journal entry; "

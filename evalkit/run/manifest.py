@@ -8,17 +8,18 @@ is scored.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalkit.core.dataset import Case, Dataset
+from evalkit.core.dataset import Case, Dataset, check_case_id
 from evalkit.core.errors import InputError, describe_validation
+from evalkit.core.files import decode, read_bytes
 from evalkit.core.fingerprint import fingerprint, sha256
+from evalkit.core.parsing import parse_json
 
 __all__ = [
     "ACCEPTANCE",
@@ -66,8 +67,9 @@ class Manifest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    version: str = Field(min_length=1)
-    """The dataset version, changed whenever samples or references change."""
+    version: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    """The dataset version (letters, digits, '.', '_', '-'; it names the recording and the eval key), changed
+    whenever samples or references change."""
 
     synthetic: bool
     """Whether the cases were authored for testing the pipeline rather than drawn from real use."""
@@ -78,7 +80,7 @@ class Manifest(BaseModel):
     sha256: Hashes
     """The SHA-256 of `samples.json` and `answers.json`."""
 
-    splits: dict[str, SplitCounts] = Field(min_length=1)
+    splits: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")], SplitCounts] = Field(min_length=1)
     """Each split's sample and group counts."""
 
 
@@ -114,7 +116,7 @@ def is_acceptance(split: str | None) -> bool:
 def load_manifest_dataset(manifest_path: Path, split: str | None) -> ManifestDataset:
     """Read and check a manifest dataset; `split=None` selects every case."""
     folder = manifest_path.parent
-    manifest_bytes = _read_bytes(manifest_path, "manifest")
+    manifest_bytes = read_bytes(manifest_path, "manifest")
     manifest = _parse_manifest(manifest_path, manifest_bytes)
     if split is not None and split not in manifest.splits:
         known = ", ".join(sorted(manifest.splits))
@@ -123,7 +125,7 @@ def load_manifest_dataset(manifest_path: Path, split: str | None) -> ManifestDat
     digests: dict[str, str] = {}
     raw: dict[str, bytes] = {}
     for name, expected in ((SAMPLES_FILE, manifest.sha256.samples), (ANSWERS_FILE, manifest.sha256.answers)):
-        data = _read_bytes(folder / name, "dataset")
+        data = read_bytes(folder / name, "dataset")
         actual = sha256(data)
         if actual != expected:
             raise InputError(f"{manifest_path}: dataset_hash_mismatch: {name} (manifest says {expected[:12]}, "
@@ -153,20 +155,8 @@ def load_manifest_dataset(manifest_path: Path, split: str | None) -> ManifestDat
     )
 
 
-def _read_bytes(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: {what} file not found") from None
-    except OSError as error:
-        raise InputError(f"{path}: cannot read the {what} file ({error.strerror})") from None
-
-
 def _load_json(path: Path, data: bytes, what: str) -> Any:
-    try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: {what} is not valid JSON ({error})") from None
+    return parse_json(decode(data, path, what), str(path), what)
 
 
 def _parse_manifest(path: Path, data: bytes) -> Manifest:
@@ -186,6 +176,7 @@ def _parse_samples(path: Path, data: bytes) -> list[dict[str, Any]]:
         if not isinstance(row, dict) or not all(isinstance(row.get(key), str) and row[key]
                                                 for key in ("id", "split", "group")):
             raise InputError(f"{path}: [{index}] needs non-empty string 'id', 'split' and 'group'")
+        check_case_id(row["id"], f"{path}: [{index}]")
         if row["id"] in seen:
             raise InputError(f"{path}: duplicate sample id {row['id']!r}")
         seen.add(row["id"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,11 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from evalkit.core.atomic import write_atomic
-from evalkit.core.errors import RecordingError, describe_validation
+from evalkit.core.errors import InputError, RecordingError, describe_validation
+from evalkit.core.files import read_text
 from evalkit.core.fingerprint import fingerprint
 from evalkit.core.key import EvalKey
+from evalkit.core.parsing import parse_json
 from evalkit.live.providers.base import Reply, Request
 
 __all__ = ["FORMAT", "Provenance", "Failure", "FailureKind", "Entry", "Recording", "Hit", "Miss", "lookup",
@@ -134,13 +137,12 @@ def _differing_fields(old: Request, new: Request) -> list[str]:
 
 def load_recording(path: Path, expected: EvalKey | None = None) -> Recording:
     """Read a recording; refuse a missing, malformed or foreign one (another key at this path)."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise RecordingError(f"{path}: no recording for this eval key; {RERECORD}")
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise RecordingError(f"{path}: recording is not valid JSON ({error}); "
-                             "restore it from git or re-record") from None
+        data: Any = parse_json(read_text(path, "recording"), str(path), "recording")
+    except InputError as error:
+        raise RecordingError(f"{error}; restore it from git or re-record") from None
     try:
         recording = Recording.model_validate(data)
     except ValidationError as error:

@@ -22,6 +22,7 @@ from evalkit.core.atomic import write_atomic
 from evalkit.core.config import Mode, ModelConfig, RunConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.errors import InputError, ProviderError, RecordingError
+from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
 from evalkit.core.key import EvalKey, build_key, recording_path
 from evalkit.core.outputs import refuse_link
@@ -79,10 +80,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     suite_dir = project_path(config.suite.path)
     dataset = load_dataset(project_path(config.dataset.file))
     prompt_path = project_path(config.prompt.file)
-    try:
-        prompt_text = prompt_path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise InputError(f"{prompt_path}: cannot read prompt {config.prompt.version} ({error.strerror})") from None
+    prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
     key = build_key(
         suite=config.suite.name, dataset=dataset, model=config.model.name,
         prompt_version=config.prompt.version, prompt_text=prompt_text,
@@ -91,7 +89,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     )
     rec_path = recording_path(key, project_path(config.run.recordings))
     redact = redactor_for(config)
-    task = load_task(suite_dir, config.components, baseline_replies(baseline))
+    task = load_task(suite_dir, config.components, baseline_replies(baseline, project_path(config.run.recordings)))
 
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
         assert config.model is not None
@@ -224,14 +222,31 @@ def _checks_fingerprint(suite_dir: Path, program: Path) -> str:
     return checks_fingerprint(suite_dir, program)
 
 
-def baseline_replies(baseline: RunReport | None) -> dict[str, str]:
-    """case id -> the baseline's task reply, from the recording its report names; empty when there is none."""
+def baseline_replies(baseline: RunReport | None, recordings: Path) -> dict[str, str]:
+    """case id -> the baseline's task reply, from the recording its report names; empty when there is none.
+
+    The report names the recording, so only a file inside the project's `recordings` folder or the run's is
+    read: a baseline must not point evalkit at any file on the machine. One recorded elsewhere (in another run's
+    folder) is not read, and the judge then has no baseline replies, as for a baseline without a recording."""
     name = baseline.provenance.get("recording") if baseline is not None else None
-    if not isinstance(name, str) or not project_path(name).is_file():
+    if not isinstance(name, str) or "\0" in name:
         return {}
-    recording = load_recording(project_path(name))
+    path = project_path(name)
+    if not any(_inside(path, folder) for folder in (project_root() / "recordings", recordings)):
+        return {}
+    if not os.path.lexists(path):
+        return {}
+    recording = load_recording(path)
     return {call_id.split("/", 1)[1]: entry.reply.text for call_id, entry in recording.calls.items()
             if call_id.startswith("task/") and entry.reply is not None and entry.reply.text is not None}
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True
 
 
 def _provider(model: ModelConfig, role: str) -> Provider:

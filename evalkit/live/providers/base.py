@@ -43,8 +43,8 @@ class Usage(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input_tokens: int | None = None
-    output_tokens: int | None = None
+    input_tokens: int | None = Field(None, ge=0)
+    output_tokens: int | None = Field(None, ge=0)
 
 
 class Reply(BaseModel):
