@@ -95,8 +95,9 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
         outcomes = {}
     if len(outcomes) != len(tests) or not all(isinstance(nodeid, str) for nodeid in outcomes):
         outcomes = _read_tests(tests, where)
-    messages = {test["nodeid"]: line for test in tests
-                if outcomes[test["nodeid"]] not in PASSING and (line := failure_message(test)) is not None}
+    # outcomes holds the tests in report order, one each (duplicates are refused above): pair them, no lookups
+    messages = {nodeid: line for test, (nodeid, outcome) in zip(tests, outcomes.items(), strict=True)
+                if outcome not in PASSING and (line := failure_message(test)) is not None}
     cases = _cases(data.get("cases"), where)
     provenance = data.get("provenance") or {}
     if not isinstance(provenance, dict):
