@@ -17,7 +17,8 @@ import pytest
 from evalkit.core.config import ModelConfig
 from evalkit.live.providers import Message, Request, make_provider
 from evalkit.live.providers.base import CallFailure
-from evalkit.live.providers.openai import DEFAULT_BASE_URL, NO_KEY, OpenAIProvider, schema_name
+from evalkit.live.providers.dialects import schema_name
+from evalkit.live.providers.openai import DEFAULT_BASE_URL, NO_KEY, OpenAIProvider
 
 try:
     from fakes import FakeOpenAI, FakeReply, RawReply
