@@ -8,6 +8,7 @@ A run loads each file once (a cache keyed by file and load settings), and calls 
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import inspect
 import threading
@@ -58,6 +59,16 @@ class _Loaded:
 
 _CACHE: dict[tuple[str, tuple[tuple[str, Any], ...]], _Loaded] = {}
 _CACHE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free the loaded models while the interpreter still can: llama_cpp's own finaliser runs too late at exit
+    and prints a traceback."""
+    with _CACHE_LOCK:
+        for loaded in _CACHE.values():
+            loaded.model.close()
+        _CACHE.clear()
 
 
 def _loaded(llama: Any, path: Path, settings: dict[str, Any]) -> _Loaded:
