@@ -99,12 +99,11 @@ def test_a_missing_model_file_is_refused(tmp_path: Path) -> None:
         make_provider(config(model_file=str(tmp_path / "nothing.gguf")))
 
 
-def test_a_file_that_is_not_a_model_is_an_outage_not_a_reply(tmp_path: Path) -> None:
+def test_a_file_that_is_not_a_model_is_refused_when_the_provider_is_made(tmp_path: Path) -> None:
     fake = tmp_path / "fake.gguf"
     fake.write_bytes(b"not a model")
-    with pytest.raises(CallFailure, match="could not load the model") as failed:
-        make_provider(config(model_file=str(fake))).complete(request())
-    assert failed.value.retryable is False
+    with pytest.raises(ConfigError, match="fake.gguf: llama-cpp-python could not load the model"):
+        make_provider(config(model_file=str(fake)))
 
 
 def _install_hint(message: str) -> None:

