@@ -19,6 +19,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examp
 REGENERATE = {
     "suites/issue_triage/runs/baseline.json": [],
     "suites/issue_triage/runs/baseline-dataset-v2.json": ["dataset=v2"],
+    "suites/issue_triage/runs/baseline-smollm2.json": ["model=smollm2", "judge=smollm2"],
     "suites/evidencedesk/runs/baseline.json": ["suite=evidencedesk"],
     "suites/quality_lab/runs/baseline.json": ["suite=quality_lab"],
 }

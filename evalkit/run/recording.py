@@ -42,6 +42,10 @@ class Provenance(BaseModel):
     note: str | None = None
     evalkit_version: str | None = None
     recorded_at: str | None = None
+    producer: dict[str, dict[str, Any]] | None = None
+    """By role (`model`, `judge`): what produced the live replies, as the provider describes it (for `llamacpp`:
+    the model file's name and SHA-256, the runtime and its version, the dialect and settings); None where the
+    provider describes nothing or the replies were authored."""
 
 
 FailureKind = Literal["failed", "budget_denied"]

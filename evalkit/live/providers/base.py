@@ -112,7 +112,9 @@ class Provider(Protocol):
 
     `complete` returns a Reply, or raises CallFailure; it never retries by itself (the runner
     owns retries, so backoff, budgets and progress stay in one place). It must be safe to call
-    from several threads at once.
+    from several threads at once. A provider may also have `describe() -> dict`: what produced its
+    replies (model file and hash, runtime, settings), which a live run writes into the recording's
+    provenance (`producer`).
     """
 
     def complete(self, request: Request) -> Reply: ...

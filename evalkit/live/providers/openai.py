@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING, Any
 
 from evalkit.core.config import ModelConfig
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
+from evalkit.live.providers.dialects import response_format, schema_message
 from evalkit.live.providers.install import missing_client
 
 if TYPE_CHECKING:
@@ -29,8 +29,13 @@ RESERVED = frozenset({"model", "messages", "response_format", "stream"})
 """Body fields the request itself sets; an option may not replace them."""
 
 
+DEFAULT_DIALECT = "json_schema"
+"""What OpenAI, vLLM and llama.cpp's `llama-server` take; llama-cpp-python's server needs `json_object`."""
+
+
 class OpenAIProvider:
-    """Chat completions from an OpenAI-compatible server, with the JSON schema as a strict `json_schema` format.
+    """Chat completions from an OpenAI-compatible server, with the JSON schema sent in the configured dialect
+    (`structured_output`): a strict `json_schema` format by default.
 
     One client serves all threads: the SDK's client (an httpx connection pool) is safe to share.
     """
@@ -47,6 +52,7 @@ class OpenAIProvider:
         self._base_url = config.base_url or DEFAULT_BASE_URL
         self._timeout_s = config.timeout_s
         self._secret = api_key(config)  # the value never leaves this object
+        self._dialect = config.structured_output or DEFAULT_DIALECT
         # An explicit base URL: the config, not OPENAI_BASE_URL in the environment, says where calls go.
         self._client: openai.OpenAI = openai.OpenAI(
             base_url=self._base_url, api_key=self._secret or NO_KEY,
@@ -62,14 +68,20 @@ class OpenAIProvider:
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
         }
         if request.response_schema is not None:
-            arguments["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": schema_name(request.response_schema), "schema": request.response_schema, "strict": True}}
+            if self._dialect == "prompt":
+                arguments["messages"] = [*arguments["messages"], schema_message(request.response_schema)]
+            else:
+                arguments["response_format"] = response_format(self._dialect, request.response_schema)
         extra = {k: v for k, v in request.options.items() if k not in NAMED_OPTIONS}
         arguments |= {k: v for k, v in request.options.items() if k in NAMED_OPTIONS}
         if extra:
             arguments["extra_body"] = extra
         completion, latency_ms = timed_call(lambda: self._client.chat.completions.create(**arguments), self._failure)
         return self._reply(completion, latency_ms)
+
+    def describe(self) -> dict[str, Any]:
+        """What a recording's provenance says about the replies' source (nothing secret, no address)."""
+        return {"provider": "openai", "structured_output": self._dialect}
 
     def _reply(self, completion: Any, latency_ms: float) -> Reply:
         # A 200 whose body is not a chat completion: the SDK hands back the raw text (non-JSON
@@ -120,13 +132,6 @@ def _server_message(error: openai.APIStatusError) -> str:
         if isinstance(inner, str):
             return inner
     return str(error.message)
-
-
-def schema_name(schema: dict[str, Any]) -> str:
-    """The `json_schema.name` the API requires (a-z, A-Z, 0-9, _ and -, at most 64): the schema's title."""
-    title = schema.get("title")
-    name = re.sub(r"[^A-Za-z0-9_-]+", "_", title).strip("_")[:64] if isinstance(title, str) else ""
-    return name or "response"
 
 
 def create(config: ModelConfig) -> OpenAIProvider:
