@@ -10,7 +10,7 @@ import pytest
 
 from evalkit.core.config import BudgetConfig, Mode, ModelConfig, RunSettings
 from evalkit.core.dataset import Case
-from evalkit.core.errors import OutageError
+from evalkit.core.errors import InputError, OutageError
 from evalkit.core.key import EvalKey
 from evalkit.live.budget import Budget
 from evalkit.live.providers.base import CallFailure, Message, Reply, Request, Usage
@@ -200,3 +200,24 @@ def test_live_needs_a_live_setup():
     with pytest.raises(ValueError, match="needs a LiveSetup"):
         execute(task=SuiteTask(build_task, None), cases=CASES, prompt="p", model=MODEL, judge=None,
                 mode=Mode.LIVE, recording=empty(), where="r", version="t", live=None)
+
+
+def test_a_task_that_fails_on_a_case_is_one_line_naming_the_case():
+    def picky(case: Case, prompt: str, model: ModelConfig) -> Request:
+        if case.id == "c3":
+            return case.text  # type: ignore[no-any-return]  # a case without the field the task reads
+        return build_task(case, prompt, model)
+
+    live = LiveSetup(providers={"model": StandIn()}, settings=RunSettings(out="unused"), budget=Budget(BudgetConfig()))
+    with pytest.raises(InputError, match=r"test_execute\.py: picky failed on case c3: AttributeError: .*"
+                                         r"check that every case has the fields it reads"):
+        execute(task=SuiteTask(picky, None), cases=CASES, prompt="p", model=MODEL, judge=None, mode=Mode.LIVE,
+                recording=empty(), where="rec.json", version="test", live=live)
+
+
+@pytest.mark.parametrize("latency", [float("nan"), float("inf"), -1.0])
+def test_a_latency_that_is_not_a_finite_duration_is_refused(latency: float):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="latency_ms"):
+        Reply(text="x", latency_ms=latency)  # it would reach the report's latency section: NaN is not JSON

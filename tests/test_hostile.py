@@ -306,7 +306,7 @@ CASES = [pytest.param(kind, variant, id=f"{kind.name}-{variant}")
 # ------------------------------------------------------------------------------ command lines, not files
 
 OVERRIDES = [
-    ["--anything"], ["--cfg=nope"], ["-x"], ["model.name=\u00fc\u00ef"], ["model.name=a b"], ["model.name=${oops}"],
+    ["--anything"], ["--cfg=nope"], ["-x"], ["--info", "bogus"], ["--info=nope"], ["model.name=\u00fc\u00ef"], ["model.name=a b"], ["model.name=${oops}"],
     ["model.name=${oc.env:EVALKIT_HOSTILE_UNSET}"], ["model.name=" + "m" * 300], ["policy.paired.seed=-1"],
     ["policy.paired.resamples=1e9"], ["+policy.paired.resamples=1000000000"], ["policy.max_regressions=-1"],
     ["policy.min_pass_rate=nan"], ["policy.min_pass_rate=inf"], ["policy.max_regressions=" + "9" * 5000],

@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out and args.markdown and same_file(args.out, args.markdown):
         raise InputError(f"{args.out}: --out and --markdown name the same file; give each its own path")
     if args.out:
-        write_output(args.out, json.dumps({**decision.to_json(), "evidence": facts}, indent=2) + "\n",
+        write_output(args.out, json.dumps({**decision.to_json(), "evidence": facts}, indent=2, allow_nan=False) + "\n",
                      "decision (--out)", inputs=inputs)
     if args.markdown:
         write_output(args.markdown, render_markdown(decision, candidate, policy.critical, facts, baseline),

@@ -155,7 +155,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
     facts = evidence(_run_policy(config, row.get("overrides", ())), report_identity(name, base_sha, base_report),
                      report_identity(str(result.report_path), candidate_sha, result.report))
     written = redact.scrub({"baseline": name, **decision.to_json(), "evidence": facts})
-    write_atomic(Path(config.run.out) / "decision.json", json.dumps(written, indent=2) + "\n")
+    write_atomic(Path(config.run.out) / "decision.json", json.dumps(written, indent=2, allow_nan=False) + "\n")
     write_atomic(Path(config.run.out) / "decision.md",
                  redact(render_markdown(decision, result.report, config.policy.critical, facts, base_report)))
     row.update(decision=str(decision.decision), changed=render_changed(decision.changed),
@@ -254,11 +254,20 @@ class _Shown(io.TextIOBase):
         shown = text
         for redact in _Shown.redactors:
             shown = redact(shown)
-        self._stream.write(shown)
+        try:
+            self._stream.write(shown)
+        except BrokenPipeError:  # a reader that went away (`| head`): the rest goes nowhere, not into tracebacks
+            self._gone()
         return len(text)
 
     def flush(self) -> None:
-        self._stream.flush()
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def _gone(self) -> None:
+        self._stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115  (lives as long as the process)
 
     def isatty(self) -> bool:
         return self._stream.isatty()
@@ -293,6 +302,9 @@ _FLAGS = {"--help", "-h", "--hydra-help", "--version", "--cfg", "-c", "--resolve
           "--config-dir", "-cd", "--experimental-rerun", "--info", "-i"}
 
 
+_INFO = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")  # Hydra's --info choices
+
+
 def _check_flags(argv: list[str]) -> None:
     """Refuse an unknown `--flag` in one line (Hydra's argparse would print its usage and exit 2: incomparable)."""
     for index, arg in enumerate(argv):
@@ -301,6 +313,12 @@ def _check_flags(argv: list[str]) -> None:
             value = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
             if value not in ("job", "hydra", "all"):
                 raise EvalkitError(f"command line: {flag} takes job, hydra or all (got {value[:40]!r})")
+        if flag in ("--info", "-i"):  # an optional value: the next argument, unless it is another flag
+            following = argv[index + 1] if index + 1 < len(argv) else None
+            value = value if eq else following if following is not None and not following.startswith("-") else ""
+            if value and value not in _INFO:
+                raise EvalkitError(f"command line: {flag} takes nothing or one of {', '.join(_INFO)} "
+                                   f"(got {value[:40]!r})")
         if arg.startswith("-") and arg.split("=", 1)[0] not in _FLAGS and not arg.lstrip("-")[:1].isdigit():
             shown_arg = arg if len(arg) <= 60 else arg[:57] + "..."
             raise EvalkitError(f"command line: unknown option {shown_arg!r}; evalkit takes overrides (key=value, "

@@ -66,7 +66,7 @@ class SweepSummary(Callback):
         rows = _redactor(config).scrub(rows)
         table = render_summary(rows)
         write_atomic(sweep_dir / "summary.md", table + "\n")
-        write_atomic(sweep_dir / "summary.json", json.dumps(rows, indent=2) + "\n")
+        write_atomic(sweep_dir / "summary.json", json.dumps(rows, indent=2, allow_nan=False) + "\n")
         print(f"\nsweep summary ({len(rows)} jobs, {sweep_dir / 'summary.md'}):\n{table}")
         raise SystemExit(sweep_exit_code([int(r["exit_code"]) for r in rows]))
 

@@ -57,7 +57,7 @@ def canonical_text(data: Mapping[str, Any]) -> str:
     (tests in pytest's collection order, which the suite's code fixes)."""
     report = canonical_report(data)
     ordered = {name: report[name] if name == "eval" else _sorted(report[name]) for name in sorted(report)}
-    return json.dumps(ordered, indent=1, ensure_ascii=False) + "\n"
+    return json.dumps(ordered, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _sorted(value: Any) -> Any:

@@ -16,11 +16,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from evalkit.core.config import Mode, ModelConfig, RunSettings
 from evalkit.core.dataset import Case
-from evalkit.core.errors import OutageError
+from evalkit.core.errors import EvalkitError, InputError, OutageError, one_line
 from evalkit.live.budget import Budget, estimate_tokens
 from evalkit.live.limits import RateLimiter
 from evalkit.live.progress import CallProgress
@@ -93,14 +93,14 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     judged = task.build_judge is not None and judge is not None
     caller = _Caller(mode, recording, where, live, model, judge if judged else None)
 
-    calls = caller.wave([(f"task/{c.id}", task.build_task(c, prompt, model), "model") for c in cases])
+    calls = caller.wave([(f"task/{c.id}", _built(task.build_task, c, prompt, model), "model") for c in cases])
     caller.raise_outage()
     if judged:
         assert task.build_judge is not None and judge is not None
         planned: list[Planned] = []
         for case in cases:
             output = calls[f"task/{case.id}"]
-            for metric, request in task.build_judge(case, output.text or "", judge).items():
+            for metric, request in _built(task.build_judge, case, output.text or "", judge).items():
                 call_id = f"judge/{metric}/{case.id}"
                 if output.text is None:
                     calls[call_id] = CallResult("blocked", reason=f"{call_id} needs task/{case.id}, which has no reply")
@@ -118,6 +118,24 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
         stats["live"] = {"sent": caller.sent, "retried": caller.retried,
                          "seconds": round(caller.live_seconds, 3), "budget": live.budget.summary()}
     return Execution(calls, caller.recording_to_save(version), stats)
+
+
+_Built = TypeVar("_Built")
+
+
+def _built(build: Callable[[Case, str, ModelConfig], _Built], case: Case, text: str, config: ModelConfig) -> _Built:
+    """A suite's build_task or build_judge for one case. Its failure (typically a case lacking a field the task
+    reads) is the suite's input, not evalkit's bug: one line naming the function, its file and the case."""
+    try:
+        return build(case, text, config)
+    except EvalkitError:
+        raise
+    except Exception as error:
+        code = getattr(build, "__code__", None)
+        where = f"{code.co_filename}: " if code is not None else ""
+        raise InputError(one_line(f"{where}{getattr(build, '__name__', 'the task')} failed on case {case.id}: "
+                                  f"{type(error).__name__}: {error}; check that every case has the fields it "
+                                  "reads", limit=600)) from None
 
 
 class _Caller:

@@ -74,7 +74,7 @@ class Journal:
 
     def append(self, call_id: str, entry: Entry) -> None:
         scrubbed = self._scrub({"call_id": call_id, "entry": entry.model_dump(mode="json")})
-        data = (json.dumps(scrubbed, ensure_ascii=False) + "\n").encode("utf-8")
+        data = (json.dumps(scrubbed, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
         with self._lock:
             try:
                 if self._fd is None:

@@ -164,4 +164,4 @@ def save_recording(recording: Recording, path: Path, scrub: Callable[[Any], Any]
     before it is serialised (a redaction can never break the JSON)."""
     data = recording.model_dump(mode="json", exclude_none=True)
     data["calls"] = dict(sorted(data["calls"].items()))
-    write_atomic(path, json.dumps(scrub(data), indent=1, ensure_ascii=False) + "\n")
+    write_atomic(path, json.dumps(scrub(data), indent=1, ensure_ascii=False, allow_nan=False) + "\n")

@@ -139,7 +139,7 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: dict[str, A
     data = redact.scrub(data)  # strings only, before serialising: outcomes and the JSON stay intact
     report = report_from_mapping(data, f"report of suite {config.suite.name}")
     report_path = out / "report.json"
-    write_atomic(report_path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    write_atomic(report_path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     if config.run.save_report:  # a baseline to keep: its canonical form, so regenerating it changes no byte
         saved = Path(config.run.save_report).expanduser()
         try:  # the destination was checked before the run (evalkit.run.destinations); the disk may be full now

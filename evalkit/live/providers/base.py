@@ -55,8 +55,9 @@ class Reply(BaseModel):
     text: str | None
     stop_reason: str | None = None
     usage: Usage = Usage()
-    latency_ms: float | None = None
-    """Wall time of the call as measured by evalkit; None for authored fixtures."""
+    latency_ms: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """Wall time of the call as measured by evalkit; None for authored fixtures (a finite number: it reaches the
+    report's latency section, and NaN is not JSON)."""
 
 
 class CallFailure(Exception):
