@@ -60,8 +60,7 @@ def parse_json(text: str | bytes, where: str, what: str = "file") -> Any:
     except RecursionError:
         raise InputError(_too_deep(where, what)) from None
     except ValueError as error:  # an integer of more digits than Python converts
-        raise InputError(f"{where}: the {what} holds a number too long to read ({_short(str(error), 60, quote=False)});"
-                         " no value evalkit reads is that long") from None
+        raise InputError(_too_long(where, what, error)) from None
     if not bounded:  # the parser could not bound the nesting: walk the value (numbers were checked as parsed)
         check_values(data, where, what)
     return data
@@ -156,8 +155,7 @@ def parse_yaml(text: str, where: str, what: str = "file") -> Any:
     except RecursionError:
         raise InputError(_too_deep(where, what)) from None
     except ValueError as error:  # an integer of more digits than Python converts
-        raise InputError(f"{where}: the {what} holds a number too long to read ({_short(str(error), 60, quote=False)});"
-                         " no value evalkit reads is that long") from None
+        raise InputError(_too_long(where, what, error)) from None
     check_values(data, where, what)
     return data
 
@@ -186,6 +184,11 @@ def check_values(data: Any, where: str, what: str = "file") -> None:
 
 
 _WALKED = frozenset({dict, list, float})
+
+
+def _too_long(where: str, what: str, error: ValueError) -> str:
+    return (f"{where}: the {what} holds a number too long to read ({_short(str(error), 60, quote=False)}); "
+            "no value evalkit reads is that long")
 
 
 def _too_deep(where: str, what: str) -> str:
