@@ -50,6 +50,7 @@ def test_reply_is_json(case, task_reply):
 '''
 SUITE_OPTION = """# @package _global_
 defaults:
+  - /model: bench_ollama
   - /prompt: v1
   - /dataset: v1
   - /judge: gemini-flash
