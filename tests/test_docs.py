@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from evalkit.project.paths import PACKAGE_CONF  # noqa: E402
+import pytest
+from conftest import evalkit_cli
+
+from evalkit.project.paths import PACKAGE_CONF
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
@@ -45,3 +48,13 @@ def test_readme_names_every_config_option():
                   "rubric"):
         for option in [*(PROJECT_ROOT / "conf" / group).glob("*.yaml"), *(PACKAGE_CONF / group).glob("*.yaml")]:
             assert f"`{option.stem}`" in README, f"README does not mention {group}={option.stem}"
+
+
+@pytest.mark.slow
+def test_the_readme_shows_what_python_m_evalkit_model_gemma4_prints(tmp_path: Path) -> None:
+    section = README.split("What `python -m evalkit model=gemma4` prints", 1)[1]
+    shown = section.split("```\n", 1)[1].split("```", 1)[0]
+    done = evalkit_cli("evalkit", "model=gemma4", f"hydra.run.dir={tmp_path / 'job'}")
+    assert done.returncode == 1, done.stderr  # BLOCK, as the README says
+    printed = done.stdout.replace(f"report {tmp_path / 'job'}/report.json", "report outputs/.../report.json")
+    assert printed == shown
