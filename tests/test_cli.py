@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import report, write_json
+from conftest import evalkit_cli, report, write_json
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
@@ -220,3 +220,16 @@ def test_readme_output_example_is_what_the_program_prints(run_evalkit):
     done = run_evalkit("model=gemma4")
     printed = re.sub(r"report \S+report\.json", "report outputs/.../report.json", done.stdout.strip())
     assert printed == shown
+
+
+@pytest.mark.parametrize("flag", ["hydra.run.dir", "hydra.sweep.dir"])
+def test_an_output_folder_that_is_a_file_is_one_line(tmp_path, flag):
+    taken = tmp_path / "a-file"
+    taken.write_text("mine\n")
+    sweep = ["-m", "prompt=v1,v2"] if flag == "hydra.sweep.dir" else []
+    done = evalkit_cli("evalkit", *sweep, f"{flag}={taken}")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"error: cannot create the run folder {taken} (File exists); hydra.run.dir and hydra.sweep.dir must name "
+        "folders that can be created (not files)"]
+    assert taken.read_text() == "mine\n"
