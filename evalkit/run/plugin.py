@@ -105,12 +105,14 @@ class _EvalRun:
             if isinstance(case, Case):
                 self.case_of[item.nodeid] = case.id
 
-    @pytest.fixture(scope="session")
+    # Function-scoped: they only hand out the run's data, and pytest deprecates session-scoped fixtures defined
+    # as instance methods (PytestRemovedIn10Warning), which a registered plugin object's fixtures are.
+    @pytest.fixture
     def eval_key(self) -> dict[str, Any]:
         """The eval key of this run."""
         return self.run.key
 
-    @pytest.fixture(scope="session")
+    @pytest.fixture
     def components(self) -> dict[str, Any]:
         """The composed settings of the suite's declared components (`components["retriever"]["k"]`)."""
         return self.run.components
