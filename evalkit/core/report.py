@@ -20,7 +20,7 @@ from evalkit.core.failure import failure_message
 from evalkit.core.files import read_text
 from evalkit.core.parsing import parse_json
 
-__all__ = ["RunReport", "report_from_mapping", "load_report", "parse_report"]
+__all__ = ["Counts", "RunReport", "report_from_mapping", "load_report", "parse_report"]
 
 OUTCOMES = frozenset({"passed", "failed", "skipped", "xfailed", "xpassed", "error"})
 # One shared string per outcome: a million-test report then holds 6 outcome strings, not a million.
@@ -32,6 +32,15 @@ _PLUGIN_OUTCOMES = ("rerun", "subtests <outcome>")
 # pytest's exit codes (pytest.ExitCode) and what each says about the run.
 _EXIT_CODES = {2: "pytest was interrupted (exit code 2: collection errors or an interrupt)",
                3: "pytest had an internal error (exit code 3)", 4: "pytest was misused (exit code 4: usage error)"}
+
+
+@dataclass(frozen=True)
+class Counts:
+    """One repeated test's samples: how many of `runs` passed, and the case it belongs to (if the entry says)."""
+
+    passed: int
+    runs: int
+    case: str | None = None
 
 
 @dataclass(frozen=True)
