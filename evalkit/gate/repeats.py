@@ -5,22 +5,29 @@ Two guards share the policy's `alpha`, half each, so together they block an unch
 more often than `alpha` (a union bound):
 - per test, a one-sided Fisher exact test of the baseline's k/N against the candidate's k'/M, Holm-corrected
   over the tests compared: it catches a single hard break;
-- for the suite, a paired cluster bootstrap of per-case pass fractions (evalkit.gate.stats), blocking when the
-  one-sided upper bound of the change is below zero: it catches a broad drop no single test can show.
+- for the suite, a paired test of per-case pass fractions: it catches a broad drop no single test can show. It
+  decides by a sign-flip randomization test of the per-case changes (one-sided, p < alpha / 2), which is exact
+  for an unchanged system whatever the number of cases, since then each case's two sides are exchangeable; the
+  paired cluster bootstrap (evalkit.gate.stats) beside it gives the size of the change and its interval. The
+  bootstrap alone is not used to decide: with few cases, or one flaky case among steady ones, its percentile
+  interval is too narrow and would block an unchanged system (one case falling 1.0 -> 0.0 gives the point
+  interval [-1, -1]).
 
-Pure: no I/O; the bootstrap's seed is an argument.
+Pure: no I/O; the seed of the random draws is an argument.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from evalkit.core.report import Counts
 from evalkit.gate.stats import PairedStatistics, paired_fraction_bootstrap
 
-__all__ = ["Counts", "RepeatsOutcome", "compare_repeats", "fisher_lower_p", "holm", "min_fisher_p",
+__all__ = ["RepeatsOutcome", "compare_repeats", "fisher_lower_p", "holm", "min_fisher_p", "sign_flip_p",
            "wilson_interval"]
 
 _Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile
@@ -65,6 +72,27 @@ def holm(pvalues: Sequence[float], alpha: float) -> list[bool]:
     return rejected
 
 
+def sign_flip_p(groups: Sequence[Hashable], differences: Sequence[float], *, seed: int = 17,
+                resamples: int = 2000) -> float:
+    """One-sided p-value that the mean per-group change is below zero: each group's mean change is given a
+    random sign `resamples` times (a seeded numpy Generator), and p = (1 + draws at or below the observed
+    mean) / (1 + resamples), which is valid (never below its nominal level) for any number of draws."""
+    labels = sorted(set(groups), key=repr)
+    index = {label: number for number, label in enumerate(labels)}
+    codes = np.fromiter((index[label] for label in groups), dtype=np.int64, count=len(groups))
+    sums = np.bincount(codes, weights=np.asarray(differences, dtype=np.float64), minlength=len(labels))
+    effects = sums / np.bincount(codes, minlength=len(labels))
+    observed = float(effects.mean())
+    rng = np.random.default_rng(seed)
+    at_or_below = 0
+    for start in range(0, resamples, 256):  # chunks keep the sign matrix small for many groups
+        rows = min(256, resamples - start)
+        signs = rng.integers(0, 2, size=(rows, len(effects)), dtype=np.int8) * 2 - 1
+        # a tolerance, so that draws equal to the observed mean up to rounding count as equal
+        at_or_below += int(np.count_nonzero((signs @ effects) / len(effects) <= observed + 1e-12))
+    return (1 + at_or_below) / (1 + resamples)
+
+
 @dataclass(frozen=True)
 class RepeatsOutcome:
     """What the two guards found."""
@@ -77,10 +105,12 @@ class RepeatsOutcome:
     insufficient_data: str | None = None
     """Why no outcome could be significant at these sample sizes (None when one could)."""
     suite: PairedStatistics | None = None
-    """The paired bootstrap of per-case pass fractions; its interval is the two-sided (1 - alpha) one, so its
-    upper end is the one-sided (1 - alpha/2) bound."""
+    """The paired bootstrap of per-case pass fractions (the change's size): its interval is the two-sided
+    (1 - alpha) one."""
+    suite_p: float | None = None
+    """The sign-flip test's one-sided p-value of a drop in per-case pass fractions."""
     suite_drop: bool = False
-    """Whether the suite's upper bound lies below zero: a drop across cases."""
+    """Whether suite_p < alpha / 2: a drop across cases."""
 
 
 def compare_repeats(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *, alpha: float,
@@ -105,9 +135,9 @@ def compare_repeats(baseline: Mapping[str, Counts], candidate: Mapping[str, Coun
     if best > share / len(names):
         insufficient = (f"{len(names)} test(s) at these sample sizes: even every sample failing gives p >= "
                         f"{best:.3g}, above alpha/2 / {len(names)}; run more repeats")
-    suite = paired_fraction_bootstrap(
-        [candidate[n].case or baseline[n].case or n for n in names],
-        [baseline[n].passed / baseline[n].runs for n in names],
-        [candidate[n].passed / candidate[n].runs for n in names],
-        seed=seed, resamples=resamples, confidence=1 - alpha)
-    return RepeatsOutcome(alpha, regressed, unreliable, insufficient, suite, suite.interval[1] < 0)
+    groups = [candidate[n].case or baseline[n].case or n for n in names]
+    before = [baseline[n].passed / baseline[n].runs for n in names]
+    after = [candidate[n].passed / candidate[n].runs for n in names]
+    suite = paired_fraction_bootstrap(groups, before, after, seed=seed, resamples=resamples, confidence=1 - alpha)
+    p = sign_flip_p(groups, [a - b for a, b in zip(after, before, strict=True)], seed=seed, resamples=resamples)
+    return RepeatsOutcome(alpha, regressed, unreliable, insufficient, suite, p, p < share)
