@@ -3,7 +3,9 @@ sides repeated (issue 11, items 5 and 6)."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,8 @@ from evalkit.gate.decide import decide
 from evalkit.gate.decision import Verdict
 from evalkit.gate.repeats import compare_repeats, fisher_lower_p, holm, min_fisher_p, sign_flip_p, wilson_interval
 from evalkit.gate.stats import FRACTION_ESTIMAND, StatisticsInputError, paired_fraction_bootstrap
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_wilson_interval_matches_the_textbook_figures() -> None:
@@ -175,3 +179,13 @@ def test_sign_flip_is_exact_for_one_case_and_sees_a_broad_drop() -> None:
     assert sign_flip_p([f"c{i}" for i in range(10)], [-0.5] * 10) < 0.01
     # the same seed gives the same p; rows of one case count once (their mean)
     assert sign_flip_p(["a", "a", "b"], [-1.0, 0.0, -0.5], seed=3) == sign_flip_p(["a", "b"], [-0.5, -0.5], seed=3)
+
+
+def test_the_repeats_benchmark_meets_its_targets_on_a_short_run(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = importlib.util.spec_from_file_location("repeats_benchmark", PROJECT_ROOT / "benchmarks" / "repeats.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["60"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("false_block_rate=") and " detect_hard=" in last and " detect_broad=" in last
