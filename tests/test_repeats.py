@@ -189,3 +189,10 @@ def test_the_repeats_benchmark_meets_its_targets_on_a_short_run(capsys: pytest.C
     assert module.main(["60"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("false_block_rate=") and " detect_hard=" in last and " detect_broad=" in last
+
+
+def test_decide_counts_of_one_sample_are_single_runs() -> None:
+    base, cand = _report({"test_x[a]": (1, 1), "test_x[b]": (1, 1)}), _report({"test_x[a]": (0, 1), "test_x[b]": (1, 1)}, "p2")
+    decision = decide(Policy(), base, cand)
+    assert decision.decision is Verdict.BLOCK and decision.regressed == ("test_x[a]",) and decision.repeats is None
+    assert decision.warnings == ()

@@ -81,8 +81,8 @@ def _run_warnings(policy: Policy, baseline: RunReport, candidate: RunReport) -> 
                 "prefix, or Class::test)" for name in unmatched_critical(policy.critical, baseline.outcomes,
                                                                          candidate.outcomes)]
     warnings += [f"baseline: {problem}" for problem in baseline.problems]
-    if bool(baseline.repeats) != bool(candidate.repeats):
-        side = "baseline" if baseline.repeats else "candidate"
+    if _sampled(baseline) != _sampled(candidate):
+        side = "baseline" if _sampled(baseline) else "candidate"
         warnings.append(f"only the {side} carries repeated samples; outcomes were compared as single runs "
                         "(run both sides with the same run.repeats for the statistical rule)")
     return warnings
@@ -120,7 +120,7 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
     regressed.sort()
     fixed.sort()
     repeated = None
-    if baseline.repeats and candidate.repeats:
+    if _sampled(baseline) and _sampled(candidate):
         # a test sampled on both sides regresses only when its drop is significant (evalkit.gate.repeats)
         rule = policy.repeats
         repeated = compare_repeats(baseline.repeats, candidate.repeats, alpha=rule.alpha,
@@ -194,6 +194,11 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
         | (_repeat_messages(repeated, baseline, candidate) if repeated else {}),
         repeats=_repeat_summary(repeated) if repeated else None,
     )
+
+
+def _sampled(report: RunReport) -> bool:
+    """Whether a report sampled tests more than once: counts of one sample each are single runs (N = 1)."""
+    return any(counts.runs > 1 for counts in report.repeats.values())
 
 
 def _repeat_reasons(policy: Policy, repeated: RepeatsOutcome, reasons: list[str], review: list[str]) -> None:
