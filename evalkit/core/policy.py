@@ -13,8 +13,8 @@ from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.files import read_text
 from evalkit.core.parsing import parse_json, parse_yaml
 
-__all__ = ["STRICT_DEFAULT", "PairedRule", "Policy", "load_policy", "policy_from_mapping", "policy_schema",
-           "policy_sha256"]
+__all__ = ["STRICT_DEFAULT", "PairedRule", "Policy", "RepeatsRule", "load_policy", "policy_from_mapping",
+           "policy_schema", "policy_sha256"]
 
 
 
@@ -38,6 +38,27 @@ class PairedRule(BaseModel):
     """How many times the groups are resampled (at most 20,000, ten times the default: the draws are held in memory)."""
     confidence: float = Field(0.95, gt=0.0, lt=1.0)
     """Nominal coverage of the percentile interval."""
+
+
+class RepeatsRule(BaseModel):
+    """How the gate decides when both reports sampled each test several times (evalkit.gate.repeats)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    alpha: float = Field(0.05, gt=0.0, lt=1.0)
+    """The whole decision's false-block rate on an unchanged system: half goes to the per-test Fisher tests
+    (Holm-corrected), half to the suite's paired bootstrap of per-case pass fractions."""
+    min_repeats: int = Field(2, ge=1)
+    """The fewest samples per test either side must have for the statistics to decide; fewer is
+    `insufficient_data`."""
+    unreliable_baseline: Literal["block", "review", "ignore"] = "review"
+    """What tests flaky on the baseline (0 < k < N passes) lead to: they are listed, and by default reviewed."""
+    insufficient_data: Literal["block", "review", "ignore"] = "review"
+    """What sample sizes too small for any outcome to reach `alpha` (or below `min_repeats`) lead to."""
+    seed: int = Field(17, ge=0, le=2**32 - 1)
+    """Seed of the suite bootstrap's random generator."""
+    resamples: int = Field(2000, ge=1, le=MAX_RESAMPLES)
+    """Bootstrap resamples of the suite guard."""
 
 
 class Policy(BaseModel):
@@ -121,6 +142,10 @@ class Policy(BaseModel):
     """Estimate the task-success difference with a paired cluster bootstrap over the suite's groups and block
     when the interval's lower bound is below `margin`."""
 
+    repeats: RepeatsRule = Field(default_factory=RepeatsRule)
+    """When both reports carry repeated samples per test: the significance level and what flaky baselines and
+    too few samples lead to. `critical` and `critical_cases` still demand every sample pass."""
+
 
 # What `python -m evalkit.gate` applies when neither --policy nor the candidate's suite names a policy (a plain
 # pytest-json-report): no test that passes on the baseline may stop passing or vanish (block), and a run with
@@ -133,7 +158,10 @@ STRICT_DEFAULT = Policy(name="strict-default", version="1", max_regressions=0, r
 def policy_sha256(policy: Policy) -> str:
     """The policy's content identity: SHA-256 of the validated policy as canonical JSON (sorted keys, no spaces,
     defaults filled in), so a file, a composed config option and an equivalent policy hash alike."""
-    text = json.dumps(policy.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    data = policy.model_dump(mode="json")
+    if policy.repeats == RepeatsRule():  # added later: a policy that leaves it alone keeps its earlier identity
+        del data["repeats"]
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -20,7 +20,7 @@ from evalkit.core.failure import failure_message
 from evalkit.core.files import read_text
 from evalkit.core.parsing import parse_json
 
-__all__ = ["RunReport", "report_from_mapping", "load_report", "parse_report"]
+__all__ = ["Counts", "RunReport", "report_from_mapping", "load_report", "parse_report"]
 
 OUTCOMES = frozenset({"passed", "failed", "skipped", "xfailed", "xpassed", "error"})
 # One shared string per outcome: a million-test report then holds 6 outcome strings, not a million.
@@ -32,6 +32,15 @@ _PLUGIN_OUTCOMES = ("rerun", "subtests <outcome>")
 # pytest's exit codes (pytest.ExitCode) and what each says about the run.
 _EXIT_CODES = {2: "pytest was interrupted (exit code 2: collection errors or an interrupt)",
                3: "pytest had an internal error (exit code 3)", 4: "pytest was misused (exit code 4: usage error)"}
+
+
+@dataclass(frozen=True)
+class Counts:
+    """One repeated test's samples: how many of `runs` passed, and the case it belongs to (if the entry says)."""
+
+    passed: int
+    runs: int
+    case: str | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,9 @@ class RunReport:
     messages: Mapping[str, str] = field(default_factory=dict)
     """nodeid -> the first line of why the test did not pass (evalkit.core.failure); only tests that did not
     pass and whose entry says why, so a large report of passing tests holds no messages at all."""
+    repeats: Mapping[str, Counts] = field(default_factory=dict)
+    """nodeid -> how many of its samples passed, for tests sampled several times (`"repeats": {"passed": k,
+    "runs": n}` beside the outcome, which is `passed` only when all n passed); empty for single runs."""
 
     @property
     def passed(self) -> int:
@@ -98,6 +110,8 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
     # outcomes holds the tests in report order, one each (duplicates are refused above): pair them, no lookups
     messages = {nodeid: line for test, (nodeid, outcome) in zip(tests, outcomes.items(), strict=True)
                 if outcome not in PASSING and (line := failure_message(test)) is not None}
+    # one C-speed scan: reports without repeats (most) pay nothing more
+    repeats = _repeats(tests, outcomes, where) if any("repeats" in test for test in tests) else {}
     cases = _cases(data.get("cases"), where)
     provenance = data.get("provenance") or {}
     if not isinstance(provenance, dict):
@@ -108,7 +122,29 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
             raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")
     return RunReport(key, outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where),
                      _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
-                     _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages)
+                     _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages,
+                     repeats=repeats)
+
+
+def _repeats(tests: list[Any], outcomes: Mapping[str, str], where: str) -> dict[str, Counts]:
+    """Each repeated test's pass count; a count that is not k of n, or that contradicts the outcome, is refused."""
+    out = {}
+    for index, (test, (nodeid, outcome)) in enumerate(zip(tests, outcomes.items(), strict=True)):
+        block = test.get("repeats")
+        if block is None:
+            continue
+        passed = block.get("passed") if isinstance(block, dict) else None
+        runs = block.get("runs") if isinstance(block, dict) else None
+        if (not isinstance(passed, int) or not isinstance(runs, int) or isinstance(passed, bool)
+                or isinstance(runs, bool) or runs < 1 or not 0 <= passed <= runs):
+            raise InputError(f"{where}: tests[{index}] ({nodeid}): 'repeats' is {block!r}; it must be "
+                             '{"passed": k, "runs": n} with 0 <= k <= n and n >= 1')
+        if (outcome in PASSING and passed < runs) or (outcome in FAILING and passed == runs):
+            raise InputError(f"{where}: tests[{index}] ({nodeid}): outcome {outcome!r} contradicts {passed} of "
+                             f"{runs} samples passing; a repeated test is 'passed' only when every sample passed")
+        case = test.get("case")
+        out[nodeid] = Counts(passed, runs, case if isinstance(case, str) else None)
+    return out
 
 
 _GRADE_FLAGS = ("task_pass", "quality_pass", "safety_pass", "review_pending")

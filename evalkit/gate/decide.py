@@ -15,6 +15,7 @@ from evalkit.core.report import FAILING, PASSING, RunReport
 from evalkit.gate.compare import compare_metrics
 from evalkit.gate.decision import Decision, Verdict
 from evalkit.gate.release import release_rules, split_refusal, uses_release_rules
+from evalkit.gate.repeats import RepeatsOutcome, compare_repeats, wilson_interval
 
 __all__ = ["decide", "incomparability", "changed_components", "is_critical"]
 
@@ -80,6 +81,10 @@ def _run_warnings(policy: Policy, baseline: RunReport, candidate: RunReport) -> 
                 "prefix, or Class::test)" for name in unmatched_critical(policy.critical, baseline.outcomes,
                                                                          candidate.outcomes)]
     warnings += [f"baseline: {problem}" for problem in baseline.problems]
+    if _sampled(baseline) != _sampled(candidate):
+        side = "baseline" if _sampled(baseline) else "candidate"
+        warnings.append(f"only the {side} carries repeated samples; outcomes were compared as single runs "
+                        "(run both sides with the same run.repeats for the statistical rule)")
     return warnings
 
 
@@ -114,6 +119,16 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
     new_failing = sorted(name for name in failing if name not in before)
     regressed.sort()
     fixed.sort()
+    repeated = None
+    if _sampled(baseline) and _sampled(candidate):
+        # a test sampled on both sides regresses only when its drop is significant (evalkit.gate.repeats)
+        rule = policy.repeats
+        repeated = compare_repeats(baseline.repeats, candidate.repeats, alpha=rule.alpha,
+                                   min_repeats=rule.min_repeats, seed=rule.seed, resamples=rule.resamples)
+        both = candidate.repeats
+        regressed = sorted({name for name in regressed if name not in both or name not in baseline.repeats}
+                           | set(repeated.regressed))
+        fixed = [name for name in fixed if name not in both or name not in baseline.repeats]
     missing_critical.sort()
     counts = Counter(after.values())
     passed = len(after) - len(failing)
@@ -145,6 +160,8 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
         shown = "not measurable (no test ran)" if ran_pass_rate is None else f"{ran_pass_rate:.3f}"
         reasons.append(f"pass rate of the tests that ran {shown} is below {policy.min_ran_pass_rate}")
     reasons += _critical_cases(policy, candidate)
+    if repeated is not None:
+        _repeat_reasons(policy, repeated, reasons, review)
     metrics = compare_metrics(baseline.metrics, candidate.metrics)
     for floors, out in ((policy.block_below, reasons), (policy.review_below, review)):
         for name, floor in floors.items():
@@ -173,8 +190,52 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
         warnings=warnings, outcomes=dict(sorted(counts.items())),
         ran_pass_rate=None if ran_pass_rate is None else round(ran_pass_rate, 3),
         new_failing=tuple(new_failing),
-        messages=_messages((*regressed, *critical_failures, *missing_critical, *new_failing), candidate),
+        messages=_messages((*regressed, *critical_failures, *missing_critical, *new_failing), candidate)
+        | (_repeat_messages(repeated, baseline, candidate) if repeated else {}),
+        repeats=_repeat_summary(repeated) if repeated else None,
     )
+
+
+def _sampled(report: RunReport) -> bool:
+    """Whether a report sampled tests more than once: counts of one sample each are single runs (N = 1)."""
+    return any(counts.runs > 1 for counts in report.repeats.values())
+
+
+def _repeat_reasons(policy: Policy, repeated: RepeatsOutcome, reasons: list[str], review: list[str]) -> None:
+    """The suite guard blocks; flaky baselines and too few samples do what the policy's `repeats:` says."""
+    suite = repeated.suite
+    if repeated.suite_drop and suite is not None:
+        reasons.append(f"pass fractions fell across cases: mean change {suite.difference:+.3f} "
+                       f"(interval {suite.interval[0]:+.3f} to {suite.interval[1]:+.3f}), sign-flip "
+                       f"p={repeated.suite_p:.2g} below alpha/2 = {repeated.alpha / 2:g}")
+    rule = policy.repeats
+    flaky = repeated.unreliable_baseline
+    if flaky and rule.unreliable_baseline != "ignore":
+        (reasons if rule.unreliable_baseline == "block" else review).append(
+            f"unreliable_baseline: {len(flaky)} test(s) pass only some samples on the baseline "
+            f"({', '.join(flaky[:3])}{', ...' if len(flaky) > 3 else ''})")
+    if repeated.insufficient_data and rule.insufficient_data != "ignore":
+        (reasons if rule.insufficient_data == "block" else review).append(
+            f"insufficient_data: {repeated.insufficient_data}")
+
+
+def _repeat_messages(repeated: RepeatsOutcome, baseline: RunReport, candidate: RunReport) -> dict[str, str]:
+    """For each significantly regressed test: both sides' pass counts, the candidate's Wilson interval, p."""
+    out = {}
+    for name, p in repeated.regressed.items():
+        before, after = baseline.repeats[name], candidate.repeats[name]
+        low, high = wilson_interval(after.passed, after.runs)
+        out[name] = (f"{after.passed}/{after.runs} samples passed (95% interval {low:.2f}-{high:.2f}), baseline "
+                     f"{before.passed}/{before.runs}; one-sided Fisher p={p:.2g}")
+    return out
+
+
+def _repeat_summary(repeated: RepeatsOutcome) -> dict[str, Any]:
+    return {"alpha": repeated.alpha, "regressed": dict(sorted(repeated.regressed.items())),
+            "unreliable_baseline": list(repeated.unreliable_baseline),
+            "insufficient_data": repeated.insufficient_data,
+            "suite": repeated.suite.model_dump(mode="json") if repeated.suite else None,
+            "suite_p": repeated.suite_p, "suite_drop": repeated.suite_drop}
 
 
 def _messages(names: tuple[str, ...], candidate: RunReport) -> dict[str, str]:

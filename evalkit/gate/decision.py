@@ -76,6 +76,9 @@ class Decision:
     messages: dict[str, str] = field(default_factory=dict)
     """nodeid -> the first line of why it did not pass, for each regressed, critical and new failing test that
     says why (a test absent from the candidate: `absent from the candidate`)."""
+    repeats: dict[str, Any] | None = None
+    """When both sides sampled each test several times: alpha, the significantly regressed tests (Fisher p),
+    unreliable_baseline, insufficient_data, and the suite's paired bootstrap of per-case pass fractions."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,4 +101,4 @@ class Decision:
             "ran_pass_rate": self.ran_pass_rate,
             "new_failing": list(self.new_failing),
             "messages": self.messages,
-        }
+        } | ({"repeats": self.repeats} if self.repeats is not None else {})

@@ -12,6 +12,7 @@ With few groups the interval describes the sample at hand, not a population.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -19,10 +20,11 @@ from pydantic import BaseModel, ConfigDict
 
 from evalkit.core.errors import InputError
 
-__all__ = ["ESTIMAND", "FEW_GROUPS", "FEW_GROUPS_WARNING", "METHOD", "PairedStatistics", "StatisticsInputError",
-           "meets_margin", "paired_cluster_bootstrap"]
+__all__ = ["ESTIMAND", "FEW_GROUPS", "FEW_GROUPS_WARNING", "FRACTION_ESTIMAND", "METHOD", "PairedStatistics",
+           "StatisticsInputError", "meets_margin", "paired_cluster_bootstrap", "paired_fraction_bootstrap"]
 
 ESTIMAND = "equal_weight_mean_of_group_task_success_differences"
+FRACTION_ESTIMAND = "equal_weight_mean_of_group_pass_fraction_differences"
 METHOD = "paired cluster percentile bootstrap"
 FEW_GROUPS = 30
 FEW_GROUPS_WARNING = "few groups: a method demonstration, not population evidence"
@@ -69,7 +71,7 @@ def _outcomes(values: Sequence[object], side: str) -> npt.NDArray[np.int8]:
     return np.asarray(values, dtype=np.int8)
 
 
-def _group_effects(groups: Sequence[Hashable], differences: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
+def _group_effects(groups: Sequence[Hashable], differences: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
     """Each group's mean difference, groups in sorted label order so row order cannot change the result."""
     labels = sorted(set(groups), key=repr)
     index = {label: number for number, label in enumerate(labels)}
@@ -97,11 +99,46 @@ def paired_cluster_bootstrap(
     if not len(groups) == len(baseline) == len(candidate):
         raise StatisticsInputError(f"lengths differ: groups {len(groups)}, baseline {len(baseline)}, "
                                    f"candidate {len(candidate)}; give one value per row on each")
+    _check_settings(resamples, confidence)
+    differences = _outcomes(candidate, "candidate") - _outcomes(baseline, "baseline")
+    return _bootstrap(groups, differences, seed=seed, resamples=resamples, confidence=confidence)
+
+
+def paired_fraction_bootstrap(
+    groups: Sequence[Hashable],
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    seed: int = 17,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+) -> PairedStatistics:
+    """The same paired cluster bootstrap over pass fractions (k/N of repeated samples) instead of 0/1 outcomes:
+    row i is one test, `groups[i]` its case, so the mean per-case change in pass fraction is the estimand."""
+    if not len(groups):
+        raise StatisticsInputError("no rows: the bootstrap needs at least one group")
+    if not len(groups) == len(baseline) == len(candidate):
+        raise StatisticsInputError(f"lengths differ: groups {len(groups)}, baseline {len(baseline)}, "
+                                   f"candidate {len(candidate)}; give one value per row on each")
+    _check_settings(resamples, confidence)
+    before = np.asarray(baseline, dtype=np.float64)
+    after = np.asarray(candidate, dtype=np.float64)
+    if not (np.all((before >= 0) & (before <= 1)) and np.all((after >= 0) & (after <= 1))):
+        raise StatisticsInputError("pass fractions must lie between 0 and 1")
+    return _bootstrap(groups, after - before, seed=seed, resamples=resamples, confidence=confidence,
+                      estimand=FRACTION_ESTIMAND)
+
+
+def _check_settings(resamples: int, confidence: float) -> None:
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
         raise StatisticsInputError(f"resamples is {resamples!r}; it must be an integer >= 1")
     if not 0 < confidence < 1:
         raise StatisticsInputError(f"confidence is {confidence!r}; it must lie strictly between 0 and 1")
-    differences = _outcomes(candidate, "candidate") - _outcomes(baseline, "baseline")
+
+
+def _bootstrap(groups: Sequence[Hashable], differences: npt.NDArray[Any], *, seed: int, resamples: int,
+               confidence: float, estimand: str = ESTIMAND) -> PairedStatistics:
+    """Resample the groups' mean differences with replacement; the percentile interval of their mean."""
     effects = _group_effects(groups, differences)
     n_groups = len(effects)
 
@@ -122,7 +159,7 @@ def paired_cluster_bootstrap(
     difference = min(max(float(effects.mean()), floor), ceiling)
     interval = (min(max(float(low), floor), ceiling), min(max(float(high), floor), ceiling))
     return PairedStatistics(
-        difference=difference, interval=interval, groups=n_groups, cases=len(groups), seed=seed,
+        estimand=estimand, difference=difference, interval=interval, groups=n_groups, cases=len(groups), seed=seed,
         resamples=resamples, confidence=confidence, warning=FEW_GROUPS_WARNING if n_groups < FEW_GROUPS else None,
     )
 
