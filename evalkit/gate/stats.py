@@ -94,14 +94,20 @@ def paired_cluster_bootstrap(
 
     Row i is one case: `groups[i]` its group label, `baseline[i]` and `candidate[i]` whether each side passed it.
     """
+    _check_rows(groups, baseline, candidate, resamples, confidence)
+    differences = _outcomes(candidate, "candidate") - _outcomes(baseline, "baseline")
+    return _bootstrap(groups, differences, seed=seed, resamples=resamples, confidence=confidence)
+
+
+def _check_rows(groups: Sequence[Hashable], baseline: Sequence[Any], candidate: Sequence[Any], resamples: int,
+                confidence: float) -> None:
+    """One value per row on each side, at least one row, and settings the bootstrap can use."""
     if not len(groups):
         raise StatisticsInputError("no rows: the bootstrap needs at least one group")
     if not len(groups) == len(baseline) == len(candidate):
         raise StatisticsInputError(f"lengths differ: groups {len(groups)}, baseline {len(baseline)}, "
                                    f"candidate {len(candidate)}; give one value per row on each")
     _check_settings(resamples, confidence)
-    differences = _outcomes(candidate, "candidate") - _outcomes(baseline, "baseline")
-    return _bootstrap(groups, differences, seed=seed, resamples=resamples, confidence=confidence)
 
 
 def paired_fraction_bootstrap(
@@ -115,12 +121,7 @@ def paired_fraction_bootstrap(
 ) -> PairedStatistics:
     """The same paired cluster bootstrap over pass fractions (k/N of repeated samples) instead of 0/1 outcomes:
     row i is one test, `groups[i]` its case, so the mean per-case change in pass fraction is the estimand."""
-    if not len(groups):
-        raise StatisticsInputError("no rows: the bootstrap needs at least one group")
-    if not len(groups) == len(baseline) == len(candidate):
-        raise StatisticsInputError(f"lengths differ: groups {len(groups)}, baseline {len(baseline)}, "
-                                   f"candidate {len(candidate)}; give one value per row on each")
-    _check_settings(resamples, confidence)
+    _check_rows(groups, baseline, candidate, resamples, confidence)
     before = np.asarray(baseline, dtype=np.float64)
     after = np.asarray(candidate, dtype=np.float64)
     if not (np.all((before >= 0) & (before <= 1)) and np.all((after >= 0) & (after <= 1))):
