@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import enum
-import re
 from typing import Any, Literal
 
+import regex  # type: ignore[import-untyped]  # (no stubs shipped)
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evalkit.core.errors import ConfigError, describe_validation
@@ -251,10 +251,10 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
         raise _refusal(error, choices, overrides) from None
     config = _check_run_paths(config)
     _check_suite_kind(config, overrides)
-    for pattern in config.run.secret_patterns:
+    for pattern in config.run.secret_patterns:  # compiled as the redactor compiles them (evalkit.live.redact)
         try:
-            re.compile(pattern)
-        except re.error as error:
+            regex.compile(pattern)
+        except regex.error as error:
             raise ConfigError(f"run.secret_patterns: {pattern!r} is not a regular expression ({error})") from None
     _check_policy_metrics(config)
     if config.budget.max_cost is not None:

@@ -259,7 +259,7 @@ def _keep_reply(entry: dict[str, Any], call_id: str, case_id: str, text: str | N
     """The case's task reply as `output`, each judge reply under `judge_replies[<metric>]`, cut to REPLY_CHARS.
 
     The texts come from run-input.json, which the runner wrote redacted, so cutting cannot split a secret that
-    redaction would then miss; the report is redacted again as a whole when written."""
+    redaction would then miss; the report's strings are redacted again, one by one, when it is written."""
     if call_id == f"task/{case_id}":
         entry["output"] = cap_reply(text)
     elif call_id.startswith("judge/"):
