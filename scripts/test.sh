@@ -25,4 +25,10 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q -e ".[test,local]"
 
+# inspect-ai in a venv of its own (it is not a dependency of evalkit): tests/test_adapt_inspect.py regenerates the
+# Inspect fixtures with it, so a change of Inspect's log format shows up.
+[ -x .venv-inspect/bin/python ] || python3 -m venv .venv-inspect
+.venv-inspect/bin/python -c "import inspect_ai" 2>/dev/null || .venv-inspect/bin/pip install -q "inspect-ai==0.3.285"
+export EVALKIT_INSPECT_PYTHON="${EVALKIT_INSPECT_PYTHON:-$PWD/.venv-inspect/bin/python}"
+
 exec .venv/bin/python -m pytest -q "$@"

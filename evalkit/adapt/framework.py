@@ -140,7 +140,10 @@ def gate_runs(policy: Policy, baseline: NeutralRun, candidate: NeutralRun, *, ba
             decision = Decision(verdict, tuple(reasons), changed)
     else:
         decision = decide(policy, base_report, cand_report)
-    notes = [f"baseline: {note}" for note in _notes(baseline)] + [f"candidate: {note}" for note in _notes(candidate)]
+    before, after = _notes(baseline), _notes(candidate)
+    notes = ([f"baseline and candidate: {note}" for note in before if note in after]
+             + [f"baseline: {note}" for note in before if note not in after]
+             + [f"candidate: {note}" for note in after if note not in before])
     decision = dataclasses.replace(decision, warnings=(*decision.warnings, *notes))
     return Adaptation(adapted_baseline, adapted_candidate, base_report, cand_report, decision)
 
