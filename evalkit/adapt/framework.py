@@ -151,6 +151,9 @@ def gate_runs(policy: Policy, baseline: NeutralRun, candidate: NeutralRun, *, ba
 def _notes(run: NeutralRun) -> list[str]:
     """What a reader of the decision must know about how the run was read."""
     notes = list(run.notes)
+    if run.key.dataset_sha_from == "unrecorded":
+        notes.append(f"{run.tool} records no dataset: runs of different data cannot be told apart, only runs "
+                     "of different tests")
     if run.key.dataset_sha_from == "sample inputs":
         notes.append(f"{run.tool} records no fingerprint of dataset {run.key.dataset}; its identity is the "
                      f"fingerprint of the sample inputs ({run.key.dataset_sha[:12]})")
