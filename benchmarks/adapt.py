@@ -2,10 +2,11 @@
 
 The logs are made by the real tool at scale: a Python with inspect-ai (EVALKIT_INSPECT_PYTHON, default
 .venv-inspect/bin/python, which scripts/test.sh sets up) reads the checked-in fixture logs
-tests/corpus/adapt/inspect/{baseline,candidate}.eval (inspect-ai 0.3.285, mockllm/model), repeats their samples
-to 10,000 (ids `q<n>-<copy>`, 1,667 copies cut at 10,000; each copy a full EvalSample with its transcript) and writes them back with
-`inspect_ai.log.write_eval_log`, so both files are what Inspect itself writes (header, summaries, samples,
-zstandard-compressed). The candidate keeps its regression and fix in every copy.
+tests/corpus/adapt/inspect/{baseline,candidate}.eval (inspect-ai 0.3.285, mockllm/model), repeats their
+samples to 10,000 (ids `q<n>-<copy>`, 1,667 copies cut at 10,000; each copy a full EvalSample with its
+transcript) and writes them back with `inspect_ai.log.write_eval_log`, so both files are what Inspect itself
+writes (header, summaries, samples, zstandard-compressed). The candidate keeps its regression and fix in every
+copy.
 
 Then, best of 3 each, in one sitting:
 - Inspect: `inspect_ai.log.read_eval_log(candidate)` in the inspect Python, timed around the call (the import of
