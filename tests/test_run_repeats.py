@@ -22,7 +22,10 @@ from omegaconf import OmegaConf
 
 from evalkit.core.config import validate_config
 from evalkit.core.errors import ConfigError, InputError
-from evalkit.core.report import report_from_mapping
+from evalkit.core.policy import Policy
+from evalkit.core.report import load_report, report_from_mapping
+from evalkit.gate.decide import decide
+from evalkit.gate.decision import Verdict
 from evalkit.live.providers.base import Message, Request
 from evalkit.run.samples import sample_id, seeded, split_sample
 
@@ -207,6 +210,16 @@ def test_repeats_record_replay_and_gate_end_to_end(tmp_path: Path) -> None:
         assert decision["decision"] == "review"
         assert decision["repeats"]["insufficient_data"] is not None
         assert decision["repeats"]["regressed"] == {}
+
+        # critical tests and critical cases still demand every sample pass: the runner's outcome says whether
+        # they all did
+        baseline, candidate = (load_report(tmp_path / job / "report.json") for job in ("job1", "job2"))
+        flaky_case = "coin" if expected["test_label[coin]"][0] < 3 else "often"
+        for rule in ({"critical": ["test_label"]}, {"critical_cases": [flaky_case]}):
+            strict = decide(Policy.model_validate({"name": "strict", **rule}), baseline, candidate)
+            assert strict.decision == Verdict.BLOCK, rule
+        assert decide(Policy.model_validate({"name": "steady", "critical_cases": ["steady"]}), baseline,
+                      candidate).decision != Verdict.BLOCK
 
 
 @pytest.mark.slow
