@@ -24,6 +24,7 @@ import pytest
 
 from evalkit.core.config import BUILTIN_METRICS
 from evalkit.core.dataset import Case
+from evalkit.core.report import PASSING
 from evalkit.judging.slices import language_of_field, slice_cases
 from evalkit.programs.candidate import is_scorable
 from evalkit.programs.grade import Grade
@@ -208,7 +209,7 @@ class _EvalRun:
         outcomes = [outcome for _, outcome in runs]
         self.sampled[item.nodeid] = outcomes
         shown = next((i for i, o in enumerate(outcomes) if o in ("failed", "error")),
-                     next((i for i, o in enumerate(outcomes) if o not in _PASSING), 0))
+                     next((i for i, o in enumerate(outcomes) if o not in PASSING), 0))
         for report in runs[shown][0]:
             item.ihook.pytest_runtest_logreport(report=report)
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
@@ -230,7 +231,7 @@ class _EvalRun:
         for test in tests:
             outcomes = self.sampled.get(test["nodeid"])
             if outcomes is not None:
-                not_passed = [i for i, outcome in enumerate(outcomes) if outcome not in _PASSING]
+                not_passed = [i for i, outcome in enumerate(outcomes) if outcome not in PASSING]
                 test["repeats"] = {"passed": len(outcomes) - len(not_passed), "runs": len(outcomes),
                                    "not_passed": not_passed}
         self.metrics = _sample_means(self.sample_metrics)
@@ -312,9 +313,6 @@ class _EvalRun:
                 entry["repeats"] = {"passed": sum(_case_passed([c[s] for c in checks])
                                                   for s in range(self.run.repeats)), "runs": self.run.repeats}
         return list(by_case.values())
-
-
-_PASSING = ("passed", "xpassed")  # as the gate counts them (evalkit.core.report.PASSING)
 
 
 def _outcome(config: pytest.Config, reports: list[pytest.TestReport]) -> str:
