@@ -237,3 +237,61 @@ def test_the_budget_counts_every_sample(tmp_path: Path) -> None:
     assert report["execution"]["calls"] == {"recorded": 5, "budget_denied": (samples - 5) + 5,
                                             "blocked": samples - 5}
     assert all(case["status"] == "unscored" for case in report["cases"])  # each case lost a task or judge call
+
+
+# -- the plugin's sample loop, black-box with pytester ----------------------------------------
+
+SAMPLED_RUN = {
+    "key": {"suite": "s", "dataset": "d@1", "dataset_sha": "aaa", "model": "m", "prompt_version": "v1",
+            "prompt_sha": "p", "judge_model": None, "components": {}},
+    "provenance": {"recording_provenance": "authored"},
+    "cases": [{"id": "a", "fields": {}}, {"id": "b", "fields": {}}],
+    "calls": {cid: {"status": "replayed", "text": text, "reason": None, "stop_reason": "stop"}
+              for cid, text in {"task/a": "right", "task/a#1": "wrong", "task/a#2": "right",
+                                "task/b": "right", "task/b#1": "right", "task/b#2": "skip"}.items()},
+    "repeats": 3,
+}
+SAMPLED_TESTS = """
+import pytest
+
+SETUPS = []
+
+@pytest.fixture(scope="module")
+def shared():
+    SETUPS.append(1)
+    return len(SETUPS)
+
+def test_right(case, task_reply, record_metric, shared):
+    record_metric("length", float(len(task_reply)))
+    if task_reply == "skip":
+        pytest.skip("not applicable to this reply")
+    assert task_reply == "right"
+
+def test_once(eval_key):
+    assert eval_key["model"] == "m"
+"""
+
+
+def test_every_check_over_a_case_runs_once_per_sample(pytester: pytest.Pytester) -> None:
+    run = pytester.path / "run.json"
+    run.write_text(json.dumps(SAMPLED_RUN))
+    pytester.makepyfile(test_suite=SAMPLED_TESTS)
+    out = pytester.path / "report.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--evalkit-run={run}", "--json-report",
+                                f"--json-report-file={out}")
+    result.assert_outcomes(passed=1, failed=1, skipped=1)  # one entry per test, not per sample
+    data = json.loads(out.read_text())
+    tests = {t["nodeid"].split("::")[-1]: t for t in data["tests"]}
+    assert tests["test_right[a]"]["outcome"] == "failed"  # sample 1 failed: the entry shown is that sample's
+    assert tests["test_right[a]"]["repeats"] == {"passed": 2, "runs": 3, "not_passed": [1]}
+    assert "'wrong'" in tests["test_right[a]"]["call"]["longrepr"]
+    assert tests["test_right[b]"]["outcome"] == "skipped"  # 2 passed, 1 skipped: not passed, not failed
+    assert tests["test_right[b]"]["repeats"] == {"passed": 2, "runs": 3, "not_passed": [2]}
+    assert "repeats" not in tests["test_once"]  # a check over no case runs once
+    assert data["summary"]["total"] == 3
+    cases = {c["id"]: c for c in data["cases"]}
+    assert cases["a"]["repeats"] == {"passed": 2, "runs": 3} and cases["a"]["passed"] is False
+    assert cases["a"]["metrics"] == {"length": (5 + 5 + 5) / 3}
+    assert cases["b"]["metrics"] == {"length": (5 + 5 + 4) / 3}  # the mean over the samples that measured it
+    assert cases["a"]["output"] == "right"  # sample 0's reply
+    report_from_mapping(data, "sampled report")  # the gate reads what the plugin wrote
