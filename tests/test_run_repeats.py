@@ -20,14 +20,21 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from evalkit.core.config import validate_config
-from evalkit.core.errors import ConfigError, InputError
+from evalkit.core.config import BudgetConfig, Mode, ModelConfig, RunSettings, validate_config
+from evalkit.core.dataset import Case
+from evalkit.core.errors import ConfigError, InputError, OutageError
+from evalkit.core.key import EvalKey
 from evalkit.core.policy import Policy
 from evalkit.core.report import load_report, report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Verdict
-from evalkit.live.providers.base import Message, Request
+from evalkit.live.budget import Budget
+from evalkit.live.providers.base import CallFailure, Message, Reply, Request, Usage
+from evalkit.run.execute import LiveSetup, execute
+from evalkit.run.journal import Journal, read_journal
+from evalkit.run.recording import Provenance, Recording
 from evalkit.run.samples import sample_id, seeded, split_sample
+from evalkit.run.suite import SuiteTask
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
@@ -103,6 +110,64 @@ def test_repeats_outside_their_range_are_refused_in_one_line(hydra_conf: None, v
 def test_a_program_suite_refuses_repeats(hydra_conf: None) -> None:
     with pytest.raises(ConfigError, match=r"run\.repeats=3: suite quality_lab runs a candidate program once"):
         validate_config(composed("suite=quality_lab", "run.repeats=3"), {"suite": "quality_lab"})
+
+
+# -- the call engine per sample (in process, the stand-in provider of tests/test_execute.py) ---------------
+
+
+class SeedEcho:
+    """Answers each request with its case and seed, and fails the calls named in `fail` (not retryable)."""
+
+    def __init__(self, fail: tuple[tuple[str, int], ...] = ()) -> None:
+        self.fail = set(fail)
+        self.calls: list[tuple[str, int]] = []
+
+    def complete(self, request: Request) -> Reply:
+        call = (request.messages[-1].content, request.options.get("seed", -1))
+        self.calls.append(call)
+        if call in self.fail:
+            raise CallFailure("refused", retryable=False)
+        return Reply(text=f"{call[0]}@{call[1]}", stop_reason="stop", usage=Usage(input_tokens=1, output_tokens=1))
+
+
+def sampled(provider: SeedEcho, repeats: int, *, mode: Mode = Mode.LIVE, recording: Recording | None = None,
+            journal: Journal | None = None, resumed: dict[str, Any] | None = None) -> Any:
+    live = LiveSetup(providers={"model": provider}, settings=RunSettings(out="unused", concurrency=1),
+                     budget=Budget(BudgetConfig()), journal=journal, resumed=resumed or {})
+    task = SuiteTask(lambda case, prompt, model: Request(model=model.name, options=model.options,
+                                                         messages=(Message(role="user", content=case.id),)), None)
+    return execute(task=task, cases=[Case("a"), Case("b")], prompt="p", model=ENGINE_MODEL, judge=None, mode=mode,
+                   recording=recording or Recording(key=ENGINE_KEY, provenance=Provenance(kind="recorded")),
+                   where="rec.json", version="test", live=live, repeats=repeats)
+
+
+ENGINE_MODEL = ModelConfig(name="m", provider="stand-in", options={"temperature": 0.9, "seed": 40})
+ENGINE_KEY = EvalKey(suite="s", dataset="d@1", dataset_sha="a", model="m", prompt_version="v1", prompt_sha="p")
+
+
+def test_the_journal_and_resume_work_per_sample(tmp_path: Path) -> None:
+    path = tmp_path / "rec.json.journal.jsonl"
+    with Journal(path, lambda data: data) as journal, pytest.raises(OutageError, match=r"task/a#2"):
+        sampled(SeedEcho(fail=(("a", 42),)), 3, journal=journal)
+    kept = read_journal(path)
+    assert sorted(kept) == ["task/a", "task/a#1", "task/a#2"] and kept["task/a#2"].failure is not None
+    provider = SeedEcho()
+    execution = sampled(provider, 3, resumed=kept)
+    assert provider.calls == [("a", 42), ("b", 40), ("b", 41), ("b", 42)]  # the failed sample and the rest
+    assert execution.calls["task/a#1"].status == "resumed"
+    assert execution.recording.provenance.samples == 3
+
+
+def test_raising_n_with_record_missing_records_only_the_new_samples() -> None:
+    first = sampled(SeedEcho(), 2)
+    provider = SeedEcho()
+    more = sampled(provider, 4, mode=Mode.RECORD_MISSING, recording=first.recording)
+    assert provider.calls == [("a", 42), ("a", 43), ("b", 42), ("b", 43)]
+    assert more.calls["task/b#1"].status == "replayed" and more.calls["task/b#1"].text == "b@41"
+    assert more.recording.provenance.samples == 4
+    replayed = sampled(SeedEcho(), 3, mode=Mode.REPLAY, recording=more.recording)  # fewer than recorded: fine
+    assert {cid: r.text for cid, r in replayed.calls.items()} == {
+        sample_id(f"task/{c}", i): f"{c}@{40 + i}" for c in "ab" for i in range(3)}
 
 
 # -- end to end: record, replay, gate ----------------------------------------------------------
