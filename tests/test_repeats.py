@@ -181,14 +181,26 @@ def test_sign_flip_is_exact_for_one_case_and_sees_a_broad_drop() -> None:
     assert sign_flip_p(["a", "a", "b"], [-1.0, 0.0, -0.5], seed=3) == sign_flip_p(["a", "b"], [-0.5, -0.5], seed=3)
 
 
-def test_the_repeats_benchmark_meets_its_targets_on_a_short_run(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_repeats_benchmark_forms_runs_of_n_from_disjoint_blocks_of_a_pool() -> None:
+    """benchmarks/repeats.py (run by hand: it records 160,000 live calls) gates runs of N = 10 formed from blocks of
+    a pool run's samples; a block's counts are the samples of that block that passed."""
     spec = importlib.util.spec_from_file_location("repeats_benchmark", PROJECT_ROOT / "benchmarks" / "repeats.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert module.main(["60"]) == 0
-    last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last.startswith("false_block_rate=") and " detect_hard=" in last and " detect_broad=" in last
+    pool = {"eval": {"suite": "s", "dataset_sha": "d", "judge_model": "j", "prompt_sha": "p1"}, "provenance": {"repeats": 20},
+            "tests": [{"nodeid": "t.py::test_x[a]", "case": "a", "outcome": "failed",
+                       "repeats": {"passed": 17, "runs": 20, "not_passed": [0, 12, 19]}},
+                      {"nodeid": "t.py::test_x[b]", "case": "b", "outcome": "passed",
+                       "repeats": {"passed": 20, "runs": 20, "not_passed": []}}],
+            "cases": [{"id": "a", "status": "scored"}, {"id": "b", "status": "scored"}]}
+    first, second = module.block(pool, 0), module.block(pool, 10)
+    assert [t["repeats"] for t in first["tests"]] == [{"passed": 9, "runs": 10}, {"passed": 10, "runs": 10}]
+    assert [t["repeats"] for t in second["tests"]] == [{"passed": 8, "runs": 10}, {"passed": 10, "runs": 10}]
+    assert [t["outcome"] for t in second["tests"]] == ["failed", "passed"]
+    assert first["provenance"]["repeats"] == 10
+    counts = report_from_mapping(second, "block").repeats  # the gate reads a block as it reads a run's report
+    assert (counts["t.py::test_x[a]"].passed, counts["t.py::test_x[a]"].runs) == (8, 10)
 
 
 def test_decide_counts_of_one_sample_are_single_runs() -> None:

@@ -174,6 +174,10 @@ class BudgetConfig(_Strict):
     response JSON (not tokens, not money). Each case reserves its input plus the largest allowed response."""
 
 
+MAX_REPEATS = 1000
+"""The most samples per call (`run.repeats`): every sample is a call and a recording entry."""
+
+
 class RunSettings(_Strict):
     """Where a run writes and reads, and how live calls are made; none of these change what is measured."""
 
@@ -205,6 +209,10 @@ class RunSettings(_Strict):
     secret_patterns: tuple[str, ...] = ()
     """Extra regular expressions whose matches are redacted from messages (error texts, failure reasons, logs,
     pytest.log, the terminal), never from the replies the checks grade (evalkit/live/redact.py)."""
+    repeats: int = Field(1, ge=1, le=MAX_REPEATS)
+    """How many times each call is sampled (sample i with seed `options.seed + i`); every check runs on every
+    sample and reports k passes of N. It sizes the measurement rather than changing what is measured, so it is
+    not part of the eval key (evalkit.run.samples says why); each report's tests carry their counts."""
 
 
 class RunConfig(_Strict):
@@ -310,6 +318,9 @@ def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
         if config.mode is not Mode.REPLAY:
             raise ConfigError(f"mode={config.mode}: suite {suite.name} runs a candidate program on every run and "
                               "records no model calls; drop mode= (replay is the only mode here)")
+        if config.run.repeats != 1:
+            raise ConfigError(f"run.repeats={config.run.repeats}: suite {suite.name} runs a candidate program once "
+                              "per case; run.repeats samples model calls: drop it (or set run.repeats=1)")
         if config.dataset.manifest is None:
             raise ConfigError(f"conf/suite/{suite.name}.yaml: a program suite needs a manifest dataset "
                               "(its references must stay out of the cases the program sees)")

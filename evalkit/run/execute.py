@@ -1,5 +1,6 @@
 """Drive the calls of a run: replay each from the recording, or call the provider and record it.
 
+With `run.repeats=N` each call is sampled N times, each sample its own call (evalkit.run.samples).
 Two waves: every task call first (concurrently, in live modes), then the judge calls, which are
 built from the task replies — so a changed reply makes its judge call stale instead of silently
 reusing an old verdict. A call the budget denies is a result: it is recorded and leaves its case
@@ -28,6 +29,7 @@ from evalkit.live.providers.base import CallFailure, Provider, Reply, Request
 from evalkit.live.retry import RetryPolicy, backoff_seconds
 from evalkit.run.journal import Journal
 from evalkit.run.recording import Entry, Failure, FailureKind, Hit, Provenance, Recording, lookup, request_fingerprint
+from evalkit.run.samples import sample_id, seeded, split_sample
 from evalkit.run.suite import SuiteTask
 
 __all__ = ["CallResult", "Execution", "LiveSetup", "execute", "UNSCORED"]
@@ -86,26 +88,34 @@ Planned = tuple[str, Request, str]  # call id, request, role ("model" or "judge"
 
 def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: ModelConfig,
             judge: ModelConfig | None, mode: Mode, recording: Recording, where: str, version: str,
-            live: LiveSetup | None = None) -> Execution:
-    """Obtain every call of the run."""
+            live: LiveSetup | None = None, repeats: int = 1) -> Execution:
+    """Obtain every call of the run, each sampled `repeats` times (evalkit.run.samples)."""
     if mode is not Mode.REPLAY and live is None:
         raise ValueError(f"mode={mode} needs a LiveSetup")
     judged = task.build_judge is not None and judge is not None
     caller = _Caller(mode, recording, where, live, model, judge if judged else None)
 
-    calls = caller.wave([(f"task/{c.id}", _built(task.build_task, c, prompt, model), "model") for c in cases])
+    planned: list[Planned] = []
+    for case in cases:
+        request = _built(task.build_task, case, prompt, model)
+        for sample in range(repeats):
+            call_id = sample_id(f"task/{case.id}", sample)
+            planned.append((call_id, seeded(request, sample, repeats, call_id), "model"))
+    calls = caller.wave(planned)
     caller.raise_outage()
     if judged:
         assert task.build_judge is not None and judge is not None
-        planned: list[Planned] = []
+        planned = []
         for case in cases:
-            output = calls[f"task/{case.id}"]
-            for metric, request in _built(task.build_judge, case, output.text or "", judge).items():
-                call_id = f"judge/{metric}/{case.id}"
-                if output.text is None:
-                    calls[call_id] = CallResult("blocked", reason=f"{call_id} needs task/{case.id}, which has no reply")
-                else:
-                    planned.append((call_id, request, "judge"))
+            for sample in range(repeats):  # each sample's reply is judged on its own
+                task_id = sample_id(f"task/{case.id}", sample)
+                output = calls[task_id]
+                for metric, request in _built(task.build_judge, case, output.text or "", judge).items():
+                    call_id = sample_id(f"judge/{metric}/{case.id}", sample)
+                    if output.text is None:
+                        calls[call_id] = CallResult("blocked", reason=f"{call_id} needs {task_id}, which has no reply")
+                    else:
+                        planned.append((call_id, request, "judge"))
         calls |= caller.wave(planned)
         caller.raise_outage()
 
@@ -300,15 +310,20 @@ class _Caller:
         # a failure entry (a budget denial) never replaces a good recorded reply of the same call
         good = {cid: e for cid, e in self.recording.calls.items() if e.failure is None}
         new = {cid: good[cid] if e.failure is not None and cid in good else e for cid, e in self.new_entries.items()}
+        # how many samples of a call the file now holds (it may keep more than this run asked for); None for one
+        most = max((split_sample(call_id)[1] for call_id in kept | new), default=0) + 1
+        samples = most if most > 1 else None
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         if kept and self.recording.provenance.kind == "authored":
             # Adding live calls to a fixture does not make the fixture's other replies a model's.
             earlier = self.recording.provenance.note or "authored fixture"
             provenance = Provenance(kind="authored", evalkit_version=version, recorded_at=now,
-                                    note=f"{earlier}; {len(self.new_entries)} call(s) recorded live at {now}")
+                                    note=f"{earlier}; {len(self.new_entries)} call(s) recorded live at {now}",
+                                    samples=samples)
         else:
             provenance = Provenance(kind="recorded", note="recorded by a live evalkit run",
-                                    evalkit_version=version, recorded_at=now, producer=self.producer())
+                                    evalkit_version=version, recorded_at=now, producer=self.producer(),
+                                    samples=samples)
         return self.recording.model_copy(update={"calls": kept | new, "provenance": provenance})
 
 

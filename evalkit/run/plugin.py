@@ -3,6 +3,12 @@ the eval key, per-case results and provenance added to pytest-json-report's repo
 
 Inert unless pytest is started with `--evalkit-run=FILE` (the runner does that), so installing
 evalkit changes nothing in other pytest sessions.
+
+With `run.repeats=N` (N > 1) every check over a case runs once per sample, its fixtures handing out that sample's
+replies, under the test's one node id: the test's entry is the first failing sample's (else the first that did not
+pass, else sample 0's), so its outcome is `passed` only when every sample passed, and it carries
+`"repeats": {"passed": k, "runs": N, "not_passed": [sample numbers]}` for the gate (evalkit.gate.repeats). A metric
+is the mean over the samples that measured it.
 """
 
 from __future__ import annotations
@@ -18,10 +24,12 @@ import pytest
 
 from evalkit.core.config import BUILTIN_METRICS
 from evalkit.core.dataset import Case
+from evalkit.core.report import PASSING
 from evalkit.judging.slices import language_of_field, slice_cases
 from evalkit.programs.candidate import is_scorable
 from evalkit.programs.grade import Grade
 from evalkit.run.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
+from evalkit.run.samples import sample_id, split_sample
 
 RUN_OPTION = "--evalkit-run"
 MACHINE_FIELDS = ("environment", "root")  # about the machine, not the eval: dropped from reports
@@ -39,6 +47,8 @@ class RunInput:
         self.provenance: dict[str, Any] = data["provenance"]
         self.cases = [Case(c["id"], c["fields"]) for c in data["cases"]]
         self.calls: dict[str, dict[str, Any]] = data["calls"]
+        self.repeats: int = data.get("repeats", 1)
+        """Samples of each call (`run.repeats`); the checks over a case run once per sample."""
         self.components: dict[str, Any] = data.get("components", {})
         suite = data.get("suite", {})
         self.slices: list[str | dict[str, Any]] = suite.get("slices", [])
@@ -84,6 +94,12 @@ class _EvalRun:
         self.case_of: dict[str, str] = {}
         self.metrics: dict[str, dict[str, float | None]] = {}
         self.grades: dict[str, Grade] = {}
+        self.sample = 0
+        """The sample whose replies the fixtures hand out now (always 0 for single runs)."""
+        self.sampled: dict[str, list[str]] = {}
+        """nodeid -> each sample's outcome, for the checks run once per sample."""
+        self.sample_metrics: dict[str, dict[int, dict[str, float | None]]] = {}
+        """case id -> sample -> the metrics that sample's checks recorded."""
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "case" not in metafunc.fixturenames:
@@ -120,12 +136,13 @@ class _EvalRun:
     @pytest.fixture
     def task_reply(self, case: Case) -> str:
         """The model's reply text for this case (`task/<case-id>`)."""
-        return self.run.text_of(f"task/{case.id}")
+        return self.run.text_of(sample_id(f"task/{case.id}", self.sample))
 
     @pytest.fixture
     def judge_reply(self, case: Case) -> Callable[[str], str]:
         """`judge_reply(metric)`: the judge's reply text for this case (`judge/<metric>/<case-id>`)."""
-        return lambda metric: self.run.text_of(f"judge/{metric}/{case.id}")
+        sample = self.sample
+        return lambda metric: self.run.text_of(sample_id(f"judge/{metric}/{case.id}", sample))
 
     @pytest.fixture
     def record_metric(self, case: Case) -> Callable[[str, float | None], None]:
@@ -137,7 +154,8 @@ class _EvalRun:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                       or not math.isfinite(value)):
                 raise ValueError(f"case {case.id}: metric {name!r} must be a finite number or None, got {value!r}")
-            self.metrics.setdefault(case.id, {})[name] = None if value is None else float(value)
+            by_sample = self.sample_metrics.setdefault(case.id, {})
+            by_sample.setdefault(self.sample, {})[name] = None if value is None else float(value)
 
         return record
 
@@ -172,6 +190,31 @@ class _EvalRun:
 
         return record
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+        """With N > 1 samples, run a check over a case once per sample and report it once (see the module)."""
+        if self.run.repeats == 1 or item.nodeid not in self.case_of:
+            return None  # pytest's own protocol
+        from _pytest.runner import runtestprotocol  # pytest's protocol for one run of an item, as reruns use it
+
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        runs = []
+        for sample in range(self.run.repeats):
+            self.sample = sample
+            if hasattr(item, "_json_report_extra"):  # pytest-json-report's per-run details: one dict per sample
+                item._json_report_extra = {}
+            reports = runtestprotocol(item, log=False, nextitem=nextitem)
+            runs.append((reports, _outcome(item.config, reports)))
+        self.sample = 0
+        outcomes = [outcome for _, outcome in runs]
+        self.sampled[item.nodeid] = outcomes
+        shown = next((i for i, o in enumerate(outcomes) if o in ("failed", "error")),
+                     next((i for i, o in enumerate(outcomes) if o not in PASSING), 0))
+        for report in runs[shown][0]:
+            item.ihook.pytest_runtest_logreport(report=report)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
         for field in MACHINE_FIELDS:
@@ -185,6 +228,13 @@ class _EvalRun:
         json_report["eval"] = self.run.key
         json_report["provenance"] = self.run.provenance
         tests = json_report.get("tests", [])
+        for test in tests:
+            outcomes = self.sampled.get(test["nodeid"])
+            if outcomes is not None:
+                not_passed = [i for i, outcome in enumerate(outcomes) if outcome not in PASSING]
+                test["repeats"] = {"passed": len(outcomes) - len(not_passed), "runs": len(outcomes),
+                                   "not_passed": not_passed}
+        self.metrics = _sample_means(self.sample_metrics)
         json_report["cases"] = self._cases(tests)
         passed = sum(t["outcome"] == "passed" for t in tests)
         json_report["pass_rate"] = round(passed / len(tests), 6) if tests else None
@@ -222,10 +272,12 @@ class _EvalRun:
             check = test["nodeid"].split("::")[-1].split("[", 1)[0]
             by_case[case_id]["checks"][check] = test["outcome"]
         for call_id, call in self.run.calls.items():
-            case_id = call_id.rsplit("/", 1)[-1]  # task/<case>, judge/<metric ...>/<case>
+            plain, sample = split_sample(call_id)
+            case_id = plain.rsplit("/", 1)[-1]  # task/<case>, judge/<metric ...>/<case>, each `#<i>` for sample i
             if case_id in by_case:
                 by_case[case_id]["calls"][call_id] = call["status"]
-                _keep_reply(by_case[case_id], call_id, case_id, call.get("text"))
+                if sample == 0:
+                    _keep_reply(by_case[case_id], call_id, case_id, call.get("text"))
                 if call["reason"]:
                     by_case[case_id]["problems"].append(call["reason"])
                 if call["status"] in UNSCORED:
@@ -246,13 +298,50 @@ class _EvalRun:
         if self.run.group_by:
             for case in self.run.cases:
                 by_case[case.id]["group"] = case.get(self.run.group_by)
+        sampled: dict[str, list[list[str]]] = {}
+        for test in tests:
+            if test.get("case") is not None and test["nodeid"] in self.sampled:
+                sampled.setdefault(test["case"], []).append(self.sampled[test["nodeid"]])
         for entry in by_case.values():
             # A case passes when every check that ran passed; a check skipped as not applicable does not fail it
             # (a case whose calls failed or were denied is unscored, which the gate treats on its own).
             outcomes = list(entry["checks"].values())
-            entry["passed"] = "passed" in outcomes and all(o in ("passed", "skipped") for o in outcomes)
+            entry["passed"] = _case_passed(outcomes)
             entry["metrics"] = self.metrics.get(entry["id"], {})
+            if self.run.repeats > 1:  # the samples in which the case passed, by the same rule
+                checks = sampled.get(entry["id"], [])
+                entry["repeats"] = {"passed": sum(_case_passed([c[s] for c in checks])
+                                                  for s in range(self.run.repeats)), "runs": self.run.repeats}
         return list(by_case.values())
+
+
+def _outcome(config: pytest.Config, reports: list[pytest.TestReport]) -> str:
+    """One run's outcome as pytest-json-report writes it: the last phase's status that is not a pass."""
+    outcome = "passed"
+    for report in reports:
+        status = config.hook.pytest_report_teststatus(report=report, config=config)[0]
+        if status not in ("passed", ""):
+            outcome = status
+    return str(outcome)
+
+
+def _case_passed(outcomes: list[str]) -> bool:
+    return "passed" in outcomes and all(o in ("passed", "skipped") for o in outcomes)
+
+
+def _sample_means(by_case: dict[str, dict[int, dict[str, float | None]]]) -> dict[str, dict[str, float | None]]:
+    """Each case's metrics: per name, the mean over the samples that measured it (the value itself with one
+    sample); None when none could."""
+    out: dict[str, dict[str, float | None]] = {}
+    for case_id, samples in by_case.items():
+        seen: dict[str, list[float]] = {}
+        for sample in sorted(samples):
+            for name, value in samples[sample].items():
+                seen.setdefault(name, [])
+                if value is not None:
+                    seen[name].append(value)
+        out[case_id] = {name: sum(values) / len(values) if values else None for name, values in seen.items()}
+    return out
 
 
 def _keep_reply(entry: dict[str, Any], call_id: str, case_id: str, text: str | None) -> None:

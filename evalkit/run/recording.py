@@ -1,6 +1,7 @@
 """Recordings: the stored calls of one eval key, replayed without a model.
 
-A recording maps call ids (`task/<case-id>`, `judge/<metric>/<case-id>`) to the request's
+A recording maps call ids (`task/<case-id>`, `judge/<metric>/<case-id>`, with `#<i>` for sample i > 0 of a run
+with `run.repeats`) to the request's
 fingerprint, the request itself (so a reviewer can read it) and the reply. Lookup is pure;
 load and save are the only I/O.
 """
@@ -46,6 +47,9 @@ class Provenance(BaseModel):
     """By role (`model`, `judge`): what produced the live replies, as the provider describes it (for `llamacpp`:
     the model file's name and SHA-256, the runtime and its version, the dialect and settings); None where the
     provider describes nothing or the replies were authored."""
+    samples: int | None = None
+    """The most samples of one call the file holds (`task/<case>`, `task/<case>#1` ...: `run.repeats`, see
+    evalkit.run.samples); None when it holds one sample per call, as every recording made with N = 1."""
 
 
 FailureKind = Literal["failed", "budget_denied"]

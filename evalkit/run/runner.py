@@ -44,6 +44,7 @@ from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journ
 from evalkit.run.manifest import load_manifest_dataset
 from evalkit.run.plugin import RUN_OPTION
 from evalkit.run.recording import Provenance, Recording, load_recording, save_recording
+from evalkit.run.samples import split_sample
 from evalkit.run.suite import load_task
 
 __all__ = ["RunResult", "run_suite", "run_checks"]
@@ -94,7 +95,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
         assert config.model is not None
         return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model, judge=config.judge,
-                       mode=config.mode, recording=recording, where=shown(rec_path), version=__version__, live=live)
+                       mode=config.mode, recording=recording, where=shown(rec_path), version=__version__, live=live,
+                       repeats=config.run.repeats)
 
     if config.mode is Mode.REPLAY:
         recording = load_recording(rec_path, key)
@@ -109,7 +111,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
         with recording_lock(rec_path, config.run.lock_timeout_s, notify):
             recording, execution = _record(config, key, rec_path, redact, providers, run_calls)
 
-    run_input = {
+    run_input: dict[str, Any] = {
         "key": key.model_dump(mode="json"),
         "components": config.components,
         "suite": _suite_input(config),
@@ -120,6 +122,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
                         "contract": contract_problems(r.reply) if r.reply else []}
                   for cid, r in execution.calls.items()},
     }
+    if config.run.repeats > 1:  # the checks run on every sample (evalkit.run.plugin); N = 1 input stays as it was
+        run_input["repeats"] = config.run.repeats
     report, report_path = _check_and_report(config, suite_dir, run_input, redact, {"execution": execution.stats})
     return RunResult(key, report, report_path, rec_path, execution.stats)
 
@@ -237,8 +241,10 @@ def baseline_replies(baseline: RunReport | None, recordings: Path) -> dict[str, 
     if not os.path.lexists(path):
         return {}
     recording = load_recording(path)
+    # sample 0 of each case: the reply a run with N = 1 would have made (evalkit.run.samples)
     return {call_id.split("/", 1)[1]: entry.reply.text for call_id, entry in recording.calls.items()
-            if call_id.startswith("task/") and entry.reply is not None and entry.reply.text is not None}
+            if call_id.startswith("task/") and split_sample(call_id)[1] == 0 and entry.reply is not None
+            and entry.reply.text is not None}
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -370,6 +376,8 @@ def _provenance(config: RunConfig, rec_path: Path | None, recording: Provenance 
     }
     if rec_path is not None and recording is not None:
         out.update(recording=shown(rec_path), recording_provenance=recording.kind, recording_note=recording.note)
+    if config.run.repeats > 1:  # absent for single runs, so their reports stay as they were
+        out["repeats"] = config.run.repeats
     return out
 
 

@@ -1,0 +1,49 @@
+"""Repeated samples of a run's calls (`run.repeats=N`): the call id of each sample and the seed it is sent with.
+
+Sample 0 of a call keeps the call's plain id (`task/<case>`, `judge/<metric>/<case>`) and, with N = 1, its request
+unchanged, so single runs and every recording made before repeats existed stay byte-identical. Sample i > 0 is
+`<id>#<i>` (a case id never holds `#`, evalkit.core.dataset). With N > 1 every task sample is sent with seed
+`options.seed + i` (seed 0 when none is set): the samples differ only by their seed, and a rerun with the same
+seeds asks exactly the same requests (a server that honours seeds answers them alike).
+
+The number of samples is not part of the eval key: the key names what is measured (model, prompt, dataset,
+judge), N how many times. One recording then serves every N (a run with N = 3 replays samples 0-2 of a recording
+made with N = 10, and raising N with mode=record-missing records only the new samples); with N in the key, every
+change of N would orphan the recording and show as a changed component. A gate is never silently wrong about N:
+each report's tests carry their own counts (`repeats: {passed, runs}`), which the gate's tests weigh (k of N
+against k' of M), and a report of single runs against one of repeated runs is gated as single runs with a warning.
+"""
+
+from __future__ import annotations
+
+from evalkit.core.errors import InputError
+from evalkit.live.providers.base import Request
+
+__all__ = ["SAMPLE_MARK", "sample_id", "split_sample", "seeded"]
+
+SAMPLE_MARK = "#"
+
+
+def sample_id(call_id: str, sample: int) -> str:
+    """The call id of sample `sample` of a call: the plain id for sample 0, `<id>#<sample>` for the others."""
+    return call_id if sample == 0 else f"{call_id}{SAMPLE_MARK}{sample}"
+
+
+def split_sample(call_id: str) -> tuple[str, int]:
+    """(plain call id, sample number) of a call id; `task/a#3` -> (`task/a`, 3), `task/a` -> (`task/a`, 0)."""
+    plain, mark, number = call_id.rpartition(SAMPLE_MARK)
+    if mark and number.isdigit():
+        return plain, int(number)
+    return call_id, 0
+
+
+def seeded(request: Request, sample: int, repeats: int, call_id: str) -> Request:
+    """The request of sample `sample` of `repeats`: unchanged when there is one sample (N = 1 keeps every request
+    byte-identical), else sent with seed `options.seed + sample` (0 + sample when no seed is set)."""
+    if repeats == 1:
+        return request
+    base = request.options.get("seed", 0)
+    if isinstance(base, bool) or not isinstance(base, int):
+        raise InputError(f"{call_id}: options.seed is {base!r}; run.repeats={repeats} sends sample i with seed "
+                         "options.seed + i, so the seed must be an integer (or unset, for 0)")
+    return request.model_copy(update={"options": {**request.options, "seed": base + sample}})

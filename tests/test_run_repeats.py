@@ -1,0 +1,362 @@
+"""`run.repeats=N` in the runner: every call sampled N times with seeds options.seed + i, each sample its own
+recording entry, every check run on every sample, and k of N per test in the run report, which the gate reads.
+
+The end-to-end tests run `python -m evalkit` as a subprocess against a loopback OpenAI-compatible server whose
+replies are decided by the seed each request carries (tests/fakes/flaky.py), so every expected count is computed
+here from the known pass probabilities, never hard-coded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from evalkit.core.config import BudgetConfig, Mode, ModelConfig, RunSettings, validate_config
+from evalkit.core.dataset import Case
+from evalkit.core.errors import ConfigError, InputError, OutageError
+from evalkit.core.key import EvalKey
+from evalkit.core.policy import Policy
+from evalkit.core.report import load_report, report_from_mapping
+from evalkit.gate.decide import decide
+from evalkit.gate.decision import Verdict
+from evalkit.live.budget import Budget
+from evalkit.live.providers.base import CallFailure, Message, Reply, Request, Usage
+from evalkit.run.execute import LiveSetup, execute
+from evalkit.run.journal import Journal, read_journal
+from evalkit.run.recording import Provenance, Recording
+from evalkit.run.samples import sample_id, seeded, split_sample
+from evalkit.run.suite import SuiteTask
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+
+try:
+    from fakes import FakeOpenAI
+    from fakes.flaky import JUDGE_MODEL, flaky_model, is_right, write_suite
+except ImportError:  # tests/ imported as a package
+    from tests.fakes import FakeOpenAI
+    from tests.fakes.flaky import JUDGE_MODEL, flaky_model, is_right, write_suite
+
+REQUEST = Request(model="m", messages=(Message(role="user", content="hi"),), options={"temperature": 0.7, "seed": 5})
+
+
+# -- call ids and seeds ------------------------------------------------------------------------
+
+
+def test_sample_zero_keeps_the_plain_call_id_and_others_are_numbered() -> None:
+    assert [sample_id("task/a", i) for i in range(3)] == ["task/a", "task/a#1", "task/a#2"]
+    assert [split_sample(cid) for cid in ("task/a", "task/a#12", "judge/m/a#3")] == [
+        ("task/a", 0), ("task/a", 12), ("judge/m/a", 3)]
+
+
+def test_a_single_sample_sends_the_request_unchanged() -> None:
+    assert seeded(REQUEST, 0, 1, "task/a") is REQUEST
+
+
+def test_sample_i_is_sent_with_seed_plus_i() -> None:
+    seeds = [seeded(REQUEST, i, 3, "task/a").options["seed"] for i in range(3)]
+    assert seeds == [5, 6, 7]
+    assert seeded(REQUEST, 2, 3, "task/a").options["temperature"] == 0.7  # the configured temperature stays
+
+
+def test_without_a_seed_the_samples_count_from_zero() -> None:
+    bare = REQUEST.model_copy(update={"options": {"temperature": 0.7}})
+    assert [seeded(bare, i, 2, "task/a").options["seed"] for i in range(2)] == [0, 1]
+
+
+@pytest.mark.parametrize("seed", ["7", 1.5, True, None])
+def test_a_seed_that_is_not_an_integer_is_refused(seed: Any) -> None:
+    bad = REQUEST.model_copy(update={"options": {"seed": seed}})
+    with pytest.raises(InputError, match=r"task/a: options.seed is .*must be an integer"):
+        seeded(bad, 1, 2, "task/a")
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hydra_conf() -> Iterator[None]:
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
+        yield
+
+
+def composed(*overrides: str) -> dict[str, Any]:
+    data = OmegaConf.to_container(compose("config", overrides=["run.out=/tmp/evalkit-test-out", *overrides]),
+                                  resolve=True)
+    assert isinstance(data, dict)
+    return {str(k): v for k, v in data.items()}
+
+
+def test_repeats_default_to_one(hydra_conf: None) -> None:
+    assert validate_config(composed(), {}).run.repeats == 1
+    assert validate_config(composed("run.repeats=10"), {}).run.repeats == 10
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "1001"])
+def test_repeats_outside_their_range_are_refused_in_one_line(hydra_conf: None, value: str) -> None:
+    with pytest.raises(ConfigError, match=r"run\.repeats") as refused:
+        validate_config(composed(f"run.repeats={value}"), {}, (f"run.repeats={value}",))
+    assert "\n" not in str(refused.value)
+
+
+def test_a_program_suite_refuses_repeats(hydra_conf: None) -> None:
+    with pytest.raises(ConfigError, match=r"run\.repeats=3: suite quality_lab runs a candidate program once"):
+        validate_config(composed("suite=quality_lab", "run.repeats=3"), {"suite": "quality_lab"})
+
+
+# -- the call engine per sample (in process, the stand-in provider of tests/test_execute.py) ---------------
+
+
+class SeedEcho:
+    """Answers each request with its case and seed, and fails the calls named in `fail` (not retryable)."""
+
+    def __init__(self, fail: tuple[tuple[str, int], ...] = ()) -> None:
+        self.fail = set(fail)
+        self.calls: list[tuple[str, int]] = []
+
+    def complete(self, request: Request) -> Reply:
+        call = (request.messages[-1].content, request.options.get("seed", -1))
+        self.calls.append(call)
+        if call in self.fail:
+            raise CallFailure("refused", retryable=False)
+        return Reply(text=f"{call[0]}@{call[1]}", stop_reason="stop", usage=Usage(input_tokens=1, output_tokens=1))
+
+
+def sampled(provider: SeedEcho, repeats: int, *, mode: Mode = Mode.LIVE, recording: Recording | None = None,
+            journal: Journal | None = None, resumed: dict[str, Any] | None = None) -> Any:
+    live = LiveSetup(providers={"model": provider}, settings=RunSettings(out="unused", concurrency=1),
+                     budget=Budget(BudgetConfig()), journal=journal, resumed=resumed or {})
+    task = SuiteTask(lambda case, prompt, model: Request(model=model.name, options=model.options,
+                                                         messages=(Message(role="user", content=case.id),)), None)
+    return execute(task=task, cases=[Case("a"), Case("b")], prompt="p", model=ENGINE_MODEL, judge=None, mode=mode,
+                   recording=recording or Recording(key=ENGINE_KEY, provenance=Provenance(kind="recorded")),
+                   where="rec.json", version="test", live=live, repeats=repeats)
+
+
+ENGINE_MODEL = ModelConfig(name="m", provider="stand-in", options={"temperature": 0.9, "seed": 40})
+ENGINE_KEY = EvalKey(suite="s", dataset="d@1", dataset_sha="a", model="m", prompt_version="v1", prompt_sha="p")
+
+
+def test_the_journal_and_resume_work_per_sample(tmp_path: Path) -> None:
+    path = tmp_path / "rec.json.journal.jsonl"
+    with Journal(path, lambda data: data) as journal, pytest.raises(OutageError, match=r"task/a#2"):
+        sampled(SeedEcho(fail=(("a", 42),)), 3, journal=journal)
+    kept = read_journal(path)
+    assert sorted(kept) == ["task/a", "task/a#1", "task/a#2"] and kept["task/a#2"].failure is not None
+    provider = SeedEcho()
+    execution = sampled(provider, 3, resumed=kept)
+    assert provider.calls == [("a", 42), ("b", 40), ("b", 41), ("b", 42)]  # the failed sample and the rest
+    assert execution.calls["task/a#1"].status == "resumed"
+    assert execution.recording.provenance.samples == 3
+
+
+def test_raising_n_with_record_missing_records_only_the_new_samples() -> None:
+    first = sampled(SeedEcho(), 2)
+    provider = SeedEcho()
+    more = sampled(provider, 4, mode=Mode.RECORD_MISSING, recording=first.recording)
+    assert provider.calls == [("a", 42), ("a", 43), ("b", 42), ("b", 43)]
+    assert more.calls["task/b#1"].status == "replayed" and more.calls["task/b#1"].text == "b@41"
+    assert more.recording.provenance.samples == 4
+    replayed = sampled(SeedEcho(), 3, mode=Mode.REPLAY, recording=more.recording)  # fewer than recorded: fine
+    assert {cid: r.text for cid, r in replayed.calls.items()} == {
+        sample_id(f"task/{c}", i): f"{c}@{40 + i}" for c in "ab" for i in range(3)}
+
+
+# -- end to end: record, replay, gate ----------------------------------------------------------
+
+CASES = {"steady": 1.0, "coin": 0.5, "broken": 0.0, "often": 0.8}
+SEED = 4  # the model option's options.seed: sample i is sent with SEED + i
+TEMPERATURE = 0.8
+
+
+class Flaky:
+    """The flaky suite under tmp_path, served by a loopback server; `run(...)` is one `python -m evalkit`."""
+
+    def __init__(self, root: Path, url: str) -> None:
+        self.root = root
+        self.conf = write_suite(root, name="flaky_e2e", cases=list(CASES), url=url, systems=["sys-a"],
+                                temperature=TEMPERATURE, seed=SEED, judged=True)
+        self.jobs = 0
+
+    def run(self, mode: str, *overrides: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+        self.jobs += 1
+        job = self.root / f"job{self.jobs}"
+        command = [sys.executable, "-m", "evalkit", f"hydra.searchpath=[file://{self.conf}]", "suite=flaky_e2e",
+                   f"mode={mode}", f"run.recordings={self.root / 'rec'}", "baseline=none", "run.progress=off",
+                   f"hydra.run.dir={job}", *overrides]
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "HYDRA_FULL_ERROR")}
+        done = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300,
+                              check=False)
+        return done, job / "report.json"
+
+
+def expected_passes(case: str, runs: int) -> int:
+    return sum(is_right(CASES[case], case, SEED + i, TEMPERATURE) for i in range(runs))
+
+
+def counts(report: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    return {t["nodeid"].split("::")[-1]: (t["repeats"]["passed"], t["repeats"]["runs"]) for t in report["tests"]}
+
+
+@pytest.mark.slow
+def test_repeats_record_replay_and_gate_end_to_end(tmp_path: Path) -> None:
+    with FakeOpenAI(flaky_model({"sys-a": CASES})) as server:
+        flaky = Flaky(tmp_path, server.base_url)
+        done, path = flaky.run("live", "run.repeats=3")
+        assert done.returncode == 0, done.stderr
+        live = json.loads(path.read_text(encoding="utf-8"))
+        task_calls = [r.body for r in server.chat_requests if r.body["model"] != JUDGE_MODEL]
+        judge_calls = [r.body for r in server.chat_requests if r.body["model"] == JUDGE_MODEL]
+        sent = len(server.chat_requests)
+
+        # every case sampled three times, seeds SEED, SEED+1, SEED+2 at the configured temperature; one judge
+        # call per sample
+        assert sorted((b["messages"][-1]["content"], b["seed"]) for b in task_calls) == sorted(
+            (f"case {c}", SEED + i) for c in CASES for i in range(3))
+        assert {b["temperature"] for b in task_calls} == {TEMPERATURE}
+        assert len(judge_calls) == 3 * len(CASES)
+
+        expected = {}
+        for case in CASES:
+            k = expected_passes(case, 3)
+            expected |= {f"test_label[{case}]": (k, 3), f"test_judged_right[{case}]": (k, 3),
+                         f"test_reply_is_json[{case}]": (3, 3)}
+        assert counts(live) == expected
+        assert 0 < expected["test_label[coin]"][0] < 3 or 0 < expected["test_label[often]"][0] < 3  # a flaky case
+        for test in live["tests"]:  # the outcome is `passed` only when every sample passed
+            k, n = test["repeats"]["passed"], test["repeats"]["runs"]
+            assert (test["outcome"] == "passed") == (k == n)
+            assert len(test["repeats"]["not_passed"]) == n - k
+        assert live["provenance"]["repeats"] == 3
+        assert live["execution"]["calls"] == {"recorded": 6 * len(CASES)}
+        report = report_from_mapping(live, "live report")  # the gate's reader accepts the runner's counts
+        assert {name.split("::")[-1]: (c.passed, c.runs) for name, c in report.repeats.items()} == expected
+        cases = {c["id"]: c for c in live["cases"]}
+        assert cases["steady"]["repeats"] == {"passed": 3, "runs": 3}
+        assert cases["broken"]["repeats"] == {"passed": 0, "runs": 3}
+        assert set(cases["coin"]["calls"]) == {"task/coin", "task/coin#1", "task/coin#2",
+                                               "judge/label/coin", "judge/label/coin#1", "judge/label/coin#2"}
+
+        recording = json.loads((tmp_path / "rec" / "flaky_e2e" / "sys-a-v1-flaky-e2e@1.json").read_text())
+        assert recording["provenance"]["samples"] == 3
+        assert recording["calls"]["task/coin#2"]["request"]["options"]["seed"] == SEED + 2
+
+        # replay: the same counts, no call to the server
+        done, path = flaky.run("replay", "run.repeats=3")
+        assert done.returncode == 0, done.stderr
+        replayed = json.loads(path.read_text(encoding="utf-8"))
+        assert counts(replayed) == expected
+        assert len(server.chat_requests) == sent
+
+        # a sample the recording lacks fails its checks with the missing entry named, as any missing call
+        done, path = flaky.run("replay", "run.repeats=4")
+        more = json.loads(path.read_text(encoding="utf-8"))
+        label = next(t for t in more["tests"] if t["nodeid"].endswith("test_label[steady]"))
+        assert label["repeats"] == {"passed": 3, "runs": 4, "not_passed": [3]}
+        assert label["outcome"] == "error"  # the reply fixture fails, as for any call the recording lacks
+        assert "no recording for task/steady#3" in label["setup"]["longrepr"]
+
+        # the gate reads both reports' counts: 3 samples a side is too few for any test to be significant
+        decision_path = tmp_path / "decision.json"
+        gate = subprocess.run([sys.executable, "-m", "evalkit.gate", str(tmp_path / "job1" / "report.json"),
+                               str(tmp_path / "job2" / "report.json"), "--out", str(decision_path),
+                               "--policy", str(flaky.conf / "policy" / "flaky.yaml")],
+                              cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120, check=False)
+        assert gate.returncode == 0, gate.stdout + gate.stderr
+        decision = json.loads(decision_path.read_text(encoding="utf-8"))
+        assert decision["decision"] == "review"
+        assert decision["repeats"]["insufficient_data"] is not None
+        assert decision["repeats"]["regressed"] == {}
+
+        # critical tests and critical cases still demand every sample pass: the runner's outcome says whether
+        # they all did
+        baseline, candidate = (load_report(tmp_path / job / "report.json") for job in ("job1", "job2"))
+        flaky_case = "coin" if expected["test_label[coin]"][0] < 3 else "often"
+        for rule in ({"critical": ["test_label"]}, {"critical_cases": [flaky_case]}):
+            strict = decide(Policy.model_validate({"name": "strict", **rule}), baseline, candidate)
+            assert strict.decision == Verdict.BLOCK, rule
+        assert decide(Policy.model_validate({"name": "steady", "critical_cases": ["steady"]}), baseline,
+                      candidate).decision != Verdict.BLOCK
+
+
+@pytest.mark.slow
+def test_the_budget_counts_every_sample(tmp_path: Path) -> None:
+    """Five calls allowed, eight task samples planned: five are sent, the other three task samples and every
+    judge call after them are denied (a judge call of a denied sample has no reply to judge: blocked)."""
+    with FakeOpenAI(flaky_model({"sys-a": CASES})) as server:
+        flaky = Flaky(tmp_path, server.base_url)
+        done, path = flaky.run("live", "run.repeats=2", "budget.max_calls=5", "run.concurrency=1")
+        sent = len(server.chat_requests)
+    assert done.returncode == 0, done.stderr  # baseline=none: written, not gated
+    report = json.loads(path.read_text(encoding="utf-8"))
+    samples = 2 * len(CASES)
+    assert sent == 5
+    assert report["execution"]["calls"] == {"recorded": 5, "budget_denied": (samples - 5) + 5,
+                                            "blocked": samples - 5}
+    assert all(case["status"] == "unscored" for case in report["cases"])  # each case lost a task or judge call
+
+
+# -- the plugin's sample loop, black-box with pytester ----------------------------------------
+
+SAMPLED_RUN = {
+    "key": {"suite": "s", "dataset": "d@1", "dataset_sha": "aaa", "model": "m", "prompt_version": "v1",
+            "prompt_sha": "p", "judge_model": None, "components": {}},
+    "provenance": {"recording_provenance": "authored"},
+    "cases": [{"id": "a", "fields": {}}, {"id": "b", "fields": {}}],
+    "calls": {cid: {"status": "replayed", "text": text, "reason": None, "stop_reason": "stop"}
+              for cid, text in {"task/a": "right", "task/a#1": "wrong", "task/a#2": "right",
+                                "task/b": "right", "task/b#1": "right", "task/b#2": "skip"}.items()},
+    "repeats": 3,
+}
+SAMPLED_TESTS = """
+import pytest
+
+SETUPS = []
+
+@pytest.fixture(scope="module")
+def shared():
+    SETUPS.append(1)
+    return len(SETUPS)
+
+def test_right(case, task_reply, record_metric, shared):
+    record_metric("length", float(len(task_reply)))
+    if task_reply == "skip":
+        pytest.skip("not applicable to this reply")
+    assert task_reply == "right"
+
+def test_once(eval_key):
+    assert eval_key["model"] == "m"
+"""
+
+
+def test_every_check_over_a_case_runs_once_per_sample(pytester: pytest.Pytester) -> None:
+    run = pytester.path / "run.json"
+    run.write_text(json.dumps(SAMPLED_RUN))
+    pytester.makepyfile(test_suite=SAMPLED_TESTS)
+    out = pytester.path / "report.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--evalkit-run={run}", "--json-report",
+                                f"--json-report-file={out}")
+    result.assert_outcomes(passed=1, failed=1, skipped=1)  # one entry per test, not per sample
+    data = json.loads(out.read_text())
+    tests = {t["nodeid"].split("::")[-1]: t for t in data["tests"]}
+    assert tests["test_right[a]"]["outcome"] == "failed"  # sample 1 failed: the entry shown is that sample's
+    assert tests["test_right[a]"]["repeats"] == {"passed": 2, "runs": 3, "not_passed": [1]}
+    assert "'wrong'" in tests["test_right[a]"]["call"]["longrepr"]
+    assert tests["test_right[b]"]["outcome"] == "skipped"  # 2 passed, 1 skipped: not passed, not failed
+    assert tests["test_right[b]"]["repeats"] == {"passed": 2, "runs": 3, "not_passed": [2]}
+    assert "repeats" not in tests["test_once"]  # a check over no case runs once
+    assert data["summary"]["total"] == 3
+    cases = {c["id"]: c for c in data["cases"]}
+    assert cases["a"]["repeats"] == {"passed": 2, "runs": 3} and cases["a"]["passed"] is False
+    assert cases["a"]["metrics"] == {"length": (5 + 5 + 5) / 3}
+    assert cases["b"]["metrics"] == {"length": (5 + 5 + 4) / 3}  # the mean over the samples that measured it
+    assert cases["a"]["output"] == "right"  # sample 0's reply
+    report_from_mapping(data, "sampled report")  # the gate reads what the plugin wrote
