@@ -6,8 +6,10 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the tests drive for real: a headless browser for the HTML pages, and a single-node Slurm
 # cluster with accounting (munge, the daemons, MariaDB) for the launcher tests. Tests start and stop the
-# services themselves; installing them starts nothing we rely on.
-DEBIAN_PACKAGES=(chromium chromium-driver munge slurmctld slurmd slurm-client slurmdbd mariadb-server)
+# services themselves; installing them starts nothing we rely on. Maven and a JDK run the surefire JUnit XML
+# fixtures again (tests/test_adapt_junit.py).
+DEBIAN_PACKAGES=(chromium chromium-driver munge slurmctld slurmd slurm-client slurmdbd mariadb-server maven
+                 openjdk-17-jdk-headless)
 missing=()
 for package in "${DEBIAN_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -24,5 +26,11 @@ fi
 # wheel cache after its first build).
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q -e ".[test,local]"
+
+# inspect-ai in a venv of its own (it is not a dependency of evalkit): tests/test_adapt_inspect.py regenerates the
+# Inspect fixtures with it, so a change of Inspect's log format shows up.
+[ -x .venv-inspect/bin/python ] || python3 -m venv .venv-inspect
+.venv-inspect/bin/python -c "import inspect_ai" 2>/dev/null || .venv-inspect/bin/pip install -q "inspect-ai==0.3.285"
+export EVALKIT_INSPECT_PYTHON="${EVALKIT_INSPECT_PYTHON:-$PWD/.venv-inspect/bin/python}"
 
 exec .venv/bin/python -m pytest -q "$@"

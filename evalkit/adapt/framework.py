@@ -140,7 +140,10 @@ def gate_runs(policy: Policy, baseline: NeutralRun, candidate: NeutralRun, *, ba
             decision = Decision(verdict, tuple(reasons), changed)
     else:
         decision = decide(policy, base_report, cand_report)
-    notes = [f"baseline: {note}" for note in _notes(baseline)] + [f"candidate: {note}" for note in _notes(candidate)]
+    before, after = _notes(baseline), _notes(candidate)
+    notes = ([f"baseline and candidate: {note}" for note in before if note in after]
+             + [f"baseline: {note}" for note in before if note not in after]
+             + [f"candidate: {note}" for note in after if note not in before])
     decision = dataclasses.replace(decision, warnings=(*decision.warnings, *notes))
     return Adaptation(adapted_baseline, adapted_candidate, base_report, cand_report, decision)
 
@@ -148,6 +151,9 @@ def gate_runs(policy: Policy, baseline: NeutralRun, candidate: NeutralRun, *, ba
 def _notes(run: NeutralRun) -> list[str]:
     """What a reader of the decision must know about how the run was read."""
     notes = list(run.notes)
+    if run.key.dataset_sha_from == "unrecorded":
+        notes.append(f"{run.tool} records no dataset: runs of different data cannot be told apart, only runs "
+                     "of different tests")
     if run.key.dataset_sha_from == "sample inputs":
         notes.append(f"{run.tool} records no fingerprint of dataset {run.key.dataset}; its identity is the "
                      f"fingerprint of the sample inputs ({run.key.dataset_sha[:12]})")

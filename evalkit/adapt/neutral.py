@@ -39,9 +39,10 @@ class SourceKey:
     """The dataset's name as recorded (a file, a benchmark name, or `sample inputs of <task>`)."""
     dataset_sha: str
     """The dataset's fingerprint: the tool's own hash, or `fingerprint_inputs` of the samples' inputs."""
-    dataset_sha_from: Literal["source", "sample inputs"]
-    """Where `dataset_sha` came from: recorded by the tool, or computed here from the sample inputs (said in
-    the decision's warnings, so a reader knows the dataset's identity was derived)."""
+    dataset_sha_from: Literal["source", "sample inputs", "unrecorded"]
+    """Where `dataset_sha` came from: recorded by the tool, computed here from the sample inputs, or nowhere
+    (a test runner's JUnit XML has no dataset: `dataset_sha` is then a constant). The last two are said in the
+    decision's warnings, so a reader knows what the dataset's identity rests on."""
     scorer: str
     """The scorers, or assertions, or metrics, with their settings and judge model where there is one: one text
     (e.g. `match(location=end)`); a change makes the runs incomparable."""

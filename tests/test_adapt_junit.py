@@ -1,0 +1,158 @@
+"""The JUnit source: real JUnit XML from pytest 9.2.0 and Maven surefire 3.2.5 (tests/corpus/adapt/junit/, see its
+README), gated through the real command; bad inputs derived from those files in the tests; both producers run
+again (Maven where installed) and their new files checked to map to the same tests and decisions."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import evalkit_cli, evalkit_env
+
+from evalkit.adapt.framework import gate_runs
+from evalkit.adapt.junit import read_junit
+from evalkit.core.errors import InputError
+from evalkit.core.policy import STRICT_DEFAULT
+from evalkit.gate.decision import Verdict
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+JUNIT = PROJECT_ROOT / "tests/corpus/adapt/junit"
+PYTEST = JUNIT / "pytest"
+SUREFIRE = JUNIT / "surefire"
+
+
+def gate(baseline: Path, candidate: Path) -> Any:
+    return gate_runs(STRICT_DEFAULT, read_junit(baseline), read_junit(candidate))
+
+
+def refused(tmp_path: Path, text: bytes | str, name: str = "bad.xml") -> str:
+    path = tmp_path / name
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    with pytest.raises(InputError) as error:
+        read_junit(path)
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(str(path))
+    return message
+
+
+def test_pytest_outcomes_map_as_the_readme_says() -> None:
+    outcomes = {t.nodeid: t.outcome for t in read_junit(PYTEST / "candidate.xml").tests}
+    assert outcomes == {
+        "arith_checks::test_add": "passed", "arith_checks::test_subtract": "failed",
+        "arith_checks::test_divide": "passed", "arith_checks::test_square[2]": "passed",
+        "arith_checks::test_square[3]": "passed", "arith_checks::test_power": "skipped",
+        "arith_checks::test_float_sum": "skipped", "arith_checks.TestModulo::test_modulo": "error"}
+
+
+def test_a_regression_a_setup_error_and_a_fix_from_pytest() -> None:
+    result = gate(PYTEST / "baseline.xml", PYTEST / "candidate.xml")
+    assert result.decision.decision is Verdict.BLOCK
+    assert result.decision.regressed == ("arith_checks.TestModulo::test_modulo", "arith_checks::test_subtract")
+    assert result.decision.fixed == ("arith_checks::test_divide",)
+    assert result.decision.messages["arith_checks::test_subtract"].startswith("assert 17 == 3")
+    assert result.candidate["eval"]["suite"] == "junit:arith"
+    assert result.candidate["eval"]["model"] == "unrecorded"
+    assert any("records no model" in warning for warning in result.decision.warnings)
+    assert any("records no dataset" in warning for warning in result.decision.warnings)
+
+
+def test_a_regression_an_error_and_a_fix_from_maven_surefire() -> None:
+    result = gate(SUREFIRE / "baseline", SUREFIRE / "candidate")
+    assert result.decision.decision is Verdict.BLOCK
+    assert result.decision.regressed == ("evalkit.fixtures.ArithTest::modulo", "evalkit.fixtures.ArithTest::subtract")
+    assert result.decision.fixed == ("evalkit.fixtures.ArithTest::divide",)
+    assert result.decision.messages["evalkit.fixtures.ArithTest::subtract"] == "expected: <3> but was: <17>"
+    assert result.decision.outcomes == {"error": 1, "failed": 1, "passed": 2, "skipped": 1}
+    assert read_junit(SUREFIRE / "candidate").tool == "JUnit XML (Maven surefire)"
+
+
+def test_a_surefire_folder_and_its_file_read_alike() -> None:
+    folder = read_junit(SUREFIRE / "candidate")
+    file = read_junit(SUREFIRE / "candidate/TEST-evalkit.fixtures.ArithTest.xml")
+    assert folder.tests == file.tests and folder.key == file.key
+
+
+def test_runs_of_different_suites_are_incomparable_naming_the_task() -> None:
+    result = gate(PYTEST / "baseline.xml", SUREFIRE / "candidate")
+    assert result.decision.decision is Verdict.INCOMPARABLE
+    assert result.decision.reasons[0].startswith("task: baseline ran task 'arith', candidate task "
+                                                 "'evalkit.fixtures.ArithTest'")
+
+
+def test_a_truncated_file_is_refused(tmp_path: Path) -> None:
+    data = (PYTEST / "candidate.xml").read_bytes()
+    assert "not well-formed XML" in refused(tmp_path, data[: len(data) // 2])
+
+
+def test_a_duplicate_test_is_refused(tmp_path: Path) -> None:
+    text = (PYTEST / "candidate.xml").read_text()
+    start = text.index('<testcase classname="arith_checks" name="test_add"')
+    case = text[start:text.index("/>", start) + 2]
+    assert "duplicate test id 'arith_checks::test_add'" in refused(tmp_path, text.replace(case, case + case))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("<html><body/></html>", "the root element is <html>"),
+    ('<testsuites name="x"><testsuite name="s"/></testsuites>', "holds no <testcase>"),
+    ('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><testsuite name="s"><testcase name="t"/></testsuite>',
+     "declares entities"),
+    ('<testsuite name="s"><testcase classname="c"/></testsuite>', "has no name attribute"),
+])
+def test_what_is_not_junit_xml_is_refused(tmp_path: Path, text: str, expected: str) -> None:
+    assert expected in refused(tmp_path, text)
+
+
+def test_an_empty_folder_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="holds no .xml files"):
+        read_junit(tmp_path)
+
+
+@pytest.mark.parametrize(("baseline", "candidate", "code"), [
+    (PYTEST / "baseline.xml", PYTEST / "candidate.xml", 1),
+    (PYTEST / "candidate.xml", PYTEST / "candidate.xml", 0),
+    (PYTEST / "baseline.xml", SUREFIRE / "candidate", 2),
+    (PYTEST / "baseline.xml", PYTEST / "missing.xml", 3),
+])
+def test_the_command_exit_codes(baseline: Path, candidate: Path, code: int) -> None:
+    done = evalkit_cli("evalkit.adapt", "junit", str(baseline), str(candidate))
+    assert done.returncode == code, done.stderr
+    if code == 3:
+        assert len(done.stderr.strip().splitlines()) == 1 and "missing.xml" in done.stderr
+
+
+@pytest.mark.slow
+def test_pytest_regenerates_files_that_map_alike(tmp_path: Path) -> None:
+    shutil.copy(PYTEST / "arith_checks.py", tmp_path)
+    for variant in ("baseline", "candidate"):
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir=.", "-c",
+                        "/dev/null", "arith_checks.py", f"--junitxml={variant}.xml", "-o", "junit_suite_name=arith"],
+                       cwd=tmp_path, env={**evalkit_env(), "ARITH_VARIANT": variant}, capture_output=True,
+                       timeout=300)
+        assert read_junit(tmp_path / f"{variant}.xml").tests == read_junit(PYTEST / f"{variant}.xml").tests
+    fresh, kept = (gate(tmp_path / "baseline.xml", tmp_path / "candidate.xml"),
+                   gate(PYTEST / "baseline.xml", PYTEST / "candidate.xml"))
+    assert fresh.decision.to_json() == kept.decision.to_json()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("mvn") is None, reason="Maven (mvn) is not installed (Debian: apt-get install maven)")
+def test_maven_surefire_regenerates_files_that_map_alike(tmp_path: Path) -> None:
+    project = tmp_path / "maven"
+    shutil.copytree(JUNIT / "maven", project, ignore=shutil.ignore_patterns("target"))
+    for variant in ("baseline", "candidate"):
+        done = subprocess.run(["mvn", "-q", "-o", "test", f"-Dvariant={variant}"], cwd=project, capture_output=True,
+                              text=True, timeout=600)
+        if done.returncode != 0 and "offline mode" in done.stdout:  # a machine whose Maven cache lacks a plugin
+            done = subprocess.run(["mvn", "-q", "test", f"-Dvariant={variant}"], cwd=project, capture_output=True,
+                                  text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:]
+        shutil.move(project / "target/surefire-reports", tmp_path / variant)
+        shutil.rmtree(project / "target")
+        assert read_junit(tmp_path / variant).tests == read_junit(SUREFIRE / variant).tests
+    fresh, kept = gate(tmp_path / "baseline", tmp_path / "candidate"), gate(SUREFIRE / "baseline",
+                                                                            SUREFIRE / "candidate")
+    assert fresh.decision.to_json() == kept.decision.to_json()
