@@ -138,8 +138,8 @@ def test_a_truncated_file_is_refused(tmp_path: Path) -> None:
 
 
 def _python() -> str | None:
-    """A Python with deepeval installed: EVALKIT_TEST_DEEPEVAL_PYTHON, or this one when it has deepeval."""
-    configured = os.environ.get("EVALKIT_TEST_DEEPEVAL_PYTHON")
+    """A Python with deepeval installed: EVALKIT_DEEPEVAL_PYTHON, or this one when it has deepeval."""
+    configured = os.environ.get("EVALKIT_DEEPEVAL_PYTHON")
     if configured:
         return configured
     found = shutil.which("deepeval")
@@ -147,7 +147,7 @@ def _python() -> str | None:
 
 
 @pytest.mark.skipif(_python() is None, reason="deepeval is not installed (pip install deepeval in a separate venv, "
-                                              "and set EVALKIT_TEST_DEEPEVAL_PYTHON to its python)")
+                                              "and set EVALKIT_DEEPEVAL_PYTHON to its python)")
 def test_regenerated_runs_map_to_the_same_tests_and_decisions(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHON": str(_python())}
     subprocess.run(["bash", str(CORPUS / "make.sh"), str(tmp_path)], check=True, env=env, timeout=600)

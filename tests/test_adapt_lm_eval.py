@@ -154,11 +154,11 @@ def test_a_folder_with_two_runs_is_refused(tmp_path: Path) -> None:
 
 
 def _lm_eval() -> str | None:
-    return os.environ.get("EVALKIT_TEST_LM_EVAL") or shutil.which("lm_eval")
+    return os.environ.get("EVALKIT_LM_EVAL") or shutil.which("lm_eval")
 
 
 @pytest.mark.skipif(_lm_eval() is None, reason="lm-eval is not installed (pip install torch lm-eval in a separate "
-                                               "venv, and set EVALKIT_TEST_LM_EVAL to its lm_eval)")
+                                               "venv, and set EVALKIT_LM_EVAL to its lm_eval)")
 def test_regenerated_outputs_map_to_the_same_tests_and_decisions(tmp_path: Path) -> None:
     env = {**os.environ, "LM_EVAL": str(_lm_eval())}
     subprocess.run(["bash", str(CORPUS / "make.sh"), str(tmp_path)], check=True, env=env, timeout=600)

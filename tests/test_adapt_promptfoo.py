@@ -167,11 +167,11 @@ def test_a_truncated_file_exits_3_naming_it(tmp_path: Path) -> None:
 
 
 def _promptfoo() -> str | None:
-    return os.environ.get("EVALKIT_TEST_PROMPTFOO") or shutil.which("promptfoo")
+    return os.environ.get("EVALKIT_PROMPTFOO") or shutil.which("promptfoo")
 
 
 @pytest.mark.skipif(_promptfoo() is None, reason="promptfoo is not installed (npm install promptfoo, or set "
-                                                 "EVALKIT_TEST_PROMPTFOO to its executable)")
+                                                 "EVALKIT_PROMPTFOO to its executable)")
 def test_regenerated_results_map_to_the_same_tests_and_decisions(tmp_path: Path) -> None:
     env = {**os.environ, "PROMPTFOO": str(_promptfoo())}
     subprocess.run(["bash", str(CORPUS / "make.sh"), str(tmp_path)], check=True, env=env, timeout=600)
