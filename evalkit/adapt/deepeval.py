@@ -104,7 +104,7 @@ def read_deepeval(path: Path) -> NeutralRun:
         notes.append(f"metrics marked flaky ({', '.join(map(str, flaky))}) are gated like the others: evalkit does "
                      "not let a flag excuse a failure")
     return NeutralRun(
-        source="deepeval", tool="deepeval (the file records no version)", key=key, tests=tuple(tests),
+        source="deepeval", tool="DeepEval", key=key, tests=tuple(tests),
         metrics={f"{name}/mean_score": sum(values) / len(values) for name, values in sorted(scores.items())},
         errored=tuple(errored), notes=tuple(notes),
         provenance={"file_sha256": digest, "format_version": "TestRun (unversioned)",
