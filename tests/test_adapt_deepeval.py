@@ -52,6 +52,7 @@ def test_each_metric_of_each_test_case_is_an_evalkit_test() -> None:
     assert run.key.model == "fixed-outputs" and run.key.prompt_version == "capital-v1"
     assert run.key.scorer == "City(threshold=0.5, strict=False); Exact Match(threshold=1.0, strict=False)"
     assert run.key.dataset_sha_from == "sample inputs"
+    assert run.tool == "DeepEval" and run.provenance["format_version"] == "TestRun (unversioned)"
     assert run.metrics == {"City/mean_score": 1.0, "Exact Match/mean_score": pytest.approx(2 / 3)}
 
 
