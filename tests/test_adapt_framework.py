@@ -7,12 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import evalkit_cli
 
 from evalkit.adapt.framework import SOURCES, Source, available_sources, gate_runs, load_source
 from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs, to_run_report
 from evalkit.core.errors import InputError
 from evalkit.core.policy import STRICT_DEFAULT, Policy
 from evalkit.core.report import report_from_mapping
+from evalkit.gate.decide import incomparability
 from evalkit.gate.decision import Verdict
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
@@ -129,3 +131,24 @@ def test_registered_sources_load_and_unknown_ones_are_refused() -> None:
         assert isinstance(source, Source) and source.name == name
     with pytest.raises(InputError, match="unknown source 'nope'"):
         load_source("nope")
+
+
+def test_adapted_reports_keep_the_scorer_where_the_plain_gate_refuses_a_change() -> None:
+    other = SourceKey(**{**KEY.__dict__, "scorer": "includes", "contract": {"num_fewshot": "5"}})
+    before, after = to_run_report(run({"1": "passed"}), "b"), to_run_report(run({"1": "passed"}, key=other), "c")
+    assert after["eval"]["judge_model"] == "scorer:includes; num_fewshot=5"
+    assert incomparability(before["eval"], after["eval"])  # `python -m evalkit.gate` refuses them too
+
+
+def test_out_in_a_missing_folder_or_over_an_existing_path_is_refused(tmp_path: Path) -> None:
+    junit = PROJECT_ROOT / "tests/corpus/adapt/junit/pytest"
+    for out, expected in ((tmp_path / "no/such/dir", "does not exist"), (tmp_path, "already exists")):
+        done = evalkit_cli("evalkit.adapt", "junit", str(junit / "baseline.xml"), str(junit / "candidate.xml"),
+                           "--out", str(out))
+        assert done.returncode == 3 and expected in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "no").exists()
+
+
+def test_an_unknown_source_is_a_usage_error() -> None:
+    done = evalkit_cli("evalkit.adapt", "nosuchtool", "a", "b")
+    assert done.returncode == 3 and "invalid choice: 'nosuchtool'" in done.stderr
