@@ -68,6 +68,14 @@ def test_repeats_become_repeat_counts_not_separate_tests() -> None:
     assert len(run.tests) == 5
 
 
+def test_several_prompts_in_one_file_are_told_apart_on_the_same_dataset() -> None:
+    run = read("two-prompts")
+    assert outcomes(run)[f"{TASK}::contains[france|capital-v1|echo]"] == ("passed", None)
+    assert outcomes(run)[f"{TASK}::contains[france|capital-v2|echo]"] == ("failed", None)
+    assert len(run.tests) == 10 and run.key.prompt_version == "capital-v1, capital-v2"
+    assert (run.key.dataset_sha, run.key.scorer) == (read("baseline").key.dataset_sha, read("baseline").key.scorer)
+
+
 def test_an_errored_row_is_kept_as_errors_and_listed() -> None:
     run = read("provider-error")
     assert run.errored == ("japan",)
@@ -175,7 +183,7 @@ def _promptfoo() -> str | None:
 def test_regenerated_results_map_to_the_same_tests_and_decisions(tmp_path: Path) -> None:
     env = {**os.environ, "PROMPTFOO": str(_promptfoo())}
     subprocess.run(["bash", str(CORPUS / "make.sh"), str(tmp_path)], check=True, env=env, timeout=600)
-    for name in ("baseline", "candidate", "dataset-changed", "assertion-changed", "provider-error",
+    for name in ("baseline", "candidate", "dataset-changed", "assertion-changed", "provider-error", "two-prompts",
                  "repeat-baseline", "repeat-candidate"):
         fresh, shipped = read(name, tmp_path), read(name)
         assert outcomes(fresh) == outcomes(shipped), name

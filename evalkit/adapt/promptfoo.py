@@ -54,14 +54,15 @@ def read_promptfoo(path: Path) -> NeutralRun:
     many = len({(_prompt(row, where), _provider(row, where)) for row in rows}) > 1
     groups: dict[str, list[Mapping[str, Any]]] = {}
     cases: dict[str, Mapping[str, Any]] = {}
+    dataset: dict[str, Mapping[str, Any]] = {}  # by test, whatever prompts and providers ran it
     for index, row in enumerate(rows):
         row = _object(row, where, f"results.results[{index}]")
         case = _object(row.get("testCase"), where, f"results.results[{index}].testCase")
-        sample = _sample_id(row, case)
+        sample = dataset_id = _sample_id(row, case)
         if many:
             sample = f"{sample}|{_prompt(row, where)}|{_provider(row, where)}"
         groups.setdefault(sample, []).append(row)
-        cases[sample] = case
+        cases[sample] = dataset[dataset_id] = case
     for sample, group in groups.items():
         if len(group) != repeat:
             what = ("appears twice: two tests share a description; give each test a unique `description`"
@@ -84,9 +85,9 @@ def read_promptfoo(path: Path) -> NeutralRun:
         notes.append(f"each test ran {repeat} times (--repeat {repeat}); its assertions are gated as repeats")
     key = SourceKey(
         task=task, dataset=f"tests of {task}",
-        dataset_sha=_dataset(cases),
+        dataset_sha=_dataset(dataset),
         dataset_sha_from="sample inputs",
-        scorer=_scorer(cases, config),
+        scorer=_scorer(dataset, config),
         model=", ".join(sorted({_provider(row, where) for row in rows})),
         prompt=_templates(results, where),
         prompt_version=", ".join(sorted({_prompt(row, where) for row in rows})))

@@ -20,5 +20,6 @@ run candidate.yaml candidate.json
 run dataset-changed.yaml dataset-changed.json
 run assertion-changed.yaml assertion-changed.json
 run provider-error.yaml provider-error.json
+run two-prompts.yaml two-prompts.json
 run baseline.yaml repeat-baseline.json --repeat 10
 run flaky.yaml repeat-candidate.json --repeat 10
