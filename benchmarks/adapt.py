@@ -14,7 +14,9 @@ Then, best of 3 each, in one sitting:
 - evalkit: reading both logs with evalkit's Inspect source and gating them (`read_inspect_log` x 2 +
   `gate_runs`), timed around the calls in this Python (evalkit's import not counted).
 The ratio is evalkit's time over Inspect's (the target: under 2). evalkit reads two logs where Inspect reads one,
-so the ratio is conservative. The whole command `python -m evalkit.adapt inspect BASELINE CANDIDATE` is timed too
+so the ratio is conservative; but evalkit reads only each log's header and sample summaries, never the transcripts,
+so for reference the script also times Inspect reading just those (`read_eval_log(header_only=True)` and
+`read_eval_log_sample_summaries`). The whole command `python -m evalkit.adapt inspect BASELINE CANDIDATE` is timed too
 (start-up included), for reference.
 
 Run from the project root:  .venv/bin/python benchmarks/adapt.py
@@ -60,14 +62,19 @@ write_eval_log(log, target)
 
 READ = r"""
 import json, sys, time
-from inspect_ai.log import read_eval_log
-times = []
+from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
+times, light = [], []
 for _ in range(int(sys.argv[2])):
     start = time.perf_counter()
     log = read_eval_log(sys.argv[1])
     times.append(time.perf_counter() - start)
     assert len(log.samples) >= 10_000, len(log.samples)
-print(json.dumps(times))
+    start = time.perf_counter()
+    read_eval_log(sys.argv[1], header_only=True)
+    summaries = read_eval_log_sample_summaries(sys.argv[1])
+    light.append(time.perf_counter() - start)
+    assert len(summaries) >= 10_000, len(summaries)
+print(json.dumps([times, light]))
 """
 
 
@@ -100,8 +107,9 @@ def main() -> None:
     print(f"inspect-ai {version}; logs of {SAMPLES} samples: {baseline.stat().st_size / 1e6:.1f} MB, "
           f"{candidate.stat().st_size / 1e6:.1f} MB")
 
-    inspect_times = json.loads(subprocess.run([python, "-c", READ, str(candidate), str(REPEATS)], check=True,
-                                              capture_output=True, text=True).stdout)
+    read = subprocess.run([python, "-c", READ, str(candidate), str(REPEATS)], check=True, capture_output=True,
+                          text=True)
+    inspect_times, light_times = json.loads(read.stdout)
     evalkit_times = []
     for _ in range(REPEATS):
         start = time.perf_counter()
@@ -124,6 +132,8 @@ def main() -> None:
     print(f"inspect read_eval_log (one log): best {best_inspect:.3f} s of {[round(t, 3) for t in inspect_times]}")
     print(f"evalkit read both + gate: best {best_evalkit:.3f} s of {[round(t, 3) for t in evalkit_times]}; "
           f"decision {decision.decision}, {len(decision.regressed)} regressed, {len(decision.fixed)} fixed")
+    print(f"for reference, inspect reading what evalkit reads (header_only + read_eval_log_sample_summaries, one "
+          f"log): best {min(light_times):.3f} s of {[round(t, 3) for t in light_times]}")
     print(f"python -m evalkit.adapt inspect (whole command, start-up included): {command:.3f} s")
     print(f"inspect_ratio={best_evalkit / best_inspect:.3f}")
 
