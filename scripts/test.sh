@@ -33,4 +33,20 @@ fi
 .venv-inspect/bin/python -c "import inspect_ai" 2>/dev/null || .venv-inspect/bin/pip install -q "inspect-ai==0.3.285"
 export EVALKIT_INSPECT_PYTHON="${EVALKIT_INSPECT_PYTHON:-$PWD/.venv-inspect/bin/python}"
 
+# promptfoo (npm), DeepEval and lm-eval (each in a venv of its own; none is a dependency of evalkit):
+# tests/test_adapt_{promptfoo,deepeval,lm_eval}.py regenerate their fixtures with them, so a format change in a
+# new version shows up. lm-eval needs torch: the CPU wheel, installed first.
+if ! [ -x .tools/promptfoo/node_modules/.bin/promptfoo ]; then
+  npm install -q --prefix .tools/promptfoo "promptfoo@0.121.20" >/dev/null
+fi
+export EVALKIT_PROMPTFOO="${EVALKIT_PROMPTFOO:-$PWD/.tools/promptfoo/node_modules/.bin/promptfoo}"
+[ -x .venv-deepeval/bin/python ] || python3 -m venv .venv-deepeval
+.venv-deepeval/bin/python -c "import deepeval" 2>/dev/null || .venv-deepeval/bin/pip install -q "deepeval==4.3.1"
+export EVALKIT_DEEPEVAL_PYTHON="${EVALKIT_DEEPEVAL_PYTHON:-$PWD/.venv-deepeval/bin/python}"
+[ -x .venv-lmeval/bin/python ] || python3 -m venv .venv-lmeval
+if ! .venv-lmeval/bin/python -c "import lm_eval" 2>/dev/null; then
+  .venv-lmeval/bin/pip install -q "torch==2.13.0" && .venv-lmeval/bin/pip install -q "lm-eval==0.4.13"
+fi
+export EVALKIT_LM_EVAL="${EVALKIT_LM_EVAL:-$PWD/.venv-lmeval/bin/lm_eval}"
+
 exec .venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,224 @@
+"""The lm-eval source: lm-evaluation-harness `--output_path ... --log_samples` output read into a neutral run.
+
+`lm_eval run ... --output_path OUT --log_samples` writes `OUT/<model>/results_<time>.json` (aggregates, the task
+configs, versions, n-shot, seeds, `task_hashes`) and one `samples_<task>_<time>.jsonl` per task: a line per
+document and filter, with `doc_id`, `doc_hash`, `target_hash`, `prompt_hash`, the metric names and each metric's
+value for that document. Here each document x per-document pass/fail metric (acc, acc_norm, exact_match, ...: a
+0/1 value) is an evalkit test `<task>::<metric>[<doc_id>]` (`<metric>,<filter>` under a filter other than
+`none`); metrics that are not 0/1 per document (bleu, perplexity, f1) are run-level metrics only, said in the
+notes. The eval key: the dataset is each task's dataset path, name and split, its fingerprint lm-eval's own
+`doc_hash` and `target_hash` of every document; the scorer is each task's version, output type, metric list,
+filters and answer format; few-shot count and `--limit` are the contract; the model is `--model` with its
+arguments; the prompt is each task's template, description, delimiters, system instruction and chat template;
+the seeds and generation arguments are shown as changed. Results that record no `lm_eval_version`, or one
+before 0.4, are refused, naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from evalkit.adapt.framework import Source
+from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey
+from evalkit.core.errors import InputError
+from evalkit.core.files import read_text_sha256
+from evalkit.core.fingerprint import canonical_json, fingerprint
+from evalkit.core.parsing import parse_json
+
+__all__ = ["PASS_FAIL_METRICS", "SOURCE", "read_lm_eval"]
+
+PASS_FAIL_METRICS = frozenset({"acc", "acc_norm", "acc_mutual_info", "exact_match", "em", "exact", "pass@1"})
+"""lm-eval metrics whose per-document value is a pass (1) or a fail (0); the others are aggregates only."""
+
+_OLDEST = (0, 4)
+_PROMPT_FIELDS = ("doc_to_text", "description", "target_delimiter", "fewshot_delimiter", "fewshot_config",
+                  "process_docs", "use_prompt")
+_SCORER_FIELDS = ("output_type", "metric_list", "filter_list", "doc_to_target", "doc_to_choice", "process_results")
+_DATASET_FIELDS = ("dataset_path", "dataset_name", "test_split", "validation_split")
+
+
+def read_lm_eval(path: Path) -> NeutralRun:
+    """Read a `results_<time>.json` (or the folder holding one) and its `samples_<task>_<time>.jsonl` files."""
+    results_path = _results_file(path)
+    text, digest = read_text_sha256(results_path, "lm-eval results")
+    where = str(results_path)
+    data = parse_json(text, where, "lm-eval results")
+    if not isinstance(data, dict):
+        raise InputError(f"{where}: not an lm-eval results object")
+    version = _version(data, where)
+    configs = data.get("configs")
+    if not isinstance(configs, dict) or not configs:
+        raise InputError(f"{where}: no task configs (configs); is this lm-eval's results_<time>.json?")
+    stamp = results_path.name.removeprefix("results_").removesuffix(".json")
+    several = len(configs) > 1
+    tests: list[AdaptedTest] = []
+    hashes: list[list[Any]] = []
+    other_metrics: set[str] = set()
+    sample_digests: dict[str, str] = {}
+    for task in sorted(configs):
+        config = configs[task]
+        if not isinstance(config, dict):
+            raise InputError(f"{where}: configs[{task!r}] is not an object")
+        rows, sample_digests[task] = _samples(results_path.parent / f"samples_{task}_{stamp}.jsonl", task)
+        better = _mapping(_mapping(data, "higher_is_better"), task)
+        found, seen_hashes, others = _task_tests(rows, task, better, several, str(results_path.parent))
+        _check_count(data, task, {row[0] for row in seen_hashes}, where)
+        tests.extend(found)
+        hashes.extend([task, *row] for row in seen_hashes)
+        other_metrics |= {f"{task}/{name}" for name in others}
+    if not tests:
+        raise InputError(f"{where}: no per-document pass/fail metric ({', '.join(sorted(PASS_FAIL_METRICS))}) in "
+                         "any task's samples, so there is nothing to gate per document")
+    run_config = _mapping(data, "config")
+    notes = []
+    if other_metrics:
+        notes.append(f"metrics without a per-document pass or fail ({', '.join(sorted(other_metrics))}) are "
+                     "reported as run metrics, not gated per document")
+    if run_config.get("limit") is not None:
+        notes.append(f"the run was limited to {run_config['limit']} documents per task (--limit)")
+    key = SourceKey(
+        task=",".join(sorted(configs)),
+        dataset=", ".join(f"{task}: " + "/".join(str(configs[task].get(f)) for f in _DATASET_FIELDS
+                                                  if configs[task].get(f) is not None) for task in sorted(configs)),
+        dataset_sha=fingerprint(sorted(hashes)), dataset_sha_from="source",
+        scorer="; ".join(_scorer(task, configs[task], data) for task in sorted(configs)),
+        model=f"{run_config.get('model')} {canonical_json(run_config.get('model_args') or {})}",
+        prompt=canonical_json({"tasks": {task: {f: configs[task].get(f) for f in _PROMPT_FIELDS}
+                                         for task in sorted(configs)},
+                               **{f: data.get(f) for f in ("system_instruction", "chat_template_sha",
+                                                           "fewshot_as_multiturn")}}),
+        contract={"num_fewshot": canonical_json(data.get("n-shot")), "limit": str(run_config.get("limit"))},
+        components={"seeds": canonical_json({f: run_config.get(f) for f in ("random_seed", "numpy_seed",
+                                                                          "torch_seed", "fewshot_seed")}),
+                    "gen_kwargs": canonical_json(run_config.get("gen_kwargs"))})
+    return NeutralRun(
+        source="lm-eval", tool=f"lm-eval {version}", key=key, tests=tuple(tests),
+        metrics=_aggregates(data), notes=tuple(notes),
+        provenance={"file_sha256": digest, "format_version": f"lm-eval {version} results",
+                    "samples_sha256": sample_digests, "task_hashes": data.get("task_hashes"),
+                    "run_id": stamp})
+
+
+def _mapping(data: Mapping[str, Any], field: str) -> dict[str, Any]:
+    """`data[field]` when it is an object, else empty (lm-eval leaves out what a run did not use)."""
+    value = data.get(field)
+    return value if isinstance(value, dict) else {}
+
+
+def _results_file(path: Path) -> Path:
+    """The results file: `path` itself, or the one `results_*.json` in the folder or its model subfolder."""
+    if not path.is_dir():
+        return path
+    found = sorted({*path.glob("results_*.json"), *path.glob("*/results_*.json")})
+    if len(found) != 1:
+        what = "no results_*.json" if not found else f"{len(found)} results files ({found[0].name}, ...)"
+        raise InputError(f"{path}: {what} in the folder or its model subfolder; name the results_<time>.json "
+                         "lm_eval wrote with --output_path")
+    return found[0]
+
+
+def _version(data: Mapping[str, Any], where: str) -> str:
+    version = data.get("lm_eval_version")
+    match = re.match(r"(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    if match is None:
+        raise InputError(f"{where}: no lm_eval_version; evalkit reads the results of lm-eval 0.4 and later, which "
+                         "record it: rerun with a current lm-eval")
+    if (int(match[1]), int(match[2])) < _OLDEST:
+        raise InputError(f"{where}: lm_eval_version {version} is older than 0.4, whose results format evalkit "
+                         "reads: rerun with a current lm-eval")
+    return version  # type: ignore[return-value]
+
+
+def _samples(path: Path, task: str) -> tuple[list[dict[str, Any]], str]:
+    """The task's logged samples, one object per line, and the file's SHA-256."""
+    if not path.exists():
+        raise InputError(f"{path}: missing; the samples of task {task!r} are needed to gate per document: rerun "
+                         "lm_eval with --log_samples and keep the samples_<task>_<time>.jsonl beside the results")
+    text, digest = read_text_sha256(path, "lm-eval samples")
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            row = parse_json(line, f"{path} line {number}", "lm-eval sample")
+            if not isinstance(row, dict):
+                raise InputError(f"{path} line {number}: not a sample object")
+            rows.append(row)
+    if not rows:
+        raise InputError(f"{path}: no samples; was the run cancelled before it logged any?")
+    return rows, digest
+
+
+def _task_tests(rows: list[dict[str, Any]], task: str, better: Mapping[str, Any], several: bool,
+                where: str) -> tuple[list[AdaptedTest], set[tuple[int, str, str]], set[str]]:
+    """The task's tests, its documents' (doc_id, doc_hash, target_hash), and its metrics not gated per document."""
+    tests = []
+    seen: set[tuple[int, str]] = set()
+    hashes: set[tuple[int, str, str]] = set()
+    others: set[str] = set()
+    for row in rows:
+        doc, kind = row.get("doc_id"), row.get("filter", "none")
+        metrics = row.get("metrics")
+        if not isinstance(doc, int) or not isinstance(metrics, list) or not metrics:
+            raise InputError(f"{where}: a sample of task {task!r} has no doc_id or no metrics list; is the samples "
+                             "file truncated?")
+        if (doc, str(kind)) in seen:
+            raise InputError(f"{where}: task {task!r} logs document {doc} twice under filter {kind!r}; duplicate "
+                             "samples (two runs' samples in one file?) cannot be paired")
+        seen.add((doc, str(kind)))
+        hashes.add((doc, str(row.get("doc_hash")), str(row.get("target_hash"))))
+        case = f"{task}/{doc}" if several else str(doc)
+        for metric in metrics:
+            if metric not in row:
+                raise InputError(f"{where}: task {task!r}, document {doc}: metric {metric!r} has no value: a sample "
+                                 "without scores cannot be gated")
+            value = row[metric]
+            if metric not in PASS_FAIL_METRICS or isinstance(value, bool) or value not in (0, 1):
+                others.add(str(metric))
+                continue
+            ok = value == 1 if better.get(metric, True) else value == 0
+            name = metric if kind == "none" else f"{metric},{kind}"
+            tests.append(AdaptedTest(f"{task}::{name}[{doc}]", "passed" if ok else "failed", case,
+                                     message=None if ok else f"{metric} {value} (target {row.get('target')})"))
+    return tests, hashes, others
+
+
+def _check_count(data: Mapping[str, Any], task: str, docs: set[int], where: str) -> None:
+    """Refuse samples that cover fewer or more documents than lm-eval says it evaluated (a cut or mixed file)."""
+    counts = _mapping(data, "n-samples").get(task)
+    effective = counts.get("effective") if isinstance(counts, dict) else None
+    if isinstance(effective, int) and effective != len(docs):
+        raise InputError(f"{where}: task {task!r} evaluated {effective} documents (n-samples) but its samples file "
+                         f"logs {len(docs)}; a truncated or mixed samples file: rerun with --log_samples")
+
+
+def _scorer(task: str, config: Mapping[str, Any], data: Mapping[str, Any]) -> str:
+    metrics = [m.get("metric") for m in config.get("metric_list") or [] if isinstance(m, dict)]
+    version = _mapping(data, "versions").get(task)
+    settings = fingerprint(canonical_json({f: config.get(f) for f in _SCORER_FIELDS}))
+    return f"{task} v{version}: {', '.join(map(str, metrics)) or 'default metrics'} ({settings})"
+
+
+def _aggregates(data: Mapping[str, Any]) -> dict[str, float | None]:
+    """lm-eval's per-task aggregates whose higher value is better (`acc,none`), as `<task>/<metric>,<filter>`."""
+    found: dict[str, float | None] = {}
+    results, better = _mapping(data, "results"), _mapping(data, "higher_is_better")
+    for task, values in sorted(results.items()):
+        if not isinstance(values, dict):
+            continue
+        for name, value in sorted(values.items()):
+            metric = name.split(",", 1)[0]
+            if ("," in name and not metric.endswith("_stderr") and _mapping(better, task).get(metric) is True
+                    and isinstance(value, int | float) and not isinstance(value, bool)):
+                found[f"{task}/{name}"] = float(value)
+    return found
+
+
+SOURCE = Source(
+    name="lm-eval", summary="lm-evaluation-harness results with --log_samples (results_*.json or its folder)",
+    read=read_lm_eval,
+    description="Each document x pass/fail metric (acc, acc_norm, exact_match, ...) of each task becomes a test "
+                "<task>::<metric>[<doc_id>]; other metrics are run-level only. Runs whose documents (lm-eval's "
+                "doc_hash and target_hash), task versions, metrics, filters or few-shot counts differ are "
+                "incomparable.")

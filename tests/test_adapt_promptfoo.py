@@ -1,0 +1,192 @@
+"""The promptfoo source over real promptfoo output (tests/corpus/adapt/promptfoo/, made by promptfoo 0.121.20; its
+README has the commands): assertions as tests, repeats, errored rows, incomparable runs, refusals. Bad inputs are
+derived here from the real files (cut, or one field changed), each saying what was changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.adapt.framework import gate_runs
+from evalkit.adapt.neutral import NeutralRun
+from evalkit.adapt.promptfoo import read_promptfoo
+from evalkit.core.errors import InputError
+from evalkit.core.policy import STRICT_DEFAULT
+from evalkit.gate.decision import Verdict
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+CORPUS = PROJECT_ROOT / "tests" / "corpus" / "adapt" / "promptfoo"
+TASK = "capitals (evalkit adapt fixture)"
+
+# (baseline, candidate) -> (decision, regressed, fixed, first words of the reasons)
+EXPECTED: dict[tuple[str, str], tuple[Verdict, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    ("baseline", "candidate"): (Verdict.BLOCK, (f"{TASK}::contains[france]",), (f"{TASK}::contains[italy]",),
+                                ("1 regression(s)",)),
+    ("baseline", "dataset-changed"): (Verdict.INCOMPARABLE, (), (), ("dataset:",)),
+    ("baseline", "assertion-changed"): (Verdict.INCOMPARABLE, (), (), ("scorer:",)),
+    ("baseline", "provider-error"): (Verdict.BLOCK, (f"{TASK}::icontains[japan]", f"{TASK}::starts-with[japan]"), (),
+                                     ("incomplete run:", "2 regression(s)")),
+    ("repeat-baseline", "repeat-candidate"): (Verdict.BLOCK, (f"{TASK}::contains[france]",), (),
+                                              ("1 regression(s)",)),
+    ("baseline", "baseline"): (Verdict.GO, (), (), ()),
+}
+
+
+def read(name: str, folder: Path = CORPUS) -> NeutralRun:
+    return read_promptfoo(folder / f"{name}.json")
+
+
+def outcomes(run: NeutralRun) -> dict[str, tuple[str, tuple[int, int] | None]]:
+    return {test.nodeid: (test.outcome, test.repeats) for test in run.tests}
+
+
+def test_each_assertion_of_each_test_is_an_evalkit_test() -> None:
+    run = read("baseline")
+    assert outcomes(run) == {
+        f"{TASK}::contains[france]": ("passed", None), f"{TASK}::icontains[france]": ("passed", None),
+        f"{TASK}::contains[italy]": ("failed", None),
+        f"{TASK}::starts-with[japan]": ("passed", None), f"{TASK}::icontains[japan]": ("passed", None)}
+    assert run.tool == "promptfoo 0.121.20"
+    assert run.key.model == "echo" and run.key.prompt_version == "capital-v1"
+    assert run.key.dataset_sha_from == "sample inputs"
+    assert "capital-v1: The capital of {{country}} is {{city}}." in str(run.key.prompt)
+    assert run.metrics["pass_rate"] == pytest.approx(2 / 3)
+    assert run.provenance["format_version"] == 3
+
+
+def test_repeats_become_repeat_counts_not_separate_tests() -> None:
+    run = read("repeat-candidate")
+    assert outcomes(run)[f"{TASK}::contains[france]"] == ("failed", (2, 10))
+    assert outcomes(run)[f"{TASK}::icontains[france]"] == ("passed", (10, 10))
+    assert len(run.tests) == 5
+
+
+def test_several_prompts_in_one_file_are_told_apart_on_the_same_dataset() -> None:
+    run = read("two-prompts")
+    assert outcomes(run)[f"{TASK}::contains[france|capital-v1|echo]"] == ("passed", None)
+    assert outcomes(run)[f"{TASK}::contains[france|capital-v2|echo]"] == ("failed", None)
+    assert len(run.tests) == 10 and run.key.prompt_version == "capital-v1, capital-v2"
+    assert (run.key.dataset_sha, run.key.scorer) == (read("baseline").key.dataset_sha, read("baseline").key.scorer)
+
+
+def test_an_errored_row_is_kept_as_errors_and_listed() -> None:
+    run = read("provider-error")
+    assert run.errored == ("japan",)
+    assert outcomes(run)[f"{TASK}::starts-with[japan]"] == ("error", None)
+    assert "simulated outage" in str(next(t.message for t in run.tests if t.outcome == "error"))
+
+
+@pytest.mark.parametrize(("pair", "expected"), EXPECTED.items(), ids=["-vs-".join(pair) for pair in EXPECTED])
+def test_the_fixtures_decide_as_their_readme_says(pair: tuple[str, str], expected: tuple[Any, ...]) -> None:
+    check_pair(CORPUS, pair, expected)
+
+
+def check_pair(folder: Path, pair: tuple[str, str], expected: tuple[Any, ...]) -> None:
+    verdict, regressed, fixed, reasons = expected
+    decision = gate_runs(STRICT_DEFAULT, read(pair[0], folder), read(pair[1], folder)).decision
+    assert decision.decision is verdict
+    assert decision.regressed == regressed and decision.fixed == fixed
+    assert [reason.split(" ")[0] for reason in decision.reasons] == [words.split(" ")[0] for words in reasons]
+
+
+def test_the_command_gates_two_results_files_and_writes_the_evidence(tmp_path: Path) -> None:
+    out = tmp_path / "gated"
+    done = subprocess.run([sys.executable, "-m", "evalkit.adapt", "promptfoo", str(CORPUS / "baseline.json"),
+                           str(CORPUS / "candidate.json"), "--out", str(out)],
+                          capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120)
+    assert done.returncode == 1, done.stderr
+    decision = json.loads((out / "decision.json").read_text())
+    assert decision["decision"] == "block"
+    assert f"{TASK}::contains[france]" in done.stdout
+
+
+def derived(tmp_path: Path, change: Any, name: str = "baseline") -> Path:
+    """A copy of a real results file with one change applied (the change is the test's subject)."""
+    data = json.loads((CORPUS / f"{name}.json").read_text())
+    change(data)
+    path = tmp_path / "derived.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _set_version(data: dict[str, Any]) -> None:
+    data["results"]["version"] = 2
+
+
+def _drop_row(data: dict[str, Any]) -> None:
+    data["results"]["results"].pop()
+
+
+def _all_errors(data: dict[str, Any]) -> None:
+    for row in data["results"]["results"]:
+        row.update(failureReason=2, error="boom", success=False)
+        row.pop("gradingResult", None)
+    data["results"]["stats"].update(successes=0, failures=0, errors=len(data["results"]["results"]))
+
+
+def _duplicate_description(data: dict[str, Any]) -> None:
+    data["results"]["results"][1]["testCase"]["description"] = "france"
+
+
+def _mixed_repeats(data: dict[str, Any]) -> None:
+    rows = data["results"]["results"]
+    rows.pop()
+    data["results"]["stats"]["successes"] -= 1
+
+
+def _no_component_results(data: dict[str, Any]) -> None:
+    del data["results"]["results"][0]["gradingResult"]["componentResults"]
+
+
+@pytest.mark.parametrize(("change", "name", "message"), [
+    (_set_version, "baseline", "results.version is 2; evalkit reads promptfoo results version 3"),
+    (_drop_row, "baseline", "results.stats counts 3 rows but results.results holds 2"),
+    (_all_errors, "baseline", "every row of the run errored"),
+    (_duplicate_description, "baseline", "test 'france' appears twice"),
+    (_mixed_repeats, "repeat-baseline", "has 9 rows but the run repeated each test 10 times"),
+    (_no_component_results, "baseline", "a sample without scores cannot be gated"),
+])
+def test_bad_results_are_refused_in_one_line(tmp_path: Path, change: Any, name: str, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        read_promptfoo(derived(tmp_path, change, name))
+
+
+def test_a_truncated_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "cut.json"
+    path.write_bytes((CORPUS / "baseline.json").read_bytes()[:4000])
+    with pytest.raises(InputError, match="is the file truncated"):
+        read_promptfoo(path)
+
+
+def test_a_truncated_file_exits_3_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "cut.json"
+    path.write_bytes((CORPUS / "baseline.json").read_bytes()[:4000])
+    done = subprocess.run([sys.executable, "-m", "evalkit.adapt", "promptfoo", str(CORPUS / "baseline.json"),
+                           str(path)], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120)
+    assert done.returncode == 3
+    assert len(done.stderr.strip().splitlines()) == 1 and str(path) in done.stderr
+
+
+def _promptfoo() -> str | None:
+    return os.environ.get("EVALKIT_PROMPTFOO") or shutil.which("promptfoo")
+
+
+@pytest.mark.skipif(_promptfoo() is None, reason="promptfoo is not installed (npm install promptfoo, or set "
+                                                 "EVALKIT_PROMPTFOO to its executable)")
+def test_regenerated_results_map_to_the_same_tests_and_decisions(tmp_path: Path) -> None:
+    env = {**os.environ, "PROMPTFOO": str(_promptfoo())}
+    subprocess.run(["bash", str(CORPUS / "make.sh"), str(tmp_path)], check=True, env=env, timeout=600)
+    for name in ("baseline", "candidate", "dataset-changed", "assertion-changed", "provider-error", "two-prompts",
+                 "repeat-baseline", "repeat-candidate"):
+        fresh, shipped = read(name, tmp_path), read(name)
+        assert outcomes(fresh) == outcomes(shipped), name
+        assert fresh.key == shipped.key and fresh.errored == shipped.errored, name
+    for pair, expected in EXPECTED.items():
+        check_pair(tmp_path, pair, expected)
