@@ -21,8 +21,9 @@ if ((${#missing[@]})); then
 fi
 
 # The venv and the extras the tests use (pip installs only what is missing; llama-cpp-python comes from pip's
-# wheel cache after its first build).
+# wheel cache after its first build): `launchers` brings Hydra's joblib and submitit launchers, which the sweep
+# tests drive (submitit on the Slurm cluster that tests/test_slurm.py starts and stops).
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install -q -e ".[test,local]"
+.venv/bin/pip install -q -e ".[test,local,launchers]"
 
 exec .venv/bin/python -m pytest -q "$@"
