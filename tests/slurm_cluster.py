@@ -72,6 +72,15 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _runs(pid: int, program: str) -> bool:
+    """Whether process PID still runs PROGRAM (its pid was not recycled for another program)."""
+    try:
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
+    except OSError:
+        return False
+    return Path(argv0).name == program
+
+
 def _port_open(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5):
@@ -114,7 +123,7 @@ class Cluster:
     def running(self) -> bool:
         """All recorded daemons alive and the node answering as usable."""
         pids = self.recorded()
-        if set(pids) != set(DAEMONS) or not all(_alive(pid) for pid in pids.values()):
+        if set(pids) != set(DAEMONS) or not all(_alive(pid) and _runs(pid, name) for name, pid in pids.items()):
             return False
         return self.node_state() in {"idle", "mixed", "allocated", "completing"}
 
@@ -314,7 +323,7 @@ StorageLoc=slurm_acct_db
         ended = []
         for name in reversed(DAEMONS):
             pid = pids.get(name)
-            if pid is None or not _alive(pid):
+            if pid is None or not _alive(pid) or not _runs(pid, name):  # a recycled pid is someone else's
                 continue
             os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + timeout
