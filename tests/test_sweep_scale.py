@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import evalkit_env
@@ -163,3 +164,80 @@ def test_a_sweep_without_the_extra_says_which_to_install(tmp_path):
     assert done.stderr.splitlines()[-1] == (
         "error: hydra/launcher=joblib: the joblib launcher is not installed; install evalkit's launchers extra "
         "(pip install 'evalkit[launchers]', which brings hydra-joblib-launcher) and run the sweep again")
+
+
+# -- evalkit's submitit launchers: every job accounted for, none waited on for ever ----------------------------
+
+
+class FakeJob:
+    """A submitted job as submitit shows it: done after DONE_AFTER polls, then a result or an error."""
+
+    def __init__(self, job_id: str, done_after: int | None, error: str | None = None, state: str = "RUNNING"):
+        self.job_id, self.done_after, self.error, self.state = job_id, done_after, error, state
+        self.polls, self.cancelled = 0, False
+
+    def done(self) -> bool:
+        self.polls += 1
+        return self.done_after is not None and self.polls > self.done_after
+
+    def results(self) -> list[Any]:
+        from hydra.core.utils import JobReturn, JobStatus
+
+        if self.error:
+            raise RuntimeError(self.error)
+        return [JobReturn(overrides=[], status=JobStatus.COMPLETED, _return_value=self.job_id)]
+
+    def cancel(self, check: bool = False) -> None:
+        self.cancelled = True
+
+
+def fake_launcher(tmp_path: Path, timeout_min: float) -> Any:
+    from evalkit.cli.launchers import Accounted
+
+    class Launcher(Accounted):
+        _EXECUTOR = "local"
+        params = {"timeout_min": timeout_min}
+
+        def _job_folder(self, number: int, overrides: list[str]) -> Path:
+            return tmp_path / str(number)
+
+    return Launcher()
+
+
+def test_the_launcher_waits_on_every_job_and_gives_a_lost_one_an_error_row(tmp_path, monkeypatch):
+    from evalkit.cli import launchers
+
+    monkeypatch.setattr(launchers, "POLL_S", 0.0)
+    jobs = [FakeJob("7_0", done_after=5, error="Job 7_0 has not produced any output (state: CANCELLED by 0)"),
+            FakeJob("7_1", done_after=1), FakeJob("7_2", done_after=8)]
+    returns = fake_launcher(tmp_path, 60)._wait_all(jobs, [["prompt=v1"], ["prompt=v2"], ["prompt=v3"]], 0)
+    # the first job's failure did not stop the wait: the later jobs were collected too, in job order
+    assert [r.return_value for r in returns] == [None, "7_1", "7_2"]
+    row = json.loads((tmp_path / "0" / "job.json").read_text())
+    assert row["exit_code"] == 5 and row["overrides"] == ["prompt=v1"]
+    assert row["error"] == ("the job ended without a result (Slurm job 7_0, state RUNNING): "
+                            "Job 7_0 has not produced any output (state: CANCELLED by 0)")
+    assert not (tmp_path / "1").exists()  # a job that finished keeps its own row
+
+
+def test_the_launcher_gives_up_on_a_job_the_cluster_lost_track_of(tmp_path, monkeypatch):
+    from evalkit.cli import launchers
+    from evalkit.cli.launchers import GRACE_S, UNKNOWN_S, _Watch
+
+    watch = _Watch(limit_s=60)
+    assert watch.overdue(1, "PENDING", now=0) is None  # a queue may hold a job for hours
+    assert watch.overdue(1, "RUNNING", now=1000) is None
+    assert watch.overdue(1, "RUNNING", now=1000 + 60 + GRACE_S - 1) is None
+    assert "past its time limit" in (watch.overdue(1, "RUNNING", now=1000 + 60 + GRACE_S + 1) or "")
+    assert watch.overdue(2, "UNKNOWN", now=0) is None
+    assert watch.overdue(2, "PENDING", now=UNKNOWN_S) is None  # known again: the clock restarts
+    assert watch.overdue(2, "UNKNOWN", now=UNKNOWN_S + 1) is None
+    assert "has not known the job" in (watch.overdue(2, "UNKNOWN", now=2 * UNKNOWN_S + 2) or "")
+
+    # a job that never ends is cancelled and reported once past its limit; the sweep ends
+    monkeypatch.setattr(launchers, "POLL_S", 0.0)
+    monkeypatch.setattr(launchers, "GRACE_S", 0.0)
+    stuck = FakeJob("9_0", done_after=None)
+    returns = fake_launcher(tmp_path, 1e-4)._wait_all([stuck], [["prompt=v1"]], 0)
+    assert stuck.cancelled and returns[0].return_value is None
+    assert "past its time limit" in json.loads((tmp_path / "0" / "job.json").read_text())["error"]

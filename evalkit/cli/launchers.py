@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,6 @@ from evalkit.gate.decision import ExitCode
 __all__ = ["Accounted"]
 
 log = logging.getLogger(__name__)
-
 
 
 class Accounted:
@@ -49,21 +49,35 @@ class Accounted:
 
     def _wait_all(self, jobs: Sequence[Any], job_overrides: Sequence[Sequence[str]],
                   initial_job_idx: int) -> list[JobReturn]:
-        returns = []
-        for offset, (job, overrides) in enumerate(zip(jobs, job_overrides, strict=True)):
-            number = initial_job_idx + offset
-            try:
-                result = job.results()[0]
-            except Exception as error:  # UncompletedJobError, FailedJobError, a lost result file: never fatal here
-                returns.append(self._lost(job, number, list(overrides), str(error), _state(job)))
-                continue
-            state = _final_state(job) if self._EXECUTOR == "slurm" else "COMPLETED"
-            if state != "COMPLETED":  # it returned, but the cluster ended it (its row may blame the killed checks)
-                returns.append(self._lost(job, number, list(overrides), _own_error(self._job_folder(number,
-                                          list(overrides))), state, replace=True))
-            else:
-                returns.append(result)
-        return returns
+        """Each job's return, in job order, once every job has ended or been given up on (never a hang)."""
+        pending = {initial_job_idx + offset: (job, list(overrides))
+                   for offset, (job, overrides) in enumerate(zip(jobs, job_overrides, strict=True))}
+        returns: dict[int, JobReturn] = {}
+        watch = _Watch(float(getattr(self, "params", {}).get("timeout_min") or 60) * 60)
+        while pending:
+            for number, (job, overrides) in list(pending.items()):
+                if job.done():
+                    returns[number] = self._collect(job, number, overrides)
+                elif (why := watch.overdue(number, _state(job))) is not None:  # the cluster lost track of it
+                    job.cancel(check=False)
+                    returns[number] = self._lost(job, number, overrides, why, _state(job))
+                else:
+                    continue
+                del pending[number]
+            if pending:
+                time.sleep(POLL_S)
+        return [returns[number] for number in sorted(returns)]
+
+    def _collect(self, job: Any, number: int, overrides: list[str]) -> JobReturn:
+        try:
+            result: JobReturn = job.results()[0]
+        except Exception as error:  # UncompletedJobError, FailedJobError, a lost result file: never fatal here
+            return self._lost(job, number, overrides, str(error), _state(job))
+        state = _final_state(job) if self._EXECUTOR == "slurm" else "COMPLETED"
+        if state != "COMPLETED":  # it returned, but the cluster ended it (its row may blame the killed checks)
+            return self._lost(job, number, overrides, _own_error(self._job_folder(number, overrides)), state,
+                              replace=True)
+        return result
 
     _EXECUTOR: str
 
@@ -141,10 +155,39 @@ def _leave_the_time_limit_to_the_cluster() -> None:
 _ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "UNKNOWN"}
 
 
+POLL_S = 1.0
+# How long past its time limit a running job may go on before the sweep gives up on it (Slurm's KillWait and
+# OverTimeLimit, a slow accounting update), and how long the cluster may not know a job at all.
+GRACE_S = 300.0
+UNKNOWN_S = 600.0
+
+
+class _Watch:
+    """When to stop waiting on a job the cluster says nothing useful about (the sweep must end)."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self.running: dict[int, float] = {}
+        self.unknown: dict[int, float] = {}
+
+    def overdue(self, number: int, state: str, now: float | None = None) -> str | None:
+        now = time.monotonic() if now is None else now
+        if state == "RUNNING":
+            self.running.setdefault(number, now)
+        if state == "UNKNOWN":
+            self.unknown.setdefault(number, now)
+        else:
+            self.unknown.pop(number, None)
+        if number in self.running and now - self.running[number] > self.limit_s + GRACE_S:
+            return (f"still running {GRACE_S:.0f} s past its time limit ({self.limit_s / 60:g} min) by the "
+                    "cluster's account; cancelled and given up on")
+        if number in self.unknown and now - self.unknown[number] > UNKNOWN_S:
+            return f"the cluster has not known the job for {UNKNOWN_S:.0f} s (is accounting up?); given up on"
+        return None
+
+
 def _final_state(job: Any, timeout_s: float = 60.0) -> str:
     """The job's state once Slurm's accounting says it ended (`CANCELLED by 0` -> `CANCELLED`)."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     while True:
         try:
