@@ -10,6 +10,10 @@ cluster through `SLURM_CONF=<state>/slurm.conf` (printed by `start` and `status`
 Idempotent: `start` reuses a cluster whose recorded processes are all alive and answering, and says so. `stop`
 ends exactly the processes whose ids `start` recorded (never by name), then removes the record.
 
+Test sessions use it through `Cluster.session()`: started unless running, and at the end stopped only if a
+session started it and no other session (another pytest run on the same machine) still uses it. A cluster
+started by hand with `start` is left running for `stop`.
+
 What makes it work here (found by running it; see issue 13):
 - proctrack/linuxproc and task/none: no cgroups in a container;
 - DefMemPerCPU: otherwise a job that asks for no memory gets all of it and jobs run one at a time;
@@ -23,6 +27,7 @@ What makes it work here (found by running it; see issue 13):
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import pwd
@@ -32,6 +37,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +105,7 @@ class Cluster:
     """One cluster's state folder: its configuration, its processes' ids and Slurm's environment."""
 
     state: Path
+    by: str = "script"  # who started it: `script` (by hand, stopped by hand) or `session` (a test session)
 
     @property
     def conf(self) -> Path:
@@ -137,7 +145,42 @@ class Cluster:
 
     # --- start -------------------------------------------------------------------------------------------
 
-    def start(self, timeout: float = 60.0) -> bool:
+    @contextmanager
+    def session(self) -> Iterator[Cluster]:
+        """The cluster for the length of a test session (see the module's docstring)."""
+        self.state.mkdir(parents=True, exist_ok=True)
+        users = open(self.state / "users.lock", "w")  # noqa: SIM115 - held for the whole session
+        try:
+            with self._gate():
+                self.start(by="session")
+                fcntl.flock(users, fcntl.LOCK_SH)
+            yield self
+        finally:
+            with self._gate():
+                try:  # the last session out: no other holds the shared lock
+                    fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    last = True
+                except BlockingIOError:
+                    last = False
+                if last and self.started_by() == "session":
+                    self.stop()
+                users.close()
+
+    @contextmanager
+    def _gate(self) -> Iterator[None]:
+        """One start or stop at a time, across processes."""
+        with open(self.state / "start.lock", "w") as gate:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            yield
+
+    def started_by(self) -> str | None:
+        try:
+            by = json.loads(self.record.read_text(encoding="utf-8")).get("by")
+        except (OSError, ValueError):
+            return None
+        return by if isinstance(by, str) else None
+
+    def start(self, timeout: float = 60.0, by: str = "script") -> bool:
         """Start the cluster; False (and nothing started) if this state folder's cluster is already running."""
         if self.running():
             return False
@@ -152,6 +195,7 @@ class Cluster:
         self.state.chmod(0o755)  # MariaDB's user must reach its data folder below it
         for sub in ("log", "spool", "ctld", "run"):
             (self.state / sub).mkdir(exist_ok=True)
+        self.by = by
         ports = {"slurmctld": _free_port(), "slurmd": _free_port(), "slurmdbd": _free_port(),
                  "mariadbd": _free_port()}
         self._write_configs(ports)
@@ -180,7 +224,7 @@ class Cluster:
 
     def _save(self, pids: dict[str, int], ports: dict[str, int]) -> None:
         tmp = self.record.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"pids": pids, "ports": ports}, indent=2) + "\n", encoding="utf-8")
+        tmp.write_text(json.dumps({"pids": pids, "ports": ports, "by": self.by}, indent=2) + "\n", encoding="utf-8")
         tmp.replace(self.record)
 
     def _spawn(self, name: str, argv: list[str]) -> int:
@@ -230,7 +274,9 @@ class Cluster:
                                    "--skip-test-db", "--auth-root-authentication-method=normal"],
                                   capture_output=True, text=True, timeout=120)
             if done.returncode != 0:
-                raise ClusterError(f"mariadb-install-db failed: {done.stderr.strip()[-500:]}")
+                hint = (" (MariaDB runs as the user mysql: every folder above the state folder must let it through)"
+                        if as_root else "")
+                raise ClusterError(f"mariadb-install-db failed{hint}: {done.stderr.strip()[-500:]}")
         pid = self._spawn("mariadbd", [
             "mariadbd", "--no-defaults", f"--datadir={datadir}", *user, f"--port={port}",
             "--bind-address=127.0.0.1", f"--socket={datadir / 'mysqld.sock'}",

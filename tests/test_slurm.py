@@ -4,8 +4,10 @@ cancelled with scancel or killed at its time limit is an error row, never a hang
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,14 +29,10 @@ SWEEP_TIMEOUT_S = 240
 
 @pytest.fixture(scope="session")
 def slurm() -> Iterator[Cluster]:
-    """The test cluster: started for this session (or reused if running), and stopped only if started here."""
-    cluster = Cluster(default_state())
-    started = cluster.start()
-    try:
+    """The test cluster: started for this session (or reused if running); stopped at the end, also after a failure,
+    if a test session started it and no other session still uses it."""
+    with Cluster(default_state()).session() as cluster:
         yield cluster
-    finally:
-        if started:
-            cluster.stop()
 
 
 def sweep(cluster: Cluster | None, sweep_dir: Path, *args: str, launcher: list[str] | None = None
@@ -130,3 +128,34 @@ def test_a_job_over_its_time_limit_is_an_error_row(slurm, tmp_path):
     code, out = finish(sweep(slurm, tmp_path / "sweep", *args, launcher=launcher))
     check_lost_job(tmp_path, code, out, "TIMEOUT")
     assert time.monotonic() - started < SWEEP_TIMEOUT_S
+
+
+def test_a_second_session_reuses_the_cluster_and_leaves_it_to_the_first(slurm):
+    pids = slurm.recorded()
+    with Cluster(slurm.state).session() as again:
+        assert again.running() and again.recorded() == pids  # reused: nothing new started
+    assert slurm.running() and slurm.recorded() == pids      # still used by this session: not stopped
+
+
+@pytest.fixture
+def open_folder() -> Iterator[Path]:
+    """A folder MariaDB's own user can reach (pytest's tmp_path is private to root)."""
+    folder = Path(tempfile.mkdtemp(prefix="evalkit-slurm-test-", dir="/tmp"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_stop_ends_exactly_the_processes_start_recorded(slurm, open_folder):
+    other = Cluster(open_folder / "state")
+    assert other.start() and not other.start()  # the second start finds it running
+    pids = other.recorded()
+    assert sorted(pids) == sorted(["munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd"])
+    assert not set(pids.values()) & set(slurm.recorded().values())
+    assert other.stop() == ["slurmd", "slurmctld", "slurmdbd", "mariadbd", "munged"]
+    assert not any(Path(f"/proc/{pid}/cmdline").exists() and Path(f"/proc/{pid}/cmdline").read_bytes()
+                   for pid in pids.values())  # gone (at most a zombie awaiting its parent)
+    assert not other.running() and other.stop() == []
+    assert slurm.running()  # the session's cluster is untouched
