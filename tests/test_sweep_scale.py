@@ -215,7 +215,7 @@ def test_the_launcher_waits_on_every_job_and_gives_a_lost_one_an_error_row(tmp_p
     assert [r.return_value for r in returns] == [None, "7_1", "7_2"]
     row = json.loads((tmp_path / "0" / "job.json").read_text())
     assert row["exit_code"] == 5 and row["overrides"] == ["prompt=v1"]
-    assert row["error"] == ("the job ended without a result (Slurm job 7_0, state RUNNING): "
+    assert row["error"] == ("the job ended without a result (submitit job 7_0, state RUNNING): "
                             "Job 7_0 has not produced any output (state: CANCELLED by 0)")
     assert not (tmp_path / "1").exists()  # a job that finished keeps its own row
 

@@ -38,6 +38,7 @@ class Accounted:
 
     config: Any
     hydra_context: Any
+    _EXECUTOR: str  # the plugin's: "slurm" or "local"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Runs one job (in the job's own process, on the cluster)."""
@@ -79,12 +80,11 @@ class Accounted:
                               replace=True)
         return result
 
-    _EXECUTOR: str
-
     def _lost(self, job: Any, number: int, overrides: list[str], error: str, state: str, *,
               replace: bool = False) -> JobReturn:
         first = next((line for line in error.splitlines() if line.strip()), "no message")
-        message = one_line(f"the job ended without a result (Slurm job {job.job_id}, state {state}): {first}", 400)
+        where = "Slurm job" if self._EXECUTOR == "slurm" else "submitit job"
+        message = one_line(f"the job ended without a result ({where} {job.job_id}, state {state}): {first}", 400)
         folder = self._job_folder(number, overrides)
         row = {"job": number, "overrides": overrides, "exit_code": int(ExitCode.OUTAGE), "error": message}
         # a job whose own row says it finished keeps it, unless the cluster says it ended the job
@@ -191,12 +191,24 @@ def _final_state(job: Any, timeout_s: float = 60.0) -> str:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            state = str(job.get_info(mode="force").get("State") or "UNKNOWN").split()[0]
+            state = str(job.get_info(mode=_sacct_mode()).get("State") or "UNKNOWN").split()[0]
         except Exception:  # sacct failed: the job's own row stands
             return "COMPLETED"
         if state not in _ACTIVE or time.monotonic() > deadline:
             return state if state not in _ACTIVE else "COMPLETED"
         time.sleep(0.5)
+
+
+_LAST_SACCT = [0.0]
+
+
+def _sacct_mode() -> str:
+    """Ask Slurm at most once a second: one sacct call answers for every job of the sweep (submitit's watcher)."""
+    now = time.monotonic()
+    if now - _LAST_SACCT[0] < 1.0:
+        return "cache"
+    _LAST_SACCT[0] = now
+    return "force"
 
 
 def _own_error(folder: Path) -> str:
