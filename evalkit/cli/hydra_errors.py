@@ -17,9 +17,19 @@ def output_dir_error(error: OSError) -> str:
                     "hydra.sweep.dir must name folders that can be created (not files)")
 
 
+# Launchers Hydra's plugins bring (`hydra/launcher=NAME`), and the extra that installs them.
+LAUNCHER_PLUGINS = {"joblib": "hydra-joblib-launcher", "submitit_local": "hydra-submitit-launcher",
+                    "submitit_slurm": "hydra-submitit-launcher"}
+
+
 def missing_option(error: Any) -> str:
     message = str(error).splitlines()[0]
     options = getattr(error, "options", None)
+    launcher = re.search(r"Could not find 'hydra/launcher/(\w+)'", message)
+    if launcher and launcher.group(1) in LAUNCHER_PLUGINS and launcher.group(1) not in (options or ()):
+        name = launcher.group(1)
+        return (f"hydra/launcher={name}: the {name} launcher is not installed; install evalkit's launchers extra "
+                f"(pip install 'evalkit[launchers]', which brings {LAUNCHER_PLUGINS[name]}) and run the sweep again")
     if options:
         return f"{message.strip()} (available: {', '.join(sorted(options))})"
     if "Could not load 'evalkit'" in message:  # the project's config.yaml does not reach the package's configs

@@ -1,6 +1,8 @@
 """The multirun summary: a Hydra callback that reads each job's `job.json` and writes one table.
 
-Jobs write their own result files because `on_multirun_end` sees only the config, not job returns.
+Jobs write their own result files because `on_multirun_end` sees only the config, not job returns, and a job
+may have run in another process or on another machine (joblib, submitit, Slurm). The summary is built from
+those files alone: a job folder without a readable `job.json` (its process was killed) is an error row.
 """
 
 from __future__ import annotations
@@ -15,9 +17,17 @@ from evalkit.core.atomic import write_atomic
 from evalkit.gate.decision import ExitCode
 from evalkit.live.redact import Redactor
 
-__all__ = ["SweepSummary", "JOB_FILE", "sweep_exit_code", "render_summary"]
+__all__ = ["SweepSummary", "JOB_FILE", "SUBMITIT_LAUNCHERS", "sweep_exit_code", "render_summary", "read_rows"]
 
 JOB_FILE = "job.json"
+# hydra-submitit-launcher's launchers (their `_target_`) and evalkit's subclasses that wait on every job and give
+# one that ended without a result (scancel, a time limit) an error row, where the plugin's raise at the first.
+SUBMITIT_LAUNCHERS = {
+    "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher":
+        "hydra_plugins.evalkit_launchers.submitit.EvalkitSlurmLauncher",
+    "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher":
+        "hydra_plugins.evalkit_launchers.submitit.EvalkitLocalLauncher",
+}
 # A sweep exits with its most severe job: errors first, then block, incomparable, go.
 _SEVERITY = [ExitCode.INTERNAL_ERROR, ExitCode.INPUT_ERROR, ExitCode.OUTAGE, ExitCode.BLOCK, ExitCode.INCOMPARABLE,
              ExitCode.GO]
@@ -40,7 +50,7 @@ def render_summary(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         rate, case_rate = row.get("pass_rate"), row.get("case_pass_rate")
         cells = [str(row.get("job", "")), " ".join(row.get("overrides", [])) or "(defaults)",
-                 row.get("changed") or "-", (row.get("decision") or "error").upper(),
+                 row.get("changed") or "-", (row.get("decision") or ("error" if row.get("error") else "none")).upper(),
                  "-" if rate is None else f"{rate:.3f}", "-" if case_rate is None else f"{case_rate:.3f}",
                  "-" if row.get("regressed") is None else str(row["regressed"]),
                  "-" if row.get("input_tokens") is None else str(row["input_tokens"])]
@@ -54,14 +64,60 @@ def render_summary(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def read_rows(sweep_dir: Path) -> list[dict[str, Any]]:
+    """One row per job folder of the sweep (a folder holding `job.json` or Hydra's `.hydra/`), by job number.
+
+    A folder whose `job.json` is missing or unreadable is an error row (exit 5: the job's process ended before
+    it could write its result, e.g. killed by the cluster), never a crash of the summary.
+    """
+    from evalkit.core.errors import InputError
+    from evalkit.core.files import read_text
+    from evalkit.core.parsing import parse_json
+
+    folders = {p.parent for p in sweep_dir.glob(f"*/{JOB_FILE}")} | {p.parent for p in sweep_dir.glob("*/.hydra")}
+    rows = []
+    for folder in sorted(folders, key=lambda p: (_job_number(p.name), p.name)):
+        try:
+            row = parse_json(read_text(folder / JOB_FILE, "job result"), str(folder / JOB_FILE), "job result")
+            if not isinstance(row, dict) or not isinstance(row.get("exit_code"), int):
+                raise InputError(f"{folder / JOB_FILE}: not a job result (no exit_code)")
+        except InputError as error:
+            row = {"job": _job_number(folder.name) if folder.name.isdigit() else folder.name,
+                   "overrides": _overrides(folder), "exit_code": int(ExitCode.OUTAGE),
+                   "error": f"the job wrote no result ({error}); read its log in {folder}"}
+        rows.append(row)
+    return rows
+
+
+def _overrides(folder: Path) -> list[str]:
+    """The job's overrides as Hydra saved them in `.hydra/overrides.yaml`; none if unreadable."""
+    from evalkit.core.errors import InputError
+    from evalkit.core.files import read_text
+    from evalkit.core.parsing import parse_yaml
+
+    path = folder / ".hydra" / "overrides.yaml"
+    try:
+        given = parse_yaml(read_text(path, "job overrides"), str(path))
+    except InputError:
+        return []
+    return [str(o) for o in given] if isinstance(given, list) else []
+
+
 class SweepSummary(Callback):
     """Prints and writes `summary.md` and `summary.json` in the sweep directory; sets the exit code."""
 
+    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        """Run the submitit launchers as evalkit's subclasses, which account for every job (see launchers.py)."""
+        from omegaconf import open_dict, read_write
+
+        target = config.hydra.get("launcher", {}).get("_target_")
+        if target in SUBMITIT_LAUNCHERS:
+            with read_write(config.hydra), open_dict(config.hydra):
+                config.hydra.launcher._target_ = SUBMITIT_LAUNCHERS[target]
+
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        rows = []
-        for path in sorted(sweep_dir.glob(f"*/{JOB_FILE}"), key=lambda p: _job_number(p.parent.name)):
-            rows.append(json.loads(path.read_text(encoding="utf-8")))
+        rows = read_rows(sweep_dir)
         # each job masked its own row; mask again with the sweep's key variables, in case a job could not
         rows = _redactor(config).scrub(rows)
         table = render_summary(rows)
