@@ -92,6 +92,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
     from evalkit.core.files import read_text_sha256
     from evalkit.gate.decide import decide
     from evalkit.gate.decision import ExitCode, exit_code
+    from evalkit.render.junit import render_junit
     from evalkit.render.markdown import render_markdown
     from evalkit.render.sections import render_sections
     from evalkit.render.text import render_changed, render_decision
@@ -132,6 +133,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
                      report_identity(str(result.report_path), candidate_sha, result.report))
     written = redact.scrub({"baseline": name, **decision.to_json(), "evidence": facts})
     write_atomic(Path(config.run.out) / "decision.json", json.dumps(written, indent=2, allow_nan=False) + "\n")
+    write_atomic(Path(config.run.out) / "decision.xml", redact(render_junit(decision, result.report, config.policy)))
     write_atomic(Path(config.run.out) / "decision.md",
                  redact(render_markdown(decision, result.report, config.policy.critical, facts, base_report)))
     row.update(decision=str(decision.decision), changed=render_changed(decision.changed),
