@@ -16,6 +16,7 @@ from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.cli.guard import command, say, write_output
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
+from evalkit.core.key import changed_settings
 from evalkit.core.outputs import refuse_input, refuse_link, same_file
 from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
 from evalkit.core.report import RunReport, parse_report
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         write_output(args.markdown, render_markdown(decision, candidate, policy.critical, facts, baseline),
                      "decision (--markdown)", inputs=inputs)
-    say(render_decision(decision, policy.critical))
+    say(render_decision(decision, policy.critical, changed_settings(baseline.eval, candidate.eval)))
     say(render_policy(identity))
     if not args.require_pass:
         return ExitCode.GO
