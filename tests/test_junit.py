@@ -140,3 +140,15 @@ def test_a_run_writes_decision_xml_in_its_folder(run_evalkit, tmp_path: Path):
     assert failure is not None and failure.get("type") == "critical" and "assert 'p1' == 'p0'" in failure.get("message", "")
     regressed = cases[("test_triage", "test_summary_is_short_and_specific[where-is-data]")].find("failure")
     assert regressed is not None and regressed.get("type") == "regression"
+
+
+def test_test_ids_are_escaped_on_the_fast_and_the_careful_path():
+    plain = ["test_plain[1]", "test_plain[বাংলা]"]  # nothing to escape: written directly
+    tricky = ["test_x[a&b]", 'test_x["q"]', "test_x[<i>]", "test_x[tab\there]"]  # one of them sends all the careful way
+    for ids in (plain, [*plain, *tricky, "Test::test_y[a::b]"]):
+        outcomes = dict.fromkeys(ids, "passed")
+        cases = _cases(_render(report(outcomes), report(outcomes)))
+        expected = {("test_triage", i) for i in ids if "::" not in i} | {("evalkit", "decision")}
+        if "Test::test_y[a::b]" in ids:
+            expected.add(("test_triage.Test", "test_y[a::b]"))
+        assert set(cases) == expected

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
+from itertools import chain
 
 from evalkit.core.nodeid import name_parts
 from evalkit.core.policy import Policy
@@ -51,15 +52,23 @@ def xml_safe(text: str) -> str:
                           else f"\\u{ord(m.group()):04x}", text)
 
 
-def junit_names(nodeid: str) -> tuple[str, str]:
-    """(classname, name) of a pytest node id, split as pytest's --junitxml splits it."""
-    path, sep, _ = nodeid.partition("::")
+def junit_names(nodeid: str, modules: dict[str, str] | None = None) -> tuple[str, str]:
+    """(classname, name) of a pytest node id, split as pytest's --junitxml splits it; `modules` caches the dotted
+    name of each file (a suite's tests share a few files)."""
+    path, sep, rest = nodeid.partition("::")
     if not sep:  # not a test function id (a doctest file, a collector): the file is the class, the id the name
         return _module(nodeid), nodeid
+    module = modules.get(path) if modules is not None else None
+    if module is None:
+        module = _module(path)
+        if modules is not None:
+            modules[path] = module
+    if "::" not in rest:  # the common case, a function without classes: no parsing of the parameters needed
+        return module, rest
     parts = name_parts(nodeid)
     bracket = nodeid.find("[", len(path))
     name = parts[-1] + (nodeid[bracket:] if bracket >= 0 else "")
-    return ".".join([_module(path), *parts[:-1]]), name
+    return ".".join([module, *parts[:-1]]), name
 
 
 def _module(path: str) -> str:
@@ -70,16 +79,30 @@ def _module(path: str) -> str:
 def render_junit(decision: Decision, candidate: RunReport, policy: Policy) -> str:
     """The decision and the candidate's tests as a JUnit XML document (UTF-8, with its XML declaration)."""
     failures = _failures(decision, policy)
-    root = ET.Element("testsuites")
-    suite = ET.SubElement(root, "testsuite", name=xml_safe(f"evalkit.{candidate.eval.get('suite', 'suite')}"))
-    properties = ET.SubElement(suite, "properties")
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    properties = ET.Element("properties")
     for name, value in _suite_properties(decision):
         ET.SubElement(properties, "property", name=name, value=xml_safe(value))
-    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    cases = [_element(properties)]
     absent = [n for n in (*decision.regressed, *decision.missing_critical) if n not in candidate.outcomes]
-    for nodeid, outcome in [*candidate.outcomes.items(), *((n, None) for n in dict.fromkeys(absent))]:
-        case = _testcase(suite, nodeid)
-        counts["tests"] += 1
+    modules: dict[str, str] = {}
+    # Most tests pass and most ids need no escaping: one C-speed scan of all ids decides whether any does, and
+    # passing tests are then written directly (an ElementTree of a million tests would take seconds and memory).
+    ids = " ".join(candidate.outcomes)
+    plain = (not any(c in ids for c in _ASCII_SPECIAL)) if ids.isascii() else not _SPECIAL.search(ids)
+    for nodeid, outcome in chain(candidate.outcomes.items(), ((n, None) for n in dict.fromkeys(absent))):
+        if outcome in PASSING:
+            path, sep, rest = nodeid.partition("::")
+            if sep and "::" not in rest and plain:  # `file::test[params]`, nothing to escape: the common case
+                module = modules.get(path) or _module(path)
+                modules[path] = module
+                cases.append(f'    <testcase classname="{module}" name="{rest}" />')
+            else:
+                classname, name = junit_names(nodeid, modules)
+                cases.append(f'    <testcase classname="{_attribute(classname)}" name="{_attribute(name)}" />')
+            continue
+        classname, name = junit_names(nodeid, modules)
+        case = ET.Element("testcase", classname=xml_safe(classname), name=xml_safe(name))
         message = candidate.messages.get(nodeid) or decision.messages.get(nodeid) or ""
         if nodeid in failures:
             counts["failures"] += 1
@@ -89,19 +112,43 @@ def render_junit(decision: Decision, candidate: RunReport, policy: Policy) -> st
                 xml_safe(f"{why}\noutcome: {outcome or 'absent'}\n{text}".rstrip())
         elif outcome in _SKIPPED:
             counts["skipped"] += 1
-            ET.SubElement(case, "skipped", type=f"pytest.{outcome}", message=xml_safe(message or outcome))
-        elif outcome not in PASSING:
+            ET.SubElement(case, "skipped", type=f"pytest.{outcome}", message=xml_safe(message or str(outcome)))
+        else:
             props = ET.SubElement(case, "properties")
             ET.SubElement(props, "property", name="outcome", value=str(outcome))
             ET.SubElement(props, "property", name="evalkit.status", value=_not_counted(nodeid, decision))
             if message:
                 ET.SubElement(case, "system-out").text = xml_safe(message)
-    _decision_case(suite, decision, counts)
-    for element in (root, suite):
-        for counted, number in counts.items():
-            element.set(counted, str(number))
-    ET.indent(root)  # one element per line: a reviewer can read and diff it
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+        cases.append(_element(case))
+    counts["tests"] = len(candidate.outcomes) + len(dict.fromkeys(absent))
+    cases.append(_element(_decision_case(decision, counts)))
+    totals = " ".join(f'{counted}="{number}"' for counted, number in counts.items())
+    suite = _attribute(f"evalkit.{candidate.eval.get('suite', 'suite')}")
+    # one element per line, indented: a reviewer can read and diff it
+    return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>', f"<testsuites {totals}>",
+                      f'  <testsuite name="{suite}" {totals}>', *cases,
+                      "  </testsuite>", "</testsuites>", ""])
+
+
+def _element(element: ET.Element) -> str:
+    """One child of the <testsuite>, indented (only between elements: texts are kept as they are)."""
+    ET.indent(element, space="  ", level=2)
+    return "    " + ET.tostring(element, encoding="unicode").rstrip(" ")
+
+
+# Anything in a test id that needs escaping in an attribute: what XML forbids, markup, normalised whitespace.
+_SPECIAL = re.compile("[\x00-\x1f\ud800-\udfff\ufffe\uffff&<>\"]")
+_ASCII_SPECIAL = "".join(map(chr, range(0x20))) + '&<>"'
+"""The same for ASCII ids, found faster by one substring search each than by the regular expression."""
+# What an attribute value cannot hold as it is: markup, and the whitespace an XML parser would normalise.
+_ATTRIBUTE = re.compile("[&<>\"\n\r\t]")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
+
+
+def _attribute(text: str) -> str:
+    """`text` as a double-quoted XML attribute value, escaped as ElementTree escapes it (checked by the tests)."""
+    text = xml_safe(text)
+    return _ATTRIBUTE.sub(lambda m: _ENTITIES[m.group()], text) if _ATTRIBUTE.search(text) else text
 
 
 def _failures(decision: Decision, policy: Policy) -> dict[str, tuple[str, str]]:
@@ -139,13 +186,8 @@ def _suite_properties(decision: Decision) -> list[tuple[str, str]]:
     return props
 
 
-def _testcase(suite: ET.Element, nodeid: str) -> ET.Element:
-    classname, name = junit_names(nodeid)
-    return ET.SubElement(suite, "testcase", classname=xml_safe(classname), name=xml_safe(name))
-
-
-def _decision_case(suite: ET.Element, decision: Decision, counts: dict[str, int]) -> None:
-    case = ET.SubElement(suite, "testcase", classname=DECISION_CASE[0], name=DECISION_CASE[1])
+def _decision_case(decision: Decision, counts: dict[str, int]) -> ET.Element:
+    case = ET.Element("testcase", classname=DECISION_CASE[0], name=DECISION_CASE[1])
     counts["tests"] += 1
     summary = "; ".join(decision.reasons) or "no reasons given"
     if decision.decision is Verdict.BLOCK:
@@ -159,3 +201,4 @@ def _decision_case(suite: ET.Element, decision: Decision, counts: dict[str, int]
     else:
         lines = [f"{str(decision.decision).upper()}", *(f"for review: {r}" for r in decision.review_reasons)]
         ET.SubElement(case, "system-out").text = xml_safe("\n".join(lines))
+    return case
