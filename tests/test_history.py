@@ -198,3 +198,13 @@ def test_bad_inputs_exit_3_in_one_line(project: Path, args: list[str], expected:
 def test_outside_a_project_with_nothing_named(tmp_path: Path):
     done = _run(tmp_path)
     assert done.returncode == 3 and "no run folders to read" in done.stderr
+
+
+def test_runs_only_under_multirun_put_the_page_in_a_new_outputs_folder(tmp_path: Path):
+    root = tmp_path / "proj"
+    (root / "conf").mkdir(parents=True)
+    (root / "conf/config.yaml").write_text("defaults: []\n")
+    _run_folder(root / "multirun/2026-11-30/10-00-00/0", 5.0, {"test_a": "passed"}, "go")
+    done = _run(root)
+    assert done.returncode == 0, done.stderr
+    assert "page: outputs/history.html" in done.stdout and (root / "outputs/history.html").is_file()

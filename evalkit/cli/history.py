@@ -72,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         page = args.html or ((root / "outputs" if root else Path.cwd()) / PAGE)
         _refuse_foreign(page)
         inputs = {f"the run report {run.path}": run.file for run in runs if run.file is not None}
-        write_output(page, render_history_html(suite, runs, notes), "history page", inputs=inputs)
+        # the default folder is made when missing (runs only under multirun/); a folder given with --html is not
+        write_output(page, render_history_html(suite, runs, notes), "history page", inputs=inputs,
+                     make_folder=args.html is None)
         say(f"page: {shown(page)}")
     return 0
 
