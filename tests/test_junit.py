@@ -152,3 +152,17 @@ def test_test_ids_are_escaped_on_the_fast_and_the_careful_path():
         if "Test::test_y[a::b]" in ids:
             expected.add(("test_triage.Test", "test_y[a::b]"))
         assert set(cases) == expected
+
+
+def test_long_runs_of_passing_tests_written_at_once_name_every_test_as_one_by_one():
+    files = ["a.py", "sub/a.py", "sub/b_test.py"]
+    few = {f"{files[i % 3]}::test_x[{i}]": ("failed" if i == 150 else "passed") for i in range(300)}
+    # more files than one bulk write takes: written one by one
+    many = {f"dir/t{i}.py::test_y[{i}]": "passed" for i in range(300)}
+    for outcomes in (few, many):
+        data = {"eval": {"suite": "s"}, "tests": [{"nodeid": n, "outcome": o} for n, o in outcomes.items()]}
+        xml = _render(data, data)
+        got = [k for k in _cases(xml) if k[0] != "evalkit"]
+        assert got == [junit_names(nodeid) for nodeid in outcomes]
+        # one line per testcase, indented like the rest (the decision's included)
+        assert sum(line.startswith("    <testcase ") for line in xml.splitlines()) == len(outcomes) + 1
