@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
+from itertools import chain
 
 from evalkit.core.nodeid import name_parts
 from evalkit.core.policy import Policy
@@ -83,25 +84,23 @@ def render_junit(decision: Decision, candidate: RunReport, policy: Policy) -> st
     for name, value in _suite_properties(decision):
         ET.SubElement(properties, "property", name=name, value=xml_safe(value))
     cases = [_element(properties)]
-    absent = list(dict.fromkeys(n for n in (*decision.regressed, *decision.missing_critical)
-                                if n not in candidate.outcomes))
+    absent = [n for n in (*decision.regressed, *decision.missing_critical) if n not in candidate.outcomes]
     modules: dict[str, str] = {}
     # Most tests pass and most ids need no escaping: one C-speed scan of all ids decides whether any does, and
     # passing tests are then written directly (an ElementTree of a million tests would take seconds and memory).
     ids = " ".join(candidate.outcomes)
     plain = (not any(c in ids for c in _ASCII_SPECIAL)) if ids.isascii() else not _SPECIAL.search(ids)
-    # Not passing tests are few: found in one comprehension; the runs of passing ones between them are slices.
-    nodeids = [*candidate.outcomes, *absent]
-    outcomes: list[str | None] = [*candidate.outcomes.values(), *(None for _ in absent)]
-    others = [i for i, outcome in enumerate(outcomes) if outcome not in PASSING]
-    start = 0
-    for index in [*others, len(nodeids)]:
-        if index > start:
-            cases.append(_passing_cases(nodeids[start:index], plain, modules))
-        start = index + 1
-        if index == len(nodeids):
-            break
-        nodeid, outcome = nodeids[index], outcomes[index]
+    for nodeid, outcome in chain(candidate.outcomes.items(), ((n, None) for n in dict.fromkeys(absent))):
+        if outcome in PASSING:
+            path, sep, rest = nodeid.partition("::")
+            if sep and "::" not in rest and plain:  # `file::test[params]`, nothing to escape: the common case
+                module = modules.get(path) or _module(path)
+                modules[path] = module
+                cases.append(f'    <testcase classname="{module}" name="{rest}" />')
+            else:
+                classname, name = junit_names(nodeid, modules)
+                cases.append(f'    <testcase classname="{_attribute(classname)}" name="{_attribute(name)}" />')
+            continue
         classname, name = junit_names(nodeid, modules)
         case = ET.Element("testcase", classname=xml_safe(classname), name=xml_safe(name))
         message = candidate.messages.get(nodeid) or decision.messages.get(nodeid) or ""
@@ -121,7 +120,7 @@ def render_junit(decision: Decision, candidate: RunReport, policy: Policy) -> st
             if message:
                 ET.SubElement(case, "system-out").text = xml_safe(message)
         cases.append(_element(case))
-    counts["tests"] = len(nodeids)
+    counts["tests"] = len(candidate.outcomes) + len(dict.fromkeys(absent))
     cases.append(_element(_decision_case(decision, counts)))
     totals = " ".join(f'{counted}="{number}"' for counted, number in counts.items())
     suite = _attribute(f"evalkit.{candidate.eval.get('suite', 'suite')}")
@@ -129,38 +128,6 @@ def render_junit(decision: Decision, candidate: RunReport, policy: Policy) -> st
     return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>', f"<testsuites {totals}>",
                       f'  <testsuite name="{suite}" {totals}>', *cases,
                       "  </testsuite>", "</testsuites>", ""])
-
-
-def _passing_cases(ids: list[str], plain: bool, modules: dict[str, str]) -> str:
-    """The testcases of passing tests, one per line. When no id needs escaping and every id is `file::test[...]`
-    from a few files, the lines are made by string operations over all ids at once (C speed: a million tests in
-    a fraction of a second); otherwise one by one."""
-    if plain and len(ids) > _BULK_FROM:
-        text = "\n" + '" />\n'.join(ids) + '" />'
-        # exactly one `::` per id: none has two, and there are as many as ids
-        if text.count("::") == len(ids) and not _TWO_SEPARATORS.search(text):
-            position, files = 0, 0
-            while (match := _UNWRITTEN.search(text, position)) and files < _BULK_FILES:
-                path = match.group(1)
-                module = modules.get(path) or _module(path)
-                modules[path] = module
-                text = text.replace(f"\n{path}::", f'\n    <testcase classname="{module}" name="')
-                position, files = match.start(), files + 1
-            if match is None:
-                return text[1:]
-    lines = []
-    for nodeid in ids:
-        classname, name = junit_names(nodeid, modules)
-        lines.append(f'    <testcase classname="{_attribute(classname)}" name="{_attribute(name)}" />')
-    return "\n".join(lines)
-
-
-_BULK_FROM = 64
-"""Fewer passing tests in a row than this are written one by one: the bulk operations would cost more."""
-_BULK_FILES = 200
-"""Test files at most in one bulk write (each is one pass over the text); more are written one by one."""
-_TWO_SEPARATORS = re.compile(r"::[^\n]*::")
-_UNWRITTEN = re.compile(r"\n(?!    <testcase )([^\n]*?)::")
 
 
 def _element(element: ET.Element) -> str:
