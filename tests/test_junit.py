@@ -154,10 +154,9 @@ def test_test_ids_are_escaped_on_the_fast_and_the_careful_path():
         assert set(cases) == expected
 
 
-def test_long_runs_of_passing_tests_written_at_once_name_every_test_as_one_by_one():
+def test_many_passing_tests_from_several_files_are_named_as_junit_names_names_them():
     files = ["a.py", "sub/a.py", "sub/b_test.py"]
     few = {f"{files[i % 3]}::test_x[{i}]": ("failed" if i == 150 else "passed") for i in range(300)}
-    # more files than one bulk write takes: written one by one
     many = {f"dir/t{i}.py::test_y[{i}]": "passed" for i in range(300)}
     for outcomes in (few, many):
         data = {"eval": {"suite": "s"}, "tests": [{"nodeid": n, "outcome": o} for n, o in outcomes.items()]}
