@@ -20,6 +20,7 @@ from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text, read_text_sha256
+from evalkit.core.key import changed_settings
 from evalkit.core.report import RunReport, parse_report
 from evalkit.gate.decide import changed_components
 from evalkit.gate.decision import ExitCode
@@ -95,7 +96,8 @@ def describe_change(target: Path, new: str, report: RunReport) -> str:
     lines = [f"pass rate {_rate(old)} -> {_rate(report)}",
              f"tests {len(old.outcomes)} -> {len(report.outcomes)} ({len(added)} new, {len(gone)} gone, "
              f"{len(flipped)} with another outcome{': ' + _few(flipped) if flipped else ''})",
-             f"eval key: {render_changed(changed)}" if changed else "eval key: unchanged"]
+             f"eval key: {render_changed(changed, changed_settings(old.eval, report.eval))}" if changed
+             else "eval key: unchanged"]
     if not (added or gone or flipped or changed):
         lines.append("same outcomes and key; other content differs (see git diff)")
     return "replaced: " + "; ".join(lines)

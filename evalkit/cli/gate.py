@@ -16,13 +16,15 @@ from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.cli.guard import command, say, write_output
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
-from evalkit.core.outputs import same_file
+from evalkit.core.key import changed_settings
+from evalkit.core.outputs import refuse_input, refuse_link, same_file
 from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
 from evalkit.core.report import RunReport, parse_report
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import ExitCode, exit_code
 from evalkit.project.options import find_option
 from evalkit.project.paths import shown
+from evalkit.render.junit import render_junit
 from evalkit.render.markdown import render_markdown, render_policy
 from evalkit.render.text import render_decision
 
@@ -43,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "policy the candidate's run composed, its provenance.policy; for a report that names "
                              "none, the strict default: no test that passes on the baseline may stop passing or "
                              "vanish, no pass-rate floor, no critical tests)")
-    parser.add_argument("--out", type=Path, help="also write the decision as JSON to this file")
+    parser.add_argument("--out", type=Path, help="also write the decision as JSON to this file, and as JUnit XML "
+                                                 "beside it (the same name ending in .xml: decision.xml)")
     parser.add_argument("--markdown", type=Path, help="also write the decision as Markdown (a pull-request comment)")
     parser.add_argument("--require-pass", action=argparse.BooleanOptionalAction, default=True,
                         help="exit with the decision's code (default); --no-require-pass writes the same files "
@@ -64,19 +67,36 @@ def main(argv: list[str] | None = None) -> int:
     facts = evidence(identity, report_identity(str(args.baseline), baseline_sha, baseline),
                      report_identity(str(args.candidate), candidate_sha, candidate))
     inputs = _inputs(args)
-    if args.out and args.markdown and same_file(args.out, args.markdown):
-        raise InputError(f"{args.out}: --out and --markdown name the same file; give each its own path")
     if args.out:
+        junit = _junit_path(args.out)
+        if args.markdown and same_file(args.out, args.markdown):
+            raise InputError(f"{args.out}: --out and --markdown name the same file; give each its own path")
+        if args.markdown and same_file(junit, args.markdown):
+            raise InputError(f"{args.markdown}: --markdown names {junit}, where --out writes its JUnit XML; give "
+                             "--markdown another path")
+        # refused before the JSON is written, so a refusal leaves no half of the pair behind
+        refuse_input(junit, inputs, "decision as JUnit XML (beside --out)")
+        refuse_link(junit, "decision as JUnit XML (beside --out)")
         write_output(args.out, json.dumps({**decision.to_json(), "evidence": facts}, indent=2, allow_nan=False) + "\n",
                      "decision (--out)", inputs=inputs)
+        write_output(junit, render_junit(decision, candidate, policy), "decision as JUnit XML (beside --out)",
+                     inputs=inputs)
     if args.markdown:
         write_output(args.markdown, render_markdown(decision, candidate, policy.critical, facts, baseline),
                      "decision (--markdown)", inputs=inputs)
-    say(render_decision(decision, policy.critical))
+    say(render_decision(decision, policy.critical, changed_settings(baseline.eval, candidate.eval)))
     say(render_policy(identity))
     if not args.require_pass:
         return ExitCode.GO
     return exit_code(decision.decision, policy.review_fails)
+
+
+def _junit_path(out: Path) -> Path:
+    """Where the JUnit XML goes: beside --out, the same name ending in .xml (decision.json -> decision.xml)."""
+    if out.suffix.lower() == ".xml":
+        raise InputError(f"{out}: --out writes the decision as JSON and its JUnit XML beside it as "
+                         f"{out.with_suffix('.xml').name}; name a .json file")
+    return out.with_suffix(".xml")
 
 
 def _inputs(args: argparse.Namespace) -> dict[str, Path]:

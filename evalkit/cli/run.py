@@ -90,9 +90,12 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
     from evalkit.cli.evidence import evidence, report_identity
     from evalkit.core.atomic import write_atomic
     from evalkit.core.files import read_text_sha256
+    from evalkit.core.key import changed_settings
     from evalkit.gate.decide import decide
     from evalkit.gate.decision import ExitCode, exit_code
+    from evalkit.render.junit import render_junit
     from evalkit.render.markdown import render_markdown
+    from evalkit.render.report_page import render_report_html
     from evalkit.render.sections import render_sections
     from evalkit.render.text import render_changed, render_decision
     from evalkit.run.baseline import load_baseline
@@ -122,6 +125,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
                      f"(estimated where the provider reported none; {budget['unknown_usage_calls']} calls "
                      f"with unknown usage); calls {result.execution['calls']}")
     if baseline is None:
+        write_atomic(Path(config.run.out) / "report.html", redact(render_report_html(result.report)))
         say("decision: none (baseline=none: the run was not gated)")
         say(redact(run_line))
         return ExitCode.GO
@@ -132,13 +136,18 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
                      report_identity(str(result.report_path), candidate_sha, result.report))
     written = redact.scrub({"baseline": name, **decision.to_json(), "evidence": facts})
     write_atomic(Path(config.run.out) / "decision.json", json.dumps(written, indent=2, allow_nan=False) + "\n")
+    write_atomic(Path(config.run.out) / "decision.xml", redact(render_junit(decision, result.report, config.policy)))
     write_atomic(Path(config.run.out) / "decision.md",
                  redact(render_markdown(decision, result.report, config.policy.critical, facts, base_report)))
-    row.update(decision=str(decision.decision), changed=render_changed(decision.changed),
+    write_atomic(Path(config.run.out) / "report.html",
+                 redact(render_report_html(result.report, decision, base_report, config.policy.critical, facts,
+                                           config.policy.critical_cases)))
+    settings = changed_settings(base_report.eval, result.report.eval)
+    row.update(decision=str(decision.decision), changed=render_changed(decision.changed, settings),
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
     if decision.statistics:
         row["paired"] = {k: decision.statistics[k] for k in ("difference", "interval", "groups", "seed", "resamples")}
-    say(redact(render_decision(decision, config.policy.critical)))
+    say(redact(render_decision(decision, config.policy.critical, settings)))
     say(redact(render_sections(result.report)))
     say(redact(run_line))
     say(redact(f"baseline: {name}"))

@@ -7,6 +7,7 @@ pointing a run at another server or folder never orphans its recording.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,8 @@ from pydantic import BaseModel, ConfigDict
 from evalkit.core.dataset import Dataset
 from evalkit.core.fingerprint import fingerprint
 
-__all__ = ["KEY_VERSION", "EvalKey", "build_key", "recording_path",
-           "safe_name"]
+__all__ = ["KEY_VERSION", "ABSENT", "EvalKey", "build_key", "changed_settings", "recording_path", "safe_name",
+           "with_settings"]
 
 KEY_VERSION = 1  # bump when the meaning of a field changes; tests pin the keys of each version
 
@@ -58,6 +59,42 @@ def build_key(*, suite: str, dataset: Dataset, model: str, prompt_version: str, 
         components={group: f"{option}@{fingerprint(_numbers_as_values(settings))}"
                     for group, (option, settings) in sorted(components.items())},
     )
+
+
+ABSENT = "(absent)"
+"""How changed_settings names a setting that one side does not have."""
+
+
+def with_settings(key: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
+    """A report's `eval` block: the key, and beside it (`settings`) each suite component's composed settings, so a
+    reader of two reports sees which setting changed, not only that a fingerprint did. The settings are not part
+    of the key (its fingerprints already cover them); numbers are spelt as the fingerprint read them."""
+    if not components:
+        return key
+    return {**key, "settings": {group: _numbers_as_values(settings) for group, settings in sorted(components.items())}}
+
+
+def changed_settings(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """The component settings that differ between two `eval` blocks, as `group.path` -> (before, after): e.g.
+    `retriever.min_score` -> (0.3, 0.25); a side without the setting reads ABSENT. Empty when either report
+    carries no settings (written before reports kept them, or not by evalkit)."""
+    before, after = baseline.get("settings"), candidate.get("settings")
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return {}
+    flat_before, flat_after = _flatten(before), _flatten(after)
+    names = [*flat_before, *(name for name in flat_after if name not in flat_before)]
+    return {name: (flat_before.get(name, ABSENT), flat_after.get(name, ABSENT)) for name in names
+            if flat_before.get(name, ABSENT) != flat_after.get(name, ABSENT)}
+
+
+def _flatten(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in settings.items():
+        if isinstance(value, Mapping) and value:
+            out.update(_flatten(value, f"{prefix}{name}."))
+        else:
+            out[f"{prefix}{name}"] = value
+    return out
 
 
 def _numbers_as_values(value: Any) -> Any:

@@ -52,6 +52,8 @@ def changed_components(baseline: Mapping[str, Any], candidate: Mapping[str, Any]
 def _flatten(key: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in key.items():
+        if name == "settings":  # beside the key (evalkit.core.key.with_settings): what its fingerprints cover
+            continue
         if isinstance(value, Mapping):
             out.update({f"{name}.{k}": v for k, v in value.items()})
         else:

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from evalkit.core.key import changed_settings
 from evalkit.core.report import RunReport
 from evalkit.gate.decision import Decision
 from evalkit.render.answers import render_answers
@@ -25,7 +26,8 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
         if items:
             lines += [f"**{title}**", ""] + [f"- {_one_line(item)}" for item in items] + [""]
     if decision.changed:
-        lines += [f"**Changed:** {render_changed(decision.changed)}", ""]
+        settings = changed_settings(baseline.eval, candidate.eval) if baseline and candidate else None
+        lines += [f"**Changed:** {_one_line(render_changed(decision.changed, settings))}", ""]
     if decision.statistics:
         lines += [f"**Paired statistics:** {render_statistics(decision.statistics)}", ""]
     if decision.failures:

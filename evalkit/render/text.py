@@ -2,16 +2,38 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from evalkit.gate.decision import Decision
 from evalkit.render.sections import decision_lists
 
-__all__ = ["render_decision", "render_changed", "render_statistics", "render_failure"]
+__all__ = ["render_decision", "render_changed", "render_setting", "render_statistics", "render_failure"]
 
 
-def render_changed(changed: dict[str, tuple[Any, Any]]) -> str:
-    return ", ".join(f"{name} {before} -> {after}" for name, (before, after) in changed.items())
+def render_changed(changed: dict[str, tuple[Any, Any]], settings: Mapping[str, tuple[Any, Any]] | None = None) -> str:
+    """The changed components, each followed by the settings of it that differ (evalkit.core.key.changed_settings):
+    `components.retriever default@2bb0... -> default@91c4... (retriever.min_score 0.3 -> 0.25)`."""
+    settings = settings or {}
+    told: set[str] = set()
+    parts = []
+    for name, (before, after) in changed.items():
+        group = name.removeprefix("components.") if name.startswith("components.") else None
+        mine = [s for s in settings if group is not None and s.startswith(f"{group}.")]
+        told.update(mine)
+        diffs = "; ".join(_setting_change(s, *settings[s]) for s in mine)
+        parts.append(f"{name} {before} -> {after}" + (f" ({diffs})" if diffs else ""))
+    return ", ".join(parts + [_setting_change(s, *settings[s]) for s in settings if s not in told])
+
+
+def _setting_change(name: str, before: Any, after: Any) -> str:
+    return f"{name} {render_setting(before)} -> {render_setting(after)}"
+
+
+def render_setting(value: Any) -> str:
+    """A setting as its config spells it: strings bare, lists and mappings as JSON (one line)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def render_statistics(stats: dict[str, Any]) -> str:
@@ -29,7 +51,9 @@ def render_failure(failure: dict[str, Any]) -> str:
     return f"{failure['id']}: {failure['candidate_reason']} ({known})"
 
 
-def render_decision(decision: Decision, critical: tuple[str, ...] = ()) -> str:
+def render_decision(decision: Decision, critical: tuple[str, ...] = (),
+                    settings: Mapping[str, tuple[Any, Any]] | None = None) -> str:
+    """The decision for a terminal; `settings`, the component settings that differ, are named after `changed`."""
     lines = [f"decision: {decision.decision.upper()}"]
     if decision.reasons:
         lines.append("reasons:")
@@ -41,7 +65,7 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = ()) -> str:
         lines.append("warnings:")
         lines += [f"  - {w}" for w in decision.warnings]
     if decision.changed:
-        lines.append(f"changed: {render_changed(decision.changed)}")
+        lines.append(f"changed: {render_changed(decision.changed, settings)}")
     if decision.statistics:
         lines.append(render_statistics(decision.statistics))
     if decision.failures:

@@ -25,6 +25,7 @@ import pytest
 from evalkit.core.config import BUILTIN_METRICS
 from evalkit.core.dataset import Case
 from evalkit.core.report import PASSING
+from evalkit.core.key import with_settings
 from evalkit.judging.slices import language_of_field, slice_cases
 from evalkit.programs.candidate import is_scorable
 from evalkit.programs.grade import Grade
@@ -225,7 +226,7 @@ class _EvalRun:
                 if isinstance(crash, dict) and isinstance(crash.get("path"), str):
                     crash["path"] = _relative(crash["path"], self.root)
         json_report["format"] = "evalkit-run-report/1"
-        json_report["eval"] = self.run.key
+        json_report["eval"] = with_settings(self.run.key, self.run.components)
         json_report["provenance"] = self.run.provenance
         tests = json_report.get("tests", [])
         for test in tests:
@@ -263,7 +264,8 @@ class _EvalRun:
 
     def _cases(self, tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         by_case: dict[str, dict[str, Any]] = {
-            c.id: {"id": c.id, "status": "scored", "checks": {}, "calls": {}, "problems": []} for c in self.run.cases}
+            c.id: {"id": c.id, "status": "scored", "checks": {}, "calls": {}, "problems": [],
+                   "input": _capped(c.fields)} for c in self.run.cases}
         for test in tests:
             case_id = self.case_of.get(test["nodeid"])
             if case_id is None:
@@ -361,6 +363,18 @@ def cap_reply(text: str | None) -> str | None:
     if text is None or len(text) <= REPLY_CHARS:
         return text
     return f"{text[:REPLY_CHARS]} [... cut: {len(text) - REPLY_CHARS} more characters]"
+
+
+def _capped(value: Any) -> Any:
+    """A case's input as the report keeps it (beside its output, for a reader of a failing case): each string cut
+    like a reply, so one long field cannot swell the report."""
+    if isinstance(value, str):
+        return cap_reply(value)
+    if isinstance(value, dict):
+        return {str(k): _capped(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_capped(v) for v in value]
+    return value
 
 
 def _relative(path: str, root: Path) -> str:

@@ -1,0 +1,157 @@
+"""`python -m evalkit.history [RUN_DIRS or REPORTS ...] [--suite NAME] [--html PATH | --no-html]`: one suite over
+many runs, as a terminal table and an HTML page with inline SVG charts.
+
+What it reads: each argument is a run report, a run folder (holding `report.json`) or a folder searched for run
+folders; by default the project's `outputs/` and `multirun/`. A run's time is its report's `created` (written by
+pytest-json-report), else the file's modification time (said so); its decision is the one in the `decision.json`
+beside it. One suite is shown: `--suite`, else the suite of the latest run (the others are named in a note).
+
+Where the page goes: `--html PATH`, by default `history.html` in the project's `outputs/` (the current folder
+outside a project). It is a view, not evidence: it replaces only a history page evalkit wrote before (recognised
+by its marker), never another file, a run's file, a link or one of its inputs.
+
+Exit codes: 0 shown, 3 input or usage error (a path that does not exist, a file given that is not a run report,
+no runs found, a suite with no runs), 4 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+
+from evalkit.cli.args import ArgumentParser
+from evalkit.cli.guard import command, say, write_output
+from evalkit.core.errors import EvalkitError, InputError, one_line
+from evalkit.core.files import read_bytes, read_text
+from evalkit.core.parsing import parse_json
+from evalkit.core.report import report_from_mapping
+from evalkit.project.paths import find_project, shown
+from evalkit.render.history import MARKER, HistoryRun, render_history_html, render_history_text
+
+__all__ = ["main", "collect_runs"]
+
+REPORT = "report.json"
+RUN_FOLDERS = ("outputs", "multirun")
+PAGE = "history.html"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(
+        prog="python -m evalkit.history",
+        description="One suite over many runs: pass rate, the suite's metrics, cost and latency per run, oldest "
+                    "first, as a table and an HTML page with inline SVG charts. Runs of different eval keys are "
+                    "marked. Exit code: 0 shown, 3 input or usage error, 4 internal error.")
+    parser.add_argument("paths", nargs="*", type=Path, metavar="RUN",
+                        help="run reports, run folders, or folders to search for them (default: the project's "
+                             "outputs/ and multirun/)")
+    parser.add_argument("--suite", help="the suite to show (default: the suite of the latest run)")
+    parser.add_argument("--html", type=Path, metavar="PATH",
+                        help=f"where to write the page (default: {PAGE} in the project's outputs/, or in the current "
+                             "folder outside a project); it replaces only an earlier history page")
+    parser.add_argument("--no-html", action="store_true", help="print the table only")
+    return parser
+
+
+@command
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.html and args.no_html:
+        raise InputError("--html and --no-html contradict each other; give one")
+    root = find_project()
+    searched = args.paths or [root / folder for folder in RUN_FOLDERS if root and (root / folder).is_dir()]
+    if not searched:
+        raise InputError("no run folders to read: no outputs/ or multirun/ in the project"
+                         + ("" if root else " (and no evalkit project here)")
+                         + "; run python -m evalkit first, or name run folders or reports")
+    notes: list[str] = []
+    runs = collect_runs(searched, notes)
+    suite, runs = _one_suite(runs, args.suite, notes)
+    say(render_history_text(suite, runs, notes))
+    if not args.no_html:
+        page = args.html or ((root / "outputs" if root else Path.cwd()) / PAGE)
+        _refuse_foreign(page)
+        inputs = {f"the run report {run.path}": run.file for run in runs if run.file is not None}
+        # the default folder is made when missing (runs only under multirun/); a folder given with --html is not
+        write_output(page, render_history_html(suite, runs, notes), "history page", inputs=inputs,
+                     make_folder=args.html is None)
+        say(f"page: {shown(page)}")
+    return 0
+
+
+def collect_runs(paths: list[Path], notes: list[str]) -> list[HistoryRun]:
+    """Every run report named or found, oldest first. A path that does not exist, or a file given by name that is
+    not a run report, is refused; a report found by searching that cannot be read is skipped with a note."""
+    found: list[tuple[Path, bool]] = []
+    for path in paths:
+        if not path.exists():
+            raise InputError(f"{path}: no such file or folder; name run reports, run folders or folders of runs")
+        if path.is_file():
+            found.append((path, True))
+        elif (path / REPORT).is_file():
+            found.append((path / REPORT, True))
+        else:
+            found += [(report, False) for report in sorted(path.rglob(REPORT))]
+    runs: list[HistoryRun] = []
+    seen: set[Path] = set()
+    for report_path, named in found:
+        if report_path.resolve() in seen:
+            continue
+        seen.add(report_path.resolve())
+        try:
+            runs.append(_read_run(report_path))
+        except EvalkitError as error:
+            if named:
+                raise
+            notes.append(f"skipped {shown(report_path)}: {one_line(str(error), 300)}")
+    if not runs:
+        raise InputError(f"no run reports ({REPORT}) in {', '.join(str(p) for p in paths)}; run python -m evalkit "
+                         "first, or name run folders or reports")
+    return sorted(runs, key=lambda run: (run.time, run.path))
+
+
+def _read_run(path: Path) -> HistoryRun:
+    data = parse_json(read_text(path, "report"), str(path), "report")
+    report = report_from_mapping(data, str(path))
+    created = data.get("created")
+    from_file = not isinstance(created, int | float) or isinstance(created, bool)
+    time = path.stat().st_mtime if from_file else float(created)
+    return HistoryRun(shown(path), report, time, from_file, _decision(path.with_name("decision.json")), path)
+
+
+def _decision(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    try:
+        data = parse_json(read_text(path, "decision"), str(path), "decision")
+    except EvalkitError:
+        return None
+    verdict = data.get("decision") if isinstance(data, dict) else None
+    return verdict if isinstance(verdict, str) else None
+
+
+def _one_suite(runs: list[HistoryRun], suite: str | None, notes: list[str]) -> tuple[str, list[HistoryRun]]:
+    def suite_of(run: HistoryRun) -> str:
+        return str(run.report.eval.get("suite") or run.report.provenance.get("suite") or "(unnamed)")
+
+    counts = Counter(suite_of(run) for run in runs)
+    chosen = suite or suite_of(runs[-1])
+    if chosen not in counts:
+        raise InputError(f"--suite {chosen}: no run of that suite among the {len(runs)} read (suites: "
+                         + ", ".join(f"{name} ({n})" for name, n in sorted(counts.items())) + ")")
+    others = {name: n for name, n in sorted(counts.items()) if name != chosen}
+    if others:
+        notes.append(f"left out: runs of other suites ({', '.join(f'{name}: {n}' for name, n in others.items())}); "
+                     "--suite NAME shows one of them")
+    if any(run.time_from_file for run in runs if suite_of(run) == chosen):
+        notes.append("a time marked (file time) is the report file's modification time: the report has no "
+                     "'created' (saved baselines drop it to stay diff-stable)")
+    return chosen, [run for run in runs if suite_of(run) == chosen]
+
+
+def _refuse_foreign(page: Path) -> None:
+    """The page may replace an earlier history page, never another file (a run's evidence, someone's notes)."""
+    if page.is_file() and not page.is_symlink():
+        if MARKER.encode("ascii") not in read_bytes(page, "existing file"):
+            raise InputError(f"{page}: exists and is not a history page evalkit wrote; evalkit replaces only its "
+                             "own pages: choose another path with --html")

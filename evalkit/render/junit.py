@@ -1,0 +1,204 @@
+"""A decision as JUnit XML (`decision.xml`), for the CI systems that read JUnit: GitLab, Jenkins, GitHub test
+reporters.
+
+One `<testsuite>` (named after the suite) holds one `<testcase>` per test of the candidate, plus one per test
+the baseline had and the candidate lacks when that matters (a regression or a missing critical test), plus one
+named `evalkit::decision` that carries the decision itself. What the JUnit readers count as a failure is what
+the gate counts against the candidate, so a CI page that goes red on failures agrees with the gate:
+
+- `<failure>`: a regressed test, a critical test that does not pass or is missing, and a new failing test
+  when the policy blocks on those (`new_failing: block`); `type` says which, `message` says why;
+- `<skipped>`: a test pytest skipped or an expected failure (xfail), with pytest's reason, as pytest's own
+  `--junitxml` writes them;
+- a test that did not pass but does not count against the candidate (it failed on the baseline too, or it is
+  new and the policy only reviews or lists new failures) is not a failure: its outcome and why are properties
+  of its testcase (`outcome`, `evalkit.status`) and its message is its `<system-out>`;
+- `evalkit::decision` fails when the decision is block (the message is the reasons) and errors when it is
+  incomparable, so a block that no single test explains (a metric floor, the pass rate) is still red.
+
+Test names are split as pytest's `--junitxml` splits them, so a test keeps one identity in both files:
+`classname` is the file as a dotted module path plus any classes (`suites/x/test_a.py::TestB::test_c[p]` ->
+`suites.x.test_a.TestB`), `name` the test with its parameters (`test_c[p]`). The decision, its reasons and the
+suite's counts are properties of the `<testsuite>`.
+
+XML 1.0 cannot hold most control characters (nor lone surrogates) even escaped: model output and failure
+messages can contain them, so they are written as visible escapes (`\\x1b`), never dropped silently.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from itertools import chain
+
+from evalkit.core.nodeid import name_parts
+from evalkit.core.policy import Policy
+from evalkit.core.report import PASSING, RunReport
+from evalkit.gate.decision import Decision, Verdict
+
+__all__ = ["render_junit", "xml_safe", "junit_names"]
+
+# What XML 1.0 forbids (Char production): C0 controls but tab, newline and return; surrogates; U+FFFE, U+FFFF.
+_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_SKIPPED = frozenset({"skipped", "xfailed"})
+DECISION_CASE = ("evalkit", "decision")
+"""The classname and name of the testcase that carries the decision."""
+
+
+def xml_safe(text: str) -> str:
+    """`text` with every character XML 1.0 cannot hold written as a visible escape (`\\x00`, `\\ud800`)."""
+    return _FORBIDDEN.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                          else f"\\u{ord(m.group()):04x}", text)
+
+
+def junit_names(nodeid: str, modules: dict[str, str] | None = None) -> tuple[str, str]:
+    """(classname, name) of a pytest node id, split as pytest's --junitxml splits it; `modules` caches the dotted
+    name of each file (a suite's tests share a few files)."""
+    path, sep, rest = nodeid.partition("::")
+    if not sep:  # not a test function id (a doctest file, a collector): the file is the class, the id the name
+        return _module(nodeid), nodeid
+    module = modules.get(path) if modules is not None else None
+    if module is None:
+        module = _module(path)
+        if modules is not None:
+            modules[path] = module
+    if "::" not in rest:  # the common case, a function without classes: no parsing of the parameters needed
+        return module, rest
+    parts = name_parts(nodeid)
+    bracket = nodeid.find("[", len(path))
+    name = parts[-1] + (nodeid[bracket:] if bracket >= 0 else "")
+    return ".".join([module, *parts[:-1]]), name
+
+
+def _module(path: str) -> str:
+    stem = path[:-3] if path.endswith(".py") else path
+    return stem.replace("\\", "/").replace("/", ".")
+
+
+def render_junit(decision: Decision, candidate: RunReport, policy: Policy) -> str:
+    """The decision and the candidate's tests as a JUnit XML document (UTF-8, with its XML declaration)."""
+    failures = _failures(decision, policy)
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    properties = ET.Element("properties")
+    for name, value in _suite_properties(decision):
+        ET.SubElement(properties, "property", name=name, value=xml_safe(value))
+    cases = [_element(properties)]
+    absent = [n for n in (*decision.regressed, *decision.missing_critical) if n not in candidate.outcomes]
+    modules: dict[str, str] = {}
+    # Most tests pass and most ids need no escaping: one C-speed scan of all ids decides whether any does, and
+    # passing tests are then written directly (an ElementTree of a million tests would take seconds and memory).
+    ids = " ".join(candidate.outcomes)
+    plain = (not any(c in ids for c in _ASCII_SPECIAL)) if ids.isascii() else not _SPECIAL.search(ids)
+    for nodeid, outcome in chain(candidate.outcomes.items(), ((n, None) for n in dict.fromkeys(absent))):
+        if outcome in PASSING:
+            path, sep, rest = nodeid.partition("::")
+            if sep and "::" not in rest and plain:  # `file::test[params]`, nothing to escape: the common case
+                module = modules.get(path) or _module(path)
+                modules[path] = module
+                cases.append(f'    <testcase classname="{module}" name="{rest}" />')
+            else:
+                classname, name = junit_names(nodeid, modules)
+                cases.append(f'    <testcase classname="{_attribute(classname)}" name="{_attribute(name)}" />')
+            continue
+        classname, name = junit_names(nodeid, modules)
+        case = ET.Element("testcase", classname=xml_safe(classname), name=xml_safe(name))
+        message = candidate.messages.get(nodeid) or decision.messages.get(nodeid) or ""
+        if nodeid in failures:
+            counts["failures"] += 1
+            kind, why = failures[nodeid]
+            text = message if outcome is not None else "absent from the candidate"
+            ET.SubElement(case, "failure", type=kind, message=xml_safe(f"{why}: {text}" if text else why)).text = \
+                xml_safe(f"{why}\noutcome: {outcome or 'absent'}\n{text}".rstrip())
+        elif outcome in _SKIPPED:
+            counts["skipped"] += 1
+            ET.SubElement(case, "skipped", type=f"pytest.{outcome}", message=xml_safe(message or str(outcome)))
+        else:
+            props = ET.SubElement(case, "properties")
+            ET.SubElement(props, "property", name="outcome", value=str(outcome))
+            ET.SubElement(props, "property", name="evalkit.status", value=_not_counted(nodeid, decision))
+            if message:
+                ET.SubElement(case, "system-out").text = xml_safe(message)
+        cases.append(_element(case))
+    counts["tests"] = len(candidate.outcomes) + len(dict.fromkeys(absent))
+    cases.append(_element(_decision_case(decision, counts)))
+    totals = " ".join(f'{counted}="{number}"' for counted, number in counts.items())
+    suite = _attribute(f"evalkit.{candidate.eval.get('suite', 'suite')}")
+    # one element per line, indented: a reviewer can read and diff it
+    return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>', f"<testsuites {totals}>",
+                      f'  <testsuite name="{suite}" {totals}>', *cases,
+                      "  </testsuite>", "</testsuites>", ""])
+
+
+def _element(element: ET.Element) -> str:
+    """One child of the <testsuite>, indented (only between elements: texts are kept as they are)."""
+    ET.indent(element, space="  ", level=2)
+    return "    " + ET.tostring(element, encoding="unicode").rstrip(" ")
+
+
+# Anything in a test id that needs escaping in an attribute: what XML forbids, markup, normalised whitespace.
+_SPECIAL = re.compile("[\x00-\x1f\ud800-\udfff\ufffe\uffff&<>\"]")
+_ASCII_SPECIAL = "".join(map(chr, range(0x20))) + '&<>"'
+"""The same for ASCII ids, found faster by one substring search each than by the regular expression."""
+# What an attribute value cannot hold as it is: markup, and the whitespace an XML parser would normalise.
+_ATTRIBUTE = re.compile("[&<>\"\n\r\t]")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
+
+
+def _attribute(text: str) -> str:
+    """`text` as a double-quoted XML attribute value, escaped as ElementTree escapes it (checked by the tests)."""
+    text = xml_safe(text)
+    return _ATTRIBUTE.sub(lambda m: _ENTITIES[m.group()], text) if _ATTRIBUTE.search(text) else text
+
+
+def _failures(decision: Decision, policy: Policy) -> dict[str, tuple[str, str]]:
+    """nodeid -> (failure type, why) for the tests that count against the candidate; the first reason wins."""
+    out: dict[str, tuple[str, str]] = {}
+    groups: list[tuple[Iterable[str], str, str]] = [
+        (decision.critical_failures, "critical", "critical test does not pass"),
+        (decision.missing_critical, "missing_critical", "critical test absent from the candidate"),
+        (decision.regressed, "regression", "regressed: passed on the baseline"),
+    ]
+    if policy.new_failing == "block":
+        groups.append((decision.new_failing, "new_failing", "new failing test (new_failing: block)"))
+    for names, kind, why in groups:
+        for name in names:
+            out.setdefault(name, (kind, why))
+    return out
+
+
+def _not_counted(nodeid: str, decision: Decision) -> str:
+    if nodeid in decision.new_failing:
+        return "new failing test; the policy reviews or lists these (new_failing), it does not block on them"
+    if decision.decision is Verdict.INCOMPARABLE:
+        return "not compared: the runs are incomparable"
+    return "known failure: did not pass on the baseline either"
+
+
+def _suite_properties(decision: Decision) -> list[tuple[str, str]]:
+    props = [("evalkit.decision", str(decision.decision))]
+    props += [("evalkit.reason", reason) for reason in decision.reasons]
+    props += [("evalkit.review_reason", reason) for reason in decision.review_reasons]
+    props += [("evalkit.warning", warning) for warning in decision.warnings]
+    props += [("evalkit.changed", f"{name} {old} -> {new}") for name, (old, new) in decision.changed.items()]
+    if decision.pass_rate is not None:
+        props.append(("evalkit.pass_rate", f"{decision.pass_rate:.6g}"))
+    return props
+
+
+def _decision_case(decision: Decision, counts: dict[str, int]) -> ET.Element:
+    case = ET.Element("testcase", classname=DECISION_CASE[0], name=DECISION_CASE[1])
+    counts["tests"] += 1
+    summary = "; ".join(decision.reasons) or "no reasons given"
+    if decision.decision is Verdict.BLOCK:
+        counts["failures"] += 1
+        ET.SubElement(case, "failure", type="block", message=xml_safe(f"BLOCK: {summary}")).text = \
+            xml_safe("\n".join(decision.reasons))
+    elif decision.decision is Verdict.INCOMPARABLE:
+        counts["errors"] += 1
+        ET.SubElement(case, "error", type="incomparable", message=xml_safe(f"INCOMPARABLE: {summary}")).text = \
+            xml_safe("\n".join(decision.reasons))
+    else:
+        lines = [f"{str(decision.decision).upper()}", *(f"for review: {r}" for r in decision.review_reasons)]
+        ET.SubElement(case, "system-out").text = xml_safe("\n".join(lines))
+    return case

@@ -1,0 +1,376 @@
+"""report.html: one run, and its decision against the baseline, as a page a reviewer opens and reads.
+
+The page shows what decided (banner, reasons, policy), what changed (components and the settings that differ),
+every test (filterable), a panel for every failing case (input, both sides' outputs with the differences marked,
+the judge's verdicts, the failure messages), metrics, slices, cost, latency and provenance. Everything from a
+report is untrusted text: the templates escape it, and what is shown is cut to a size a browser handles (with a
+note saying so); the data itself stays whole in report.json.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalkit.core.key import changed_settings
+from evalkit.core.report import PASSING, RunReport
+from evalkit.gate.decide import is_critical
+from evalkit.gate.decision import Decision
+from evalkit.render.html import render_page
+from evalkit.render.markdown import render_policy
+from evalkit.render.sections import sections
+from evalkit.render.text import render_setting, render_statistics
+
+__all__ = ["MAX_PANELS", "MAX_TEST_ROWS", "SHOWN_CHARS", "Clipped", "clip", "diff_sides", "render_report_html"]
+
+SHOWN_CHARS = 20_000
+"""Characters of one text (an output, an input, a judge reply) shown on the page; the rest is named, not shown."""
+ID_CHARS = 300
+"""Characters of a test or case id shown."""
+MESSAGE_CHARS = 2_000
+MAX_TEST_ROWS = 20_000
+"""Rows of the test table at most: every test that did not pass or is tagged is kept; passing ones fill the rest."""
+MAX_PANELS = 300
+"""Failing-case panels at most (regressed cases first); the others are named below them."""
+FILTERS = ("all", "regressed", "fixed", "critical", "new", "failing")
+
+_TOKENS = re.compile(r"\s+|\w+|[^\w\s]")
+
+
+@dataclass(frozen=True)
+class Clipped:
+    """A text as shown: at most `limit` characters of it, and how many were left out (0 when all is shown)."""
+
+    text: str
+    cut: int = 0
+    total: int = 0
+
+
+def clip(value: Any, limit: int = SHOWN_CHARS) -> Clipped:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True)
+    if len(text) <= limit:
+        return Clipped(text, 0, len(text))
+    return Clipped(text[:limit], len(text) - limit, len(text))
+
+
+def diff_sides(before: str, after: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Both texts as (kind, text) segments, word by word: the baseline's with `del` where the candidate lost text,
+    the candidate's with `ins` where it added text, `same` elsewhere (difflib.SequenceMatcher over words)."""
+    a, b = _TOKENS.findall(before), _TOKENS.findall(after)
+    left: list[tuple[str, str]] = []
+    right: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
+        if op == "equal":
+            left.append(("same", "".join(a[i1:i2])))
+            right.append(("same", "".join(b[j1:j2])))
+            continue
+        if i2 > i1:
+            left.append(("del", "".join(a[i1:i2])))
+        if j2 > j1:
+            right.append(("ins", "".join(b[j1:j2])))
+    return left, right
+
+
+@dataclass
+class _Side:
+    """One side's view of a case in a panel."""
+
+    output: Clipped | None = None
+    kept: bool = False
+    segments: list[tuple[str, str]] = field(default_factory=list)
+
+
+def render_report_html(candidate: RunReport, decision: Decision | None = None, baseline: RunReport | None = None,
+                       critical: tuple[str, ...] = (), evidence: Mapping[str, Any] | None = None,
+                       critical_cases: tuple[str, ...] = ()) -> str:
+    """The whole page. Without a decision (a run with baseline=none) it shows the run alone. `critical` and
+    `critical_cases` are the policy's: their tests are tagged critical."""
+    tests, counts, omitted = _test_rows(candidate, decision, baseline, critical, frozenset(critical_cases))
+    panels, unshown = _panels(candidate, decision, baseline)
+    return render_page(
+        "report.html.j2",
+        suite=str(candidate.eval.get("suite") or candidate.provenance.get("suite") or "run"),
+        banner=_banner(decision),
+        policy=_policy(evidence),
+        changed=_changed(decision, baseline, candidate),
+        key=[(name, _key_text(value)) for name, value in candidate.eval.items() if name != "settings"],
+        statistics=render_statistics(decision.statistics) if decision and decision.statistics else None,
+        tests=tests, counts=counts, filters=FILTERS, omitted_rows=omitted,
+        panels=panels, unshown_panels=unshown, gated=baseline is not None,
+        metrics=_metrics(decision, candidate),
+        slices=_slices(candidate),
+        run_sections=sections(candidate),
+        provenance=_provenance(candidate),
+        compared=_compared(evidence),
+    )
+
+
+def _banner(decision: Decision | None) -> dict[str, Any]:
+    if decision is None:
+        return {"verdict": "none", "title": "NOT GATED", "reasons": [clip("baseline=none: the run was not gated")],
+                "review": [], "warnings": [], "pass_line": None}
+    pass_line = (f"pass rate {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests passed)"
+                 if decision.pass_rate is not None else None)
+    return {"verdict": str(decision.decision), "title": str(decision.decision).upper(),
+            "reasons": [clip(r, MESSAGE_CHARS) for r in decision.reasons],
+            "review": [clip(r, MESSAGE_CHARS) for r in decision.review_reasons],
+            "warnings": [clip(w, MESSAGE_CHARS) for w in decision.warnings], "pass_line": pass_line}
+
+
+def _policy(evidence: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if evidence is None or not isinstance(evidence.get("policy"), Mapping):
+        return None
+    policy = evidence["policy"]
+    rows = [(label, str(policy[name])) for name, label in
+            (("name", "name"), ("version", "version"), ("source", "read from"), ("chosen_by", "chosen by"),
+             ("sha256", "SHA-256")) if policy.get(name) not in (None, "")]
+    if policy.get("overrides"):
+        rows.append(("overrides", " ".join(map(str, policy["overrides"]))))
+    return {"line": render_policy(policy), "rows": rows}
+
+
+def _changed(decision: Decision | None, baseline: RunReport | None, candidate: RunReport) -> list[dict[str, Any]]:
+    """Each changed component with the settings of it that differ; settings of unchanged components never
+    differ (the fingerprint covers them), but any left over are listed on their own."""
+    if decision is None or baseline is None:
+        return []
+    settings = changed_settings(baseline.eval, candidate.eval)
+    out: list[dict[str, Any]] = []
+    told: set[str] = set()
+    for name, (before, after) in decision.changed.items():
+        group = name.removeprefix("components.") if name.startswith("components.") else None
+        mine = [(s, render_setting(old), render_setting(new)) for s, (old, new) in settings.items()
+                if group is not None and s.startswith(f"{group}.")]
+        told.update(s for s, _, _ in mine)
+        out.append({"name": name, "before": _key_text(before), "after": _key_text(after), "settings": mine})
+    rest = [(s, render_setting(old), render_setting(new)) for s, (old, new) in settings.items() if s not in told]
+    if rest:
+        out.append({"name": "settings", "before": "", "after": "", "settings": rest})
+    return out
+
+
+def _key_text(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return " ".join(f"{k}={v}" for k, v in value.items()) or "-"
+    return "-" if value is None else str(value)
+
+
+def _test_rows(candidate: RunReport, decision: Decision | None, baseline: RunReport | None,
+               critical: tuple[str, ...],
+               critical_cases: frozenset[str]) -> tuple[list[dict[str, Any]], dict[str, int], int]:
+    """Every test of either side with its outcomes and tags; the count per filter; how many rows were left out."""
+    regressed = set(decision.regressed) if decision else set()
+    fixed = set(decision.fixed) if decision else set()
+    critical_failing = set(decision.critical_failures) | set(decision.missing_critical) if decision else set()
+    before = baseline.outcomes if baseline is not None else {}
+    names: Iterable[str] = candidate.outcomes
+    if baseline is not None:
+        names = [*candidate.outcomes, *(n for n in baseline.outcomes if n not in candidate.outcomes)]
+    rows, counts = [], dict.fromkeys(FILTERS, 0)
+    messages = {**(decision.messages if decision else {}), **candidate.messages}
+    for name in names:
+        outcome = candidate.outcomes.get(name)
+        tags = []
+        if name in regressed:
+            tags.append("regressed")
+        if name in fixed:
+            tags.append("fixed")
+        if (name in critical_failing or (critical and is_critical(name, critical))
+                or (critical_cases and _case_of(name) in critical_cases)):
+            tags.append("critical")
+        if baseline is not None and name not in before:
+            tags.append("new")
+        if outcome not in PASSING:
+            tags.append("failing")
+        for tag in ("all", *tags):
+            counts[tag] += 1
+        rows.append({"id": clip(name, ID_CHARS), "case": _case_of(name), "before": before.get(name, "absent"),
+                     "after": outcome or "absent", "tags": tags,
+                     "message": clip(messages.get(name) or "", MESSAGE_CHARS)})
+    if len(rows) <= MAX_TEST_ROWS:
+        return rows, counts, 0
+    tagged = [r for r in rows if r["tags"]]
+    room = max(MAX_TEST_ROWS - len(tagged), 0)
+    kept = {id(r) for r in tagged} | {id(r) for r in [r for r in rows if not r["tags"]][:room]}
+    shown = [r for r in rows if id(r) in kept]
+    return shown, counts, len(rows) - len(shown)
+
+
+def _case_of(nodeid: str) -> str:
+    """The case a parametrized check ran on: `test_recall[rc01]` -> `rc01` (the last `[...]` of the id)."""
+    last = nodeid.rsplit("::", 1)[-1]
+    return last[last.index("[") + 1:-1] if "[" in last and last.endswith("]") else ""
+
+
+def _panels(candidate: RunReport, decision: Decision | None,
+            baseline: RunReport | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """A panel for every candidate case that did not pass (regressed cases first), and the ids not shown."""
+    regressed_cases = {_case_of(n) for n in (decision.regressed if decision else ())}
+    failing = [c for c in candidate.cases if not c.get("passed") or c.get("status") == "unscored"]
+    failing.sort(key=lambda c: str(c.get("id")) not in regressed_cases)
+    before = {str(c.get("id")): c for c in baseline.cases} if baseline is not None else {}
+    messages = _messages_by_case(candidate, decision)
+    graded = {str(f.get("id")): f for f in (decision.failures if decision else ())}
+    panels = []
+    for index, case in enumerate(failing[:MAX_PANELS]):
+        case_id = str(case.get("id"))
+        old = before.get(case_id)
+        base_side, cand_side = _sides(old, case)
+        panels.append({
+            "anchor": f"case-{index + 1}", "id": clip(case_id, ID_CHARS), "regressed": case_id in regressed_cases,
+            "status": str(case.get("status") or ""), "input": clip(case["input"]) if "input" in case else None,
+            "baseline": base_side, "candidate": cand_side, "has_baseline": old is not None,
+            "checks": _checks(old, case), "messages": messages.get(case_id, []),
+            "judges": _judges(old, case), "grades": _grades(old, case, graded.get(case_id)),
+            "problems": [clip(p, MESSAGE_CHARS) for p in case.get("problems") or []],
+            "program": _program(case),
+        })
+    return panels, [str(c.get("id"))[:ID_CHARS] for c in failing[MAX_PANELS:]]
+
+
+def _sides(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> tuple[_Side, _Side]:
+    left, right = _Side(kept=old is not None and "output" in old), _Side(kept="output" in new)
+    if left.kept and old is not None and old.get("output") is not None:
+        left.output = clip(str(old["output"]))
+    if right.kept and new.get("output") is not None:
+        right.output = clip(str(new["output"]))
+    if left.output is not None and right.output is not None:
+        left.segments, right.segments = diff_sides(left.output.text, right.output.text)
+    else:
+        left.segments = [("same", left.output.text)] if left.output else []
+        right.segments = [("same", right.output.text)] if right.output else []
+    return left, right
+
+
+def _checks(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    before: Mapping[str, Any] = _mapping(old.get("checks")) if old is not None else {}
+    after = _mapping(new.get("checks"))
+    names = [*after, *(n for n in before if n not in after)]
+    return [(n, str(before.get(n, "absent" if old is not None else "-")), str(after.get(n, "absent"))) for n in names]
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _messages_by_case(candidate: RunReport, decision: Decision | None) -> dict[str, list[tuple[str, Clipped]]]:
+    out: dict[str, list[tuple[str, Clipped]]] = {}
+    for nodeid, message in {**(decision.messages if decision else {}), **candidate.messages}.items():
+        case = _case_of(nodeid)
+        if case:
+            out.setdefault(case, []).append((nodeid.split("::")[-1][:ID_CHARS], clip(message, MESSAGE_CHARS)))
+    return out
+
+
+def _judges(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[tuple[str, Clipped | None, Clipped | None]]:
+    def replies(entry: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        value = entry.get("judge_replies") if entry is not None else None
+        return value if isinstance(value, Mapping) else {}
+
+    before, after = replies(old), replies(new)
+    return [(metric, clip(str(before[metric])) if before.get(metric) is not None else None,
+             clip(str(after[metric])) if after.get(metric) is not None else None)
+            for metric in sorted({*before, *after})]
+
+
+def _grades(old: Mapping[str, Any] | None, new: Mapping[str, Any],
+            failure: Mapping[str, Any] | None) -> list[tuple[str, str, str]]:
+    """Graded suites: each verdict (task, quality, safety, review pending) and the grader's reason, both sides."""
+    def grade(entry: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        value = entry.get("grade") if entry is not None else None
+        return value if isinstance(value, Mapping) else {}
+
+    before, after = grade(old), grade(new)
+    if not before and not after:
+        return []
+    flags = ("task_pass", "quality_pass", "safety_pass", "review_pending")
+    rows = [(flag, _verdict(before.get(flag)), _verdict(after.get(flag)))
+            for flag in flags if flag in before or flag in after]
+    rows.append(("reason", str(before.get("reason") or "-")[:MESSAGE_CHARS],
+                 str(after.get("reason") or "-")[:MESSAGE_CHARS]))
+    if failure is not None and failure.get("new") is False:
+        rows.append(("known", "", "the baseline fails this case too"))
+    return rows
+
+
+def _verdict(value: Any) -> str:
+    return {True: "pass", False: "fail", None: "-"}.get(value, str(value))
+
+
+def _program(case: Mapping[str, Any]) -> list[tuple[str, Clipped]] | None:
+    program = case.get("program")
+    if not isinstance(program, Mapping):
+        return None
+    return [(name, clip(program[name], MESSAGE_CHARS)) for name in ("status", "reason", "response", "isolation")
+            if program.get(name) is not None]
+
+
+def _metrics(decision: Decision | None, candidate: RunReport) -> list[dict[str, Any]]:
+    """Before, after, delta and status per metric, with a bar's widths (0-100, scaled to the larger side)."""
+    if decision is not None:
+        entries = [(name, m.get("before"), m.get("after"), m.get("delta"), str(m.get("status") or ""))
+                   for name, m in decision.metrics.items()]
+    else:
+        entries = [(name, None, value, None, "") for name, value in sorted(candidate.metrics.items())]
+    out = []
+    for name, before, after, delta, status in entries:
+        numbers = [abs(v) for v in (before, after) if isinstance(v, int | float)]
+        scale = max(numbers, default=0.0) or 1.0
+        out.append({"name": name, "before": _num(before), "after": _num(after), "delta": _num(delta),
+                    "status": status, "sort_delta": delta if isinstance(delta, int | float) else "",
+                    "bar_before": _width(before, scale), "bar_after": _width(after, scale)})
+    return out
+
+
+def _width(value: Any, scale: float) -> float | None:
+    return round(100 * abs(value) / scale, 1) if isinstance(value, int | float) else None
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _slices(report: RunReport) -> list[dict[str, Any]]:
+    rows = []
+    for cut, values in report.slices.items():
+        if not isinstance(values, Mapping):
+            continue
+        for name, s in values.items():
+            if isinstance(s, Mapping):
+                rows.append({"cut": clip(str(cut), ID_CHARS), "value": clip(str(name), ID_CHARS),
+                             "cases": s.get("cases"), "pass_rate": _num(s.get("pass_rate")),
+                             "failures": clip(", ".join(map(str, s.get("failures") or [])) or "-", MESSAGE_CHARS),
+                             "unsafe": clip(", ".join(map(str, s.get("unsafe") or [])) or "-", MESSAGE_CHARS)})
+    return rows
+
+
+def _provenance(report: RunReport) -> list[tuple[str, Clipped]]:
+    """Where the run's replies came from (authored or recorded), the run's mode, and for candidate programs the
+    isolation that held, per case where the cases differ from the run's probe."""
+    rows = [(str(name), clip(value, MESSAGE_CHARS)) for name, value in report.provenance.items()]
+    rows += [(f"candidate {name}", clip(value, MESSAGE_CHARS)) for name, value in report.candidate.items()]
+    labels: dict[str, int] = {}
+    for case in report.cases:
+        program = case.get("program")
+        if isinstance(program, Mapping) and isinstance(program.get("isolation"), str):
+            labels[program["isolation"]] = labels.get(program["isolation"], 0) + 1
+    if labels and set(labels) != {report.provenance.get("isolation")}:
+        rows += [(f"isolation held for {count} case(s)", clip(label, MESSAGE_CHARS)) for label, count in labels.items()]
+    return rows
+
+
+def _compared(evidence: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    if evidence is None:
+        return []
+    out = []
+    for side in ("baseline", "candidate"):
+        report = evidence.get(side)
+        if isinstance(report, Mapping):
+            out.append({"side": side, "path": str(report.get("path")), "sha256": str(report.get("sha256"))})
+    return out
