@@ -24,8 +24,8 @@ import pytest
 
 from evalkit.core.config import BUILTIN_METRICS
 from evalkit.core.dataset import Case
-from evalkit.core.report import PASSING
 from evalkit.core.key import with_settings
+from evalkit.core.report import PASSING
 from evalkit.judging.slices import language_of_field, slice_cases
 from evalkit.programs.candidate import is_scorable
 from evalkit.programs.grade import Grade
