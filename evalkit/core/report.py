@@ -13,18 +13,21 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Literal, TypeVar
+
+import msgspec
 
 from evalkit.core.errors import InputError
 from evalkit.core.failure import failure_message
 from evalkit.core.files import read_text
-from evalkit.core.parsing import parse_json
+from evalkit.core.parsing import check_json, parse_json
 
 __all__ = ["Counts", "RunReport", "report_from_mapping", "load_report", "parse_report"]
 
 OUTCOMES = frozenset({"passed", "failed", "skipped", "xfailed", "xpassed", "error"})
 # One shared string per outcome: a million-test report then holds 6 outcome strings, not a million.
 _CANONICAL = {o: o for o in OUTCOMES}
+_T = TypeVar("_T")
 PASSING = frozenset({"passed", "xpassed"})
 """Outcomes that count as passing: a non-strict XPASS passed (pytest exits 0); a strict one is `failed`."""
 FAILING = frozenset({"failed", "error"})
@@ -88,17 +91,11 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
     """Check that `data` is a run report and extract it; every refusal names `where` and the fix."""
     if not isinstance(data, dict):
         raise InputError(f"{where}: not a run report (expected a JSON object)")
-    key = data.get("eval")
-    if not isinstance(key, dict):
-        raise InputError(f"{where}: not a run report: no 'eval' block with the eval key "
-                         "(produce it with `python -m evalkit`, or add it in pytest_json_modifyreport)")
+    _check_key(data.get("eval"), where)
     tests = data.get("tests")
     if not isinstance(tests, list):
         raise InputError(f"{where}: not a run report: no 'tests' list (was it written by pytest-json-report?)")
-    if not tests and (data.get("exitcode") in (None, 0, 5) and not _collection_errors(data.get("collectors"))):
-        raise InputError(f"{where}: the run has no tests, so there is nothing to gate; "
-                         "check that the suite collected its tests"
-                         + (" (pytest exit code 5: no tests collected)" if data.get("exitcode") == 5 else ""))
+    _check_ran(tests, data, where)
     # Fast path for valid reports of pytest's own outcomes (one pass, C-speed); the careful loop reads the
     # plugins' outcomes and words the error.
     try:
@@ -112,6 +109,25 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
                 if outcome not in PASSING and (line := failure_message(test)) is not None}
     # one C-speed scan: reports without repeats (most) pay nothing more
     repeats = _repeats(tests, outcomes, where) if any("repeats" in test for test in tests) else {}
+    return _assemble(data, outcomes, messages, repeats, where)
+
+
+def _check_key(key: Any, where: str) -> None:
+    if not isinstance(key, dict):
+        raise InputError(f"{where}: not a run report: no 'eval' block with the eval key "
+                         "(produce it with `python -m evalkit`, or add it in pytest_json_modifyreport)")
+
+
+def _check_ran(tests: list[Any], data: Mapping[str, Any], where: str) -> None:
+    if not tests and (data.get("exitcode") in (None, 0, 5) and not _collection_errors(data.get("collectors"))):
+        raise InputError(f"{where}: the run has no tests, so there is nothing to gate; "
+                         "check that the suite collected its tests"
+                         + (" (pytest exit code 5: no tests collected)" if data.get("exitcode") == 5 else ""))
+
+
+def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[str, str],
+              repeats: dict[str, Counts], where: str) -> RunReport:
+    """The report from its tests, read, and the rest of its record, checked."""
     cases = _cases(data.get("cases"), where)
     provenance = data.get("provenance") or {}
     if not isinstance(provenance, dict):
@@ -120,7 +136,7 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
     for name in ("slices", "execution", "dataset", "candidate"):
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")
-    return RunReport(key, outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where),
+    return RunReport(data["eval"], outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where),
                      _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
                      _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages,
                      repeats=repeats)
@@ -295,17 +311,86 @@ def _problems(data: Mapping[str, Any], outcomes: Mapping[str, str], where: str) 
 
 
 def parse_report(text: str, where: str) -> RunReport:
-    """Parse report text; malformed or truncated JSON is an input error naming the position."""
-    return report_from_mapping(_parse_json(text, where), where)
+    """Parse report text; malformed or truncated JSON is an input error naming the position.
+
+    The text is checked as strictly as every input (evalkit.core.parsing.check_json: keys given twice, numbers
+    JSON does not have, nesting), then read by msgspec against the part of a report the gate reads, which
+    skips unread what it does not (durations, line numbers, keywords) and never builds the whole tree: a full
+    report of a million tests is read in a fraction of the time and memory json's own objects take. A report
+    that part does not describe (a plugin's outcome, a field of another type, a test id given twice) is read
+    by the careful path, report_from_mapping, which words the error; both read a valid report alike."""
+    report = _read_fast(text, where)
+    return report if report is not None else report_from_mapping(parse_json(text, where, "report"), where)
 
 
-def _parse_json(text: str, where: str) -> Any:
-    return parse_json(text, where, "report")
+class _Test(msgspec.Struct, gc=False):
+    """One test as the gate reads it: pytest's own outcomes; each stage kept as its raw text, read only for
+    a test that did not pass (why it failed); nothing else of the entry is built."""
+
+    nodeid: str
+    outcome: Literal["passed", "failed", "skipped", "xfailed", "xpassed", "error"]
+    setup: msgspec.Raw = msgspec.Raw()
+    call: msgspec.Raw = msgspec.Raw()
+    teardown: msgspec.Raw = msgspec.Raw()
+    repeats: Any = None
+
+
+class _Repeated(_Test, gc=False):
+    """A test of a report with repeated tests, whose pass counts belong to its case."""
+
+    case: Any = None
+
+
+class _Report(msgspec.Struct, Generic[_T]):
+    """A run report's blocks the gate reads (absent ones are None, as report_from_mapping reads them)."""
+
+    tests: list[_T]
+    eval: Any = None
+    exitcode: Any = None
+    collectors: Any = None
+    summary: Any = None
+    cases: Any = None
+    provenance: Any = None
+    metrics: Any = None
+    slices: Any = None
+    execution: Any = None
+    dataset: Any = None
+    candidate: Any = None
+
+
+_DECODERS = (msgspec.json.Decoder(_Report[_Test]), msgspec.json.Decoder(_Report[_Repeated]))
+
+
+def _read_fast(text: str, where: str) -> RunReport | None:
+    """The report, read from strictly checked text by msgspec; None when the careful path must read it."""
+    if not check_json(text, where, "report"):
+        return None
+    try:
+        report: _Report[Any] = _DECODERS[0].decode(text)
+        if any(test.repeats is not None for test in report.tests):
+            report = _DECODERS[1].decode(text)
+    except (msgspec.ValidationError, msgspec.DecodeError):  # not the part it describes: the careful path
+        return None
+    data = {name: getattr(report, name) for name in report.__struct_fields__ if name != "tests"}
+    tests = report.tests
+    del report
+    _check_key(data["eval"], where)
+    _check_ran(tests, data, where)
+    outcomes = {test.nodeid: test.outcome for test in tests}
+    if len(outcomes) != len(tests):
+        return None  # a test id given twice: the careful path names it
+    messages = {test.nodeid: line for test in tests
+                if test.outcome not in PASSING and (line := failure_message(_stages(test))) is not None}
+    repeated = [{"repeats": test.repeats, "case": test.case} for test in tests if isinstance(test, _Repeated)]
+    repeats = _repeats(repeated, outcomes, where) if repeated else {}
+    del tests
+    return _assemble(data, outcomes, messages, repeats, where)
+
+
+def _stages(test: _Test) -> dict[str, Any]:
+    """A test's stages as report_from_mapping reads them (only those the entry has)."""
+    return {name: msgspec.json.decode(raw) for name in ("setup", "call", "teardown") if len(raw := getattr(test, name))}
 
 
 def load_report(path: Path) -> RunReport:
-    text = read_text(path, "report")
-    data = _parse_json(text, str(path))
-    del text  # the raw text of a large report is as big as the parsed one: free it before extracting
-    return report_from_mapping(data, str(path))
-
+    return parse_report(read_text(path, "report"), str(path))
