@@ -9,25 +9,25 @@ Every outcome pytest and its common plugins write is read: the six of pytest its
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal
 
 import msgspec
 
 from evalkit.core.errors import InputError
 from evalkit.core.failure import failure_message
-from evalkit.core.files import read_text
+from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
 from evalkit.core.parsing import check_json, parse_json
 
-__all__ = ["Counts", "RunReport", "report_from_mapping", "load_report", "parse_report"]
+__all__ = ["CaseTexts", "Counts", "RunReport", "report_from_mapping", "load_report", "parse_report", "read_reports"]
 
 OUTCOMES = frozenset({"passed", "failed", "skipped", "xfailed", "xpassed", "error"})
 # One shared string per outcome: a million-test report then holds 6 outcome strings, not a million.
 _CANONICAL = {o: o for o in OUTCOMES}
-_T = TypeVar("_T")
 PASSING = frozenset({"passed", "xpassed"})
 """Outcomes that count as passing: a non-strict XPASS passed (pytest exits 0); a strict one is `failed`."""
 FAILING = frozenset({"failed", "error"})
@@ -54,7 +54,7 @@ class RunReport:
     eval: Mapping[str, Any]
     outcomes: Mapping[str, str]
     """nodeid -> pytest outcome, in report order."""
-    cases: tuple[Mapping[str, Any], ...] = ()
+    cases: Sequence[Mapping[str, Any]] = ()
     provenance: Mapping[str, Any] = field(default_factory=dict)
     metrics: Mapping[str, float | None] = field(default_factory=dict)
     """Run-level metrics: each one's mean over the cases that measured it; None when none could."""
@@ -136,7 +136,7 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
     for name in ("slices", "execution", "dataset", "candidate"):
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")
-    return RunReport(data["eval"], outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where),
+    return RunReport(data["eval"], outcomes, cases, provenance, _metrics(data.get("metrics"), where),
                      _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
                      _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages,
                      repeats=repeats)
@@ -166,25 +166,62 @@ def _repeats(tests: list[Any], outcomes: Mapping[str, str], where: str) -> dict[
 _GRADE_FLAGS = ("task_pass", "quality_pass", "safety_pass", "review_pending")
 
 
-def _cases(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
+def _cases(value: Any, where: str) -> Sequence[Mapping[str, Any]]:
     """The report's cases: a list of objects, each with a string id; a grade is an object whose verdicts are
     true, false or null. Anything else is refused here, naming the case, so the gate never meets it."""
     if value is None:
         return ()
+    if isinstance(value, CaseTexts):
+        for index, case in enumerate(value):
+            _check_case(index, case, where)
+        return value
     if not isinstance(value, list):
         raise InputError(f"{where}: 'cases' is {type(value).__name__}; it must be a list of case objects")
     for index, case in enumerate(value):
-        if not isinstance(case, dict) or not isinstance(case.get("id"), str):
-            raise InputError(f"{where}: cases[{index}] must be an object with a string 'id'")
-        grade = case.get("grade")
-        if grade is None:
-            continue
-        if not isinstance(grade, dict):
-            raise InputError(f"{where}: case {case['id'][:100]!r}: 'grade' must be an object")
-        for flag in _GRADE_FLAGS:
-            if grade.get(flag) is not None and not isinstance(grade[flag], bool):
-                raise InputError(f"{where}: case {case['id'][:100]!r}: grade '{flag}' must be true, false or null")
+        _check_case(index, case, where)
     return tuple(value)
+
+
+def _check_case(index: int, case: Any, where: str) -> None:
+    if not isinstance(case, dict) or not isinstance(case.get("id"), str):
+        raise InputError(f"{where}: cases[{index}] must be an object with a string 'id'")
+    grade = case.get("grade")
+    if grade is None:
+        return
+    if not isinstance(grade, dict):
+        raise InputError(f"{where}: case {case['id'][:100]!r}: 'grade' must be an object")
+    for flag in _GRADE_FLAGS:
+        if grade.get(flag) is not None and not isinstance(grade[flag], bool):
+            raise InputError(f"{where}: case {case['id'][:100]!r}: grade '{flag}' must be true, false or null")
+
+
+class CaseTexts(Sequence[Mapping[str, Any]]):
+    """A report's cases kept as their JSON text, each read into a fresh dict when it is reached.
+
+    A case read into Python objects takes about four times its text (a dict per block, an object per value):
+    250,000 cases of a million-test report would take over 500 MB on each side of the gate. The text is
+    checked before (evalkit.core.parsing.check_json), so reading it again cannot fail; a case is read anew
+    each time, so nothing here is shared or changed by a caller."""
+
+    def __init__(self, texts: list[bytes]) -> None:
+        self._texts = texts
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __getitem__(self, index: int) -> Mapping[str, Any]:  # type: ignore[override]
+        return _CASE.decode(self._texts[index])  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        return map(_CASE.decode, self._texts)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_CASE = msgspec.json.Decoder()
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -315,12 +352,38 @@ def parse_report(text: str, where: str) -> RunReport:
 
     The text is checked as strictly as every input (evalkit.core.parsing.check_json: keys given twice, numbers
     JSON does not have, nesting), then read by msgspec against the part of a report the gate reads, which
-    skips unread what it does not (durations, line numbers, keywords) and never builds the whole tree: a full
-    report of a million tests is read in a fraction of the time and memory json's own objects take. A report
-    that part does not describe (a plugin's outcome, a field of another type, a test id given twice) is read
-    by the careful path, report_from_mapping, which words the error; both read a valid report alike."""
-    report = _read_fast(text, where)
+    skips unread what it does not (durations, line numbers, the stages of passing tests) and never builds the
+    whole tree: a full report of a million tests is read in a fraction of the time and memory json's own
+    objects take. A report that part does not describe (a plugin's outcome, a field of another type, a test id
+    given twice) is read by the careful path, report_from_mapping, which words the error; both read a valid
+    report alike (tests/test_report_reader.py)."""
+    report = _read_fast(text, where) if check_json(text, where, "report") else None
     return report if report is not None else report_from_mapping(parse_json(text, where, "report"), where)
+
+
+def read_reports(paths: Sequence[Path]) -> list[tuple[RunReport, str]]:
+    """Each report file read, with the SHA-256 of the bytes read, in a third of the memory of parse_report.
+
+    Every file is checked first, one at a time, keeping only its hash; then each is read again, as bytes,
+    which msgspec reads without the text's copy. Two large reports then never meet two copies of a file
+    (bytes and text) beside the other report: the peak is one report read and one file. A file whose bytes
+    changed between the two reads is refused (its hash would not name what was read)."""
+    checked = []
+    for path in paths:
+        text, sha = read_text_sha256(path, "report")
+        checked.append((path, sha, check_json(text, str(path), "report")))
+        del text  # before the next file is read
+    out = []
+    for path, sha, fast in checked:
+        data = read_bytes(path, "report")
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise InputError(f"{path}: the report changed while it was read; gate it again once it is written")
+        report = _read_fast(data, str(path)) if fast else None
+        if report is None:
+            report = report_from_mapping(parse_json(decode(data, path, "report"), str(path), "report"), str(path))
+        del data
+        out.append((report, sha))
+    return out
 
 
 class _Test(msgspec.Struct, gc=False):
@@ -333,23 +396,19 @@ class _Test(msgspec.Struct, gc=False):
     call: msgspec.Raw = msgspec.Raw()
     teardown: msgspec.Raw = msgspec.Raw()
     repeats: Any = None
-
-
-class _Repeated(_Test, gc=False):
-    """A test of a report with repeated tests, whose pass counts belong to its case."""
-
     case: Any = None
 
 
-class _Report(msgspec.Struct, Generic[_T]):
-    """A run report's blocks the gate reads (absent ones are None, as report_from_mapping reads them)."""
+class _Report(msgspec.Struct):
+    """A run report's blocks the gate reads (absent ones are None, as report_from_mapping reads them); each
+    test and each case kept as its raw text, read one at a time."""
 
-    tests: list[_T]
+    tests: list[msgspec.Raw]
     eval: Any = None
     exitcode: Any = None
     collectors: Any = None
     summary: Any = None
-    cases: Any = None
+    cases: list[msgspec.Raw] | None = None
     provenance: Any = None
     metrics: Any = None
     slices: Any = None
@@ -358,32 +417,45 @@ class _Report(msgspec.Struct, Generic[_T]):
     candidate: Any = None
 
 
-_DECODERS = (msgspec.json.Decoder(_Report[_Test]), msgspec.json.Decoder(_Report[_Repeated]))
+_REPORT, _TEST = msgspec.json.Decoder(_Report), msgspec.json.Decoder(_Test)
 
 
-def _read_fast(text: str, where: str) -> RunReport | None:
-    """The report, read from strictly checked text by msgspec; None when the careful path must read it."""
-    if not check_json(text, where, "report"):
-        return None
+def _read_fast(text: str | bytes, where: str) -> RunReport | None:
+    """The report, read by msgspec from text check_json has passed; None when the careful path must read it.
+
+    Each test is read on its own from its raw text (a reference into `text`), so a million tests never stand
+    as a million objects with their stages: only their ids and outcomes are kept."""
     try:
-        report: _Report[Any] = _DECODERS[0].decode(text)
-        if any(test.repeats is not None for test in report.tests):
-            report = _DECODERS[1].decode(text)
+        report = _REPORT.decode(text)
     except (msgspec.ValidationError, msgspec.DecodeError):  # not the part it describes: the careful path
         return None
     data = {name: getattr(report, name) for name in report.__struct_fields__ if name != "tests"}
-    tests = report.tests
+    if report.cases is not None:  # each case's own bytes, so that the report's text is not kept
+        data["cases"] = CaseTexts([bytes(case) for case in report.cases])
+    raws = report.tests
     del report
     _check_key(data["eval"], where)
-    _check_ran(tests, data, where)
-    outcomes = {test.nodeid: test.outcome for test in tests}
-    if len(outcomes) != len(tests):
+    _check_ran(raws, data, where)
+    outcomes: dict[str, str] = {}
+    messages: dict[str, str] = {}
+    repeated: list[dict[str, Any]] = []
+    decode = _TEST.decode
+    try:
+        for raw in raws:
+            test = decode(raw)
+            outcomes[test.nodeid] = test.outcome
+            if test.outcome not in PASSING and (line := failure_message(_stages(test))) is not None:
+                messages[test.nodeid] = line
+            if test.repeats is not None or repeated:  # from the first repeated test on, every test (paired below)
+                repeated.append({"repeats": test.repeats, "case": test.case})
+    except msgspec.ValidationError:  # a test the careful path reads (a plugin's outcome) or refuses
+        return None
+    if len(outcomes) != len(raws):
         return None  # a test id given twice: the careful path names it
-    messages = {test.nodeid: line for test in tests
-                if test.outcome not in PASSING and (line := failure_message(_stages(test))) is not None}
-    repeated = [{"repeats": test.repeats, "case": test.case} for test in tests if isinstance(test, _Repeated)]
+    del raws
+    if repeated:
+        repeated = [{}] * (len(outcomes) - len(repeated)) + repeated
     repeats = _repeats(repeated, outcomes, where) if repeated else {}
-    del tests
     return _assemble(data, outcomes, messages, repeats, where)
 
 
