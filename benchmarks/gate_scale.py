@@ -18,8 +18,10 @@ Each measurement runs in a fresh subprocess, whose own wall time and peak RSS (o
 KiB on Linux) are read:
     python -m evalkit.gate BASELINE CANDIDATE --policy POLICY.json --out decision.json
 on each pair, and, on the full pair, the reference `json.loads` of each of the two files (read, parse, drop),
-the least any gate must do. Reference and gate alternate, and the best of each is kept, so the ratio is taken
-in one sitting. Each decision is checked against what was planted. The last line is
+the least any gate must do, as Python runs it (its cyclic garbage collector on; the same with the collector
+off, as the gate runs, is printed for comparison). Reference and gate alternate, and the best of each is kept,
+so the ratio is taken in one sitting; each child's CPU time (user + system) is printed beside its wall time,
+since the load of a shared machine changes it least. Each decision is checked against what was planted. The last line is
     gate_seconds=<s> peak_mb=<MB> full_gate_seconds=<s> full_parse_seconds=<s> full_ratio=<r> full_peak_mb=<MB>
 (compact figures first, as before). Targets: compact under 3 s and under 1 GB; full at most 3x the reference
 parse and at most 1.5 GB.
@@ -234,38 +236,41 @@ def write_full_report(path: Path, prompt_version: str, outcome_of: OutcomeRule) 
     return path.stat().st_size
 
 
-def run_child(command: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:
-    """Run `command` in a fresh process; its wall time, its own peak RSS in MB, and what it printed."""
+def run_child(command: list[str]) -> tuple[float, float, float, subprocess.CompletedProcess[str]]:
+    """Run `command` in a fresh process: its wall time, its CPU time (user + system), its own peak RSS in MB,
+    and what it printed. The CPU time is what a shared machine's load changes least."""
     with tempfile.TemporaryFile("w+") as out:
         start = time.perf_counter()
         child = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=out, stderr=subprocess.STDOUT, text=True)
         _, status, usage = os.wait4(child.pid, 0)
         elapsed = time.perf_counter() - start
-        child.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
-        return elapsed, usage.ru_maxrss / 1024, subprocess.CompletedProcess(command, child.returncode, out.read())
+        done = subprocess.CompletedProcess(command, os.waitstatus_to_exitcode(status), out.read())
+        return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, done
 
 
-def run_gate(baseline: Path, candidate: Path, policy: Path, decision: Path) -> tuple[float, float]:
-    """One gate run in a fresh interpreter: its wall time and peak MB. Exit 1 is the expected `block`."""
+def run_gate(baseline: Path, candidate: Path, policy: Path, decision: Path) -> tuple[float, float, float]:
+    """One gate run in a fresh interpreter: its wall time, CPU time and peak MB. Exit 1 is the expected `block`."""
     decision.unlink(missing_ok=True)
-    elapsed, peak, done = run_child([sys.executable, "-m", "evalkit.gate", str(baseline), str(candidate),
+    elapsed, cpu, peak, done = run_child([sys.executable, "-m", "evalkit.gate", str(baseline), str(candidate),
                                      "--policy", str(policy), "--out", str(decision)])
     if done.returncode != 1:
         raise SystemExit(f"gate exited {done.returncode}, expected 1 (block):\n{done.stdout[-3000:]}")
-    return elapsed, peak
+    return elapsed, cpu, peak
 
 
 _PARSE = ("import json, sys\nfor path in sys.argv[1:]:\n    with open(path, 'rb') as f:\n"
           "        data = json.loads(f.read())\n    del data\n")
 
 
-def run_parse(*paths: Path) -> tuple[float, float]:
-    """The reference: json.loads of each file in turn (read, parse, drop) in a fresh interpreter."""
-    elapsed, peak, done = run_child([sys.executable, "-c", _PARSE, *map(str, paths)])
+def run_parse(*paths: Path, collect: bool = True) -> tuple[float, float, float]:
+    """The reference: json.loads of each file in turn (read, parse, drop) in a fresh interpreter, as Python runs
+    it (the cyclic garbage collector on) or, with collect=False, with the collector off as the gate runs."""
+    script = _PARSE if collect else "import gc\ngc.disable()\n" + _PARSE
+    elapsed, cpu, peak, done = run_child([sys.executable, "-c", script, *map(str, paths)])
     if done.returncode != 0:
         raise SystemExit(f"the reference parse failed:\n{done.stdout[-3000:]}")
-    return elapsed, peak
+    return elapsed, cpu, peak
 
 
 def check_decision(path: Path, expected: dict[str, object]) -> None:
@@ -296,10 +301,10 @@ def main() -> int:
 
         times, peaks = [], []
         for rep in range(REPEATS):
-            elapsed, peak = run_gate(baseline, candidate, policy, decision)
+            elapsed, cpu, peak = run_gate(baseline, candidate, policy, decision)
             times.append(elapsed)
             peaks.append(peak)
-            print(f"rep {rep + 1}/{REPEATS}: gate {elapsed:.2f}s, {peak:.0f} MB", flush=True)
+            print(f"rep {rep + 1}/{REPEATS}: gate {elapsed:.2f}s ({cpu:.2f}s CPU), {peak:.0f} MB", flush=True)
             check_decision(decision, expected)
         baseline.unlink()
         candidate.unlink()
@@ -311,13 +316,17 @@ def main() -> int:
               f"in {time.perf_counter() - start:.1f}s", flush=True)
         parse_times, full_times, full_peaks = [], [], []
         for rep in range(FULL_REPEATS):  # alternately, so the machine's load falls on both alike
-            elapsed, peak = run_parse(full_baseline, full_candidate)
+            elapsed, cpu, peak = run_parse(full_baseline, full_candidate)
             parse_times.append(elapsed)
-            print(f"rep {rep + 1}/{FULL_REPEATS}: json.loads of both {elapsed:.2f}s, {peak:.0f} MB", flush=True)
-            elapsed, peak = run_gate(full_baseline, full_candidate, policy, decision)
+            print(f"rep {rep + 1}/{FULL_REPEATS}: json.loads of both {elapsed:.2f}s ({cpu:.2f}s CPU), {peak:.0f} MB",
+                  flush=True)
+            elapsed, cpu, peak = run_parse(full_baseline, full_candidate, collect=False)
+            print(f"rep {rep + 1}/{FULL_REPEATS}: json.loads of both, collector off, {elapsed:.2f}s ({cpu:.2f}s CPU), "
+                  f"{peak:.0f} MB (not the reference: for comparison)", flush=True)
+            elapsed, cpu, peak = run_gate(full_baseline, full_candidate, policy, decision)
             full_times.append(elapsed)
             full_peaks.append(peak)
-            print(f"rep {rep + 1}/{FULL_REPEATS}: full gate {elapsed:.2f}s, {peak:.0f} MB", flush=True)
+            print(f"rep {rep + 1}/{FULL_REPEATS}: full gate {elapsed:.2f}s ({cpu:.2f}s CPU), {peak:.0f} MB", flush=True)
             check_decision(decision, expected)
 
     best, peak_mb = min(times), max(peaks)
