@@ -119,7 +119,9 @@ def test_the_full_report_is_read_for_what_the_gate_reads() -> None:
     lambda r: r["tests"][0]["call"].__setitem__("outcome", "rerun"),  # a stage no pytest writes
     lambda r: r.__setitem__("cases", None),
     lambda r: r["tests"].append({"nodeid": "t.py::big", "outcome": "passed", "lineno": 10 ** 30}),
-], ids=["rerun", "subtests", "stage-outcome", "cases-null", "big-int"])
+    lambda r: r["cases"][0].__setitem__("tokens", 10 ** 300),
+    lambda r: r["tests"][1]["call"]["crash"].__setitem__("lineno", 10 ** 300),
+], ids=["rerun", "subtests", "stage-outcome", "cases-null", "big-int", "big-int-in-case", "big-int-in-stage"])
 def test_what_the_fast_reader_does_not_describe_reads_as_the_careful_path_reads_it(change: Any) -> None:
     data = full_report()
     change(data)

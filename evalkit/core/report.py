@@ -171,9 +171,7 @@ def _cases(value: Any, where: str) -> Sequence[Mapping[str, Any]]:
     true, false or null. Anything else is refused here, naming the case, so the gate never meets it."""
     if value is None:
         return ()
-    if isinstance(value, CaseTexts):
-        for index, case in enumerate(value):
-            _check_case(index, case, where)
+    if isinstance(value, CaseTexts):  # checked as they were read (_read_fast)
         return value
     if not isinstance(value, list):
         raise InputError(f"{where}: 'cases' is {type(value).__name__}; it must be a list of case objects")
@@ -353,16 +351,16 @@ def parse_report(text: str, where: str) -> RunReport:
     The text is checked as strictly as every input (evalkit.core.parsing.check_json: keys given twice, numbers
     JSON does not have, nesting), then read by msgspec against the part of a report the gate reads, which
     skips unread what it does not (durations, line numbers, the stages of passing tests) and never builds the
-    whole tree: a full report of a million tests is read in a fraction of the time and memory json's own
-    objects take. A report that part does not describe (a plugin's outcome, a field of another type, a test id
-    given twice) is read by the careful path, report_from_mapping, which words the error; both read a valid
-    report alike (tests/test_report_reader.py)."""
+    whole tree: a full report of a million tests is read in a fraction of the memory json's own objects take.
+    A report that part does not describe (a plugin's outcome, a field of another type, a test id given twice)
+    is read by the careful path, report_from_mapping, which words the error; both read a valid report alike
+    (tests/test_report_reader.py)."""
     report = _read_fast(text, where) if check_json(text, where, "report") else None
     return report if report is not None else report_from_mapping(parse_json(text, where, "report"), where)
 
 
 def read_reports(paths: Sequence[Path]) -> list[tuple[RunReport, str]]:
-    """Each report file read, with the SHA-256 of the bytes read, in a third of the memory of parse_report.
+    """Each report file read, with the SHA-256 of the bytes read, in less memory than parse_report of each.
 
     Every file is checked first, one at a time, keeping only its hash; then each is read again, as bytes,
     which msgspec reads without the text's copy. Two large reports then never meet two copies of a file
@@ -448,14 +446,19 @@ def _read_fast(text: str | bytes, where: str) -> RunReport | None:
                 messages[test.nodeid] = line
             if test.repeats is not None or repeated:  # from the first repeated test on, every test (paired below)
                 repeated.append({"repeats": test.repeats, "case": test.case})
-    except msgspec.ValidationError:  # a test the careful path reads (a plugin's outcome) or refuses
-        return None
+    except (msgspec.ValidationError, msgspec.DecodeError):  # a test the careful path reads (a plugin's outcome)
+        return None                                              # or refuses
     if len(outcomes) != len(raws):
         return None  # a test id given twice: the careful path names it
     del raws
     if repeated:
         repeated = [{}] * (len(outcomes) - len(repeated)) + repeated
     repeats = _repeats(repeated, outcomes, where) if repeated else {}
+    try:  # each case read once here, in the careful path's order of checks, so reading it later cannot fail
+        for index, case in enumerate(data.get("cases") or ()):
+            _check_case(index, case, where)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
     return _assemble(data, outcomes, messages, repeats, where)
 
 
