@@ -15,11 +15,10 @@ from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.cli.guard import command, say, write_output
 from evalkit.core.errors import InputError
-from evalkit.core.files import read_text_sha256
 from evalkit.core.key import changed_settings
 from evalkit.core.outputs import refuse_input, refuse_link, same_file
 from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
-from evalkit.core.report import RunReport, parse_report
+from evalkit.core.report import RunReport, read_reports
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import ExitCode, exit_code
 from evalkit.project.options import find_option
@@ -60,8 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     # A short-lived process parsing reports of up to millions of tests: the cyclic garbage collector
     # would rescan every parsed object again and again while nothing here forms cycles.
     gc.disable()
-    baseline, baseline_sha = _read(args.baseline)
-    candidate, candidate_sha = _read(args.candidate)
+    (baseline, baseline_sha), (candidate, candidate_sha) = read_reports([args.baseline, args.candidate])
     policy, identity = _choose_policy(args.policy, candidate, args.candidate)
     decision = decide(policy, baseline, candidate)
     facts = evidence(identity, report_identity(str(args.baseline), baseline_sha, baseline),
@@ -105,11 +103,6 @@ def _inputs(args: argparse.Namespace) -> dict[str, Path]:
     if args.policy is not None and Path(args.policy).suffix in (".yaml", ".yml", ".json"):
         inputs["the policy file"] = Path(args.policy)
     return inputs
-
-
-def _read(path: Path) -> tuple[RunReport, str]:
-    text, sha = read_text_sha256(path, "report")
-    return parse_report(text, str(path)), sha
 
 
 def _choose_policy(spec: str | None, candidate: RunReport, candidate_path: Path) -> tuple[Policy, dict[str, object]]:

@@ -55,11 +55,14 @@ def read_bytes(path: Path, what: str) -> bytes:
     except OSError as error:
         raise InputError(f"{path}: cannot read the {what} ({error.strerror or error})") from None
     try:
-        _check_kind(path, what, os.fstat(fd), limit)
+        info = os.fstat(fd)
+        _check_kind(path, what, info, limit)
         chunks: list[bytes] = []
         size = 0
         while True:  # read to the end, but never past the limit (a file can grow while it is read)
-            chunk = os.read(fd, min(1 << 24, limit + 1 - size))
+            # the whole file in one read where it can: one chunk is returned as it is, where several are
+            # joined into a copy (twice the file's size in memory, for a report of hundreds of MB)
+            chunk = os.read(fd, min(max(info.st_size + 1 - size, 1 << 24), limit + 1 - size))
             if not chunk:
                 break
             chunks.append(chunk)

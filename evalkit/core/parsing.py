@@ -13,7 +13,7 @@ import json
 import math
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
@@ -21,7 +21,7 @@ import yaml
 
 from evalkit.core.errors import InputError
 
-__all__ = ["MAX_DEPTH", "UniqueKeyLoader", "parse_json", "parse_yaml", "unique_object"]
+__all__ = ["MAX_DEPTH", "UniqueKeyLoader", "check_json", "parse_json", "parse_yaml", "unique_object"]
 
 MAX_DEPTH = 100
 """How deeply objects and lists may nest in an input file (evalkit's own files nest fewer than ten levels)."""
@@ -47,9 +47,35 @@ def _constant(name: str) -> NoReturn:
 
 def parse_json(text: str | bytes, where: str, what: str = "file") -> Any:
     """Parse JSON strictly; every refusal names `where` (the file) and says what to fix."""
+    with _nesting_bounded() as bounded:
+        data = _strict_loads(text, where, what, unique_object)
+    if not bounded:  # the parser could not bound the nesting: walk the value (numbers were checked as parsed)
+        check_values(data, where, what)
+    return data
+
+
+def check_json(text: str, where: str, what: str = "file") -> bool:
+    """Refuse what parse_json refuses, in the same words, without keeping the value: each object is dropped as
+    soon as it is checked, so a file of millions of objects is checked in the memory of its text.
+
+    Returns False, having read nothing, where json's scanner cannot bound the nesting (another thread runs):
+    only a walk of the parsed value can, so the caller must parse_json instead. For a reader that takes the
+    value from a faster parser that checks less (evalkit.core.report's reader of large reports)."""
+    with _nesting_bounded() as bounded:
+        if bounded:
+            _strict_loads(text, where, what, _unique_dropped)
+    return bounded
+
+
+def _unique_dropped(pairs: list[tuple[str, Any]]) -> None:
+    """check_json's object_pairs_hook: unique_object's check, keeping nothing."""
+    if len(dict(pairs)) != len(pairs):
+        unique_object(pairs)  # names the key given twice
+
+
+def _strict_loads(text: str | bytes, where: str, what: str, hook: Callable[[list[tuple[str, Any]]], Any]) -> Any:
     try:
-        with _nesting_bounded() as bounded:
-            data = json.loads(text, object_pairs_hook=unique_object, parse_constant=_constant, parse_float=_finite)
+        return json.loads(text, object_pairs_hook=hook, parse_constant=_constant, parse_float=_finite)
     except _Refusal as refusal:
         raise InputError(f"{where}: {refusal}") from None
     except json.JSONDecodeError as error:
@@ -61,9 +87,6 @@ def parse_json(text: str | bytes, where: str, what: str = "file") -> Any:
         raise InputError(_too_deep(where, what)) from None
     except ValueError as error:  # an integer of more digits than Python converts
         raise InputError(_too_long(where, what, error)) from None
-    if not bounded:  # the parser could not bound the nesting: walk the value (numbers were checked as parsed)
-        check_values(data, where, what)
-    return data
 
 
 def _finite(text: str) -> float:

@@ -9,18 +9,21 @@ Every outcome pytest and its common plugins write is read: the six of pytest its
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+import msgspec
 
 from evalkit.core.errors import InputError
 from evalkit.core.failure import failure_message
-from evalkit.core.files import read_text
-from evalkit.core.parsing import parse_json
+from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
+from evalkit.core.parsing import check_json, parse_json
 
-__all__ = ["Counts", "RunReport", "report_from_mapping", "load_report", "parse_report"]
+__all__ = ["CaseTexts", "Counts", "RunReport", "report_from_mapping", "load_report", "parse_report", "read_reports"]
 
 OUTCOMES = frozenset({"passed", "failed", "skipped", "xfailed", "xpassed", "error"})
 # One shared string per outcome: a million-test report then holds 6 outcome strings, not a million.
@@ -51,7 +54,7 @@ class RunReport:
     eval: Mapping[str, Any]
     outcomes: Mapping[str, str]
     """nodeid -> pytest outcome, in report order."""
-    cases: tuple[Mapping[str, Any], ...] = ()
+    cases: Sequence[Mapping[str, Any]] = ()
     provenance: Mapping[str, Any] = field(default_factory=dict)
     metrics: Mapping[str, float | None] = field(default_factory=dict)
     """Run-level metrics: each one's mean over the cases that measured it; None when none could."""
@@ -88,17 +91,11 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
     """Check that `data` is a run report and extract it; every refusal names `where` and the fix."""
     if not isinstance(data, dict):
         raise InputError(f"{where}: not a run report (expected a JSON object)")
-    key = data.get("eval")
-    if not isinstance(key, dict):
-        raise InputError(f"{where}: not a run report: no 'eval' block with the eval key "
-                         "(produce it with `python -m evalkit`, or add it in pytest_json_modifyreport)")
+    _check_key(data.get("eval"), where)
     tests = data.get("tests")
     if not isinstance(tests, list):
         raise InputError(f"{where}: not a run report: no 'tests' list (was it written by pytest-json-report?)")
-    if not tests and (data.get("exitcode") in (None, 0, 5) and not _collection_errors(data.get("collectors"))):
-        raise InputError(f"{where}: the run has no tests, so there is nothing to gate; "
-                         "check that the suite collected its tests"
-                         + (" (pytest exit code 5: no tests collected)" if data.get("exitcode") == 5 else ""))
+    _check_ran(tests, data, where)
     # Fast path for valid reports of pytest's own outcomes (one pass, C-speed); the careful loop reads the
     # plugins' outcomes and words the error.
     try:
@@ -112,6 +109,25 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
                 if outcome not in PASSING and (line := failure_message(test)) is not None}
     # one C-speed scan: reports without repeats (most) pay nothing more
     repeats = _repeats(tests, outcomes, where) if any("repeats" in test for test in tests) else {}
+    return _assemble(data, outcomes, messages, repeats, where)
+
+
+def _check_key(key: Any, where: str) -> None:
+    if not isinstance(key, dict):
+        raise InputError(f"{where}: not a run report: no 'eval' block with the eval key "
+                         "(produce it with `python -m evalkit`, or add it in pytest_json_modifyreport)")
+
+
+def _check_ran(tests: list[Any], data: Mapping[str, Any], where: str) -> None:
+    if not tests and (data.get("exitcode") in (None, 0, 5) and not _collection_errors(data.get("collectors"))):
+        raise InputError(f"{where}: the run has no tests, so there is nothing to gate; "
+                         "check that the suite collected its tests"
+                         + (" (pytest exit code 5: no tests collected)" if data.get("exitcode") == 5 else ""))
+
+
+def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[str, str],
+              repeats: dict[str, Counts], where: str) -> RunReport:
+    """The report from its tests, read, and the rest of its record, checked."""
     cases = _cases(data.get("cases"), where)
     provenance = data.get("provenance") or {}
     if not isinstance(provenance, dict):
@@ -120,7 +136,7 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
     for name in ("slices", "execution", "dataset", "candidate"):
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")
-    return RunReport(key, outcomes, tuple(cases), provenance, _metrics(data.get("metrics"), where),
+    return RunReport(data["eval"], outcomes, cases, provenance, _metrics(data.get("metrics"), where),
                      _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
                      _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages,
                      repeats=repeats)
@@ -150,25 +166,60 @@ def _repeats(tests: list[Any], outcomes: Mapping[str, str], where: str) -> dict[
 _GRADE_FLAGS = ("task_pass", "quality_pass", "safety_pass", "review_pending")
 
 
-def _cases(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
+def _cases(value: Any, where: str) -> Sequence[Mapping[str, Any]]:
     """The report's cases: a list of objects, each with a string id; a grade is an object whose verdicts are
     true, false or null. Anything else is refused here, naming the case, so the gate never meets it."""
     if value is None:
         return ()
+    if isinstance(value, CaseTexts):  # checked as they were read (_read_fast)
+        return value
     if not isinstance(value, list):
         raise InputError(f"{where}: 'cases' is {type(value).__name__}; it must be a list of case objects")
     for index, case in enumerate(value):
-        if not isinstance(case, dict) or not isinstance(case.get("id"), str):
-            raise InputError(f"{where}: cases[{index}] must be an object with a string 'id'")
-        grade = case.get("grade")
-        if grade is None:
-            continue
-        if not isinstance(grade, dict):
-            raise InputError(f"{where}: case {case['id'][:100]!r}: 'grade' must be an object")
-        for flag in _GRADE_FLAGS:
-            if grade.get(flag) is not None and not isinstance(grade[flag], bool):
-                raise InputError(f"{where}: case {case['id'][:100]!r}: grade '{flag}' must be true, false or null")
+        _check_case(index, case, where)
     return tuple(value)
+
+
+def _check_case(index: int, case: Any, where: str) -> None:
+    if not isinstance(case, dict) or not isinstance(case.get("id"), str):
+        raise InputError(f"{where}: cases[{index}] must be an object with a string 'id'")
+    grade = case.get("grade")
+    if grade is None:
+        return
+    if not isinstance(grade, dict):
+        raise InputError(f"{where}: case {case['id'][:100]!r}: 'grade' must be an object")
+    for flag in _GRADE_FLAGS:
+        if grade.get(flag) is not None and not isinstance(grade[flag], bool):
+            raise InputError(f"{where}: case {case['id'][:100]!r}: grade '{flag}' must be true, false or null")
+
+
+class CaseTexts(Sequence[Mapping[str, Any]]):
+    """A report's cases kept as their JSON text, each read into a fresh dict when it is reached.
+
+    A case read into Python objects takes about four times its text (a dict per block, an object per value):
+    250,000 cases of a million-test report would take over 500 MB on each side of the gate. The text is
+    checked before (evalkit.core.parsing.check_json), so reading it again cannot fail; a case is read anew
+    each time, so nothing here is shared or changed by a caller."""
+
+    def __init__(self, texts: list[bytes]) -> None:
+        self._texts = texts
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __getitem__(self, index: int) -> Mapping[str, Any]:  # type: ignore[override]
+        return _CASE.decode(self._texts[index])  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        return map(_CASE.decode, self._texts)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_CASE = msgspec.json.Decoder()
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -295,17 +346,126 @@ def _problems(data: Mapping[str, Any], outcomes: Mapping[str, str], where: str) 
 
 
 def parse_report(text: str, where: str) -> RunReport:
-    """Parse report text; malformed or truncated JSON is an input error naming the position."""
-    return report_from_mapping(_parse_json(text, where), where)
+    """Parse report text; malformed or truncated JSON is an input error naming the position.
+
+    The text is checked as strictly as every input (evalkit.core.parsing.check_json: keys given twice, numbers
+    JSON does not have, nesting), then read by msgspec against the part of a report the gate reads, which
+    skips unread what it does not (durations, line numbers, the stages of passing tests) and never builds the
+    whole tree: a full report of a million tests is read in a fraction of the memory json's own objects take.
+    A report that part does not describe (a plugin's outcome, a field of another type, a test id given twice)
+    is read by the careful path, report_from_mapping, which words the error; both read a valid report alike
+    (tests/test_report_reader.py)."""
+    report = _read_fast(text, where) if check_json(text, where, "report") else None
+    return report if report is not None else report_from_mapping(parse_json(text, where, "report"), where)
 
 
-def _parse_json(text: str, where: str) -> Any:
-    return parse_json(text, where, "report")
+def read_reports(paths: Sequence[Path]) -> list[tuple[RunReport, str]]:
+    """Each report file read, with the SHA-256 of the bytes read, in less memory than parse_report of each.
+
+    Every file is checked first, one at a time, keeping only its hash; then each is read again, as bytes,
+    which msgspec reads without the text's copy. Two large reports then never meet two copies of a file
+    (bytes and text) beside the other report: the peak is one report read and one file. A file whose bytes
+    changed between the two reads is refused (its hash would not name what was read)."""
+    checked = []
+    for path in paths:
+        text, sha = read_text_sha256(path, "report")
+        checked.append((path, sha, check_json(text, str(path), "report")))
+        del text  # before the next file is read
+    out = []
+    for path, sha, fast in checked:
+        data = read_bytes(path, "report")
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise InputError(f"{path}: the report changed while it was read; gate it again once it is written")
+        report = _read_fast(data, str(path)) if fast else None
+        if report is None:
+            report = report_from_mapping(parse_json(decode(data, path, "report"), str(path), "report"), str(path))
+        del data
+        out.append((report, sha))
+    return out
+
+
+class _Test(msgspec.Struct, gc=False):
+    """One test as the gate reads it: pytest's own outcomes; each stage kept as its raw text, read only for
+    a test that did not pass (why it failed); nothing else of the entry is built."""
+
+    nodeid: str
+    outcome: Literal["passed", "failed", "skipped", "xfailed", "xpassed", "error"]
+    setup: msgspec.Raw = msgspec.Raw()
+    call: msgspec.Raw = msgspec.Raw()
+    teardown: msgspec.Raw = msgspec.Raw()
+    repeats: Any = None
+    case: Any = None
+
+
+class _Report(msgspec.Struct):
+    """A run report's blocks the gate reads (absent ones are None, as report_from_mapping reads them); each
+    test and each case kept as its raw text, read one at a time."""
+
+    tests: list[msgspec.Raw]
+    eval: Any = None
+    exitcode: Any = None
+    collectors: Any = None
+    summary: Any = None
+    cases: list[msgspec.Raw] | None = None
+    provenance: Any = None
+    metrics: Any = None
+    slices: Any = None
+    execution: Any = None
+    dataset: Any = None
+    candidate: Any = None
+
+
+_REPORT, _TEST = msgspec.json.Decoder(_Report), msgspec.json.Decoder(_Test)
+
+
+def _read_fast(text: str | bytes, where: str) -> RunReport | None:
+    """The report, read by msgspec from text check_json has passed; None when the careful path must read it.
+
+    Each test is read on its own from its raw text (a reference into `text`), so a million tests never stand
+    as a million objects with their stages: only their ids and outcomes are kept."""
+    try:
+        report = _REPORT.decode(text)
+    except (msgspec.ValidationError, msgspec.DecodeError):  # not the part it describes: the careful path
+        return None
+    data = {name: getattr(report, name) for name in report.__struct_fields__ if name != "tests"}
+    if report.cases is not None:  # each case's own bytes, so that the report's text is not kept
+        data["cases"] = CaseTexts([bytes(case) for case in report.cases])
+    raws = report.tests
+    del report
+    _check_key(data["eval"], where)
+    _check_ran(raws, data, where)
+    outcomes: dict[str, str] = {}
+    messages: dict[str, str] = {}
+    repeated: list[dict[str, Any]] = []
+    decode = _TEST.decode
+    try:
+        for raw in raws:
+            test = decode(raw)
+            outcomes[test.nodeid] = test.outcome
+            if test.outcome not in PASSING and (line := failure_message(_stages(test))) is not None:
+                messages[test.nodeid] = line
+            if test.repeats is not None or repeated:  # from the first repeated test on, every test (paired below)
+                repeated.append({"repeats": test.repeats, "case": test.case})
+    except (msgspec.ValidationError, msgspec.DecodeError):  # a test the careful path reads (a plugin's outcome)
+        return None                                              # or refuses
+    if len(outcomes) != len(raws):
+        return None  # a test id given twice: the careful path names it
+    del raws
+    if repeated:
+        repeated = [{}] * (len(outcomes) - len(repeated)) + repeated
+    repeats = _repeats(repeated, outcomes, where) if repeated else {}
+    try:  # each case read once here, in the careful path's order of checks, so reading it later cannot fail
+        for index, case in enumerate(data.get("cases") or ()):
+            _check_case(index, case, where)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    return _assemble(data, outcomes, messages, repeats, where)
+
+
+def _stages(test: _Test) -> dict[str, Any]:
+    """A test's stages as report_from_mapping reads them (only those the entry has)."""
+    return {name: msgspec.json.decode(raw) for name in ("setup", "call", "teardown") if len(raw := getattr(test, name))}
 
 
 def load_report(path: Path) -> RunReport:
-    text = read_text(path, "report")
-    data = _parse_json(text, str(path))
-    del text  # the raw text of a large report is as big as the parsed one: free it before extracting
-    return report_from_mapping(data, str(path))
-
+    return parse_report(read_text(path, "report"), str(path))

@@ -8,7 +8,7 @@ below every number, so a drop to None is a regression, never an unchanged row.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -59,7 +59,7 @@ def compare_metrics(before: Mapping[str, float | None], after: Mapping[str, floa
     return out
 
 
-def compare_cases(before: tuple[Mapping[str, Any], ...], after: tuple[Mapping[str, Any], ...]) -> dict[str, str]:
+def compare_cases(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """Per case: did it pass before and after? A case only the baseline had is `missing`."""
     was = {str(c.get("id")): bool(c.get("passed")) for c in before}
     now = {str(c.get("id")): bool(c.get("passed")) for c in after}
