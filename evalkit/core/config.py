@@ -6,7 +6,7 @@ import enum
 from typing import Any, Literal
 
 import regex  # type: ignore[import-untyped]  # (no stubs shipped)
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.policy import Policy
@@ -205,6 +205,17 @@ class RunSettings(_Strict):
     secret_patterns: tuple[str, ...] = ()
     """Extra regular expressions whose matches are redacted from messages (error texts, failure reasons, logs,
     pytest.log, the terminal), never from the replies the checks grade (evalkit/live/redact.py)."""
+    workers: int | Literal["auto"] = 1
+    """Processes the suite's checks run on (pytest-xdist): 1 runs them in one process, `auto` on every CPU this
+    process may use. The run report is the same whichever (durations aside); model calls are not affected."""
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, value: Any) -> Any:
+        # one line for every wrong value (a union would list one complaint per member)
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            return value
+        raise ValueError("run.workers is a whole number of processes (at least 1) or auto")
 
 
 class RunConfig(_Strict):

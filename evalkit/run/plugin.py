@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,13 @@ from evalkit.judging.slices import language_of_field, slice_cases
 from evalkit.programs.candidate import is_scorable
 from evalkit.programs.grade import Grade
 from evalkit.run.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
+from evalkit.run.workers import register_for_workers
 
 RUN_OPTION = "--evalkit-run"
+CARRIED = "evalkit_recorded"
+"""The attribute of a test's teardown report holding what the test recorded (its case, metrics, grade): reports
+travel from pytest-xdist's workers to the controller with their attributes, so what a test recorded reaches the
+run report whichever process ran it."""
 MACHINE_FIELDS = ("environment", "root")  # about the machine, not the eval: dropped from reports
 REPLY_CHARS = 2000
 """A reply kept in a case's entry is cut after this many characters (with a marker): enough to see the answer,
@@ -73,6 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption(RUN_OPTION)
     if path:
         config.pluginmanager.register(_EvalRun(RunInput(Path(path)), config.rootpath), "evalkit-run")
+        register_for_workers(config)
 
 
 class _EvalRun:
@@ -81,9 +87,12 @@ class _EvalRun:
     def __init__(self, run: RunInput, root: Path) -> None:
         self.run = run
         self.root = root
-        self.case_of: dict[str, str] = {}
+        self.recording: dict[str, dict[str, Any]] = {}
+        """node id -> what the test is recording in this process, until its teardown report carries it off."""
+        self.recorded: dict[str, dict[str, Any]] = {}
+        """node id -> what the test recorded, from its report (this process's or a worker's)."""
         self.metrics: dict[str, dict[str, float | None]] = {}
-        self.grades: dict[str, Grade] = {}
+        self.grades: dict[str, dict[str, Any]] = {}
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "case" not in metafunc.fixturenames:
@@ -98,12 +107,27 @@ class _EvalRun:
             cases = [c for c in cases if f"judge/{metric}/{c.id}" in self.run.calls]
         metafunc.parametrize("case", cases, ids=[c.id for c in cases])
 
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        for item in items:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.when == "teardown":  # the last report of a test: everything it recorded is recorded
             callspec = getattr(item, "callspec", None)
             case = callspec.params.get("case") if callspec is not None else None
+            recorded = self.recording.pop(item.nodeid, {})
             if isinstance(case, Case):
-                self.case_of[item.nodeid] = case.id
+                recorded["case"] = case.id
+            if recorded:
+                setattr(report, CARRIED, recorded)
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        recorded = getattr(report, CARRIED, None)
+        if isinstance(recorded, dict):
+            self.recorded[report.nodeid] = recorded
+
+    def _recording(self, request: pytest.FixtureRequest) -> dict[str, Any]:
+        return self.recording.setdefault(request.node.nodeid, {})
 
     # Function-scoped: they only hand out the run's data, and pytest deprecates session-scoped fixtures defined
     # as instance methods (PytestRemovedIn10Warning), which a registered plugin object's fixtures are.
@@ -128,7 +152,7 @@ class _EvalRun:
         return lambda metric: self.run.text_of(f"judge/{metric}/{case.id}")
 
     @pytest.fixture
-    def record_metric(self, case: Case) -> Callable[[str, float | None], None]:
+    def record_metric(self, case: Case, request: pytest.FixtureRequest) -> Callable[[str, float | None], None]:
         """`record_metric(name, value)`: a number about this case; None when it could not be measured."""
 
         def record(name: str, value: float | None) -> None:
@@ -137,7 +161,7 @@ class _EvalRun:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                       or not math.isfinite(value)):
                 raise ValueError(f"case {case.id}: metric {name!r} must be a finite number or None, got {value!r}")
-            self.metrics.setdefault(case.id, {})[name] = None if value is None else float(value)
+            self._recording(request).setdefault("metrics", {})[name] = None if value is None else float(value)
 
         return record
 
@@ -162,13 +186,13 @@ class _EvalRun:
             pytest.fail(f"case {case.id}: the dataset has no reference for it", pytrace=False)
 
     @pytest.fixture
-    def record_grade(self, case: Case) -> Callable[[Grade], None]:
+    def record_grade(self, case: Case, request: pytest.FixtureRequest) -> Callable[[Grade], None]:
         """`record_grade(grade)`: the grader's verdicts for this case (evalkit.programs.grade.Grade), for the gate."""
 
         def record(grade: Grade) -> None:
             if not isinstance(grade, Grade):
                 raise TypeError(f"case {case.id}: record_grade takes an evalkit.Grade, got {type(grade).__name__}")
-            self.grades[case.id] = grade
+            self._recording(request)["grade"] = grade.to_json()
 
         return record
 
@@ -181,6 +205,7 @@ class _EvalRun:
                 crash = (test.get(stage) or {}).get("crash")
                 if isinstance(crash, dict) and isinstance(crash.get("path"), str):
                     crash["path"] = _relative(crash["path"], self.root)
+        self._merge_recorded(json_report.get("tests", []))
         json_report["format"] = "evalkit-run-report/1"
         json_report["eval"] = self.run.key
         json_report["provenance"] = self.run.provenance
@@ -197,6 +222,18 @@ class _EvalRun:
         json_report["metrics"] = metrics
         if self.run.slices:
             json_report["slices"] = self._slices(cases)
+
+    def _merge_recorded(self, tests: list[dict[str, Any]]) -> None:
+        """Each case's metrics and grade from what its tests recorded, in the tests' order (collection order, also
+        on several workers: evalkit.run.workers): a metric recorded twice keeps the later test's value."""
+        for test in tests:
+            recorded = self.recorded.get(test["nodeid"], {})
+            if "case" not in recorded:
+                continue
+            if "metrics" in recorded:
+                self.metrics.setdefault(recorded["case"], {}).update(recorded["metrics"])
+            if "grade" in recorded:
+                self.grades[recorded["case"]] = recorded["grade"]
 
     def _slices(self, cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         results = {c["id"]: c for c in cases}
@@ -215,7 +252,7 @@ class _EvalRun:
         by_case: dict[str, dict[str, Any]] = {
             c.id: {"id": c.id, "status": "scored", "checks": {}, "calls": {}, "problems": []} for c in self.run.cases}
         for test in tests:
-            case_id = self.case_of.get(test["nodeid"])
+            case_id = self.recorded.get(test["nodeid"], {}).get("case")
             if case_id is None:
                 continue
             test["case"] = case_id
@@ -242,7 +279,7 @@ class _EvalRun:
                 entry["problems"].append(f"candidate program: {run['reason']}")
                 entry["grade"] = Grade.unscored(run["reason"]).to_json()
             elif case_id in self.grades:
-                entry["grade"] = self.grades[case_id].to_json()
+                entry["grade"] = self.grades[case_id]
         if self.run.group_by:
             for case in self.run.cases:
                 by_case[case.id]["group"] = case.get(self.run.group_by)
