@@ -148,6 +148,8 @@ class _Controller:
             counted["total"] = len(tests)
             json_report["summary"] = {**counted, **{k: v for k, v in summary.items() if k in ("collected",
                                                                                               "deselected")}}
+        if "warnings" in self.config.option.json_report_omit:
+            return
         warnings = self._warnings()
         json_report.pop("warnings", None)
         if warnings:
