@@ -11,11 +11,16 @@ subprocess:
             pytest checks, build the report and gate it against a baseline report (produced
             first, untimed, with `baseline=none run.save_report=...`);
   pytest   bare pytest + pytest-json-report running the same 4 check bodies over the same
-           replies, loaded from a JSON file and parametrized by the test module itself.
+           replies, loaded from a JSON file and parametrized by the test module itself;
+  parallel the same evalkit command with `run.workers=auto` (the checks on pytest-xdist workers, one
+           per CPU this process may use), at 10,000 cases only: against the same single-process bare
+           pytest, so the figure says whether a big suite on every core beats bare pytest on one.
 
 Each side is run a few times (interleaved) and the minimum wall time is kept. One line is printed
-per size with both times and the ratio; the last line is `overhead_vs_pytest=<ratio at 10,000>`
-(target: <= 1.3).
+per size with the times and ratios, the CPU count and the load average (the parallel figure depends
+on both: on a shared machine other work takes the cores); the last line is
+`overhead_vs_pytest=<evalkit/pytest at 10,000> parallel_vs_pytest=<parallel/pytest at 10,000>`
+(targets: <= 1.3 and < 1.0).
 
 Run from the project root:  .venv/bin/python benchmarks/replay.py
 Uses the standard library and evalkit (and PyYAML, which evalkit itself uses, to read the default
@@ -42,6 +47,7 @@ from evalkit.live.providers.base import Reply
 from evalkit.project.paths import PACKAGE_CONF
 from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
 from evalkit.run.suite import load_task
+from evalkit.run.workers import worker_count
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
@@ -262,8 +268,8 @@ def check_same_work(n: int, evalkit_run: Path, bare_report: Path) -> None:
         raise SystemExit(f"unexpected decision: {decision['decision']}, {decision['tests']} tests")
 
 
-def bench_size(n: int, reps: int) -> tuple[float, float]:
-    """Best evalkit time and best bare pytest time for n cases."""
+def bench_size(n: int, reps: int, parallel: bool) -> dict[str, float]:
+    """Best time of each side for n cases: evalkit, bare pytest and, with `parallel`, evalkit on every CPU."""
     with tempfile.TemporaryDirectory(prefix=f"evalkit-bench-replay-{n}-") as tmp:
         root = Path(tmp)
         start = time.perf_counter()
@@ -276,27 +282,42 @@ def bench_size(n: int, reps: int) -> tuple[float, float]:
                                          f"run.save_report={baseline}"))
         print(f"[{n}] baseline report written by an ungated run in {took:.2f}s", flush=True)
 
-        evalkit_times, pytest_times = [], []
-        for rep in range(reps):  # interleaved, so drift on the machine hits both sides alike
+        times: dict[str, list[float]] = {"evalkit": [], "pytest": [], "parallel": []}
+        for rep in range(reps):  # interleaved, so drift on the machine hits every side alike
             run_dir = root / "runs" / f"gated-{rep}"
             # exit 0: the gate says go (identical replies); anything else fails the benchmark
-            evalkit_times.append(run_timed(evalkit_command(paths, run_dir, f"baseline={baseline}")))
+            times["evalkit"].append(run_timed(evalkit_command(paths, run_dir, f"baseline={baseline}")))
             bare_report = root / f"bare-report-{rep}.json"
-            pytest_times.append(run_timed(pytest_command(paths, bare_report), ok=(0, 1)))  # 1: planted failures
+            times["pytest"].append(run_timed(pytest_command(paths, bare_report), ok=(0, 1)))  # 1: planted failures
             check_same_work(n, run_dir, bare_report)
-            print(f"[{n}] rep {rep + 1}/{reps}: evalkit {evalkit_times[-1]:.2f}s, pytest {pytest_times[-1]:.2f}s",
-                  flush=True)
-    return min(evalkit_times), min(pytest_times)
+            if parallel:
+                parallel_dir = root / "runs" / f"parallel-{rep}"
+                times["parallel"].append(run_timed(evalkit_command(paths, parallel_dir, f"baseline={baseline}",
+                                                                   "run.workers=auto")))
+                check_same_work(n, parallel_dir, bare_report)
+            print(f"[{n}] rep {rep + 1}/{reps}: " + ", ".join(f"{side} {took[-1]:.2f}s" for side, took in
+                                                             times.items() if took), flush=True)
+    return {side: min(took) for side, took in times.items() if took}
+
+
+def cpus() -> int:
+    """The CPUs `run.workers=auto` uses (evalkit.run.workers.worker_count)."""
+    return worker_count("auto")
 
 
 def main() -> int:
-    ratios = {}
+    ratios, parallel = {}, 0.0
     for n, reps in SIZES:
-        best_evalkit, best_pytest = bench_size(n, reps)
-        ratios[n] = best_evalkit / best_pytest
-        print(f"cases={n} tests={4 * n} evalkit_s={best_evalkit:.2f} pytest_s={best_pytest:.2f} "
-              f"ratio={ratios[n]:.2f}", flush=True)
-    print(f"overhead_vs_pytest={ratios[TARGET_SIZE]:.2f}")
+        best = bench_size(n, reps, parallel=n == TARGET_SIZE)
+        ratios[n] = best["evalkit"] / best["pytest"]
+        line = (f"cases={n} tests={4 * n} evalkit_s={best['evalkit']:.2f} pytest_s={best['pytest']:.2f} "
+                f"ratio={ratios[n]:.2f}")
+        if "parallel" in best:
+            parallel = best["parallel"] / best["pytest"]
+            line += f" parallel_s={best['parallel']:.2f} workers={cpus()} parallel_ratio={parallel:.2f}"
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"{line} cpus={cpus()} load_avg={load}", flush=True)
+    print(f"overhead_vs_pytest={ratios[TARGET_SIZE]:.2f} parallel_vs_pytest={parallel:.2f}")
     return 0
 
 

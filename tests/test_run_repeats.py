@@ -360,3 +360,12 @@ def test_every_check_over_a_case_runs_once_per_sample(pytester: pytest.Pytester)
     assert cases["b"]["metrics"] == {"length": (5 + 5 + 4) / 3}  # the mean over the samples that measured it
     assert cases["a"]["output"] == "right"  # sample 0's reply
     report_from_mapping(data, "sampled report")  # the gate reads what the plugin wrote
+
+
+def test_repeats_with_several_workers_is_refused_in_one_line() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=r"run.repeats=3 runs the checks in one process: set run.workers=1"):
+        RunSettings(out="x", repeats=3, workers=2)
+    assert RunSettings(out="x", repeats=3, workers=1).repeats == 3
+    assert RunSettings(out="x", repeats=1, workers="auto").workers == "auto"

@@ -6,7 +6,7 @@ import enum
 from typing import Any, Literal
 
 import regex  # type: ignore[import-untyped]  # (no stubs shipped)
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.policy import Policy
@@ -213,6 +213,26 @@ class RunSettings(_Strict):
     """How many times each call is sampled (sample i with seed `options.seed + i`); every check runs on every
     sample and reports k passes of N. It sizes the measurement rather than changing what is measured, so it is
     not part of the eval key (evalkit.run.samples says why); each report's tests carry their counts."""
+    workers: int | Literal["auto"] = 1
+    """Processes the suite's checks run on (pytest-xdist): 1 runs them in one process, `auto` on every CPU this
+    process may use. The run report is the same whichever (durations aside); model calls are not affected."""
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, value: Any) -> Any:
+        # one line for every wrong value (a union would list one complaint per member)
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            return value
+        raise ValueError("run.workers is a whole number of processes (at least 1) or auto")
+
+    @model_validator(mode="after")
+    def _one_process_for_repeats(self) -> RunSettings:
+        # repeated samples run in a loop inside the process that collected the checks, and their per-sample
+        # outcomes and metrics stay in it; they do not travel from pytest-xdist's workers yet
+        if self.repeats > 1 and self.workers != 1:
+            raise ValueError(f"run.repeats={self.repeats} runs the checks in one process: set run.workers=1 "
+                             "(sampling several times on several workers is not supported yet)")
+        return self
 
 
 class RunConfig(_Strict):

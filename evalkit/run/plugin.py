@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,13 @@ from evalkit.programs.candidate import is_scorable
 from evalkit.programs.grade import Grade
 from evalkit.run.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
 from evalkit.run.samples import sample_id, split_sample
+from evalkit.run.workers import register_for_workers
 
 RUN_OPTION = "--evalkit-run"
+CARRIED = "evalkit_recorded"
+"""The attribute of a test's teardown report holding what the test recorded (its case, metrics, grade): reports
+travel from pytest-xdist's workers to the controller with their attributes, so what a test recorded reaches the
+run report whichever process ran it."""
 MACHINE_FIELDS = ("environment", "root")  # about the machine, not the eval: dropped from reports
 REPLY_CHARS = 2000
 """A reply kept in a case's entry is cut after this many characters (with a marker): enough to see the answer,
@@ -84,6 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption(RUN_OPTION)
     if path:
         config.pluginmanager.register(_EvalRun(RunInput(Path(path)), config.rootpath), "evalkit-run")
+        register_for_workers(config)
 
 
 class _EvalRun:
@@ -92,9 +98,12 @@ class _EvalRun:
     def __init__(self, run: RunInput, root: Path) -> None:
         self.run = run
         self.root = root
-        self.case_of: dict[str, str] = {}
+        self.recording: dict[str, dict[str, Any]] = {}
+        """node id -> what the test is recording in this process, until its teardown report carries it off."""
+        self.recorded: dict[str, dict[str, Any]] = {}
+        """node id -> what the test recorded, from its report (this process's or a worker's)."""
         self.metrics: dict[str, dict[str, float | None]] = {}
-        self.grades: dict[str, Grade] = {}
+        self.grades: dict[str, dict[str, Any]] = {}
         self.sample = 0
         """The sample whose replies the fixtures hand out now (always 0 for single runs)."""
         self.sampled: dict[str, list[str]] = {}
@@ -115,12 +124,26 @@ class _EvalRun:
             cases = [c for c in cases if f"judge/{metric}/{c.id}" in self.run.calls]
         metafunc.parametrize("case", cases, ids=[c.id for c in cases])
 
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        for item in items:
-            callspec = getattr(item, "callspec", None)
-            case = callspec.params.get("case") if callspec is not None else None
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.when == "teardown":  # the last report of a test: everything it recorded is recorded
+            case = _case_param(item)
+            recorded = self.recording.pop(item.nodeid, {})
             if isinstance(case, Case):
-                self.case_of[item.nodeid] = case.id
+                recorded["case"] = case.id
+            if recorded:
+                setattr(report, CARRIED, recorded)
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        recorded = getattr(report, CARRIED, None)
+        if isinstance(recorded, dict):
+            self.recorded[report.nodeid] = recorded
+
+    def _recording(self, request: pytest.FixtureRequest) -> dict[str, Any]:
+        return self.recording.setdefault(request.node.nodeid, {})
 
     # Function-scoped: they only hand out the run's data, and pytest deprecates session-scoped fixtures defined
     # as instance methods (PytestRemovedIn10Warning), which a registered plugin object's fixtures are.
@@ -146,7 +169,7 @@ class _EvalRun:
         return lambda metric: self.run.text_of(sample_id(f"judge/{metric}/{case.id}", sample))
 
     @pytest.fixture
-    def record_metric(self, case: Case) -> Callable[[str, float | None], None]:
+    def record_metric(self, case: Case, request: pytest.FixtureRequest) -> Callable[[str, float | None], None]:
         """`record_metric(name, value)`: a number about this case; None when it could not be measured."""
 
         def record(name: str, value: float | None) -> None:
@@ -155,8 +178,10 @@ class _EvalRun:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                       or not math.isfinite(value)):
                 raise ValueError(f"case {case.id}: metric {name!r} must be a finite number or None, got {value!r}")
-            by_sample = self.sample_metrics.setdefault(case.id, {})
-            by_sample.setdefault(self.sample, {})[name] = None if value is None else float(value)
+            self._recording(request).setdefault("metrics", {})[name] = None if value is None else float(value)
+            if self.run.repeats > 1:  # averaged over the samples (run.workers is 1 then: RunSettings says why)
+                by_sample = self.sample_metrics.setdefault(case.id, {})
+                by_sample.setdefault(self.sample, {})[name] = None if value is None else float(value)
 
         return record
 
@@ -181,20 +206,20 @@ class _EvalRun:
             pytest.fail(f"case {case.id}: the dataset has no reference for it", pytrace=False)
 
     @pytest.fixture
-    def record_grade(self, case: Case) -> Callable[[Grade], None]:
+    def record_grade(self, case: Case, request: pytest.FixtureRequest) -> Callable[[Grade], None]:
         """`record_grade(grade)`: the grader's verdicts for this case (evalkit.programs.grade.Grade), for the gate."""
 
         def record(grade: Grade) -> None:
             if not isinstance(grade, Grade):
                 raise TypeError(f"case {case.id}: record_grade takes an evalkit.Grade, got {type(grade).__name__}")
-            self.grades[case.id] = grade
+            self._recording(request)["grade"] = grade.to_json()
 
         return record
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
         """With N > 1 samples, run a check over a case once per sample and report it once (see the module)."""
-        if self.run.repeats == 1 or item.nodeid not in self.case_of:
+        if self.run.repeats == 1 or not isinstance(_case_param(item), Case):
             return None  # pytest's own protocol
         from _pytest.runner import runtestprotocol  # pytest's protocol for one run of an item, as reruns use it
 
@@ -225,6 +250,7 @@ class _EvalRun:
                 crash = (test.get(stage) or {}).get("crash")
                 if isinstance(crash, dict) and isinstance(crash.get("path"), str):
                     crash["path"] = _relative(crash["path"], self.root)
+        self._merge_recorded(json_report.get("tests", []))
         json_report["format"] = "evalkit-run-report/1"
         json_report["eval"] = with_settings(self.run.key, self.run.components)
         json_report["provenance"] = self.run.provenance
@@ -235,7 +261,8 @@ class _EvalRun:
                 not_passed = [i for i, outcome in enumerate(outcomes) if outcome not in PASSING]
                 test["repeats"] = {"passed": len(outcomes) - len(not_passed), "runs": len(outcomes),
                                    "not_passed": not_passed}
-        self.metrics = _sample_means(self.sample_metrics)
+        if self.run.repeats > 1:
+            self.metrics = _sample_means(self.sample_metrics)
         json_report["cases"] = self._cases(tests)
         passed = sum(t["outcome"] == "passed" for t in tests)
         json_report["pass_rate"] = round(passed / len(tests), 6) if tests else None
@@ -248,6 +275,18 @@ class _EvalRun:
         json_report["metrics"] = metrics
         if self.run.slices:
             json_report["slices"] = self._slices(cases)
+
+    def _merge_recorded(self, tests: list[dict[str, Any]]) -> None:
+        """Each case's metrics and grade from what its tests recorded, in the tests' order (collection order, also
+        on several workers: evalkit.run.workers): a metric recorded twice keeps the later test's value."""
+        for test in tests:
+            recorded = self.recorded.get(test["nodeid"], {})
+            if "case" not in recorded:
+                continue
+            if "metrics" in recorded:
+                self.metrics.setdefault(recorded["case"], {}).update(recorded["metrics"])
+            if "grade" in recorded:
+                self.grades[recorded["case"]] = recorded["grade"]
 
     def _slices(self, cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         results = {c["id"]: c for c in cases}
@@ -267,7 +306,7 @@ class _EvalRun:
             c.id: {"id": c.id, "status": "scored", "checks": {}, "calls": {}, "problems": [],
                    "input": _capped(c.fields)} for c in self.run.cases}
         for test in tests:
-            case_id = self.case_of.get(test["nodeid"])
+            case_id = self.recorded.get(test["nodeid"], {}).get("case")
             if case_id is None:
                 continue
             test["case"] = case_id
@@ -296,7 +335,7 @@ class _EvalRun:
                 entry["problems"].append(f"candidate program: {run['reason']}")
                 entry["grade"] = Grade.unscored(run["reason"]).to_json()
             elif case_id in self.grades:
-                entry["grade"] = self.grades[case_id].to_json()
+                entry["grade"] = self.grades[case_id]
         if self.run.group_by:
             for case in self.run.cases:
                 by_case[case.id]["group"] = case.get(self.run.group_by)
@@ -329,6 +368,12 @@ def _outcome(config: pytest.Config, reports: list[pytest.TestReport]) -> str:
 
 def _case_passed(outcomes: list[str]) -> bool:
     return "passed" in outcomes and all(o in ("passed", "skipped") for o in outcomes)
+
+
+def _case_param(item: pytest.Item) -> object:
+    """The `case` a check over cases was parametrized with (None for other tests)."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("case") if callspec is not None else None
 
 
 def _sample_means(by_case: dict[str, dict[int, dict[str, float | None]]]) -> dict[str, dict[str, float | None]]:

@@ -46,6 +46,7 @@ from evalkit.run.plugin import RUN_OPTION
 from evalkit.run.recording import Provenance, Recording, load_recording, save_recording
 from evalkit.run.samples import split_sample
 from evalkit.run.suite import load_task
+from evalkit.run.workers import worker_args, worker_count
 
 __all__ = ["RunResult", "run_suite", "run_checks"]
 
@@ -74,6 +75,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
 
     With a baseline, its recorded task replies are offered to the suite's judge (pairwise judging)."""
     check_run_destinations(config)  # a run folder or save_report it may not write: refused before any work
+    worker_args(worker_count(config.run.workers))  # run.workers without pytest-xdist: refused before any call
     if config.suite.program is not None:
         return _run_program_suite(config)
     # validate_config guarantees a model suite its model, prompt and dataset file
@@ -137,7 +139,7 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: dict[str, A
     input_path = out / "run-input.json"
     # what the checks read: key values masked (as in the recording), nothing else, so no pattern changes a grade
     write_atomic(input_path, json.dumps(redact.scrub(run_input, messages=False), ensure_ascii=False))
-    data = run_checks(suite_dir, input_path, out, redact, _key_variables(config))
+    data = run_checks(suite_dir, input_path, out, redact, _key_variables(config), worker_count(config.run.workers))
     verify()
     data.update(extra)
     data = redact.scrub(data)  # strings only, before serialising: outcomes and the JSON stay intact
@@ -322,11 +324,12 @@ def _record(config: RunConfig, key: EvalKey, rec_path: Path, redact: Redactor, p
 
 
 def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[str], str] = lambda text: text,
-               hidden: Iterable[str] = ()) -> dict[str, Any]:
+               hidden: Iterable[str] = (), workers: int = 1) -> dict[str, Any]:
     """Run the suite's pytest checks over the obtained calls in a fresh process; return the raw report.
 
     The `hidden` variables (the run's credentials) stay out of the checks' environment: the checks read replies,
-    never call a model, and what they print reaches pytest.log."""
+    never call a model, and what they print reaches pytest.log. With `workers` above 1 the checks run on that many
+    processes (pytest-xdist), reported as one process reports them (evalkit.run.workers)."""
     ini = out / "pytest.ini"
     write_atomic(ini, "[pytest]\n")  # isolates the suite from the caller's pytest config
     raw_path = out / "pytest-report.json"
@@ -336,7 +339,7 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[s
         "-p", "no:hydra_pytest", "-c", str(ini), "--rootdir", str(suite_dir),
         "--json-report", f"--json-report-file={raw_path}",
         "--json-report-omit", "collectors", "keywords", "log", "streams", "traceback",
-        f"{RUN_OPTION}={input_path}",
+        f"{RUN_OPTION}={input_path}", *worker_args(workers),
     ]
     dropped = set(_PYTEST_ENV) | set(hidden)
     env = {k: v for k, v in os.environ.items() if k not in dropped}
