@@ -8,7 +8,12 @@ import hashlib
 import html
 import re
 
+from html_reports import BANGLA, MEGABYTE, RTL, SCRIPT, hostile_pair, large_pair
+
+from evalkit.core.key import ABSENT, changed_settings, with_settings
 from evalkit.render.html import content_security_policy, environment, render_page
+from evalkit.render.report_page import MAX_PANELS, SHOWN_CHARS, diff_sides, render_report_html
+from evalkit.render.text import render_changed
 
 
 def _hash(text: str) -> str:
@@ -34,3 +39,72 @@ def test_the_base_page_admits_exactly_its_own_style_and_script():
     assert policy.startswith("default-src 'none';")
     # nothing on the page points anywhere: no src, href or url() at all
     assert not re.search(r"\b(src|href)=|url\(|@import", page)
+
+
+# --- report.html, rendered (the browser tests below open the same pages in Chromium) ---
+
+
+
+def test_hostile_text_is_escaped_everywhere_and_only_the_pages_own_script_remains():
+    baseline, candidate, decision = hostile_pair()
+    page = render_report_html(candidate, decision, baseline, ("test_answer",))
+    assert page.count("<script") == 1  # the page's own; every <script> of the report is text
+    assert "<img" not in page and "<a href=\"javascript" not in page and "<link" not in page
+    assert html.escape(SCRIPT, quote=False).split(";")[0] in page
+    assert not re.search(r"<[^>]*\son\w+=", page)  # no element carries an event handler
+    assert RTL in page and BANGLA in page
+    assert "{{ 7*7 }}" in page  # report text is never read as a template
+
+
+def test_a_reply_of_a_megabyte_is_shown_cut_with_a_note_and_the_page_stays_small():
+    baseline, candidate, decision = hostile_pair()
+    assert len(str(candidate.cases[-1]["output"])) > MEGABYTE * 0.9
+    page = render_report_html(candidate, decision, baseline)
+    assert f"Showing {SHOWN_CHARS} of {len(str(candidate.cases[-1]['output']))} characters" in page
+    assert len(page.encode()) < MEGABYTE  # the page holds what is shown, not the whole reply
+
+
+def test_the_page_names_the_decision_the_changed_setting_and_every_failing_case():
+    baseline, candidate, decision = hostile_pair()
+    page = render_report_html(candidate, decision, baseline)
+    assert '<section class="banner block"' in page and "<h1>BLOCK</h1>" in page
+    assert "<code>retriever.template</code> &lt;b&gt;bold&lt;/b&gt; →" in page
+    assert page.count('<details class="case"') == len(candidate.cases)
+    assert page.count('<tr data-tags="regressed critical failing">') == 5
+    assert '<tr data-tags="new failing">' in page
+
+
+def test_diff_marks_what_each_side_lost_and_gained():
+    left, right = diff_sides("the refund takes 30 days", "the refund takes 14 days")
+    assert ("del", "30") in left and ("ins", "14") in right
+    assert "".join(t for _, t in left) == "the refund takes 30 days"
+    assert "".join(t for _, t in right) == "the refund takes 14 days"
+
+
+def test_a_large_report_keeps_every_tagged_test_and_caps_the_panels():
+    baseline, candidate, decision = large_pair(10_000)
+    page = render_report_html(candidate, decision, baseline)
+    assert page.count("<tr data-tags=") == 10_000
+    assert page.count('data-tags="regressed failing"') == len(decision.regressed) > 100
+    assert page.count('<details class="case"') == MAX_PANELS
+    assert "more failing case(s) not shown as panels" in page
+
+
+def test_a_run_without_a_baseline_renders_alone():
+    _, candidate, _ = hostile_pair()
+    page = render_report_html(candidate)
+    assert "<h1>NOT GATED</h1>" in page and "baseline=none" in page
+
+
+def test_settings_sit_beside_the_key_and_their_differences_are_named():
+    key = {"suite": "s", "components": {"retriever": "default@1"}}
+    assert with_settings(key, {}) == key
+    before = with_settings(key, {"retriever": {"k": 3, "min_score": 0.3, "filters": {"lang": "en"}}})
+    after = with_settings(key, {"retriever": {"k": 3.0, "min_score": 0.25, "filters": {"lang": "bn"}, "new": 1}})
+    assert before["settings"] == {"retriever": {"k": 3, "min_score": 0.3, "filters": {"lang": "en"}}}
+    assert changed_settings(before, after) == {"retriever.min_score": (0.3, 0.25),
+                                               "retriever.filters.lang": ("en", "bn"), "retriever.new": (ABSENT, 1)}
+    assert changed_settings(key, after) == {}  # a report from before settings were kept: nothing to name
+    line = render_changed({"components.retriever": ("default@1", "default@2")}, changed_settings(before, after))
+    assert line == ("components.retriever default@1 -> default@2 (retriever.min_score 0.3 -> 0.25; "
+                    "retriever.filters.lang en -> bn; retriever.new (absent) -> 1)")
