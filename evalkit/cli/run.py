@@ -105,6 +105,9 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
     row["case_pass_rate"] = result.report.metrics.get("case_pass_rate")
     row["input_tokens"] = result.execution.get("cost", {}).get("input_tokens")
+    # the sweep summary's metric columns: those config names (sweep.metrics), else every one the report has
+    chosen = config.sweep.metrics if config.sweep.metrics is not None else tuple(result.report.metrics)
+    row["metrics"] = {name: result.report.metrics.get(name) for name in chosen}
     tests = f"{result.report.passed} of {len(result.report.outcomes)} tests passed"
     if result.recording_path is None:  # a candidate-program suite: no model calls, nothing recorded
         budget_used = result.execution.get("budget", {})

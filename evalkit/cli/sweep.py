@@ -14,8 +14,9 @@ from hydra.experimental.callback import Callback
 from evalkit.core.atomic import write_atomic
 from evalkit.gate.decision import ExitCode
 from evalkit.live.redact import Redactor
+from evalkit.render.sweep_page import render_summary_html
 
-__all__ = ["SweepSummary", "JOB_FILE", "sweep_exit_code", "render_summary"]
+__all__ = ["SweepSummary", "JOB_FILE", "sweep_exit_code", "render_summary", "metric_columns"]
 
 JOB_FILE = "job.json"
 # A sweep exits with its most severe job: errors first, then block, incomparable, go.
@@ -31,11 +32,13 @@ def sweep_exit_code(codes: list[int]) -> int:
 
 
 def render_summary(rows: list[dict[str, Any]]) -> str:
-    """A Markdown table, one row per job; also readable in a terminal."""
+    """A Markdown table, one row per job, the suite's metrics as the last columns; also readable in a terminal."""
+    metrics = metric_columns(rows)
     header = ["job", "overrides", "changed", "decision", "pass rate", "case pass rate", "regressed", "input tokens"]
     paired = any(row.get("paired") for row in rows)  # only sweeps whose policy asks for the bootstrap
     if paired:
         header.append("paired difference [interval]")
+    header += metrics
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         rate, case_rate = row.get("pass_rate"), row.get("case_pass_rate")
@@ -48,25 +51,44 @@ def render_summary(rows: list[dict[str, Any]]) -> str:
             stats = row.get("paired")
             cells.append(f"{stats['difference']:.3f} [{stats['interval'][0]:.3f}, {stats['interval'][1]:.3f}]"
                          if stats else "-")
+        values: dict[str, Any] = row["metrics"] if isinstance(row.get("metrics"), dict) else {}
+        cells += [_metric(values.get(name)) for name in metrics]
         if row.get("error"):
             cells[3] = "ERROR: " + row["error"]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)
 
 
+def metric_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The metrics the jobs report (each job wrote those `sweep.metrics` names, or all of its own), in the order
+    the first job naming each has them."""
+    names: dict[str, None] = {}
+    for row in rows:
+        if isinstance(row.get("metrics"), dict):
+            names.update(dict.fromkeys(row["metrics"]))
+    return list(names)
+
+
+def _metric(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, int | float) and not isinstance(value, bool) else "-"
+
+
 class SweepSummary(Callback):
-    """Prints and writes `summary.md` and `summary.json` in the sweep directory; sets the exit code."""
+    """Prints and writes `summary.md`, `summary.json` and `summary.html` (each job linking its report.html) in the
+    sweep directory; sets the exit code."""
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        rows = []
+        rows, folders = [], []
         for path in sorted(sweep_dir.glob(f"*/{JOB_FILE}"), key=lambda p: _job_number(p.parent.name)):
             rows.append(json.loads(path.read_text(encoding="utf-8")))
+            folders.append(path.parent.name if (path.parent / "report.html").is_file() else None)
         # each job masked its own row; mask again with the sweep's key variables, in case a job could not
         rows = _redactor(config).scrub(rows)
         table = render_summary(rows)
         write_atomic(sweep_dir / "summary.md", table + "\n")
         write_atomic(sweep_dir / "summary.json", json.dumps(rows, indent=2, allow_nan=False) + "\n")
+        write_atomic(sweep_dir / "summary.html", render_summary_html(rows, metric_columns(rows), folders))
         print(f"\nsweep summary ({len(rows)} jobs, {sweep_dir / 'summary.md'}):\n{table}")
         raise SystemExit(sweep_exit_code([int(r["exit_code"]) for r in rows]))
 
