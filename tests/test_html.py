@@ -10,9 +10,11 @@ import re
 
 from html_reports import BANGLA, MEGABYTE, RTL, SCRIPT, hostile_pair, large_pair
 
+from evalkit.cli.sweep import metric_columns, render_summary
 from evalkit.core.key import ABSENT, changed_settings, with_settings
 from evalkit.render.html import content_security_policy, environment, render_page
 from evalkit.render.report_page import MAX_PANELS, SHOWN_CHARS, diff_sides, render_report_html
+from evalkit.render.sweep_page import render_summary_html
 from evalkit.render.text import render_changed
 
 
@@ -108,3 +110,34 @@ def test_settings_sit_beside_the_key_and_their_differences_are_named():
     line = render_changed({"components.retriever": ("default@1", "default@2")}, changed_settings(before, after))
     assert line == ("components.retriever default@1 -> default@2 (retriever.min_score 0.3 -> 0.25; "
                     "retriever.filters.lang en -> bn; retriever.new (absent) -> 1)")
+
+
+# --- the sweep's summary ---
+
+SWEEP_ROWS = [
+    {"job": 0, "overrides": ["retriever.k=1"], "decision": "block", "exit_code": 1, "pass_rate": 0.9,
+     "metrics": {"recall_at_k": 0.824, "citation_validity": 0.8}},
+    {"job": 1, "overrides": [f"retriever.k=2 {SCRIPT}"], "decision": "go", "exit_code": 0, "pass_rate": 1.0,
+     "metrics": {"recall_at_k": 0.882, "citation_validity": None, "rubric.format": 2}},
+    {"job": 2, "overrides": ["retriever.k=x"], "error": f"bad {SCRIPT}", "exit_code": 3},
+]
+
+
+def test_the_text_summary_gains_the_suites_metric_columns_in_the_jobs_order():
+    assert metric_columns(SWEEP_ROWS) == ["recall_at_k", "citation_validity", "rubric.format"]
+    table = render_summary(SWEEP_ROWS).splitlines()
+    assert table[0].endswith("| input tokens | recall_at_k | citation_validity | rubric.format |")
+    assert table[2].endswith("| 0.824 | 0.800 | - |")
+    assert table[3].endswith("| 0.882 | - | 2.000 |")
+    assert table[4].endswith("| - | - | - |")  # a job that failed has no metrics
+    assert metric_columns([{"job": 0}]) == [] and render_summary([{"job": 0}]).splitlines()[0].endswith("tokens |")
+
+
+def test_the_summary_page_sorts_by_metric_links_each_report_and_escapes_the_rows():
+    page = render_summary_html(SWEEP_ROWS, metric_columns(SWEEP_ROWS), ["0", "1", None])
+    assert page.count("<script") == 1 and html.escape(SCRIPT, quote=False).split(";")[0] in page
+    assert '<a href="0/report.html">' in page and '<a href="1/report.html">' in page
+    assert page.count("report.html</a>") == 2  # the job that failed has no page
+    assert '<table id="sweep-table" class="sortable">' in page
+    assert '<td class="num" data-sort="0.824">0.824</td>' in page and '<td class="num" data-sort="">-</td>' in page
+    assert "ERROR" in page and '<th class="num metric">rubric.format</th>' in page

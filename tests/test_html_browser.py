@@ -163,3 +163,34 @@ def test_a_failing_browser_test_keeps_a_screenshot(pytester):
     shots = sorted(p.relative_to(basetemp).as_posix() for p in basetemp.rglob("*.png"))
     assert shots == ["test_fails0/browser-failure-1.png"]
     assert (basetemp / shots[0]).read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_sweeps_summary_page_sorts_by_a_metric_and_links_each_jobs_report(open_page, tmp_path):
+    sweep = tmp_path / "sweep"
+    done = evalkit_cli("evalkit", "-m", "suite=evidencedesk", "retriever.k=1,2",
+                       "sweep.metrics=[citation_validity,recall_at_k]", f"hydra.sweep.dir={sweep}")
+    assert done.returncode == 1, done.stderr  # k=1 blocks (README "EvidenceDesk")
+    assert "| input tokens | citation_validity | recall_at_k |" in (sweep / "summary.md").read_text()
+    opened = open_page(sweep / "summary.html", follow=sweep)
+    page = opened.page
+    headers = page.locator("#sweep-table thead th").all_inner_texts()
+    assert headers[-3:] == ["citation_validity", "recall_at_k", "report"]
+    column = len(headers) - 2  # recall_at_k, 1-based in CSS
+    page.locator("#sweep-table thead th button", has_text="recall_at_k").click()
+    page.locator("#sweep-table thead th button", has_text="recall_at_k").click()  # descending: best first
+    values = page.locator(f"#sweep-table tbody td:nth-child({column})").all_inner_texts()
+    assert values == sorted(values, reverse=True) and values[0] != values[-1]
+    best = page.locator("#sweep-table tbody tr").first
+    job = best.locator("td").first.inner_text()
+    best.get_by_role("link", name="report.html").click()
+    page.wait_for_load_state()
+    assert page.url == (sweep / job / "report.html").resolve().as_uri()
+    assert page.locator(".banner h1").inner_text() in ("GO", "REVIEW", "BLOCK")
+    assert [url for url in opened.requests if not url.startswith(sweep.resolve().as_uri())] == []
+
+
+def test_an_unknown_sweep_metric_is_refused_naming_the_known_ones(tmp_path):
+    done = evalkit_cli("evalkit", "suite=evidencedesk", "sweep.metrics=[recal_at_k]", f"hydra.run.dir={tmp_path}")
+    assert done.returncode == 3
+    assert done.stderr.startswith("error: sweep.metrics: unknown metric(s) recal_at_k; suite evidencedesk produces ")
+    assert "recall_at_k" in done.stderr
