@@ -141,3 +141,15 @@ def test_the_summary_page_sorts_by_metric_links_each_report_and_escapes_the_rows
     assert '<table id="sweep-table" class="sortable">' in page
     assert '<td class="num" data-sort="0.824">0.824</td>' in page and '<td class="num" data-sort="">-</td>' in page
     assert "ERROR" in page and '<th class="num metric">rubric.format</th>' in page
+
+
+def test_beyond_the_row_limit_every_tagged_test_stays_and_the_cut_is_said():
+    from evalkit.render.report_page import MAX_TEST_ROWS
+
+    baseline, candidate, decision = large_pair(MAX_TEST_ROWS + 2_000)
+    page = render_report_html(candidate, decision, baseline)
+    assert page.count("<tr data-tags=") == MAX_TEST_ROWS
+    assert page.count('data-tags="regressed failing"') == len(decision.regressed)
+    assert page.count('data-tags="fixed"') == len(decision.fixed)
+    assert "2000 passing untagged tests are not listed" in page
+    assert f'data-filter="all" aria-pressed="true">all ({MAX_TEST_ROWS + 2_000})' in page
