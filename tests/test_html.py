@@ -153,3 +153,16 @@ def test_beyond_the_row_limit_every_tagged_test_stays_and_the_cut_is_said():
     assert page.count('data-tags="fixed"') == len(decision.fixed)
     assert "2000 passing untagged tests are not listed" in page
     assert f'data-filter="all" aria-pressed="true">all ({MAX_TEST_ROWS + 2_000})' in page
+
+
+def test_a_candidate_program_run_shows_its_grades_and_the_isolation_that_held():
+    from conftest import PROJECT_ROOT
+
+    from evalkit.core.report import load_report
+
+    report = load_report(PROJECT_ROOT / "suites" / "quality_lab" / "runs" / "baseline.json")  # recorded by a run
+    page = render_report_html(report)
+    assert "<dt>isolation</dt><dd>cooperative subprocess" in page
+    assert "<dt>recording_provenance</dt>" not in page and "<dt>run_kind</dt>" in page
+    assert "<td>task_pass</td><td>-</td><td>fail</td>" in page  # a failing case's grade, no baseline side
+    assert "<h4>Candidate program</h4>" in page

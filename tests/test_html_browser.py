@@ -80,6 +80,14 @@ def test_filters_show_each_kind_of_test_and_a_failing_case_expands(open_page, tm
     result = evalkit_cli("evalkit", "suite=evidencedesk", "retriever.min_margin=0", f"hydra.run.dir={path}")
     assert result.returncode == 1, result.stderr  # BLOCK: rc15 regressed (README "EvidenceDesk")
     decision = json.loads((path / "decision.json").read_text())
+    changed = ("changed: components.retriever default@2bb026d38519 -> default@27692dbd86fb "
+               "(retriever.min_margin 0.05 -> 0)")
+    assert changed + "\n" in result.stdout  # the terminal names the setting too, and so does decision.md
+    assert "**Changed:** " + changed.removeprefix("changed: ") in (path / "decision.md").read_text()
+    report = json.loads((path / "report.json").read_text())
+    assert report["eval"]["settings"] == {"retriever": {"k": 3, "min_score": 0.3, "min_margin": 0},
+                                          "reply_format": report["eval"]["settings"]["reply_format"]}
+    assert all("input" in case for case in report["cases"])
     opened = open_page(path / "report.html")
     page = opened.page
     assert page.locator(".banner.block h1").inner_text() == "BLOCK"
