@@ -66,7 +66,8 @@ def open_page(chromium: Any, request: pytest.FixtureRequest, tmp_path: Path) -> 
     contexts: list[Any] = []
     opened: list[Opened] = []
 
-    def open_(path: Path, javascript: bool = True) -> Opened:
+    def open_(path: Path, javascript: bool = True, follow: Path | None = None) -> Opened:
+        """Open `path`; with `follow`, links to files under that folder may be followed (still recorded)."""
         context = chromium.new_context(viewport=VIEWPORT, java_script_enabled=javascript, offline=True)
         contexts.append(context)
         page = context.new_page()
@@ -77,12 +78,15 @@ def open_page(chromium: Any, request: pytest.FixtureRequest, tmp_path: Path) -> 
         page.on("console", lambda m: seen.console.append(f"{m.type}: {m.text}"))
         page.on("pageerror", lambda e: seen.errors.append(str(e)))
 
+        followed = follow.resolve().as_uri() + "/" if follow is not None else None
+
         def refuse(route: Any) -> None:  # anything but the page itself is recorded and refused, never fetched
-            if route.request.url != url:
-                seen.requests.append(route.request.url)
-                route.abort()
-            else:
+            target = route.request.url
+            if target == url or (followed is not None and target.startswith(followed)):
                 route.continue_()
+            else:
+                seen.requests.append(target)
+                route.abort()
 
         context.route("**/*", refuse)
         page.goto(url, wait_until="load")

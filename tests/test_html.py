@@ -8,7 +8,14 @@ import hashlib
 import html
 import re
 
+from html_reports import BANGLA, MEGABYTE, RTL, SCRIPT, hostile_pair, large_pair
+
+from evalkit.cli.sweep import metric_columns, render_summary
+from evalkit.core.key import ABSENT, changed_settings, with_settings
 from evalkit.render.html import content_security_policy, environment, render_page
+from evalkit.render.report_page import MAX_PANELS, SHOWN_CHARS, diff_sides, render_report_html
+from evalkit.render.sweep_page import render_summary_html
+from evalkit.render.text import render_changed
 
 
 def _hash(text: str) -> str:
@@ -34,3 +41,128 @@ def test_the_base_page_admits_exactly_its_own_style_and_script():
     assert policy.startswith("default-src 'none';")
     # nothing on the page points anywhere: no src, href or url() at all
     assert not re.search(r"\b(src|href)=|url\(|@import", page)
+
+
+# --- report.html, rendered (the browser tests below open the same pages in Chromium) ---
+
+
+
+def test_hostile_text_is_escaped_everywhere_and_only_the_pages_own_script_remains():
+    baseline, candidate, decision = hostile_pair()
+    page = render_report_html(candidate, decision, baseline, ("test_answer",))
+    assert page.count("<script") == 1  # the page's own; every <script> of the report is text
+    assert "<img" not in page and "<a href=\"javascript" not in page and "<link" not in page
+    assert html.escape(SCRIPT, quote=False).split(";")[0] in page
+    assert not re.search(r"<[^>]*\son\w+=", page)  # no element carries an event handler
+    assert RTL in page and BANGLA in page
+    assert "{{ 7*7 }}" in page  # report text is never read as a template
+
+
+def test_a_reply_of_a_megabyte_is_shown_cut_with_a_note_and_the_page_stays_small():
+    baseline, candidate, decision = hostile_pair()
+    assert len(str(candidate.cases[-1]["output"])) > MEGABYTE * 0.9
+    page = render_report_html(candidate, decision, baseline)
+    assert f"Showing {SHOWN_CHARS} of {len(str(candidate.cases[-1]['output']))} characters" in page
+    assert len(page.encode()) < MEGABYTE  # the page holds what is shown, not the whole reply
+
+
+def test_the_page_names_the_decision_the_changed_setting_and_every_failing_case():
+    baseline, candidate, decision = hostile_pair()
+    page = render_report_html(candidate, decision, baseline)
+    assert '<section class="banner block"' in page and "<h1>BLOCK</h1>" in page
+    assert "<code>retriever.template</code> &lt;b&gt;bold&lt;/b&gt; →" in page
+    assert page.count('<details class="case"') == len(candidate.cases)
+    assert page.count('<tr data-tags="regressed critical failing">') == 5
+    assert '<tr data-tags="new failing">' in page
+
+
+def test_diff_marks_what_each_side_lost_and_gained():
+    left, right = diff_sides("the refund takes 30 days", "the refund takes 14 days")
+    assert ("del", "30") in left and ("ins", "14") in right
+    assert "".join(t for _, t in left) == "the refund takes 30 days"
+    assert "".join(t for _, t in right) == "the refund takes 14 days"
+
+
+def test_a_large_report_keeps_every_tagged_test_and_caps_the_panels():
+    baseline, candidate, decision = large_pair(10_000)
+    page = render_report_html(candidate, decision, baseline)
+    assert page.count("<tr data-tags=") == 10_000
+    assert page.count('data-tags="regressed failing"') == len(decision.regressed) > 100
+    assert page.count('<details class="case"') == MAX_PANELS
+    assert "more failing case(s) not shown as panels" in page
+
+
+def test_a_run_without_a_baseline_renders_alone():
+    _, candidate, _ = hostile_pair()
+    page = render_report_html(candidate)
+    assert "<h1>NOT GATED</h1>" in page and "baseline=none" in page
+
+
+def test_settings_sit_beside_the_key_and_their_differences_are_named():
+    key = {"suite": "s", "components": {"retriever": "default@1"}}
+    assert with_settings(key, {}) == key
+    before = with_settings(key, {"retriever": {"k": 3, "min_score": 0.3, "filters": {"lang": "en"}}})
+    after = with_settings(key, {"retriever": {"k": 3.0, "min_score": 0.25, "filters": {"lang": "bn"}, "new": 1}})
+    assert before["settings"] == {"retriever": {"k": 3, "min_score": 0.3, "filters": {"lang": "en"}}}
+    assert changed_settings(before, after) == {"retriever.min_score": (0.3, 0.25),
+                                               "retriever.filters.lang": ("en", "bn"), "retriever.new": (ABSENT, 1)}
+    assert changed_settings(key, after) == {}  # a report from before settings were kept: nothing to name
+    line = render_changed({"components.retriever": ("default@1", "default@2")}, changed_settings(before, after))
+    assert line == ("components.retriever default@1 -> default@2 (retriever.min_score 0.3 -> 0.25; "
+                    "retriever.filters.lang en -> bn; retriever.new (absent) -> 1)")
+
+
+# --- the sweep's summary ---
+
+SWEEP_ROWS = [
+    {"job": 0, "overrides": ["retriever.k=1"], "decision": "block", "exit_code": 1, "pass_rate": 0.9,
+     "metrics": {"recall_at_k": 0.824, "citation_validity": 0.8}},
+    {"job": 1, "overrides": [f"retriever.k=2 {SCRIPT}"], "decision": "go", "exit_code": 0, "pass_rate": 1.0,
+     "metrics": {"recall_at_k": 0.882, "citation_validity": None, "rubric.format": 2}},
+    {"job": 2, "overrides": ["retriever.k=x"], "error": f"bad {SCRIPT}", "exit_code": 3},
+]
+
+
+def test_the_text_summary_gains_the_suites_metric_columns_in_the_jobs_order():
+    assert metric_columns(SWEEP_ROWS) == ["recall_at_k", "citation_validity", "rubric.format"]
+    table = render_summary(SWEEP_ROWS).splitlines()
+    assert table[0].endswith("| input tokens | recall_at_k | citation_validity | rubric.format |")
+    assert table[2].endswith("| 0.824 | 0.800 | - |")
+    assert table[3].endswith("| 0.882 | - | 2.000 |")
+    assert table[4].endswith("| - | - | - |")  # a job that failed has no metrics
+    assert metric_columns([{"job": 0}]) == [] and render_summary([{"job": 0}]).splitlines()[0].endswith("tokens |")
+
+
+def test_the_summary_page_sorts_by_metric_links_each_report_and_escapes_the_rows():
+    page = render_summary_html(SWEEP_ROWS, metric_columns(SWEEP_ROWS), ["0", "1", None])
+    assert page.count("<script") == 1 and html.escape(SCRIPT, quote=False).split(";")[0] in page
+    assert '<a href="0/report.html">' in page and '<a href="1/report.html">' in page
+    assert page.count("report.html</a>") == 2  # the job that failed has no page
+    assert '<table id="sweep-table" class="sortable">' in page
+    assert '<td class="num" data-sort="0.824">0.824</td>' in page and '<td class="num" data-sort="">-</td>' in page
+    assert "ERROR" in page and '<th class="num metric">rubric.format</th>' in page
+
+
+def test_beyond_the_row_limit_every_tagged_test_stays_and_the_cut_is_said():
+    from evalkit.render.report_page import MAX_TEST_ROWS
+
+    baseline, candidate, decision = large_pair(MAX_TEST_ROWS + 2_000)
+    page = render_report_html(candidate, decision, baseline)
+    assert page.count("<tr data-tags=") == MAX_TEST_ROWS
+    assert page.count('data-tags="regressed failing"') == len(decision.regressed)
+    assert page.count('data-tags="fixed"') == len(decision.fixed)
+    assert "2000 passing untagged tests are not listed" in page
+    assert f'data-filter="all" aria-pressed="true">all ({MAX_TEST_ROWS + 2_000})' in page
+
+
+def test_a_candidate_program_run_shows_its_grades_and_the_isolation_that_held():
+    from conftest import PROJECT_ROOT
+
+    from evalkit.core.report import load_report
+
+    report = load_report(PROJECT_ROOT / "suites" / "quality_lab" / "runs" / "baseline.json")  # recorded by a run
+    page = render_report_html(report)
+    assert "<dt>isolation</dt><dd>cooperative subprocess" in page
+    assert "<dt>recording_provenance</dt>" not in page and "<dt>run_kind</dt>" in page
+    assert "<td>task_pass</td><td>-</td><td>fail</td>" in page  # a failing case's grade, no baseline side
+    assert "<h4>Candidate program</h4>" in page

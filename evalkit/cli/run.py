@@ -89,6 +89,7 @@ def _job(cfg: Any) -> None:
 def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
     from evalkit.cli.evidence import evidence, report_identity
     from evalkit.core.atomic import write_atomic
+    from evalkit.core.config import BUILTIN_METRICS
     from evalkit.core.files import read_text_sha256
     from evalkit.core.key import changed_settings
     from evalkit.gate.decide import decide
@@ -106,6 +107,11 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
     row["case_pass_rate"] = result.report.metrics.get("case_pass_rate")
     row["input_tokens"] = result.execution.get("cost", {}).get("input_tokens")
+    # the sweep summary's metric columns: those config names (sweep.metrics), else every one the report has
+    # (pass_rate and case_pass_rate have columns of their own)
+    chosen = config.sweep.metrics if config.sweep.metrics is not None else tuple(
+        name for name in result.report.metrics if name not in BUILTIN_METRICS)
+    row["metrics"] = {name: result.report.metrics.get(name) for name in chosen}
     tests = f"{result.report.passed} of {len(result.report.outcomes)} tests passed"
     if result.recording_path is None:  # a candidate-program suite: no model calls, nothing recorded
         budget_used = result.execution.get("budget", {})

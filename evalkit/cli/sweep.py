@@ -16,8 +16,10 @@ from hydra.experimental.callback import Callback
 from evalkit.core.atomic import write_atomic
 from evalkit.gate.decision import ExitCode
 from evalkit.live.redact import Redactor
+from evalkit.render.sweep_page import render_summary_html
 
-__all__ = ["SweepSummary", "JOB_FILE", "SUBMITIT_LAUNCHERS", "sweep_exit_code", "render_summary", "read_rows"]
+__all__ = ["SweepSummary", "JOB_FILE", "SUBMITIT_LAUNCHERS", "sweep_exit_code", "render_summary", "read_rows",
+           "job_folders", "metric_columns"]
 
 JOB_FILE = "job.json"
 # hydra-submitit-launcher's launchers (their `_target_`) and evalkit's subclasses that wait on every job and give
@@ -41,11 +43,13 @@ def sweep_exit_code(codes: list[int]) -> int:
 
 
 def render_summary(rows: list[dict[str, Any]]) -> str:
-    """A Markdown table, one row per job; also readable in a terminal."""
+    """A Markdown table, one row per job, the suite's metrics as the last columns; also readable in a terminal."""
+    metrics = metric_columns(rows)
     header = ["job", "overrides", "changed", "decision", "pass rate", "case pass rate", "regressed", "input tokens"]
     paired = any(row.get("paired") for row in rows)  # only sweeps whose policy asks for the bootstrap
     if paired:
         header.append("paired difference [interval]")
+    header += metrics
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         rate, case_rate = row.get("pass_rate"), row.get("case_pass_rate")
@@ -58,6 +62,8 @@ def render_summary(rows: list[dict[str, Any]]) -> str:
             stats = row.get("paired")
             cells.append(f"{stats['difference']:.3f} [{stats['interval'][0]:.3f}, {stats['interval'][1]:.3f}]"
                          if stats else "-")
+        values: dict[str, Any] = row["metrics"] if isinstance(row.get("metrics"), dict) else {}
+        cells += [_metric(values.get(name)) for name in metrics]
         if row.get("error"):
             cells[3] = "ERROR: " + row["error"]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
@@ -74,9 +80,8 @@ def read_rows(sweep_dir: Path) -> list[dict[str, Any]]:
     from evalkit.core.files import read_text
     from evalkit.core.parsing import parse_json
 
-    folders = {p.parent for p in sweep_dir.glob(f"*/{JOB_FILE}")} | {p.parent for p in sweep_dir.glob("*/.hydra")}
     rows = []
-    for folder in sorted(folders, key=lambda p: (_job_number(p.name), p.name)):
+    for folder in job_folders(sweep_dir):
         try:
             row = parse_json(read_text(folder / JOB_FILE, "job result"), str(folder / JOB_FILE), "job result")
             if not isinstance(row, dict) or not isinstance(row.get("exit_code"), int):
@@ -87,6 +92,12 @@ def read_rows(sweep_dir: Path) -> list[dict[str, Any]]:
                    "error": f"the job wrote no result ({error}); read its log in {folder}"}
         rows.append(row)
     return rows
+
+
+def job_folders(sweep_dir: Path) -> list[Path]:
+    """The sweep's job folders (holding `job.json` or Hydra's `.hydra/`), by job number."""
+    folders = {p.parent for p in sweep_dir.glob(f"*/{JOB_FILE}")} | {p.parent for p in sweep_dir.glob("*/.hydra")}
+    return sorted(folders, key=lambda p: (_job_number(p.name), p.name))
 
 
 def _overrides(folder: Path) -> list[str]:
@@ -103,8 +114,23 @@ def _overrides(folder: Path) -> list[str]:
     return [str(o) for o in given] if isinstance(given, list) else []
 
 
+def metric_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The metrics the jobs report (each job wrote those `sweep.metrics` names, or all of its own), in the order
+    the first job naming each has them."""
+    names: dict[str, None] = {}
+    for row in rows:
+        if isinstance(row.get("metrics"), dict):
+            names.update(dict.fromkeys(row["metrics"]))
+    return list(names)
+
+
+def _metric(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, int | float) and not isinstance(value, bool) else "-"
+
+
 class SweepSummary(Callback):
-    """Prints and writes `summary.md` and `summary.json` in the sweep directory; sets the exit code."""
+    """Prints and writes `summary.md`, `summary.json` and `summary.html` (each job linking its report.html) in the
+    sweep directory; sets the exit code."""
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
         """Run the submitit launchers as evalkit's subclasses, which account for every job (see launchers.py)."""
@@ -117,12 +143,15 @@ class SweepSummary(Callback):
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        rows = read_rows(sweep_dir)
+        folders = job_folders(sweep_dir)
+        rows = read_rows(sweep_dir)  # one per folder, in the same order
+        links = [folder.name if (folder / "report.html").is_file() else None for folder in folders]
         # each job masked its own row; mask again with the sweep's key variables, in case a job could not
         rows = _redactor(config).scrub(rows)
         table = render_summary(rows)
         write_atomic(sweep_dir / "summary.md", table + "\n")
         write_atomic(sweep_dir / "summary.json", json.dumps(rows, indent=2, allow_nan=False) + "\n")
+        write_atomic(sweep_dir / "summary.html", render_summary_html(rows, metric_columns(rows), links))
         print(f"\nsweep summary ({len(rows)} jobs, {sweep_dir / 'summary.md'}):\n{table}")
         raise SystemExit(sweep_exit_code([int(r["exit_code"]) for r in rows]))
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.policy import Policy
 
-__all__ = ["BUILTIN_METRICS", "SliceSpec", "Mode", "Progress", "Price", "BudgetConfig", "ModelConfig",
+__all__ = ["BUILTIN_METRICS", "SliceSpec", "SweepSettings", "Mode", "Progress", "Price", "BudgetConfig", "ModelConfig",
            "PromptConfig", "DatasetConfig", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig", "from_hydra",
            "validate_config"]
 
@@ -235,6 +235,14 @@ class RunSettings(_Strict):
         return self
 
 
+class SweepSettings(_Strict):
+    """How a sweep's summary (summary.md, summary.html) reads its jobs."""
+
+    metrics: tuple[str, ...] | None = None
+    """The suite's metrics shown as columns, in this order (`sweep.metrics=[recall_at_k,pass_rate]`); null: all
+    the metrics each job's report has."""
+
+
 class RunConfig(_Strict):
     """Everything one run needs, after Hydra composition and validation."""
 
@@ -258,6 +266,7 @@ class RunConfig(_Strict):
     but exit 0 whatever the decision (errors keep their code)."""
     run: RunSettings
     budget: BudgetConfig = BudgetConfig()
+    sweep: SweepSettings = SweepSettings()
     components: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """The suite-declared components, by group name, as composed (validated by the suite)."""
     choices: dict[str, str] = Field(default_factory=dict)
@@ -362,6 +371,10 @@ def _check_policy_metrics(config: RunConfig) -> None:
     source = f"conf/policy/{config.choices['policy']}.yaml" if "policy" in config.choices else "policy"
     if unknown:
         raise ConfigError(f"{source}: unknown metric(s) {', '.join(unknown)}; suite {config.suite.name} produces "
+                          f"{', '.join(sorted(produced))}")
+    chosen = sorted(set(config.sweep.metrics or ()) - produced)
+    if chosen:
+        raise ConfigError(f"sweep.metrics: unknown metric(s) {', '.join(chosen)}; suite {config.suite.name} produces "
                           f"{', '.join(sorted(produced))}")
     for rule, floors in (("block_below", policy.block_below), ("review_below", policy.review_below)):
         for name, floor in floors.items():

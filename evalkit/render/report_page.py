@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalkit.core.key import changed_settings
 from evalkit.core.report import PASSING, RunReport
@@ -32,7 +32,7 @@ SHOWN_CHARS = 20_000
 ID_CHARS = 300
 """Characters of a test or case id shown."""
 MESSAGE_CHARS = 2_000
-MAX_TEST_ROWS = 20_000
+MAX_TEST_ROWS = 10_000
 """Rows of the test table at most: every test that did not pass or is tagged is kept; passing ones fill the rest."""
 MAX_PANELS = 300
 """Failing-case panels at most (regressed cases first); the others are named below them."""
@@ -161,19 +161,20 @@ def _key_text(value: Any) -> str:
 
 def _test_rows(candidate: RunReport, decision: Decision | None, baseline: RunReport | None,
                critical: tuple[str, ...],
-               critical_cases: frozenset[str]) -> tuple[list[dict[str, Any]], dict[str, int], int]:
-    """Every test of either side with its outcomes and tags; the count per filter; how many rows were left out."""
+               critical_cases: frozenset[str]) -> tuple[list[_Row], dict[str, int], int]:
+    """Every test of either side with its outcomes and tags; the count per filter; how many rows were left out.
+    Built for reports of many thousand tests: tags first, rows only for the tests that are shown."""
     regressed = set(decision.regressed) if decision else set()
     fixed = set(decision.fixed) if decision else set()
     critical_failing = set(decision.critical_failures) | set(decision.missing_critical) if decision else set()
     before = baseline.outcomes if baseline is not None else {}
-    names: Iterable[str] = candidate.outcomes
+    after = candidate.outcomes
+    names: Iterable[str] = after
     if baseline is not None:
-        names = [*candidate.outcomes, *(n for n in baseline.outcomes if n not in candidate.outcomes)]
-    rows, counts = [], dict.fromkeys(FILTERS, 0)
-    messages = {**(decision.messages if decision else {}), **candidate.messages}
+        names = [*after, *(n for n in before if n not in after)]
+    tagged: list[tuple[str, str]] = []
+    counts = dict.fromkeys(FILTERS, 0)
     for name in names:
-        outcome = candidate.outcomes.get(name)
         tags = []
         if name in regressed:
             tags.append("regressed")
@@ -184,20 +185,44 @@ def _test_rows(candidate: RunReport, decision: Decision | None, baseline: RunRep
             tags.append("critical")
         if baseline is not None and name not in before:
             tags.append("new")
-        if outcome not in PASSING:
+        if after.get(name) not in PASSING:
             tags.append("failing")
-        for tag in ("all", *tags):
+        for tag in tags:
             counts[tag] += 1
-        rows.append({"id": clip(name, ID_CHARS), "case": _case_of(name), "before": before.get(name, "absent"),
-                     "after": outcome or "absent", "tags": tags,
-                     "message": clip(messages.get(name) or "", MESSAGE_CHARS)})
-    if len(rows) <= MAX_TEST_ROWS:
-        return rows, counts, 0
-    tagged = [r for r in rows if r["tags"]]
-    room = max(MAX_TEST_ROWS - len(tagged), 0)
-    kept = {id(r) for r in tagged} | {id(r) for r in [r for r in rows if not r["tags"]][:room]}
-    shown = [r for r in rows if id(r) in kept]
-    return shown, counts, len(rows) - len(shown)
+        tagged.append((name, " ".join(tags)))
+    counts["all"] = len(tagged)
+    if len(tagged) > MAX_TEST_ROWS:  # every tagged test stays; passing, untagged ones fill the room left
+        room = MAX_TEST_ROWS - sum(1 for _, marks in tagged if marks)
+        kept: list[tuple[str, str]] = []
+        for name, marks in tagged:
+            if marks or room > 0:
+                kept.append((name, marks))
+                room -= 0 if marks else 1
+        omitted, tagged = len(tagged) - len(kept), kept
+    else:
+        omitted = 0
+    messages = {**(decision.messages if decision else {}), **candidate.messages}
+    rows = [_Row(name[:ID_CHARS], max(len(name) - ID_CHARS, 0), _case_of(name)[:ID_CHARS], before.get(name, "absent"),
+                 after.get(name, "absent"), marks, *_cut(messages.get(name) or "", MESSAGE_CHARS))
+            for name, marks in tagged]
+    return rows, counts, omitted
+
+
+class _Row(NamedTuple):
+    """One row of the test table: texts as shown, and how many characters of each were cut."""
+
+    id: str
+    id_cut: int
+    case: str
+    before: str
+    after: str
+    tags: str
+    message: str
+    message_cut: int
+
+
+def _cut(text: str, limit: int) -> tuple[str, int]:
+    return (text, 0) if len(text) <= limit else (text[:limit], len(text) - limit)
 
 
 def _case_of(nodeid: str) -> str:

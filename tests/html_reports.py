@@ -1,0 +1,89 @@
+"""Run reports for the HTML pages' tests, authored here (not written by a run): a hostile pair whose model output
+tries to become markup, and a large pair of 10,000 tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalkit.core.policy import Policy
+from evalkit.core.report import RunReport, report_from_mapping
+from evalkit.gate.decide import decide
+from evalkit.gate.decision import Decision
+
+KEY = {"key_version": 1, "suite": "hostile", "dataset": "hostile@1", "dataset_sha": "d1", "model": "m",
+       "prompt_version": "v1", "prompt_sha": "p1", "judge_model": "j",
+       "components": {"retriever": "default@aaaaaaaaaaaa"}}
+
+SCRIPT = "<script>window.__pwned = 'script'; alert('script')</script>"
+IMG = "<img src=x onerror=\"window.__pwned = 'img'; alert('img')\">"
+LINK = "<a href=\"javascript:window.__pwned='link';alert('link')\">click me</a> javascript:alert(1)"
+STYLE = "<style>body { display: none }</style><link rel=stylesheet href=https://example.invalid/x.css>"
+ESCAPE = "</pre></td></tr></table></details><script>window.__pwned='escape'</script>{{ 7*7 }}"
+RTL = "\u202eThe price is \u05de\u05d7\u05d9\u05e8 \u0627\u0644\u0633\u0639\u0631 \u0647\u0648 \u0661\u0662\u0663"
+BANGLA = "\u09ab\u09c7\u09b0\u09a4 \u09a6\u09c7\u0993\u09af\u09bc\u09be\u09b0 \u09a8\u09c0\u09a4\u09bf \u0995\u09c0?"
+HOSTILE_OUTPUT = "\n".join([SCRIPT, IMG, LINK, STYLE, ESCAPE, RTL, BANGLA])
+MEGABYTE = 1_048_576
+LONG_WORD = "x" * 5_000  # one unbreakable word: the layout must wrap it, not widen the page
+
+
+def _case(case_id: str, output: str, passed: bool, judge: str, input_text: str) -> dict[str, Any]:
+    return {"id": case_id, "status": "scored", "passed": passed, "problems": [],
+            "checks": {"test_answer": "passed" if passed else "failed"}, "calls": {},
+            "input": {"question": input_text}, "output": output, "judge_replies": {"rubric": judge},
+            "metrics": {}}
+
+
+def hostile_pair() -> tuple[RunReport, RunReport, Decision]:
+    """A baseline and a candidate whose outputs, test ids, messages, metric names and settings carry markup,
+    `javascript:` links, right-to-left and Bangla text, an unbreakable word and a reply of 1 MB."""
+    big = ("\u09ac\u09be\u0982\u09b2\u09be " + SCRIPT + " ") * (MEGABYTE // 70)
+    cases = [("hostile", HOSTILE_OUTPUT + " " + LONG_WORD), (f"rtl-{RTL}", RTL), (f"bn-{BANGLA}", BANGLA),
+             (f"x{SCRIPT}", IMG), ("megabyte", big)]
+    tests_before, tests_after, cases_before, cases_after = [], [], [], []
+    for case_id, output in cases:
+        nodeid = f"test_hostile.py::test_answer[{case_id}]"
+        tests_before.append({"nodeid": nodeid, "outcome": "passed"})
+        tests_after.append({"nodeid": nodeid, "outcome": "failed",
+                            "call": {"outcome": "failed", "crash": {"message": f"AssertionError: {SCRIPT} {IMG} {RTL}"}}})
+        cases_before.append(_case(case_id, "the right answer " + BANGLA, True, '{"score": 2}', IMG + BANGLA))
+        cases_after.append(_case(case_id, output, False, f'{{"reason": "{SCRIPT}"}}', IMG + RTL))
+    tests_after.append({"nodeid": f"test_hostile.py::test_new[{IMG}]", "outcome": "failed"})
+    settings_before = {"retriever": {"k": 3, "template": "<b>bold</b>"}}
+    settings_after = {"retriever": {"k": 3, "template": SCRIPT}}
+    metrics_before = {"recall": {"mean": 0.9}, f"m{SCRIPT}": {"mean": 1.0}}
+    metrics_after = {"recall": {"mean": 0.6}, f"m{SCRIPT}": {"mean": 0.5}}
+    provenance = {"recording_provenance": "authored", "recording_note": f"authored by tests/html_reports.py {IMG}"}
+    baseline = report_from_mapping({"eval": {**KEY, "settings": settings_before}, "tests": tests_before,
+                                    "cases": cases_before, "metrics": metrics_before, "provenance": provenance},
+                                   "hostile baseline")
+    candidate = report_from_mapping({"eval": {**KEY, "components": {"retriever": "default@bbbbbbbbbbbb"},
+                                              "settings": settings_after},
+                                     "tests": tests_after, "cases": cases_after, "metrics": metrics_after,
+                                     "provenance": provenance,
+                                     "slices": {f"cut {SCRIPT}": {RTL: {"cases": 2, "pass_rate": 0.5,
+                                                                         "failures": [IMG], "unsafe": []}}}},
+                                    "hostile candidate")
+    policy = Policy(critical=("test_answer",))
+    return baseline, candidate, decide(policy, baseline, candidate)
+
+
+def large_pair(tests: int = 10_000) -> tuple[RunReport, RunReport, Decision]:
+    """`tests` tests over tests / 4 cases; every 20th test regresses and every 70th is fixed."""
+    def side(fail: Any) -> RunReport:
+        entries = [{"nodeid": f"test_big.py::test_check{i % 4}[case-{i // 4:05d}]",
+                    "outcome": "failed" if fail(i) else "passed"} for i in range(tests)]
+        cases = [{"id": f"case-{c:05d}", "status": "scored", "passed": not any(fail(4 * c + j) for j in range(4)),
+                  "checks": {f"test_check{j}": "failed" if fail(4 * c + j) else "passed" for j in range(4)},
+                  "calls": {}, "problems": [], "output": f"answer {c}", "input": {"question": f"q {c}"}}
+                 for c in range(tests // 4)]
+        return report_from_mapping({"eval": KEY, "tests": entries, "cases": cases,
+                                    "metrics": {"recall": {"mean": 0.5 + 0.4 * (fail is _after)}}}, "large")
+
+    def _before(i: int) -> bool:
+        return i % 70 == 3
+
+    def _after(i: int) -> bool:
+        return i % 20 == 1
+
+    baseline, candidate = side(_before), side(_after)
+    return baseline, candidate, decide(Policy(max_regressions=10_000), baseline, candidate)
