@@ -208,3 +208,27 @@ def test_runs_only_under_multirun_put_the_page_in_a_new_outputs_folder(tmp_path:
     done = _run(root)
     assert done.returncode == 0, done.stderr
     assert "page: outputs/history.html" in done.stdout and (root / "outputs/history.html").is_file()
+
+
+@pytest.mark.slow
+def test_the_page_in_a_real_browser_draws_its_charts_sorts_and_runs_nothing_hostile(project: Path, open_page):
+    """The history page in headless Chromium (tests/browser.py): a run whose model and metric names are
+    hostile markup runs no script and fetches nothing; the charts are drawn; the runs table sorts."""
+    _run_folder(project / "outputs/2026-11-30/e", 1_700_000_500.0, {"test_a": "passed", "test_b": "failed"}, "block",
+                {"recall": 0.25, HOSTILE: 0.5}, model=HOSTILE)
+    done = _run(project)
+    assert done.returncode == 0, done.stderr
+    opened = open_page(project / "outputs/history.html")
+    page = opened.page
+    assert opened.dialogs == [] and opened.foreign_requests == [] and opened.errors == []
+    assert page.locator("img, iframe, object, embed").count() == 0 and page.locator("script").count() == 1
+    assert HOSTILE in page.locator("body").inner_text()  # shown, as text
+    charts = page.locator("svg[role=img]")
+    assert charts.count() >= 4
+    assert all(box["width"] > 100 and box["height"] > 50
+               for box in (charts.nth(i).bounding_box() for i in range(charts.count())))
+    keys = lambda: page.locator("#history-table tbody tr").evaluate_all("rows => rows.map(r => r.dataset.key)")
+    assert keys() == ["K1", "K2", "K1", "K3", "K4"]  # oldest first
+    page.locator("#history-table thead button", has_text="pass rate").click()
+    rates = page.locator("#history-table tbody tr td:nth-child(6)").all_inner_texts()
+    assert rates == sorted(rates) and rates[0] == "0.500"  # ascending: the two half-passing runs first
