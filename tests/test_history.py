@@ -227,8 +227,8 @@ def test_the_page_in_a_real_browser_draws_its_charts_sorts_and_runs_nothing_host
     assert charts.count() >= 4
     assert all(box["width"] > 100 and box["height"] > 50
                for box in (charts.nth(i).bounding_box() for i in range(charts.count())))
-    keys = lambda: page.locator("#history-table tbody tr").evaluate_all("rows => rows.map(r => r.dataset.key)")
-    assert keys() == ["K1", "K2", "K1", "K3", "K4"]  # oldest first
+    keys = page.locator("#history-table tbody tr").evaluate_all("rows => rows.map(r => r.dataset.key)")
+    assert keys == ["K1", "K2", "K1", "K3", "K4"]  # oldest first
     page.locator("#history-table thead button", has_text="pass rate").click()
     rates = page.locator("#history-table tbody tr td:nth-child(6)").all_inner_texts()
     assert rates == sorted(rates) and rates[0] == "0.500"  # ascending: the two half-passing runs first
