@@ -49,7 +49,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 _FAILED = pytest.StashKey[bool]()
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: Playwright's driver is a child process watched by a thread, and a thread left
+# running for the rest of the session changes what other tests measure (evalkit.core.parsing bounds JSON nesting
+# at C speed only while no other thread runs).
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 

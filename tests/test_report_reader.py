@@ -170,6 +170,7 @@ def test_a_bad_report_is_refused_in_the_careful_paths_words(text: str) -> None:
 @pytest.mark.parametrize("text", ['{"a": 1, "a": 2}', "[NaN]", '{"a": Infinity}', '{"a": 1e999}', "[" * 500 + "]" * 500,
                                   '{"a": [1' + "0" * 5000 + "]}", '{"a": ', ""])
 def test_check_json_refuses_what_parse_json_refuses_in_its_words(text: str) -> None:
+    _no_other_thread()
     with pytest.raises(InputError) as parsed:
         parse_json(text, "f")
     with pytest.raises(InputError) as checked:
@@ -178,7 +179,15 @@ def test_check_json_refuses_what_parse_json_refuses_in_its_words(text: str) -> N
 
 
 def test_check_json_passes_valid_json_and_keeps_nothing() -> None:
+    _no_other_thread()
     assert check_json(json.dumps(full_report()), "f") is True
+
+
+def _no_other_thread() -> None:
+    """check_json checks only while no other thread runs; a thread some earlier test leaked would make it step
+    aside (return False) and these tests fail for a reason that is not theirs: name the threads instead."""
+    others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    assert not others, f"threads left running by earlier tests: {others}"
 
 
 @pytest.fixture
