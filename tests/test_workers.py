@@ -338,3 +338,16 @@ def test_a_bad_workers_setting_is_one_line(run_evalkit, value):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "run.workers" in lines[0] and "a whole number of processes (at least 1) or auto" in \
         lines[0], done.stderr
+
+
+FEW = "import pytest\n\n@pytest.mark.cases(lambda case: case.n < 2)\ndef test_reply(case, task_reply):\n    assert case.n\n"
+
+
+@pytest.mark.slow
+def test_more_shards_than_checks_report_as_one_process(tmp_path):
+    # 2 checks on 3 shards: a shard's block is empty (pytest says exit code 5 there), the run is not refused
+    one = _checks(tmp_path, {"test_few.py": FEW}, 1)
+    three = _checks(tmp_path, {"test_few.py": FEW}, 3)
+    assert [t["outcome"] for t in one["tests"]] == ["failed", "passed"]
+    assert one["exitcode"] == 1
+    assert json.dumps(_without_durations(three)) == json.dumps(_without_durations(one))
