@@ -12,8 +12,8 @@ subprocess:
             first, untimed, with `baseline=none run.save_report=...`);
   pytest   bare pytest + pytest-json-report running the same 4 check bodies over the same
            replies, loaded from a JSON file and parametrized by the test module itself;
-  parallel the same evalkit command with `run.workers=auto` (the checks on pytest-xdist workers, one
-           per CPU this process may use), at 10,000 cases only: against the same single-process bare
+  parallel the same evalkit command with `run.workers=auto` (the checks in evalkit's shards, one pytest
+           process per CPU this process may use), at 10,000 cases only: against the same single-process bare
            pytest, so the figure says whether a big suite on every core beats bare pytest on one.
 
 Each side is run a few times (interleaved) and the minimum wall time is kept. One line is printed

@@ -1,5 +1,5 @@
-"""`run.workers`: a suite's checks on several processes (pytest-xdist) write the report one process writes, reach
-the same decision, and end as one process ends when a worker crashes or a module cannot be collected."""
+"""`run.workers`: a suite's checks on several processes (evalkit's shards) write the report one process writes, reach
+the same decision, and end as one process ends when a shard crashes or a module cannot be collected."""
 
 from __future__ import annotations
 
@@ -18,11 +18,10 @@ from evalkit.core.errors import InputError
 from evalkit.core.key import build_key, recording_path
 from evalkit.live.providers.base import Reply
 from evalkit.project.paths import PACKAGE_CONF
-from evalkit.run import workers as workers_module
 from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
 from evalkit.run.runner import run_checks
 from evalkit.run.suite import load_task
-from evalkit.run.workers import worker_args, worker_count
+from evalkit.run.workers import merge_shards, parse_shard, shard_args, shard_block, worker_count
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
@@ -270,15 +269,12 @@ EXITS = "import pytest\n\ndef test_reply(case):\n    if case.n == 2:\n        py
 @pytest.mark.slow
 @pytest.mark.parametrize("modules, said", [
     ({"test_crash.py": CRASH}, {1: ["pytest exit code 3"],
-                                2: ["pytest exit code 3", "went down (Not properly terminated) while running "
-                                                          "test_crash.py::test_reply[c5]"]}),
+                                2: ["shard 2/2: pytest exit code 3"]}),  # c5 is in the second block of c0-c7
     ({"test_ok.py": COLLECTED, "test_broken.py": UNCOLLECTABLE},
      {1: ["pytest exit code 2", "No module named 'evalkit_no_such_module'"],
-      2: ["pytest exit code 2", "could not collect test_broken.py (ModuleNotFoundError: No module named "
-                                "'evalkit_no_such_module')"]}),
+      2: ["shard 1/2: pytest exit code 2", "No module named 'evalkit_no_such_module'"]}),
     ({"test_exit.py": EXITS}, {1: ["pytest exit code 2"],
-                               2: ["pytest exit code 2", "went down (keyboard-interrupt) while running "
-                                                         "test_exit.py::test_reply[c2]"]}),
+                               2: ["shard 1/2: pytest exit code 2"]}),
 ], ids=["crash", "collection-error", "pytest-exit"])
 def test_a_run_that_one_process_could_not_finish_is_refused_on_workers_too(tmp_path, modules, said):
     for workers in (1, 2):
@@ -294,16 +290,44 @@ def test_worker_count_and_pytest_arguments():
     assert RunSettings(out="/tmp/x").workers == 1  # the default: one process, as before run.workers existed
     assert worker_count(3) == 3
     assert worker_count("auto") >= 1
-    assert worker_args(1) == []  # one process: no xdist at all, as before run.workers existed
-    assert worker_args(4) == ["-n", "4", "--max-worker-restart=0"]
+    assert shard_args(1, 1) == []  # one process: no shard at all, as before run.workers existed
+    assert shard_args(2, 4) == ["--evalkit-shard=2/4"]
+    assert parse_shard("3/4") == (3, 4)
 
 
-def test_workers_without_pytest_xdist_is_one_line_naming_the_package(monkeypatch):
-    monkeypatch.setattr(workers_module.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(InputError, match=r"^run.workers=2 runs the checks with pytest-xdist, which is not installed: "
-                                         r"pip install pytest-xdist"):
-        worker_args(2)
-    assert worker_args(1) == []  # one process never needs it
+@pytest.mark.parametrize("count, shards", [(0, 2), (1, 2), (7, 2), (8, 3), (10, 4), (40_000, 16)])
+def test_the_shards_blocks_are_contiguous_and_cover_every_check_once(count, shards):
+    blocks = [shard_block(count, k, shards) for k in range(1, shards + 1)]
+    assert [i for block in blocks for i in block] == list(range(count))  # in order, each position once
+    assert max(map(len, blocks)) - min(map(len, blocks)) <= 1
+
+
+@pytest.mark.parametrize("value", ["0/2", "3/2", "1", "a/b", "1/0", "-1/2"])
+def test_a_bad_shard_option_is_one_line(value):
+    with pytest.raises(InputError, match=r"^--evalkit-shard=.*: expected k/N with 1 <= k <= N"):
+        parse_shard(value)
+
+
+def test_merged_shards_count_and_order_as_one_process():
+    def partial(tests: list[tuple[str, str]], warnings: list[str], collected: int) -> dict[str, Any]:
+        return {"created": 1.0, "duration": 2.0, "exitcode": 1 if any(o == "failed" for _, o in tests) else 0,
+                "summary": {"collected": collected},
+                "tests": [{"nodeid": n, "outcome": o} for n, o in tests],
+                "warnings": [{"message": m, "when": m.split(":")[0]} for m in warnings],
+                "evalkit_recorded": {n: {"case": n} for n, _ in tests}}
+
+    merged = merge_shards([
+        partial([("a", "passed"), ("b", "skipped")], ["config:x", "collect:y", "runtest:a"], 2),
+        partial([("c", "failed"), ("d", "passed")], ["config:x", "collect:y", "runtest:d"], 2),
+        partial([], ["config:x", "collect:y"], 0),  # an empty block: pytest said exit code 5
+    ])
+    assert [t["nodeid"] for t in merged["tests"]] == ["a", "b", "c", "d"]
+    assert merged["summary"] == {"passed": 2, "skipped": 1, "failed": 1, "total": 4, "collected": 4}
+    assert list(merged["summary"]) == ["passed", "skipped", "failed", "total", "collected"]
+    assert [w["message"] for w in merged["warnings"]] == ["config:x", "collect:y", "runtest:a", "runtest:d"]
+    assert merged["exitcode"] == 1
+    assert list(merged) == ["created", "duration", "exitcode", "summary", "tests", "warnings", "evalkit_recorded"]
+    assert set(merged["evalkit_recorded"]) == {"a", "b", "c", "d"}
 
 
 @pytest.mark.slow
@@ -314,3 +338,16 @@ def test_a_bad_workers_setting_is_one_line(run_evalkit, value):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "run.workers" in lines[0] and "a whole number of processes (at least 1) or auto" in \
         lines[0], done.stderr
+
+
+FEW = "import pytest\n\n@pytest.mark.cases(lambda case: case.n < 2)\ndef test_reply(case, task_reply):\n    assert case.n\n"
+
+
+@pytest.mark.slow
+def test_more_shards_than_checks_report_as_one_process(tmp_path):
+    # 2 checks on 3 shards: a shard's block is empty (pytest says exit code 5 there), the run is not refused
+    one = _checks(tmp_path, {"test_few.py": FEW}, 1)
+    three = _checks(tmp_path, {"test_few.py": FEW}, 3)
+    assert [t["outcome"] for t in one["tests"]] == ["failed", "passed"]
+    assert one["exitcode"] == 1
+    assert json.dumps(_without_durations(three)) == json.dumps(_without_durations(one))

@@ -214,8 +214,9 @@ class RunSettings(_Strict):
     sample and reports k passes of N. It sizes the measurement rather than changing what is measured, so it is
     not part of the eval key (evalkit.run.samples says why); each report's tests carry their counts."""
     workers: int | Literal["auto"] = 1
-    """Processes the suite's checks run on (pytest-xdist): 1 runs them in one process, `auto` on every CPU this
-    process may use. The run report is the same whichever (durations aside); model calls are not affected."""
+    """Processes the suite's checks run on (shards, evalkit.run.workers): 1 runs them in one process, `auto` on
+    every CPU this process may use. The run report is the same whichever (durations aside); model calls are not
+    affected."""
 
     @field_validator("workers", mode="before")
     @classmethod
@@ -228,7 +229,7 @@ class RunSettings(_Strict):
     @model_validator(mode="after")
     def _one_process_for_repeats(self) -> RunSettings:
         # repeated samples run in a loop inside the process that collected the checks, and their per-sample
-        # outcomes and metrics stay in it; they do not travel from pytest-xdist's workers yet
+        # outcomes and metrics stay in it; they do not travel from a shard's partial report yet
         if self.repeats > 1 and self.workers != 1:
             raise ValueError(f"run.repeats={self.repeats} runs the checks in one process: set run.workers=1 "
                              "(sampling several times on several workers is not supported yet)")

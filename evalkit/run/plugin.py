@@ -31,13 +31,12 @@ from evalkit.programs.candidate import is_scorable
 from evalkit.programs.grade import Grade
 from evalkit.run.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
 from evalkit.run.samples import sample_id, split_sample
-from evalkit.run.workers import register_for_workers
+from evalkit.run.workers import RECORDED, SHARD_OPTION, register_for_workers
 
 RUN_OPTION = "--evalkit-run"
 CARRIED = "evalkit_recorded"
-"""The attribute of a test's teardown report holding what the test recorded (its case, metrics, grade): reports
-travel from pytest-xdist's workers to the controller with their attributes, so what a test recorded reaches the
-run report whichever process ran it."""
+"""The attribute of a test's teardown report holding what the test recorded (its case, metrics, grade), taken in
+by pytest_runtest_logreport: the report is where a test's outcome and what it recorded meet."""
 MACHINE_FIELDS = ("environment", "root")  # about the machine, not the eval: dropped from reports
 REPLY_CHARS = 2000
 """A reply kept in a case's entry is cut after this many characters (with a marker): enough to see the answer,
@@ -81,6 +80,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("evalkit")
     group.addoption(RUN_OPTION, default=None, metavar="FILE",
                     help="run the suite's checks over the calls in FILE (written by `python -m evalkit`)")
+    group.addoption(SHARD_OPTION, default=None, metavar="K/N",
+                    help="run only shard K of N of the collected checks, writing a partial report for the runner "
+                         "to merge (run.workers=N)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -88,22 +90,23 @@ def pytest_configure(config: pytest.Config) -> None:
                             "is true (and, with judged=METRIC, where the run made that judge call)")
     path = config.getoption(RUN_OPTION)
     if path:
-        config.pluginmanager.register(_EvalRun(RunInput(Path(path)), config.rootpath), "evalkit-run")
+        shard = bool(config.getoption(SHARD_OPTION))
+        config.pluginmanager.register(_EvalRun(RunInput(Path(path)), config.rootpath, shard), "evalkit-run")
         register_for_workers(config)
 
 
 class _EvalRun:
     """The active half of the plugin, registered only for an evalkit run."""
 
-    def __init__(self, run: RunInput, root: Path) -> None:
+    def __init__(self, run: RunInput, root: Path, shard: bool = False) -> None:
         self.run = run
         self.root = root
+        self.shard = shard
+        """A shard of a run on several processes (evalkit.run.workers): its report is partial, without eval block."""
         self.recording: dict[str, dict[str, Any]] = {}
         """node id -> what the test is recording in this process, until its teardown report carries it off."""
         self.recorded: dict[str, dict[str, Any]] = {}
-        """node id -> what the test recorded, from its report (this process's or a worker's)."""
-        self.metrics: dict[str, dict[str, float | None]] = {}
-        self.grades: dict[str, dict[str, Any]] = {}
+        """node id -> what the test recorded, from its report."""
         self.sample = 0
         """The sample whose replies the fixtures hand out now (always 0 for single runs)."""
         self.sampled: dict[str, list[str]] = {}
@@ -250,6 +253,32 @@ class _EvalRun:
                 crash = (test.get(stage) or {}).get("crash")
                 if isinstance(crash, dict) and isinstance(crash.get("path"), str):
                     crash["path"] = _relative(crash["path"], self.root)
+        if self.shard:  # a partial report: the runner merges the shards' and computes the eval block once
+            json_report[RECORDED] = self.recorded
+            return
+        EvalBlock(self.run, self.recorded, self.sampled, self.sample_metrics).add_to(json_report)
+
+
+class EvalBlock:
+    """The eval block of a run report (key, provenance, cases, pass rates, metrics, slices), computed from the
+    report's tests and what each test recorded: by the plugin for a run on one process, by the runner from the
+    merged tests of its shards (evalkit.run.workers), the same function either way."""
+
+    def __init__(self, run: RunInput, recorded: dict[str, dict[str, Any]],
+                 sampled: dict[str, list[str]] | None = None,
+                 sample_metrics: dict[str, dict[int, dict[str, float | None]]] | None = None) -> None:
+        self.run = run
+        self.recorded = recorded
+        """node id -> what the test recorded (its case, metrics, grade)."""
+        self.sampled = sampled or {}
+        """nodeid -> each sample's outcome, for the checks run once per sample."""
+        self.sample_metrics = sample_metrics or {}
+        """case id -> sample -> the metrics that sample's checks recorded."""
+        self.metrics: dict[str, dict[str, float | None]] = {}
+        self.grades: dict[str, dict[str, Any]] = {}
+
+    def add_to(self, json_report: dict[str, Any]) -> None:
+        """Add the eval block to a report that holds its tests (and marks each test with its case)."""
         self._merge_recorded(json_report.get("tests", []))
         json_report["format"] = "evalkit-run-report/1"
         json_report["eval"] = with_settings(self.run.key, self.run.components)
@@ -278,7 +307,7 @@ class _EvalRun:
 
     def _merge_recorded(self, tests: list[dict[str, Any]]) -> None:
         """Each case's metrics and grade from what its tests recorded, in the tests' order (collection order, also
-        on several workers: evalkit.run.workers): a metric recorded twice keeps the later test's value."""
+        merged from shards: evalkit.run.workers): a metric recorded twice keeps the later test's value."""
         for test in tests:
             recorded = self.recorded.get(test["nodeid"], {})
             if "case" not in recorded:

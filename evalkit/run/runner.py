@@ -42,11 +42,11 @@ from evalkit.run.destinations import check_run_destinations
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
-from evalkit.run.plugin import RUN_OPTION
+from evalkit.run.plugin import RUN_OPTION, EvalBlock, RunInput
 from evalkit.run.recording import Provenance, Recording, load_recording, save_recording
 from evalkit.run.samples import split_sample
 from evalkit.run.suite import load_task
-from evalkit.run.workers import worker_args, worker_count
+from evalkit.run.workers import RECORDED, merge_shards, shard_args, worker_count
 
 __all__ = ["RunResult", "run_suite", "run_checks"]
 
@@ -75,7 +75,6 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
 
     With a baseline, its recorded task replies are offered to the suite's judge (pairwise judging)."""
     check_run_destinations(config)  # a run folder or save_report it may not write: refused before any work
-    worker_args(worker_count(config.run.workers))  # run.workers without pytest-xdist: refused before any call
     if config.suite.program is not None:
         return _run_program_suite(config)
     # validate_config guarantees a model suite its model, prompt and dataset file
@@ -328,34 +327,66 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[s
     """Run the suite's pytest checks over the obtained calls in a fresh process; return the raw report.
 
     The `hidden` variables (the run's credentials) stay out of the checks' environment: the checks read replies,
-    never call a model, and what they print reaches pytest.log. With `workers` above 1 the checks run on that many
-    processes (pytest-xdist), reported as one process reports them (evalkit.run.workers)."""
+    never call a model, and what they print reaches pytest.log. With `workers` above 1 the checks run in that many
+    pytest processes, each on its shard of them, and their partial reports are merged into the report one process
+    writes (evalkit.run.workers)."""
     ini = out / "pytest.ini"
     write_atomic(ini, "[pytest]\n")  # isolates the suite from the caller's pytest config
-    raw_path = out / "pytest-report.json"
-    raw_path.unlink(missing_ok=True)
-    command = [
-        sys.executable, "-m", "pytest", str(suite_dir), "-q", "--no-header", "-p", "no:cacheprovider",
-        "-p", "no:hydra_pytest", "-c", str(ini), "--rootdir", str(suite_dir),
-        "--json-report", f"--json-report-file={raw_path}",
-        "--json-report-omit", "collectors", "keywords", "log", "streams", "traceback",
-        f"{RUN_OPTION}={input_path}", *worker_args(workers),
-    ]
+    shards = max(1, workers)
+    raw_paths = [out / ("pytest-report.json" if shards == 1 else f"pytest-report-{k}.json")
+                 for k in range(1, shards + 1)]
+    for raw_path in raw_paths:
+        raw_path.unlink(missing_ok=True)
     dropped = set(_PYTEST_ENV) | set(hidden)
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     # the checks' process runs in the suite folder: name the project absolutely, whatever EVALKIT_PROJECT said
     env[PROJECT_ENV] = str(project_root())
-    done = subprocess.run(command, cwd=suite_dir, env=env, capture_output=True, text=True, check=False)
+    # each process's output to a file of its own, not a pipe: a pipe read after another process's would stall a
+    # shard that fills it, and the shards would run one after another
+    streams = [((out / f"pytest-{k}.out").open("w+", encoding="utf-8"),
+                (out / f"pytest-{k}.err").open("w+", encoding="utf-8")) for k in range(1, shards + 1)]
+    processes = [subprocess.Popen([
+        sys.executable, "-m", "pytest", str(suite_dir), "-q", "--no-header", "-p", "no:cacheprovider",
+        "-p", "no:hydra_pytest", "-c", str(ini), "--rootdir", str(suite_dir),
+        "--json-report", f"--json-report-file={raw_path}",
+        "--json-report-omit", "collectors", "keywords", "log", "streams", "traceback",
+        f"{RUN_OPTION}={input_path}", *shard_args(k, shards),
+    ], cwd=suite_dir, env=env, stdout=stdout, stderr=stderr, text=True)
+        for k, (raw_path, (stdout, stderr)) in enumerate(zip(raw_paths, streams, strict=True), start=1)]
+    codes = [process.wait() for process in processes]
+    outputs = []  # each process's stdout, then its stderr
+    for pair in streams:
+        text = ""
+        for stream in pair:
+            with stream:
+                stream.seek(0)
+                text += stream.read()
+            Path(stream.name).unlink()
+        outputs.append(text)
     log = out / "pytest.log"
-    write_atomic(log, redact(done.stdout + done.stderr))
-    if done.returncode == _NO_TESTS:
+    if shards == 1:
+        write_atomic(log, redact(outputs[0]))
+    else:
+        shown = zip(codes, outputs, strict=True)
+        write_atomic(log, redact("".join(f"--- shard {k}/{shards} (pytest exit code {code}) ---\n{output}"
+                                         for k, (code, output) in enumerate(shown, start=1))))
+    if all(code == _NO_TESTS for code in codes):
         raise InputError(f"{suite_dir}: pytest collected no tests (exit code 5); see {log}")
-    if done.returncode not in _CHECKS_RAN or not raw_path.is_file():
-        last = _last_error_line(done.stdout + done.stderr)
-        raise InputError(f"{suite_dir}: the suite's checks did not run (pytest exit code {done.returncode}: "
-                         f"{last}); see {log}")
-    data: dict[str, Any] = json.loads(raw_path.read_text(encoding="utf-8"))
-    raw_path.unlink()
+    for k, (code, raw_path) in enumerate(zip(codes, raw_paths, strict=True), start=1):
+        # a shard whose block is empty (fewer checks than shards) ran nothing, as pytest says with exit code 5
+        if (code not in _CHECKS_RAN and (shards == 1 or code != _NO_TESTS)) or not raw_path.is_file():
+            last = _last_error_line(outputs[k - 1])
+            where = "" if shards == 1 else f"shard {k}/{shards}: "
+            raise InputError(f"{suite_dir}: the suite's checks did not run ({where}pytest exit code {code}: "
+                             f"{last}); see {log}")
+    partials = [json.loads(raw_path.read_text(encoding="utf-8")) for raw_path in raw_paths]
+    for raw_path in raw_paths:
+        raw_path.unlink()
+    if shards == 1:
+        data: dict[str, Any] = partials[0]
+        return data
+    data = merge_shards(partials)
+    EvalBlock(RunInput(input_path), data.pop(RECORDED)).add_to(data)
     return data
 
 

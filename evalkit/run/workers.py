@@ -1,34 +1,35 @@
-"""A suite's checks on several processes (`run.workers`, pytest-xdist), reported as one process reports them.
+"""A suite's checks on several processes (`run.workers`): evalkit's own shards, merged into the report one process
+writes.
 
-With xdist, a controller process collects nothing and runs nothing: workers do, and send it their test reports
-as they finish. Left alone, that changes the run report: tests in the order they finished, every worker's
-collection-time warnings once per worker, and a collection error or a crashed worker no longer stopping the
-session (the other tests run, pytest exits 1, and the report looks like a run whose checks merely failed).
+With N > 1 workers the runner starts N ordinary pytest processes (no controller, no pytest-xdist). Each collects
+the whole suite, in the same order, and keeps only its share (`--evalkit-shard=k/N`): one contiguous block of the
+collected checks, so a module's checks and fixtures stay in one process and the blocks, read in shard order, are
+the collection order. Each shard writes a partial report: its tests and what each test recorded, no eval block.
+`merge_shards` joins the partial reports into what one process's pytest-json-report writes (tests in collection
+order, summary recounted, collection-time warnings once), and the runner computes the eval block once, from the
+merged tests (evalkit.run.plugin.EvalBlock), exactly as one process computes it.
 
-The controller half here puts back what one process would write: the tests in collection order, each warning
-once, and, for a collection error, a crash or a test that never reported, the exit code that makes the runner
-refuse the run as it refuses a single process that could not run its checks. What each test recorded
-(its case, metrics, grade) travels on its own report (evalkit.run.plugin), so nothing of it depends on which
-worker ran it.
+A shard that could not run its checks (a collection error, a crash, `pytest.exit`, an internal error) makes the
+runner refuse the run, naming the shard, as it refuses one process that could not run its checks.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from collections.abc import Generator
 from typing import Any
 
 import pytest
 
 from evalkit.core.errors import InputError
 
-__all__ = ["XDIST_PACKAGE", "worker_count", "worker_args", "register_for_workers"]
+__all__ = ["SHARD_OPTION", "RECORDED", "worker_count", "shard_args", "parse_shard", "shard_block",
+           "register_for_workers", "merge_shards"]
 
-XDIST_PACKAGE = "pytest-xdist"
-_WARNINGS = "evalkit_warnings"  # the key of a worker's warnings in what it hands the controller when it finishes
-_SESSION_WHEN = ("config", "collect")  # warnings every worker raises once, as one process would once
+SHARD_OPTION = "--evalkit-shard"
+RECORDED = "evalkit_recorded"
+"""The key of a partial report holding node id -> what the test recorded (its case, metrics, grade)."""
+_SESSION_WHEN = ("config", "collect")  # warnings every shard raises once, as one process raises them once
+_NO_TESTS = 5  # pytest's exit code for a session that ran no test: a shard whose block is empty
 
 
 def worker_count(setting: int | str) -> int:
@@ -41,152 +42,82 @@ def worker_count(setting: int | str) -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def worker_args(workers: int) -> list[str]:
-    """pytest's command-line arguments for this many processes; none for one (no xdist, as before it existed).
+def shard_args(shard: int, shards: int) -> list[str]:
+    """pytest's command-line arguments for shard `shard` (1-based) of `shards`; none for a run on one process."""
+    return [] if shards <= 1 else [f"{SHARD_OPTION}={shard}/{shards}"]
 
-    A crashed worker is not replaced (`--max-worker-restart=0`): the run is refused anyway, so stop at once."""
-    if workers <= 1:
-        return []
-    if importlib.util.find_spec("xdist") is None:
-        raise InputError(f"run.workers={workers} runs the checks with {XDIST_PACKAGE}, which is not installed: "
-                         f"pip install {XDIST_PACKAGE} (it comes with evalkit; reinstall evalkit), or run.workers=1")
-    return ["-n", str(workers), "--max-worker-restart=0"]
+
+def parse_shard(value: str) -> tuple[int, int]:
+    """`k/N` as (k, N), 1 <= k <= N; anything else is refused in one line."""
+    shard, _, shards = value.partition("/")
+    if not (shard.isdigit() and shards.isdigit() and 1 <= int(shard) <= int(shards)):
+        raise InputError(f"{SHARD_OPTION}={value}: expected k/N with 1 <= k <= N (shard k of N), e.g. 1/2")
+    return int(shard), int(shards)
+
+
+def shard_block(count: int, shard: int, shards: int) -> range:
+    """The positions of the collected checks shard k of N keeps: one contiguous block, the blocks' sizes differing
+    by at most one."""
+    return range(count * (shard - 1) // shards, count * shard // shards)
 
 
 def register_for_workers(config: pytest.Config) -> None:
-    """Register the half of this module that the process needs: the controller's or a worker's (neither in a run
-    on one process)."""
-    if hasattr(config, "workerinput"):
-        config.pluginmanager.register(_Worker(config), "evalkit-worker")
-    elif config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") != "no":
-        config.pluginmanager.register(_Controller(config), "evalkit-controller")
+    """In a shard's process, keep only its block of the collected checks; in a run on one process, nothing."""
+    value = config.getoption(SHARD_OPTION, None)
+    if value:
+        config.pluginmanager.register(_Shard(*parse_shard(value)), "evalkit-shard")
 
 
-class _Worker:
-    """A worker's half: its warnings, with the test that raised each, handed to the controller at its end."""
+class _Shard:
+    """A shard's half: its block of the checks, after every other plugin has chosen and ordered them."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.warnings: list[dict[str, Any]] = []
-
-    def pytest_warning_recorded(self, warning_message: Any, when: str, nodeid: str) -> None:
-        # the entry pytest-json-report writes for a warning (its serialize.make_warning), and the test's node id
-        self.warnings.append({"nodeid": nodeid, "entry": {
-            "message": str(warning_message.message), "category": warning_message.category.__name__, "when": when,
-            "filename": warning_message.filename, "lineno": warning_message.lineno}})
-
-    def pytest_sessionfinish(self) -> None:
-        # xdist sends `workeroutput` after every pytest_sessionfinish implementation has run
-        self.config.workeroutput[_WARNINGS] = self.warnings  # type: ignore[attr-defined]
-
-
-class _Controller:
-    """The controller's half: collection order, warnings once each, and refusals where one process stops."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.order: dict[str, int] = {}
-        self.reported: set[str] = set()
-        self.outputs: dict[str, list[dict[str, Any]]] = {}
-        self.uncollected: list[str] = []
-        self.down: dict[str, str] = {}  # worker id -> why it went down
-        self.running: dict[str, str] = {}  # worker id -> the check it was running then
-        self.problems: list[str] = []
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        # every worker collects the same tests (xdist refuses a run where they differ) in the order one would run
-        self.order = {nodeid: index for index, nodeid in enumerate(ids)}
-
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed:  # xdist forwards only failed collections, each once
-            lines = [line.strip().removeprefix("E").strip() for line in str(report.longrepr).splitlines()]
-            self.uncollected.append(f"could not collect {report.nodeid or 'the suite'} "
-                                    f"({([line for line in lines if line] or ['no message'])[-1]})")
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.reported.add(report.nodeid)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
-        if error is not None:
-            self.down[node.gateway.id] = str(error)
-        elif _WARNINGS in node.workeroutput:
-            self.outputs[node.gateway.id] = node.workeroutput[_WARNINGS]
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport) -> None:
-        # called after pytest_testnodedown, with the report xdist made up for the check (its `node`: the worker)
-        worker = getattr(report, "node", None)
-        self.running[worker.gateway.id if worker is not None else "?"] = crashitem
-
-    def pytest_internalerror(self) -> None:
-        self.problems.append("an internal error in a worker or the controller")
-
-    @pytest.hookimpl(optionalhook=True, wrapper=True)
-    def pytest_json_runtest_stage(self, report: pytest.TestReport) -> Generator[None, Any, Any]:
-        """A stage as pytest-json-report writes it, without the worker's line: pytest starts a report's text with
-        `[gw1] linux -- Python ...` when it knows the worker that sent it (`report.node`, set by xdist)."""
-        node = report.__dict__.pop("node", None)
-        try:
-            return (yield)
-        finally:
-            if node is not None:
-                report.__dict__["node"] = node
-
-    @pytest.hookimpl(optionalhook=True, tryfirst=True)
-    def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
-        """Before evalkit's plugin adds the eval block: tests in collection order, summary counted in that order,
-        warnings as one process raises them."""
-        tests = json_report.get("tests")
-        if isinstance(tests, list):
-            tests.sort(key=lambda test: self.order.get(test["nodeid"], len(self.order)))  # stable: unknown last
-            summary = json_report.get("summary", {})
-            counted: dict[str, Any] = {}
-            for test in tests:  # pytest-json-report's make_summary: outcomes in order of first appearance
-                counted[test["outcome"]] = counted.get(test["outcome"], 0) + 1
-            counted["total"] = len(tests)
-            json_report["summary"] = {**counted, **{k: v for k, v in summary.items() if k in ("collected",
-                                                                                              "deselected")}}
-        if "warnings" in self.config.option.json_report_omit:
-            return
-        warnings = self._warnings()
-        json_report.pop("warnings", None)
-        if warnings:
-            json_report["warnings"] = warnings
-
-    def _warnings(self) -> list[dict[str, Any]]:
-        """Config and collection warnings from one worker (each worker raises the same ones), then each test's
-        warnings in the tests' collection order, then any raised outside a test and after collection."""
-        if not self.outputs:
-            return []
-        first = self.outputs[min(self.outputs, key=lambda gw: (len(gw), gw))]  # gw0 before gw10
-        early = [w["entry"] for w in first if w["nodeid"] not in self.order and w["entry"]["when"] in _SESSION_WHEN]
-        late = [w["entry"] for w in first if w["nodeid"] not in self.order
-                and w["entry"]["when"] not in _SESSION_WHEN]
-        during = [w for output in self.outputs.values() for w in output if w["nodeid"] in self.order]
-        during.sort(key=lambda w: self.order[w["nodeid"]])  # stable: a test's warnings keep their order
-        return early + [w["entry"] for w in during] + late
+    def __init__(self, shard: int, shards: int) -> None:
+        self.shard, self.shards = shard, shards
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Where one process would have stopped, make pytest's exit code say so: the runner then refuses the
-        run (evalkit.run.runner.run_checks) instead of reporting checks that never ran."""
-        if self.uncollected and not self.config.option.continue_on_collection_errors:
-            self.problems += self.uncollected  # one process stops after collecting: "Interrupted: N errors ..."
-            session.exitstatus = pytest.ExitCode.INTERRUPTED
-            return
-        for worker, error in sorted(self.down.items()):
-            running = self.running.get(worker)
-            self.problems.append(f"worker {worker} went down ({error})" + (f" while running {running}"
-                                                                           if running else ""))
-        missing = [nodeid for nodeid in self.order if nodeid not in self.reported]
-        if missing and not self.problems:
-            self.problems.append(f"{len(missing)} of {len(self.order)} checks never reported (first: {missing[0]})")
-        if self.problems and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # otherwise pytest's own refusal stands
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        # not reported as deselected: the checks of the other blocks run in the other shards
+        block = shard_block(len(items), self.shard, self.shards)
+        items[:] = items[block.start:block.stop]
 
-    def pytest_unconfigure(self) -> None:
-        # on stderr, after pytest's summary: the last error line, which the runner quotes when it refuses the run
-        for problem in self.problems:
-            print(f"E   evalkit: the checks on {XDIST_PACKAGE} workers did not all run: {problem}", file=sys.stderr)
+
+def merge_shards(partials: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report one process's pytest-json-report writes, from the shards' partial reports (in shard order):
+    tests in collection order, summary counted as pytest-json-report counts it, collection-time warnings once.
+    What each test recorded stays under RECORDED, for the eval block."""
+    merged = dict(partials[0])  # its keys in the order one process writes them
+    tests = [test for partial in partials for test in partial.get("tests", [])]
+    ran = [p["exitcode"] for p in partials if p.get("tests")]
+    merged["exitcode"] = max(ran) if ran else partials[0]["exitcode"]
+    merged["duration"] = max(p["duration"] for p in partials)
+    counted: dict[str, Any] = {}
+    for test in tests:  # pytest-json-report's make_summary: outcomes in order of first appearance
+        counted[test["outcome"]] = counted.get(test["outcome"], 0) + 1
+    counted["total"] = len(tests)
+    first = partials[0]["summary"]
+    deselected = first.get("deselected", 0)  # each shard saw the same deselections, before keeping its block
+    counted["collected"] = sum(p["summary"]["collected"] - deselected for p in partials) + deselected
+    if deselected:
+        counted["deselected"] = deselected
+    merged["summary"] = counted
+    recorded: dict[str, Any] = {}
+    for partial in partials:
+        recorded.update(partial.get(RECORDED, {}))
+    warnings = _warnings(partials)
+    for key in ("tests", "warnings", RECORDED):
+        merged.pop(key, None)
+    if "tests" in partials[0]:
+        merged["tests"] = tests
+    if warnings:
+        merged["warnings"] = warnings
+    merged[RECORDED] = recorded
+    return merged
+
+
+def _warnings(partials: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Config and collection warnings from the first shard (every shard raises the same ones), then the warnings
+    raised while checking, shard after shard (block after block: the tests' collection order)."""
+    first = partials[0].get("warnings", [])
+    early = [w for w in first if w["when"] in _SESSION_WHEN]
+    during = [w for partial in partials for w in partial.get("warnings", []) if w["when"] not in _SESSION_WHEN]
+    return early + during
