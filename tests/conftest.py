@@ -55,3 +55,16 @@ def run_evalkit(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str
 def write_json(path: Path, data: Any) -> Path:
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
+
+
+def check_adapted_pair(baseline: Any, candidate: Any, expected: tuple[Any, ...]) -> None:
+    """Gate two adapted runs (evalkit.adapt's neutral runs) under the strict default and check the decision an
+    adapter test's fixture README names: (verdict, regressed, fixed, the first word of each reason)."""
+    from evalkit.adapt.framework import gate_runs
+    from evalkit.core.policy import STRICT_DEFAULT
+
+    verdict, regressed, fixed, reasons = expected
+    decision = gate_runs(STRICT_DEFAULT, baseline, candidate).decision
+    assert decision.decision is verdict
+    assert decision.regressed == regressed and decision.fixed == fixed
+    assert [reason.split(" ")[0] for reason in decision.reasons] == [words.split(" ")[0] for words in reasons]

@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import check_adapted_pair
 
 from evalkit.adapt.deepeval import read_deepeval
-from evalkit.adapt.framework import gate_runs
 from evalkit.adapt.neutral import NeutralRun
 from evalkit.core.errors import InputError
-from evalkit.core.policy import STRICT_DEFAULT
 from evalkit.gate.decision import Verdict
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
@@ -70,11 +69,7 @@ def test_the_fixtures_decide_as_their_readme_says(pair: tuple[str, str], expecte
 
 
 def check_pair(folder: Path, pair: tuple[str, str], expected: tuple[Any, ...]) -> None:
-    verdict, regressed, fixed, reasons = expected
-    decision = gate_runs(STRICT_DEFAULT, read(pair[0], folder), read(pair[1], folder)).decision
-    assert decision.decision is verdict
-    assert decision.regressed == regressed and decision.fixed == fixed
-    assert [reason.split(" ")[0] for reason in decision.reasons] == list(reasons)
+    check_adapted_pair(read(pair[0], folder), read(pair[1], folder), expected)
 
 
 def test_the_command_refuses_a_changed_metric_as_incomparable() -> None:
