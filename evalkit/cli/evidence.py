@@ -9,13 +9,17 @@ the same rules hash alike whether they came from a file, a composed config optio
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from evalkit.core.errors import EvalkitError
+from evalkit.core.files import read_text
+from evalkit.core.parsing import parse_json
 from evalkit.core.policy import Policy, policy_sha256
 from evalkit.core.report import RunReport
 from evalkit.core.version import __version__
 
-__all__ = ["evidence", "policy_identity", "report_identity"]
+__all__ = ["evidence", "policy_identity", "report_identity", "saved_decision_field"]
 
 
 def policy_identity(policy: Policy, *, fallback_name: str, source: str, chosen_by: str,
@@ -35,3 +39,17 @@ def report_identity(where: str, sha256: str, report: RunReport) -> dict[str, Any
 def evidence(policy: Mapping[str, Any], baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, Any]:
     return {"policy": dict(policy), "baseline": dict(baseline), "candidate": dict(candidate),
             "evalkit_version": __version__}
+
+
+def saved_decision_field(report_path: Path, name: str) -> str | None:
+    """A text field (`decision`, `baseline`) of the `decision.json` saved beside a run's report; None when there is
+    none, it cannot be read, or the field is not a non-empty text (callers show what they can, never fail on it)."""
+    path = report_path.with_name("decision.json")
+    if not path.is_file():
+        return None
+    try:
+        data = parse_json(read_text(path, "decision"), str(path), "decision")
+    except EvalkitError:
+        return None
+    value = data.get(name) if isinstance(data, dict) else None
+    return value if isinstance(value, str) and value else None

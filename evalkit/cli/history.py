@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
+from evalkit.cli.evidence import saved_decision_field
 from evalkit.cli.guard import command, say, write_output
 from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.files import read_bytes, read_text
@@ -116,18 +117,9 @@ def _read_run(path: Path) -> HistoryRun:
     created = data.get("created")
     from_file = not isinstance(created, int | float) or isinstance(created, bool)
     time = path.stat().st_mtime if from_file else float(created)
-    return HistoryRun(shown(path), report, time, from_file, _decision(path.with_name("decision.json")), path)
+    return HistoryRun(shown(path), report, time, from_file, saved_decision_field(path, "decision"), path)
 
 
-def _decision(path: Path) -> str | None:
-    if not path.is_file():
-        return None
-    try:
-        data = parse_json(read_text(path, "decision"), str(path), "decision")
-    except EvalkitError:
-        return None
-    verdict = data.get("decision") if isinstance(data, dict) else None
-    return verdict if isinstance(verdict, str) else None
 
 
 def _one_suite(runs: list[HistoryRun], suite: str | None, notes: list[str]) -> tuple[str, list[HistoryRun]]:

@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evalkit.cli.args import ArgumentParser
+from evalkit.cli.evidence import saved_decision_field
 from evalkit.cli.guard import command, say
 from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.files import max_input_bytes, read_text
@@ -191,7 +192,7 @@ def default_pairs(skipped: list[str]) -> list[Pair]:
             add(root / named, candidate, "shipped, against its suite's baseline")
     for folder in RUN_FOLDERS:
         for candidate in sorted((root / folder).glob("**/report.json")):
-            named = _gated_against(candidate)
+            named = saved_decision_field(candidate, "baseline")
             cand = report(candidate)
             if named is None and isinstance(cand, RunReport):
                 value = cand.provenance.get("baseline")
@@ -207,17 +208,6 @@ def default_pairs(skipped: list[str]) -> list[Pair]:
     return pairs
 
 
-def _gated_against(report_path: Path) -> str | None:
-    """The baseline a run's `decision.json` says it was gated against (None without one)."""
-    decision = report_path.with_name("decision.json")
-    if not decision.is_file():
-        return None
-    try:
-        data = parse_json(read_text(decision, "decision"), str(decision), "decision")
-    except EvalkitError:
-        return None
-    named = data.get("baseline") if isinstance(data, dict) else None
-    return named if isinstance(named, str) and named else None
 
 
 def _in_scope(pairs: list[Pair], names: set[str | None], everything: bool) -> tuple[list[Pair], str]:
