@@ -88,18 +88,27 @@ def test_a_truncated_file_is_refused(tmp_path: Path) -> None:
     assert "not well-formed XML" in refused(tmp_path, data[: len(data) // 2])
 
 
-def test_a_duplicate_test_is_refused(tmp_path: Path) -> None:
+def test_a_passed_test_written_twice_is_two_tests_told_apart_by_position(tmp_path: Path) -> None:
     text = (PYTEST / "candidate.xml").read_text()
     start = text.index('<testcase classname="arith_checks" name="test_add"')
     case = text[start:text.index("/>", start) + 2]
-    assert "duplicate test id 'arith_checks::test_add'" in refused(tmp_path, text.replace(case, case + case))
+    (tmp_path / "twice.xml").write_text(text.replace(case, case + case))
+    run = read_junit(tmp_path / "twice.xml")
+    ids = [t.nodeid for t in run.tests]
+    assert ids.count("arith_checks::test_add") == 1 and ids.count("arith_checks::test_add #2") == 1
+    assert any("2 distinct tests share the id 'arith_checks::test_add'" in note for note in run.notes)
+
+
+def test_two_suites_of_one_name_holding_one_test_are_refused(tmp_path: Path) -> None:
+    suite = '<testsuite name="s"><testcase classname="c" name="t"/></testsuite>'
+    assert "duplicate test id 'c::t'" in refused(tmp_path, f"<testsuites>{suite}{suite}</testsuites>")
 
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("<html><body/></html>", "the root element is <html>"),
     ('<testsuites name="x"><testsuite name="s"/></testsuites>', "holds no <testcase>"),
     ('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><testsuite name="s"><testcase name="t"/></testsuite>',
-     "declares entities"),
+     "document type declaration"),
     ('<testsuite name="s"><testcase classname="c"/></testsuite>', "has no name attribute"),
 ])
 def test_what_is_not_junit_xml_is_refused(tmp_path: Path, text: str, expected: str) -> None:
