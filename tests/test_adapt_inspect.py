@@ -57,7 +57,7 @@ def test_a_regression_and_a_fix_between_two_real_logs() -> None:
     assert result.decision.fixed == ("arith::match[q6]",)
     assert result.decision.messages["arith::match[q1]"] == "scored \"I\" (answer 'ANSWER: 5')"
     key = result.candidate["eval"]
-    assert (key["suite"], key["model"], key["judge_model"]) == ("inspect:arith", "mockllm/model", "scorer:match(); "
+    assert (key["suite"], key["model"], key["judge_model"]) == ("inspect:arith", "mockllm/model", "scorer:match; "
                                                                                                "task_version=0")
     assert result.candidate["metrics"] == {"match.accuracy": pytest.approx(5 / 6)}  # stderr left out
     assert any("fingerprint of the sample inputs" in warning for warning in result.decision.warnings)

@@ -101,9 +101,18 @@ def test_an_old_results_format_is_refused_naming_the_version(tmp_path: Path) -> 
     edit_results(results, lambda data: data.update(lm_eval_version="0.3.0"))
     with pytest.raises(InputError, match="lm_eval_version 0.3.0 is older than 0.4"):
         read_lm_eval(results)
-    edit_results(results, lambda data: data.pop("lm_eval_version"))
-    with pytest.raises(InputError, match="no lm_eval_version"):
+    edit_results(results, lambda data: [data.pop(f) for f in ("lm_eval_version", "configs", "n-shot")])
+    with pytest.raises(InputError, match="results of lm-eval before 0.4"):
         read_lm_eval(results)
+
+
+def test_results_of_lm_eval_0_4_0_to_0_4_8_are_recognised_by_their_fields(tmp_path: Path) -> None:
+    # those versions wrote the same results and samples, without the lm_eval_version 0.4.9 added
+    results, _ = copy(tmp_path)
+    edit_results(results, lambda data: data.pop("lm_eval_version"))
+    run = read_lm_eval(results)
+    assert run.tool == "lm-eval 0.4 (before 0.4.9, which records its version)"
+    assert outcomes(run) == outcomes(read("baseline"))
 
 
 def test_missing_samples_ask_for_log_samples(tmp_path: Path) -> None:

@@ -346,17 +346,25 @@ def _sample_id(value: Any, where: str) -> str:
 def _scorer_names(spec: Mapping[str, Any], header: Mapping[str, Any]) -> list[str]:
     scorers = spec.get("scorers")
     if isinstance(scorers, list) and scorers:
-        return [str(s.get("name")) for s in scorers if isinstance(s, dict)]
+        return [_scorer_name(s.get("name")) for s in scorers if isinstance(s, dict)]
     results = header.get("results")
     scores = results.get("scores") if isinstance(results, dict) else None
-    return [str(s.get("name")) for s in scores if isinstance(s, dict)] if isinstance(scores, list) else []
+    return [_scorer_name(s.get("name")) for s in scores if isinstance(s, dict)] if isinstance(scores, list) else []
+
+
+def _scorer_name(name: Any) -> str:
+    """A scorer's name without the `()` some inspect_ai versions append (`match()` and `match` are one scorer)."""
+    return str(name).removesuffix("()")
 
 
 def _scorer_text(spec: Mapping[str, Any], header: Mapping[str, Any]) -> str:
     """The scorers with their options (a judge model among them), and the grader role, as one text."""
     scorers = spec.get("scorers")
     if isinstance(scorers, list) and scorers:
-        parts = [f"{s.get('name')}({_short_json(s.get('options') or {}, 400)[1:-1]})"
+        # a scorer without options is written `match` by the older inspect_ai that records only
+        # results.scores and `match()` by the newer that records eval.scorers: one scorer, one name
+        parts = [_scorer_name(s.get("name")) + (f"({_short_json(s['options'], 400)[1:-1]})" if s.get("options")
+                                                 else "")
                  for s in scorers if isinstance(s, dict)]
     else:
         parts = _scorer_names(spec, header)

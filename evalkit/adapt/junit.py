@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import unicodedata
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
@@ -133,27 +134,26 @@ def _run(path: Path, suites: list[tuple[ET.Element, list[ET.Element]]], root_nam
     where = str(path)
     names = sorted({suite.get("name") or "" for suite, _ in suites} - {""})
     tests: list[AdaptedTest] = []
+    groups: dict[str, list[ET.Element]] = {}  # in document order, across suites (jest repeats a suite's name)
     for suite, cases in suites:
-        groups: dict[str, list[ET.Element]] = {}
         for case in cases:
             groups.setdefault(_nodeid(case, suite, where), []).append(case)
-        for nodeid, group in groups.items():
-            if len(group) == 1:
-                outcome, message = _outcome(group[0])
-                tests.append(AdaptedTest(nodeid, outcome, nodeid, message=message))  # type: ignore[arg-type]
-            elif _reruns(group):
-                tests.append(_rerun_test(nodeid, group))
-            else:
-                tests += _same_titled(nodeid, group, notes)
+    for nodeid, group in groups.items():
+        if len(group) == 1:
+            outcome, message = _outcome(group[0])
+            tests.append(AdaptedTest(nodeid, outcome, nodeid, message=message))  # type: ignore[arg-type]
+        elif _reruns(group):
+            tests.append(_rerun_test(nodeid, group))
+        else:
+            tests += _same_titled(nodeid, group, notes)
     if not tests:
         raise InputError(f"{where}: the JUnit XML holds no <testcase>, so there is nothing to gate; check that "
                          "the runner collected its tests")
-    seen: set[str] = set()
-    for test in tests:
-        if test.nodeid in seen:  # the same suite name twice (two files, or nested): one test id each time
-            raise InputError(f"{where}: duplicate test id {test.nodeid!r}: two suites named alike hold a test of "
-                             "this classname and name; gate reports whose tests can be told apart")
-        seen.add(test.nodeid)
+    ids = {test.nodeid for test in tests}
+    if len(ids) != len(tests):  # a title that is itself another's disambiguation (`t (#2)` written by the runner)
+        twice = next(t.nodeid for t in tests if sum(u.nodeid == t.nodeid for u in tests) > 1)
+        raise InputError(f"{where}: duplicate test id {twice[:120]!r} after telling same-titled tests apart; "
+                         "gate reports whose tests can be told apart")
     # one suite names the run (pytest's `<testsuites name="pytest tests">` is the same for every run)
     task = names[0] if len(names) == 1 else (root_names[0] if len(set(root_names)) == 1 else "junit")
     producer = _producer([suite for suite, _ in suites])
@@ -199,26 +199,27 @@ def _rerun_test(nodeid: str, group: list[ET.Element]) -> AdaptedTest:
 
 def _same_titled(nodeid: str, group: list[ET.Element], notes: list[str]) -> list[AdaptedTest]:
     """Distinct tests sharing a classname and name: kept apart by their file where it differs, else by their
-    position among the same-titled (`#2`, `#3`: stable while the runner keeps its order), and said so."""
+    position among the same-titled (` (#2)`, ` (#3)`: stable while the runner keeps its order), and said so."""
     files = [case.get("file") for case in group]
     by_file = None not in files and len(set(files)) == len(files)
     tests = []
     for position, case in enumerate(group, start=1):
-        suffix = f" @{case.get('file')}" if by_file else ("" if position == 1 else f" #{position}")
+        suffix = f" (file: {case.get('file')})" if by_file else ("" if position == 1 else f" (#{position})")
         outcome, message = _outcome(case)
         tests.append(AdaptedTest(nodeid + suffix, outcome, nodeid + suffix, message=message))  # type: ignore[arg-type]
-    how = "their file" if by_file else "their position (#2, #3, ...)"
+    how = "their file" if by_file else "their position (#2), (#3), ..."
     notes.append(f"{len(group)} distinct tests share the id {nodeid[:120]!r}; they are kept apart by {how}")
     return tests
 
 
 def _nodeid(case: ET.Element, suite: ET.Element, where: str) -> str:
     name = case.get("name")
-    if not name:
+    if name is None:  # an empty title is one (jest writes `it("")` so): only a missing one is refused
         raise InputError(f"{where}: a <testcase> in suite {suite.get('name')!r} has no name attribute")
     classname = case.get("classname") or suite.get("name") or ""
     nodeid = f"{classname}::{name}" if classname else name
-    if not nodeid.isprintable():
+    # other unprintable characters (a no-break space in jest's titles) are text a runner shows as it is
+    if any(unicodedata.category(char) in ("Cc", "Cs", "Zl", "Zp") for char in nodeid):
         raise InputError(f"{where}: test id {nodeid[:80]!r} holds a line break or control character")
     return nodeid
 
