@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import check_adapted_pair
+from conftest import check_adapted_pair, evalkit_cli
 
 from evalkit.adapt.lm_eval import read_lm_eval
 from evalkit.adapt.neutral import NeutralRun
@@ -172,3 +172,12 @@ def test_regenerated_outputs_map_to_the_same_tests_and_decisions(tmp_path: Path)
         assert fresh.key == shipped.key, name
     for pair, expected in EXPECTED.items():
         check_pair(tmp_path, pair, expected)
+
+
+@pytest.mark.parametrize("value", [3, True, "acc"])
+def test_a_metric_list_of_the_wrong_type_is_one_line_exit_3(tmp_path: Path, value: Any) -> None:
+    results, _ = copy(tmp_path)
+    edit_results(results, lambda data: [config.update(metric_list=value) for config in data["configs"].values()])
+    done = evalkit_cli("evalkit.adapt", "lm-eval", str(results), str(results))
+    assert done.returncode == 3, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "metric_list is" in done.stderr

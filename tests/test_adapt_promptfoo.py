@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import check_adapted_pair
+from conftest import check_adapted_pair, evalkit_cli
 
 from evalkit.adapt.neutral import NeutralRun
 from evalkit.adapt.promptfoo import read_promptfoo
@@ -185,3 +185,14 @@ def test_regenerated_results_map_to_the_same_tests_and_decisions(tmp_path: Path)
         assert fresh.key == shipped.key and fresh.errored == shipped.errored, name
     for pair, expected in EXPECTED.items():
         check_pair(tmp_path, pair, expected)
+
+
+def test_a_lone_surrogate_in_a_description_is_one_line_exit_3(tmp_path: Path) -> None:
+    text = (CORPUS / "baseline.json").read_text()
+    data = json.loads(text)
+    data["results"]["results"][0]["testCase"]["description"] = "test \udfff"
+    path = tmp_path / "surrogate.json"
+    path.write_text(json.dumps(data))
+    done = evalkit_cli("evalkit.adapt", "promptfoo", str(path), str(path))
+    assert done.returncode == 3, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "lone surrogate (\\udfff)" in done.stderr

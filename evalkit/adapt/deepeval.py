@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.adapt.framework import Source
-from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs
+from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs, refuse_lone_surrogates
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
 from evalkit.core.fingerprint import canonical_json
@@ -38,6 +38,7 @@ def read_deepeval(path: Path) -> NeutralRun:
     text, digest = read_text_sha256(path, "DeepEval test run")
     where = str(path)
     data = parse_json(text, where, "DeepEval test run")
+    refuse_lone_surrogates(data, where)
     if not isinstance(data, dict) or not isinstance(data.get("testCases"), list):
         raise InputError(f"{where}: no testCases list; evalkit reads the test run DeepEval saves with "
                          "DEEPEVAL_RESULTS_FOLDER (test_run_<time>.json) or .deepeval/.latest_run_full.json")

@@ -85,7 +85,7 @@ def read_lm_eval(path: Path) -> NeutralRun:
         dataset=", ".join(f"{task}: " + "/".join(str(configs[task].get(f)) for f in _DATASET_FIELDS
                                                   if configs[task].get(f) is not None) for task in sorted(configs)),
         dataset_sha=fingerprint(sorted(hashes)), dataset_sha_from="source",
-        scorer="; ".join(_scorer(task, configs[task], data) for task in sorted(configs)),
+        scorer="; ".join(_scorer(task, configs[task], data, where) for task in sorted(configs)),
         model=f"{run_config.get('model')} {canonical_json(run_config.get('model_args') or {})}",
         prompt=canonical_json({"tasks": {task: {f: configs[task].get(f) for f in _PROMPT_FIELDS}
                                          for task in sorted(configs)},
@@ -202,8 +202,12 @@ def _check_count(data: Mapping[str, Any], task: str, docs: set[int], where: str)
                          f"logs {len(docs)}; a truncated or mixed samples file: rerun with --log_samples")
 
 
-def _scorer(task: str, config: Mapping[str, Any], data: Mapping[str, Any]) -> str:
-    metrics = [m.get("metric") for m in config.get("metric_list") or [] if isinstance(m, dict)]
+def _scorer(task: str, config: Mapping[str, Any], data: Mapping[str, Any], where: str) -> str:
+    listed = config.get("metric_list") or []
+    if not isinstance(listed, list):
+        raise InputError(f"{where}: configs[{task!r}].metric_list is {type(listed).__name__} "
+                         f"{str(listed)[:40]!r}, not a list of metrics; is the file edited?")
+    metrics = [m.get("metric") for m in listed if isinstance(m, dict)]
     version = _mapping(data, "versions").get(task)
     settings = fingerprint(canonical_json({f: config.get(f) for f in _SCORER_FIELDS}))
     return f"{task} v{version}: {', '.join(map(str, metrics)) or 'default metrics'} ({settings})"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.adapt.framework import Source
-from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs
+from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs, refuse_lone_surrogates
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
 from evalkit.core.fingerprint import canonical_json, fingerprint
@@ -39,6 +39,7 @@ def read_promptfoo(path: Path) -> NeutralRun:
     text, digest = read_text_sha256(path, "promptfoo results")
     where = str(path)
     data = _object(parse_json(text, where, "promptfoo results"), where, "the file")
+    refuse_lone_surrogates(data, where)
     results = _object(data.get("results"), where, "results")
     version = results.get("version")
     if version != FORMAT_VERSION:
