@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from evalkit.adapt.deepeval import read_deepeval
 from evalkit.adapt.framework import gate_runs
 from evalkit.adapt.inspect import read_inspect_log
 from evalkit.adapt.junit import read_junit
@@ -33,6 +34,7 @@ WILD = Path(__file__).resolve().parent / "corpus/wild"
 JUNIT = sorted((WILD / "junit").rglob("*.xml"))
 INSPECT = sorted(p for p in (WILD / "inspect").rglob("*") if p.suffix in (".eval", ".json"))
 LM_EVAL = sorted((WILD / "lm_eval").rglob("*.json"))
+DEEPEVAL = sorted((WILD / "deepeval").rglob("*.json"))
 
 REFUSED = {
     # JUnit files that are no report, or that the tools that wrote them could not have finished
@@ -64,7 +66,7 @@ PRODUCERS = {"bazel", "catch2", "container-structure", "cunit", "gotestsum", "je
 
 
 def test_the_corpus_is_as_large_and_as_varied_as_promised() -> None:
-    files = JUNIT + INSPECT + LM_EVAL
+    files = JUNIT + INSPECT + LM_EVAL + DEEPEVAL
     assert len(files) >= 120
     names = " ".join(str(p.relative_to(WILD)).lower() for p in JUNIT)
     assert {producer for producer in PRODUCERS if producer in names} == PRODUCERS
@@ -253,6 +255,42 @@ def test_lm_eval_v0_results_are_refused_naming_the_version(path: Path) -> None:
     with pytest.raises(InputError, match="lm-eval before 0.4") as refusal:
         read_lm_eval(path)
     assert "\n" not in str(refusal.value)
+
+
+# ---------------------------------------------------------------------------------------------------- DeepEval
+
+def _deepeval_metrics(case: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every metricsData entry of a test case: its own, its trace's, and each span's of every kind."""
+    trace = case.get("trace") or {}
+    spans = [span for field, value in trace.items() if field.endswith("Spans") for span in value or []]
+    return [*(case.get("metricsData") or []), *(trace.get("metricsData") or []),
+            *(metric for span in spans for metric in span.get("metricsData") or [])]
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.name) for p in DEEPEVAL])
+def test_deepeval_runs_read_every_metric_of_cases_and_spans(path: Path) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    expected = Counter(("error" if metric.get("error") else "passed" if metric["success"] else "failed")
+                       for case in data["testCases"] for metric in _deepeval_metrics(case))
+    run = read_deepeval(path)
+    assert Counter(test.outcome for test in run.tests) == expected
+    assert len({test.nodeid for test in run.tests}) == sum(expected.values())
+    target = next(test for test in run.tests if test.outcome == "passed")
+    copies = []
+    for success in (True, False):
+        copy = json.loads(json.dumps(data))
+        for case in copy["testCases"]:
+            metrics = [(case.get("metricsData") or [], "")]
+            trace = case.get("trace") or {}
+            metrics.append((trace.get("metricsData") or [], "trace/"))
+            metrics += [(span.get("metricsData") or [], f"{span.get('name')}/") for field, value in trace.items()
+                        if field.endswith("Spans") for span in value or []]
+            for entries, prefix in metrics:
+                for metric in entries:
+                    if target.nodeid.endswith(f"::{prefix}{metric['name']}[{case['name']}]"):
+                        metric["success"] = success
+        copies.append(_read_text(json.dumps(copy), path.name, read_deepeval))
+    _gates_itself_and_blocks_a_flip(run, (target.nodeid, *copies), path)
 
 
 # ---------------------------------------------------------------------------------------------------- shared
