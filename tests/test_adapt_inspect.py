@@ -339,3 +339,52 @@ def test_one_scorer_named_by_two_inspect_versions_is_comparable(tmp_path: Path, 
     (tmp_path / "includes.json").write_text(json.dumps({**log, "eval": {**log["eval"], "scorers": changed}}))
     decision = gate_runs(STRICT_DEFAULT, runs[0], read_inspect_log(tmp_path / "includes.json")).decision
     assert decision.decision is Verdict.INCOMPARABLE and decision.reasons[0].startswith("scorer:")
+
+
+def _graded(tmp_path: Path, name: str, grades: dict[str, int]) -> Path:
+    """A real log rescored on a 0-10 scale (C -> the sample's grade if given, else 8; I -> 3), as a model-graded
+    scorer with a rubric writes it."""
+    log = as_json_log(LOGS / "candidate.eval")
+    for sample in log["samples"]:
+        for score in sample["scores"].values():
+            score["value"] = grades.get(str(sample["id"]), 8 if score["value"] == "C" else 3)
+    path = tmp_path / name
+    path.write_text(json.dumps(log))
+    return path
+
+
+def test_a_pass_threshold_reads_a_numeric_scale_and_joins_the_key(tmp_path: Path) -> None:
+    path = _graded(tmp_path, "graded.json", {})
+    plain = {t.case: t.outcome for t in read_inspect_log(path).tests}
+    assert set(plain.values()) == {"passed"}  # 3 of 10 is "full credit" to Inspect's value_to_float
+    at7 = read_inspect_log(path, {"match()": 7})
+    expected = {t.case: t.outcome for t in read_inspect_log(LOGS / "candidate.eval").tests}
+    assert {t.case: t.outcome for t in at7.tests} == expected
+    assert at7.key.contract["pass_threshold.match"] == "7.0"
+    decision = gate_runs(STRICT_DEFAULT, read_inspect_log(path, {"match": 5}), at7).decision
+    assert decision.decision is Verdict.INCOMPARABLE and decision.reasons[0].startswith("pass_threshold.match:")
+    with pytest.raises(InputError, match="a pass threshold names 'includes', which scored nothing"):
+        read_inspect_log(path, {"includes": 7})
+
+
+def test_the_command_takes_pass_thresholds(tmp_path: Path) -> None:
+    baseline = _graded(tmp_path, "baseline.json", {})
+    first = next(t.case for t in read_inspect_log(LOGS / "candidate.eval").tests if t.outcome == "passed")
+    candidate = _graded(tmp_path, "candidate.json", {first: 6})
+    plain = evalkit_cli("evalkit.adapt", "inspect", str(baseline), str(candidate))
+    gated = evalkit_cli("evalkit.adapt", "inspect", str(baseline), str(candidate), "--pass-threshold", "match=7")
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert gated.returncode == 1 and f"[{first}]" in gated.stdout  # 6 of 10 no longer passes at 7
+    bad = evalkit_cli("evalkit.adapt", "inspect", str(baseline), str(candidate), "--pass-threshold", "match=x")
+    assert bad.returncode == 3 and "expected SCORER=NUMBER" in bad.stderr
+
+
+def test_a_declared_total_the_samples_contradict_is_a_warning(tmp_path: Path) -> None:
+    log = as_json_log(LOGS / "candidate.eval")
+    assert read_inspect_log(LOGS / "candidate.eval").notes == ()
+    log["results"]["total_samples"] += 4
+    path = tmp_path / "declared.json"
+    path.write_text(json.dumps(log))
+    held = len(log["samples"])
+    decision = gate_runs(STRICT_DEFAULT, read_inspect_log(path), read_inspect_log(path)).decision
+    assert any(f"declare total_samples={held + 4} but it holds {held}" in w for w in decision.warnings)

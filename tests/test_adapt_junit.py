@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,59 @@ def test_maven_surefire_regenerates_files_that_map_alike(tmp_path: Path) -> None
     fresh, kept = gate(tmp_path / "baseline", tmp_path / "candidate"), gate(SUREFIRE / "baseline",
                                                                             SUREFIRE / "candidate")
     assert fresh.decision.to_json() == kept.decision.to_json()
+
+
+WILD = PROJECT_ROOT / "tests/corpus/wild/junit"
+
+
+def test_nested_suites_under_a_root_testsuite_are_all_read() -> None:
+    # EnricoMi's testsuite-root.xml: five tests, four of them in suites nested under the root <testsuite>
+    run = read_junit(WILD / "enricomi/testsuite-root.xml")
+    assert len(run.tests) == 5
+
+
+def test_disabled_and_not_run_tests_are_skipped_not_passed() -> None:
+    tst = Counter(t.outcome for t in read_junit(WILD / "enricomi/tst__disabled.xml").tests)
+    assert tst["skipped"] == 5  # tst's status="disabled", no child element
+    disabled = read_junit(WILD / "mikepenz/issues__testDisabled.xml")
+    assert Counter(t.outcome for t in disabled.tests)["skipped"] == 10
+    assert any(t.message == "not run (status='disabled')" for t in disabled.tests)
+
+
+def test_a_disabled_candidate_test_blocks_like_a_skipped_one(tmp_path: Path) -> None:
+    text = (PYTEST / "baseline.xml").read_text()
+    start = text.index('<testcase classname="arith_checks" name="test_add"')
+    case = text[start:text.index("/>", start) + 2]
+    for variant, replacement in (("notrun", case.replace("<testcase ", '<testcase status="notrun" '
+                                                                      'result="suppressed" ')),
+                                 ("skipped", case[:-2] + "><skipped/></testcase>")):
+        (tmp_path / f"{variant}.xml").write_text(text.replace(case, replacement))
+        decision = gate(PYTEST / "baseline.xml", tmp_path / f"{variant}.xml").decision
+        assert decision.decision is Verdict.BLOCK and "arith_checks::test_add" in decision.regressed
+
+
+def test_gotestsum_reruns_are_one_test_and_jest_same_titles_stay_apart() -> None:
+    reruns = read_junit(WILD / "mikepenz/junit-server-test__report.xml")
+    ids = [t.nodeid for t in reruns.tests]
+    assert ids.count("github.com/example/example/server/v8/channels/api4::TestWebSocketReconnectRace") == 1
+    mocha = read_junit(WILD / "enricomi/mocha__latex-utensils.xml")
+    assert any(" (#2)" in t.nodeid for t in mocha.tests)
+    assert any("kept apart by their position" in note for note in mocha.notes)
+
+
+def test_declared_totals_the_cases_contradict_are_warnings() -> None:
+    run = read_junit(WILD / "enricomi/xunit__xunit.xml")
+    decision = gate_runs(STRICT_DEFAULT, run, run).decision
+    assert any("declares tests=173 but holds 2" in warning for warning in decision.warnings)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_a_dtd_is_refused_in_any_encoding(tmp_path: Path, encoding: str) -> None:
+    text = (f'<?xml version="1.0" encoding="{encoding.upper()}"?><!DOCTYPE testsuite [<!ATTLIST testcase name CDATA "invented">]>'
+            '<testsuite name="s"><testcase classname="c"/></testsuite>')
+    assert "document type declaration" in refused(tmp_path, text.encode(encoding))
+
+
+def test_xml_declared_as_utf7_is_refused_in_one_line(tmp_path: Path) -> None:
+    text = '<?xml version="1.0" encoding="UTF-7"?>+ADw-!DOCTYPE x+AD4-<testsuite name="s"/>'
+    assert "an encoding no test runner writes" in refused(tmp_path, text.encode())

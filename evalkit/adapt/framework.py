@@ -72,6 +72,9 @@ class Source:
     read: Callable[[Path], NeutralRun]
     description: str = ""
     """Longer help for `python -m evalkit.adapt <name> --help`: what maps to what."""
+    read_thresholded: Callable[[Path, Mapping[str, float]], NeutralRun] | None = None
+    """For a source whose scores are numbers: `read` with a pass threshold per scorer (`--pass-threshold
+    SCORER=VALUE`), where full credit is not what passes; the thresholds join the run's contract."""
 
 
 def available_sources() -> list[str]:

@@ -55,8 +55,12 @@ _CUT_MARK = "...\n(content truncated)"
 _FIX = "write the log again with a current inspect-ai, or convert it: `inspect log convert LOG --to eval`"
 
 
-def read_inspect_log(path: Path) -> NeutralRun:
-    """Read an Inspect `.eval` or `.json` log into a neutral run; every refusal is one line naming the file."""
+def read_inspect_log(path: Path, pass_thresholds: Mapping[str, float] | None = None) -> NeutralRun:
+    """Read an Inspect `.eval` or `.json` log into a neutral run; every refusal is one line naming the file.
+
+    `pass_thresholds` (scorer name, or `scorer.key` of a dict-valued score -> the least numeric value that
+    passes) read a numeric scale other than full credit (a 0-10 grade passing at 7); a scorer not named passes
+    at 1.0, Inspect's full credit."""
     data = read_bytes(path, "Inspect log")
     where = str(path)
     if data[:4] == b"PK\x03\x04" or path.suffix == ".eval":
@@ -68,7 +72,7 @@ def read_inspect_log(path: Path) -> NeutralRun:
             _check_header(header, where)  # a failed run's own reason first, if it is one
             raise InputError(f"{where}: the log holds no samples (was it written with log_samples=False, or "
                              "with header_only?); evalkit gates samples")
-    return run_from_log(header, samples, where, source_sha256=sha256(data))
+    return run_from_log(header, samples, where, source_sha256=sha256(data), pass_thresholds=pass_thresholds)
 
 
 def _read_eval_zip(data: bytes, where: str) -> tuple[Mapping[str, Any], Any]:
@@ -215,9 +219,11 @@ def _check_header(header: Mapping[str, Any], where: str) -> None:
         raise InputError(f"{where}: the log's header has no 'eval' block (the task, dataset, model)")
 
 
-def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_sha256: str = "") -> NeutralRun:
+def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_sha256: str = "",
+                 pass_thresholds: Mapping[str, float] | None = None) -> NeutralRun:
     """Map a parsed log's header and its samples (summaries or full samples alike) to a neutral run."""
     _check_header(header, where)
+    thresholds = {_scorer_name(name): float(value) for name, value in (pass_thresholds or {}).items()}
     spec: Mapping[str, Any] = header["eval"]
     task = _text(spec.get("task"), where, "eval.task")
     if len(task) > MAX_ID_CHARS or not task.isprintable():
@@ -251,7 +257,7 @@ def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_
             raise InputError(f"{at}: sample {sid!r} (epoch {epoch}) has no scores and no error; every sample of a "
                              "finished run is scored or errored: was the log edited, or scored with --no-score?")
         else:
-            epochs[epoch] = _scores(_object(scores, where, f"sample {sid!r} scores"), sid, at)
+            epochs[epoch] = _scores(_object(scores, where, f"sample {sid!r} scores"), sid, at, thresholds)
 
     counts = {len(epochs) for epochs in by_sample.values()}
     if len(counts) > 1:
@@ -266,6 +272,11 @@ def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_
                              "of epochs; gate a log in which every sample ran every epoch")
 
     tests, errored = _tests(task, by_sample, scorer_names, where)
+    scored = {test.nodeid.split("::", 1)[1].rsplit("[", 1)[0] for test in tests}
+    unknown = sorted(set(thresholds) - scored)
+    if unknown:
+        raise InputError(f"{where}: a pass threshold names {unknown[0]!r}, which scored nothing in this log; its "
+                         f"scores are {', '.join(sorted(scored))}")
     key = SourceKey(
         task=task,
         dataset=_dataset_label(spec.get("dataset"), task),
@@ -277,7 +288,9 @@ def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_
                                "solver_args": spec.get("solver_args")}),
         prompt_version=_plan_name(header.get("plan")),
         judge=_judge(spec),
-        contract={"task_version": str(spec.get("task_version", 0))},
+        # a threshold decides what passes: runs read with different ones measure different things
+        contract={"task_version": str(spec.get("task_version", 0)),
+                  **{f"pass_threshold.{name}": repr(value) for name, value in sorted(thresholds.items())}},
         components={name: _short_json(value) for name, value in (
             ("generate_config", spec.get("model_generate_config")), ("task_args", spec.get("task_args")))
             if value},
@@ -286,6 +299,11 @@ def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_
     version = packages.get("inspect_ai", "unknown version")
     notes = ["Inspect's own epoch reducer and metrics are not what is gated: each epoch is one sample of the test "
              "(repeats), and the metrics are shown for reference"] if epoch_count > 1 else []
+    results = header.get("results")
+    declared = results.get("total_samples") if isinstance(results, dict) else None
+    if type(declared) is int and declared != len(samples):  # samples x epochs, as Inspect counts them
+        notes.append(f"the log's results declare total_samples={declared} but it holds {len(samples)} sample "
+                     "results (samples x epochs); the samples it holds are what is gated")
     return NeutralRun(
         source="inspect",
         tool=f"inspect_ai {version}",
@@ -338,7 +356,8 @@ def _tests(task: str, by_sample: Mapping[str, Mapping[int, Any]], scorer_names: 
     return tests, errored
 
 
-def _scores(scores: Mapping[str, Any], sid: str, where: str) -> dict[str, tuple[bool, str | None]]:
+def _scores(scores: Mapping[str, Any], sid: str, where: str,
+            thresholds: Mapping[str, float]) -> dict[str, tuple[bool, str | None]]:
     """Each score (a dict value: each of its keys) -> (full credit?, why not, in one line)."""
     out: dict[str, tuple[bool, str | None]] = {}
     for name, score in scores.items():
@@ -346,18 +365,20 @@ def _scores(scores: Mapping[str, Any], sid: str, where: str) -> dict[str, tuple[
         value = score.get("value")
         if isinstance(value, dict):
             for part, item in value.items():
-                out[f"{name}.{part}"] = _judge_value(item, score, f"{where}: sample {sid!r} score {name}.{part}")
+                out[f"{name}.{part}"] = _judge_value(item, score, f"{where}: sample {sid!r} score {name}.{part}",
+                                                     thresholds.get(f"{_scorer_name(name)}.{part}", 1.0))
         else:
-            out[name] = _judge_value(value, score, f"{where}: sample {sid!r} score {name!r}")
+            out[name] = _judge_value(value, score, f"{where}: sample {sid!r} score {name!r}",
+                                     thresholds.get(_scorer_name(name), 1.0))
     return out
 
 
-def _judge_value(value: Any, score: Mapping[str, Any], where: str) -> tuple[bool, str | None]:
+def _judge_value(value: Any, score: Mapping[str, Any], where: str, threshold: float = 1.0) -> tuple[bool, str | None]:
     """Inspect's value_to_float, read as pass/fail: full credit passes; partial credit does not."""
     if isinstance(value, bool):
         full = value
     elif isinstance(value, int | float):
-        full = value >= 1.0
+        full = value >= threshold
     elif isinstance(value, str):
         text = value.strip().lower()
         if text in _PASSING_TEXT:
@@ -366,7 +387,7 @@ def _judge_value(value: Any, score: Mapping[str, Any], where: str) -> tuple[bool
             full = False
         else:
             try:
-                full = float(text) >= 1.0
+                full = float(text) >= threshold
             except ValueError:
                 raise InputError(f"{where}: value {value[:40]!r} is none of C, I, P, N, yes/no, true/false or a "
                                  "number, so it cannot be read as full credit or not") from None
@@ -511,6 +532,7 @@ def _line(text: Any) -> str:
 
 
 SOURCE = Source(
+    read_thresholded=read_inspect_log,
     name="inspect",
     summary="gate two Inspect eval logs (.eval or .json)",
     description="Each sample x scorer becomes a test <task>::<scorer>[<sample id>]; epochs become repeats; "
