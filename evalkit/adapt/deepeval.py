@@ -103,7 +103,7 @@ def read_deepeval(path: Path) -> NeutralRun:
         components=others)
     notes = ["DeepEval's metric scores are reported as mean metrics, not gated per case; each metric's pass or fail "
              "against its threshold is gated"]
-    flaky = sorted({m.get("name") for c in cases for m in c.get("metricsData") or []
+    flaky = sorted({str(m.get("name")) for c in cases for m in c.get("metricsData") or []
                     if isinstance(m, dict) and m.get("flaky")})
     if flaky:
         notes.append(f"metrics marked flaky ({', '.join(map(str, flaky))}) are gated like the others: evalkit does "
