@@ -388,3 +388,17 @@ def test_a_declared_total_the_samples_contradict_is_a_warning(tmp_path: Path) ->
     held = len(log["samples"])
     decision = gate_runs(STRICT_DEFAULT, read_inspect_log(path), read_inspect_log(path)).decision
     assert any(f"declare total_samples={held + 4} but it holds {held}" in w for w in decision.warnings)
+
+
+def test_a_member_of_several_zstandard_frames_is_read_whole(tmp_path: Path) -> None:
+    """inspect_ai 0.3.213 and later cap each zstd frame's input (200 MiB) so a large member is several frames
+    in a row; the reader must read across them, not stop after the first."""
+    zstandard = pytest.importorskip("zstandard")
+    header, summaries = _header_and_summaries()
+    half = len(summaries) // 2
+    packer = zstandard.ZstdCompressor()
+    frames = packer.compress(summaries[:half]) + packer.compress(summaries[half:])
+    data = _zip([_stored("header.json", header), ("summaries.json", frames, 93, len(summaries),
+                                                   zlib.crc32(summaries))])
+    (tmp_path / "frames.eval").write_bytes(data)
+    assert read_inspect_log(tmp_path / "frames.eval").tests == read_inspect_log(LOGS / "candidate.eval").tests
