@@ -6,7 +6,13 @@ its module path with dots, its name the function with parameters). Its outcome, 
 count": no child element passed, `<failure>` failed, `<error>` error, `<skipped>` skipped (pytest writes an xfail
 as a skip of type `pytest.xfail`: it counts as a skip, as xfailed does). Surefire's reruns: `<flakyFailure>` /
 `<flakyError>` beside no failure is a test that passed on a rerun (passed: the last attempt decides, as with
-pytest-rerunfailures); `<rerunFailure>` beside `<failure>` failed.
+pytest-rerunfailures); `<rerunFailure>` beside `<failure>` failed. A `status` of disabled or notrun (tst,
+GoogleTest's DISABLED_ tests) with no child element is skipped, never passed. Suites nest under either root.
+
+One classname and name written several times is either attempts of one test (gotestsum --rerun-fails,
+pytest-rerunfailures: one test, passed if an attempt passed) or distinct tests that share a title (jest's
+`describe` blocks: kept apart by file or position, and said); `_reruns` says how the file tells them apart.
+Declared totals (`tests=`, `failures=`, `errors=`) that contradict the cases are said in the decision.
 
 JUnit carries no dataset, model, prompt or scorer: the eval key holds only the suite names (the task is the one
 suite's name, else the `<testsuites name>`, else `junit`; the suite names are a component), and the decision says
