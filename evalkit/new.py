@@ -3,6 +3,8 @@
 import sys
 
 from evalkit.cli.new import main
+from evalkit.cli.main import deprecated
 
 if __name__ == "__main__":
+    deprecated("evalkit.new")
     sys.exit(main())

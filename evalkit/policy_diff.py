@@ -3,6 +3,8 @@
 import sys
 
 from evalkit.cli.policy_diff import main
+from evalkit.cli.main import deprecated
 
 if __name__ == "__main__":
+    deprecated("evalkit.policy_diff")
     sys.exit(main())

@@ -14,6 +14,7 @@ from pathlib import Path
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.cli.guard import command, say, write_output
+from evalkit.cli.main import epilog
 from evalkit.core.errors import InputError
 from evalkit.core.key import changed_settings
 from evalkit.core.outputs import refuse_input, refuse_link, same_file
@@ -33,7 +34,7 @@ __all__ = ["main"]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog="python -m evalkit.gate",
+        prog="evalkit gate", epilog=epilog("gate"),
         description="Gate a candidate run report against a baseline run report under a policy. "
                     "Exit code: 0 go (or review), 1 block, 2 incomparable, 3 input or usage error (or an output "
                     "that cannot be written), 4 internal error.")

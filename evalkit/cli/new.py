@@ -10,6 +10,7 @@ from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command
+from evalkit.cli.main import epilog
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError
 from evalkit.gate.decision import ExitCode
@@ -21,7 +22,7 @@ __all__ = ["main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = ArgumentParser(prog="python -m evalkit.new",
+    parser = ArgumentParser(prog="evalkit new", epilog=epilog("new"),
                             description="Scaffold an evalkit project or a suite in it. Nothing that exists is "
                                         "overwritten. Exit code: 0 written, 3 input or usage error.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
