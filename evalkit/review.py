@@ -2,8 +2,8 @@
 
 import sys
 
-from evalkit.cli.review import main
 from evalkit.cli.main import deprecated
+from evalkit.cli.review import main
 
 if __name__ == "__main__":
     deprecated("evalkit.review")
