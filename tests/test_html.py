@@ -152,7 +152,9 @@ def test_beyond_the_row_limit_every_tagged_test_stays_and_the_cut_is_said():
     assert page.count('data-tags="regressed failing"') == len(decision.regressed)
     assert page.count('data-tags="fixed"') == len(decision.fixed)
     assert "2000 passing untagged tests are not listed" in page
-    assert f'data-filter="all" aria-pressed="true">all ({MAX_TEST_ROWS + 2_000})' in page
+    # the table opens on the regressed tests; "all" counts every test, listed or not
+    assert 'data-filter="regressed" aria-pressed="true">regressed' in page
+    assert f'data-filter="all" aria-pressed="false">all ({MAX_TEST_ROWS + 2_000})' in page
 
 
 def test_a_candidate_program_run_shows_its_grades_and_the_isolation_that_held():
@@ -166,3 +168,39 @@ def test_a_candidate_program_run_shows_its_grades_and_the_isolation_that_held():
     assert "<dt>recording_provenance</dt>" not in page and "<dt>run_kind</dt>" in page
     assert "<td>task_pass</td><td>-</td><td>fail</td>" in page  # a failing case's grade, no baseline side
     assert "<h4>Candidate program</h4>" in page
+
+
+def test_test_ids_may_wrap_at_their_separators_and_stay_escaped():
+    from evalkit.render.html import breakable
+
+    assert str(breakable("t.py::test_a[<b>x</b>]")) == "t.py<wbr>::test_a<wbr>[&lt;b&gt;x&lt;/b&gt;]"
+
+
+def test_the_banner_shows_what_the_change_traded():
+    baseline, candidate, decision = large_pair(200)
+    page = render_report_html(candidate, decision, baseline)
+    banner = page.split('<ul class="tradeoff">', 1)[1].split("</ul>", 1)[0]
+    labels = re.findall(r"<span>([^<]+)</span> <strong>([^<]+)</strong>", banner)
+    before = baseline.passed / len(baseline.outcomes)
+    after = candidate.passed / len(candidate.outcomes)
+    assert labels[:3] == [("regressed", str(len(decision.regressed))), ("fixed", str(len(decision.fixed))),
+                          ("critical failing", "0")]
+    assert labels[3] == ("pass rate", f"{after:.3f} ({after - before:+.3f})")
+
+
+def test_a_page_not_gated_shows_no_baseline_neutrally_and_opens_on_the_failing_tests():
+    _, candidate, _ = large_pair(50)
+    page = render_report_html(candidate)
+    assert 'class="absent"' not in page and '<ul class="tradeoff">' not in page
+    failing = sum(1 for outcome in candidate.outcomes.values() if outcome != "passed")
+    initial = "failing" if failing else "all"
+    assert f'data-initial="{initial}"' in page
+
+
+def test_rows_are_ordered_by_severity():
+    baseline, candidate, decision = large_pair(300)
+    page = render_report_html(candidate, decision, baseline)
+    tags = re.findall(r'<tr data-tags="([^"]*)">', page)
+    ranks = [0 if {"critical", "failing"} <= set(t.split()) else 1 if "regressed" in t else 2 if "failing" in t
+             else 3 if "new" in t else 4 if "fixed" in t else 5 for t in tags]
+    assert ranks == sorted(ranks) and ranks[0] < 5
