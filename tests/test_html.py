@@ -204,3 +204,28 @@ def test_rows_are_ordered_by_severity():
     ranks = [0 if {"critical", "failing"} <= set(t.split()) else 1 if "regressed" in t else 2 if "failing" in t
              else 3 if "new" in t else 4 if "fixed" in t else 5 for t in tags]
     assert ranks == sorted(ranks) and ranks[0] < 5
+
+
+def test_the_sweep_matrix_lists_disagreeing_cases_first_with_each_jobs_reply():
+    from evalkit.render.sweep_page import JobCase
+
+    rows = [{"job": 0, "overrides": ["prompt=v1"], "decision": "go", "metrics": {}},
+            {"job": 1, "overrides": ["prompt=v2"], "decision": "block", "metrics": {}},
+            {"job": 2, "overrides": ["prompt=v3"], "error": "outage: refused", "metrics": {}}]
+    first = {"a": JobCase(True, "<b>same</b>"), "b": JobCase(True, "ok"), "c": JobCase(None, None)}
+    second = {"a": JobCase(True, "same"), "b": JobCase(False, "x" * 5_000)}
+    page = render_summary_html(rows, [], ["0", "1", None], [first, second, None])
+    matrix = page.split('<table id="matrix-table">', 1)[1]
+    ids = re.findall(r'<tr data-tags="(\w+)"><td><code>(\w+)</code>', matrix)
+    assert ids == [("disagree", "b"), ("agree", "a"), ("agree", "c")]
+    assert "&lt;b&gt;same&lt;/b&gt;" in matrix and "<b>same" not in matrix
+    assert "3000 more characters in the job's report.json" in matrix
+    assert matrix.count('<td class="absent">absent</td>') == 4  # job 2 wrote no report; job 1 has no case c
+    assert 'data-initial="disagree"' in page and "1 of 3 case(s) have jobs that disagree" in page
+
+
+def test_a_sweep_of_one_job_has_no_matrix():
+    from evalkit.render.sweep_page import JobCase
+
+    page = render_summary_html([{"job": 0, "decision": "go"}], [], ["0"], [{"a": JobCase(True, "x")}])
+    assert "matrix-table" not in page

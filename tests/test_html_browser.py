@@ -229,3 +229,22 @@ def test_a_blocked_change_shows_its_regressed_tests_without_scrolling(open_page,
     assert sorted(t.replace("\n", "") for t in text) == sorted(decision["regressed"])
     assert all(line.startswith(("[", "test_", "::")) for t in text for line in t.splitlines()[1:]), text
     assert opened.foreign_requests == [] and opened.errors == []
+
+
+def test_a_sweeps_matrix_opens_on_the_cases_where_jobs_disagree(open_page, tmp_path):
+    done = evalkit_cli("evalkit", "-m", "model=gemini-flash,gemma4", f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    assert done.returncode == 1, done.stderr
+    regressed = json.loads((tmp_path / "sweep" / "1" / "decision.json").read_text())["regressed"]
+    opened = open_page(tmp_path / "sweep" / "summary.html")
+    page = opened.page
+    rows = page.locator("#matrix-table tbody tr:visible")
+    shown = sorted(rows.evaluate_all("rows => rows.map(r => r.cells[0].innerText)"))
+    assert shown == sorted({name.rsplit("[", 1)[1].rstrip("]") for name in regressed})
+    cell = rows.first.locator("td").nth(2)
+    assert cell.inner_text().strip() == "failed" and not cell.locator("pre").is_visible()
+    cell.locator("summary").click()
+    assert cell.locator("pre").is_visible() and cell.locator("pre").inner_text().strip()
+    page.locator("button[data-filter=all]").nth(0).click()
+    total = len(json.loads((tmp_path / "sweep" / "0" / "report.json").read_text())["cases"])
+    assert page.locator("#matrix-table tbody tr:visible").count() == total > len(shown)
+    assert opened.foreign_requests == [] and opened.errors == []
