@@ -57,3 +57,20 @@ def test_option_rows_flatten_nested_models_and_say_defaults():
     rows = {key: (kind, default) for key, kind, default, _ in option_rows(RunConfig)}
     assert rows["mode"][1] == "`'replay'`" and rows["policy_from"] == ("str | None", "null")
     assert "run.concurrency" in rows and "model.name" in rows and rows["suite.name"][1] == "required"
+
+
+def test_every_docs_page_is_in_the_navigation():
+    from docs_text import pages
+
+    listed = {page.relative_to(PROJECT_ROOT / "docs") for page in pages()[1:]}
+    on_disk = {page.relative_to(PROJECT_ROOT / "docs") for page in (PROJECT_ROOT / "docs").rglob("*.md")}
+    assert listed == on_disk
+
+
+def test_the_readme_stays_short_and_links_every_guide():
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 300
+    linked = set(re.findall(r"\]\((docs/[^)]+\.md)\)", readme))
+    guides = {f"docs/{p.relative_to(PROJECT_ROOT / 'docs').as_posix()}" for p in (PROJECT_ROOT / "docs").rglob("*.md")
+              if p.name != "index.md"}
+    assert guides <= linked, sorted(guides - linked)
