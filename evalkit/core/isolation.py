@@ -10,7 +10,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Layer", "layers_held"]
+__all__ = ["Layer", "isolation_label", "layers_held"]
 
 
 class Layer(enum.StrEnum):
@@ -32,3 +32,9 @@ def layers_held(provenance: Mapping[str, Any]) -> dict[Layer, bool] | None:
         return None
     return {layer: isinstance(layers.get(layer.value), Mapping) and layers[layer.value].get("held") is True
             for layer in Layer}
+
+
+def isolation_label(isolation: Any) -> Any:
+    """A program run's `provenance.isolation` as one line: the label naming its layers (a report written before
+    layers were recorded carries that label alone)."""
+    return isolation.get("label") if isinstance(isolation, Mapping) else isolation

@@ -72,11 +72,12 @@ def _adopted() -> list[int]:
 
 
 def _kill_all() -> int:
-    """Kill and reap every descendant; the most found alive at once."""
-    most = 0
+    """Kill and reap every descendant; how many there were. Each sweep finds the children of those the previous
+    one killed, so the count is of every process killed, not of one sweep."""
+    killed: set[int] = set()
     for _ in range(1000):
         alive = _adopted()
-        most = max(most, len(alive))
+        killed.update(alive)
         for pid in alive:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -90,7 +91,7 @@ def _kill_all() -> int:
                 break
         if not alive:
             break
-    return most
+    return len(killed)
 
 
 def _fetch(name: str, limit: int, own_device: int) -> dict[str, Any]:
@@ -103,7 +104,7 @@ def _fetch(name: str, limit: int, own_device: int) -> dict[str, Any]:
         return {"kind": "missing"}
     except OSError as error:
         return {"kind": "unreadable", "error": error.strerror or str(error)}
-    with os.fdopen(fd, "rb") as handle:
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return {"kind": "not_regular"}
@@ -113,11 +114,15 @@ def _fetch(name: str, limit: int, own_device: int) -> dict[str, Any]:
             return {"kind": "hard_link", "names": info.st_nlink}
         if info.st_dev != own_device:
             return {"kind": "foreign_device"}
-        data = handle.read(limit + 1)
+        data = os.pread(fd, limit + 1, 0)
+    except OSError as error:
+        return {"kind": "unreadable", "error": error.strerror or str(error)}
+    finally:
+        os.close(fd)
     return {"kind": "file", "size": info.st_size, "data": base64.b64encode(data).decode("ascii")}
 
 
-def _limits_hit(status: int, cpu_s: float, most_alive: int, stderr_tail: str, limits: dict[str, int],
+def _limits_hit(status: int, cpu_s: float, killed: int, stderr_tail: str, limits: dict[str, int],
                 disk_full: bool, timed_out: bool) -> list[str]:
     """The limits the program ran into, from its end, its CPU time, what was still alive and its last words."""
     hit = []
@@ -129,7 +134,7 @@ def _limits_hit(status: int, cpu_s: float, most_alive: int, stderr_tail: str, li
                                        and cpu_s >= limits["cpu_s"] - 0.05):
         hit.append("cpu")
     # the launcher and, under bubblewrap, its init count against the same limit
-    if most_alive >= limits.get("processes", sys.maxsize) - 3 or any(s in line for line in last_lines for s in _SIGNS["processes"]):
+    if killed >= limits.get("processes", sys.maxsize) - 3 or any(s in line for line in last_lines for s in _SIGNS["processes"]):
         hit.append("processes")
     if disk_full or signalled == signal.SIGXFSZ or any(s in line for line in last_lines for s in _SIGNS["disk"]):
         hit.append("disk")
@@ -169,7 +174,7 @@ def main() -> None:
     _, status, usage = os.wait4(child, 0)
     signal.setitimer(signal.ITIMER_REAL, 0)
     wall_ms = round((time.monotonic() - started) * 1000, 3)
-    most_alive = _kill_all()
+    killed = _kill_all()
     disk = os.statvfs(".")
     # a size-limited tmpfs with (next to) nothing left; the host's disk when there is none
     disk_full = request.get("task_tmpfs", False) and disk.f_bavail * disk.f_frsize < 64 * 1024
@@ -178,7 +183,7 @@ def main() -> None:
     cpu_s = usage.ru_utime + usage.ru_stime
     json.dump({"exit_code": os.waitstatus_to_exitcode(status), "timed_out": timed_out, "wall_ms": wall_ms,
                "cpu_s": round(cpu_s, 3),
-               "limits_hit": _limits_hit(status, cpu_s, most_alive, tail, limits, disk_full, timed_out),
+               "limits_hit": _limits_hit(status, cpu_s, killed, tail, limits, disk_full, timed_out),
                "files": {name: _fetch(name, limit, own_device) for name, limit in request["fetch"].items()}},
               report)
     report.close()
