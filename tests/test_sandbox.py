@@ -8,8 +8,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
-import sys
 import textwrap
 import threading
 import time

@@ -20,8 +20,8 @@ from evalkit.core.outputs import refuse_input, refuse_link, same_file
 from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
 from evalkit.core.report import RunReport, read_reports
 from evalkit.gate.decide import decide
-from evalkit.gate.isolation import refuse_short_isolation
 from evalkit.gate.decision import ExitCode, exit_code
+from evalkit.gate.isolation import refuse_short_isolation
 from evalkit.project.options import find_option
 from evalkit.project.paths import shown
 from evalkit.render.junit import render_junit

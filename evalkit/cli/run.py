@@ -94,8 +94,8 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
     from evalkit.core.files import read_text_sha256
     from evalkit.core.key import changed_settings
     from evalkit.gate.decide import decide
-    from evalkit.gate.isolation import refuse_short_isolation
     from evalkit.gate.decision import ExitCode, exit_code
+    from evalkit.gate.isolation import refuse_short_isolation
     from evalkit.render.junit import render_junit
     from evalkit.render.markdown import render_markdown
     from evalkit.render.report_page import render_report_html
@@ -121,7 +121,8 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
                     f"{result.report.dataset.get('split')}, {tests} (candidate programs, no model calls); "
                     f"units spent {budget_used.get('spent_units')}, unknown reservations "
                     f"{budget_used.get('unknown_reservations')}, denied cases {budget_used.get('denied_cases')}; "
-                    f"report {result.report_path}\nisolation: {isolation_label(result.report.provenance.get('isolation'))}")
+                    f"report {result.report_path}\n"
+                    f"isolation: {isolation_label(result.report.provenance.get('isolation'))}")
     else:
         run_line = (f"run: suite {config.suite.name}, {tests} ({config.mode}, recording {result.recording_path.name}, "
                     f"{result.report.provenance.get('recording_provenance')}); report {result.report_path}")

@@ -12,8 +12,8 @@ from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.policy import Policy
 
 __all__ = ["BUILTIN_METRICS", "SliceSpec", "SweepSettings", "Mode", "Progress", "Price", "BudgetConfig", "ModelConfig",
-           "PromptConfig", "DatasetConfig", "ProgramLimits", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig", "from_hydra",
-           "validate_config"]
+           "PromptConfig", "DatasetConfig", "ProgramLimits", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig",
+           "from_hydra", "validate_config"]
 
 
 class Mode(enum.StrEnum):

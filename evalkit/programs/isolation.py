@@ -108,8 +108,8 @@ def _bubblewrap_tries() -> list[tuple[str, int | None]]:
 
 def _bubblewrap_prefix(bwrap: str, python: str) -> tuple[str, ...]:
     """bwrap's arguments up to `--`, without the task folder and /tmp (sized per run, evalkit.programs.sandbox)."""
-    args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1",
-            "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", "sandbox", "--cap-drop", "ALL",
+    args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+            "--as-pid-1", "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", "sandbox", "--cap-drop", "ALL",
             "--ro-bind", "/usr", "/usr"]
     for path in _SYSTEM_DIRS:
         if os.path.islink(path):
@@ -137,18 +137,14 @@ def _try(command: list[str], user: int | None) -> str | None:
     """None if `command` ran and exited 0 with an empty environment, else one line saying why not."""
     try:
         done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              env={}, timeout=10, check=False, **_as_user(user))
+                              env={}, timeout=10, check=False, user=user, group=user,
+                              extra_groups=None if user is None else [])
     except (OSError, ValueError, subprocess.SubprocessError) as error:
         return str(error)
     if done.returncode == 0:
         return None
-    lines = done.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit code {done.returncode}"]
-    return lines[-1][:200]
-
-
-def _as_user(user: int | None) -> dict[str, Any]:
-    """Popen arguments that start a process as `user` (all its groups dropped), or nothing for evalkit's own."""
-    return {} if user is None else {"user": user, "group": user, "extra_groups": []}
+    lines: list[str] = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    return (lines or [f"exit code {done.returncode}"])[-1][:200]
 
 
 def _bubblewrap_isolation(prefix: tuple[str, ...], python: str, user: int | None) -> Isolation:

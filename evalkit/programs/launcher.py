@@ -133,8 +133,9 @@ def _limits_hit(status: int, cpu_s: float, killed: int, stderr_tail: str, limits
     if signalled == signal.SIGXCPU or (signalled == signal.SIGKILL and not timed_out
                                        and cpu_s >= limits["cpu_s"] - 0.05):
         hit.append("cpu")
-    # the launcher and, under bubblewrap, its init count against the same limit
-    if killed >= limits.get("processes", sys.maxsize) - 3 or any(s in line for line in last_lines for s in _SIGNS["processes"]):
+    # the launcher and the program itself count against the same limit
+    near = killed >= limits.get("processes", sys.maxsize) - 3
+    if near or any(s in line for line in last_lines for s in _SIGNS["processes"]):
         hit.append("processes")
     if disk_full or signalled == signal.SIGXFSZ or any(s in line for line in last_lines for s in _SIGNS["disk"]):
         hit.append("disk")

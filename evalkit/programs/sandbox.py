@@ -140,14 +140,15 @@ def _check_name(name: str, program_name: str) -> None:
 
 
 def _launch(command: list[str], cwd: Path, request: bytes, timeout_s: float,
-            isolation: Isolation) -> tuple[dict[str, Any] | None, tuple[Status, str]]:
+            isolation: Isolation) -> tuple[dict[str, Any] | None, tuple[Status, str | None]]:
     """Start the launcher in its own session, hand it the request, and parse its report; on no report, why."""
     env = {"LANG": "C.UTF-8", "HOME": str(cwd), "TMPDIR": str(cwd)}  # nothing inherited: no credentials leak
-    user = {} if isolation.user is None else {"user": isolation.user, "group": isolation.user, "extra_groups": []}
     if isolation.user is not None:
         os.chmod(cwd, 0o755)  # nobody must be able to start in it
+    # as another user (nobody) with every group of evalkit's dropped
     proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, start_new_session=True, **user)
+                            stderr=subprocess.PIPE, env=env, start_new_session=True, user=isolation.user,
+                            group=isolation.user, extra_groups=None if isolation.user is None else [])
     try:
         out, err = proc.communicate(request, timeout=timeout_s + _LAUNCHER_GRACE_S)
     except subprocess.TimeoutExpired:
@@ -165,7 +166,7 @@ def _launch(command: list[str], cwd: Path, request: bytes, timeout_s: float,
     if not isinstance(report, dict):
         lines = err.decode("utf-8", "replace").strip().splitlines() or [f"exit code {proc.returncode}"]
         return None, ("crashed", f"the launcher gave no report ({lines[-1][:200]})")
-    return report, ("finished", "")
+    return report, ("finished", None)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
