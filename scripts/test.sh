@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # services themselves; installing them starts nothing we rely on. Maven and a JDK run the surefire JUnit XML
 # fixtures again (tests/test_adapt_junit.py).
 DEBIAN_PACKAGES=(chromium chromium-driver munge slurmctld slurmd slurm-client slurmdbd mariadb-server maven
-                 openjdk-17-jdk-headless)
+                 openjdk-17-jdk-headless bubblewrap)
 missing=()
 for package in "${DEBIAN_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -441,6 +442,17 @@ def test_without_bubblewrap_a_candidate_that_rewrites_a_grader_is_a_run_error_no
     assert "the suite's checks or evalkit's code changed while the candidate program ran" in errors[0]
     assert "graders.py changed" in errors[0] and str(program) in errors[0]
     assert not (job / "report.json").exists() and not (job / "decision.json").exists()
+
+
+def test_without_bubblewrap_the_shipped_policy_refuses_the_run(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    done = without_bubblewrap(tmp_path, "suite=quality_lab", f"baseline={BASELINE}", f"hydra.run.dir={job}")
+    assert done.returncode == 3, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, errors
+    # network and pid hold too where unshare works; the filesystem view and the limits need bubblewrap
+    assert re.search(r"candidate run report: isolation filesystem(, network)?(, pid)?, limits not held", errors[0])
+    assert (job / "report.json").exists() and not (job / "decision.json").exists()  # evidence kept, no decision
 
 
 # Everything an untrusted candidate might try in one program, then an answer: copy the references and the graders
