@@ -507,19 +507,36 @@ def test_listing_the_root_home_and_the_project_shows_only_the_runtime(tmp_path: 
 def test_the_program_runs_unprivileged(tmp_path: Path) -> None:
     result = run(tmp_path, """
     status = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)
-    try:
-        os.unshare(os.CLONE_NEWUSER)
-        nested = "allowed"
-    except (OSError, AttributeError) as error:
-        nested = str(error)
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    # a nested user namespace (CLONE_NEWUSER) would give the program every capability inside it
+    nested = "allowed" if libc.unshare(0x10000000) == 0 else os.strerror(ctypes.get_errno())
+    # PTRACE_TRACEME needs no permission at all: only the seccomp filter refuses it
+    traceme = "allowed" if libc.ptrace(0, 0, None, None) == 0 else os.strerror(ctypes.get_errno())
     respond({"uid": os.getuid(), "caps": [status[k].strip() for k in ("CapEff", "CapPrm", "CapBnd")],
-             "no_new_privs": status["NoNewPrivs"].strip(), "nested": nested})
+             "no_new_privs": status["NoNewPrivs"].strip(), "nested": nested, "traceme": traceme,
+             "seccomp": status["Seccomp"].strip()})
     """, isolation=sandboxed())
     assert result.response is not None, result.reason
     assert result.response["uid"] == 65534
     assert result.response["caps"] == ["0000000000000000"] * 3
     assert result.response["no_new_privs"] == "1"
-    assert result.response["nested"] != "allowed"
+    assert result.response["nested"] == result.response["traceme"] == "Operation not permitted"
+    assert result.response["seccomp"] == "2"  # filter mode
+
+
+def test_the_seccomp_filter_checks_the_architecture_then_denies_each_call() -> None:
+    import struct
+
+    from evalkit.programs.seccomp import DENIED, seccomp_filter
+
+    assert seccomp_filter("riscv64") is None  # no table: no filter, and the label says so
+    program = [struct.unpack("=HBBI", chunk) for chunk in
+               (lambda data: [data[i:i + 8] for i in range(0, len(data), 8)])(seccomp_filter("x86_64") or b"")]
+    assert program[:3] == [(0x20, 0, 0, 4), (0x15, 1, 0, 0xC000003E), (0x06, 0, 0, 0x80000000)]
+    denied = [k for code, _, _, k in program if code == 0x15][1:]
+    assert len(denied) == len(DENIED) and 101 in denied  # ptrace
+    assert program[-1] == (0x06, 0, 0, 0x7FFF0000)
 
 
 PTRACE = """

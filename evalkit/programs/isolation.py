@@ -15,19 +15,23 @@ hold are named, with why, in `Isolation.to_json()` (each run's `provenance.isola
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import platform
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalkit.core.config import ProgramLimits
 from evalkit.core.isolation import Layer
+from evalkit.programs.seccomp import DENIED, seccomp_filter
 
-__all__ = ["NOBODY", "TASK_DIR", "Isolation", "probe_isolation", "unisolated"]
+__all__ = ["NOBODY", "TASK_DIR", "Isolation", "probe_isolation", "seccomp_file", "unisolated"]
 
 NOBODY = 65534  # the conventional unprivileged user and group: owns no file of the machine
 TASK_DIR = "/task"  # where the task folder is inside the bubblewrap view
@@ -51,6 +55,7 @@ class Isolation:
     user: int | None = None  # the host user to run bwrap as (nobody when evalkit is root), else evalkit's own
     bubblewrap: bool = False  # the task folder is the sandbox's own tmpfs at TASK_DIR, not a host directory
     limited_processes: bool = False  # RLIMIT_NPROC counts the sandbox's user alone, so it can be set
+    seccomp: bytes | None = None  # the filter bubblewrap loads (evalkit.programs.seccomp), if any
 
     def held(self, layer: Layer) -> bool:
         return self.layers[layer][0]
@@ -65,13 +70,15 @@ class Isolation:
         return {"layers": {layer.value: {"held": held, "detail": detail}
                            for layer, (held, detail) in self.layers.items()}, "label": self.label}
 
-    def command(self, limits: ProgramLimits) -> list[str]:
-        """The command that starts the launcher; the tmpfs sizes are this run's disk limit."""
+    def command(self, limits: ProgramLimits, seccomp_fd: int | None = None) -> list[str]:
+        """The command that starts the launcher; the tmpfs sizes are this run's disk limit, and `seccomp_fd` an
+        open descriptor holding `self.seccomp` for bubblewrap to read."""
         if not self.bubblewrap:
             return list(self.prefix)
         size = str(limits.disk_mb * _MIB)
+        seccomp = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
         return [*self.prefix[:-1], "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", TASK_DIR,
-                "--chdir", TASK_DIR, "--"]
+                "--chdir", TASK_DIR, *seccomp, "--"]
 
 
 @functools.cache
@@ -82,12 +89,15 @@ def probe_isolation() -> Isolation:
     if bwrap is None:
         failures.append("bubblewrap (bwrap) not found")
     else:
+        filter_ = seccomp_filter()
         for python, user in _bubblewrap_tries():
             prefix = _bubblewrap_prefix(bwrap, python)
-            why = _try([*prefix[:-1], "--tmpfs", TASK_DIR, "--chdir", TASK_DIR, "--", python, "-I", "-c",
-                        f"import os; assert os.getcwd() == {TASK_DIR!r} and os.getpid() == 1"], user)
+            trial = Isolation(layers={}, prefix=prefix, python=python, bubblewrap=True, seccomp=filter_)
+            with seccomp_file(trial) as fd:
+                why = _try([*trial.command(ProgramLimits(), fd), python, "-I", "-c",
+                            f"import os; assert os.getcwd() == {TASK_DIR!r} and os.getpid() == 1"], user, fd)
             if why is None:
-                return _bubblewrap_isolation(prefix, python, user)
+                return _bubblewrap_isolation(prefix, python, user, filter_)
             who = "nobody" if user == NOBODY else "evalkit's user"
             failures.append(f"bwrap as {who} with {python}: {why}")
     return _unshare_isolation("; ".join(failures))
@@ -133,12 +143,27 @@ def _runtime_root(python: str) -> str | None:
     return root if root != "/" else None
 
 
-def _try(command: list[str], user: int | None) -> str | None:
+@contextlib.contextmanager
+def seccomp_file(isolation: Isolation) -> Iterator[int | None]:
+    """A descriptor from which bubblewrap reads the isolation's seccomp filter (None without one); closed after."""
+    if isolation.seccomp is None:
+        yield None
+        return
+    read, write = os.pipe()
+    try:
+        os.write(write, isolation.seccomp)  # a few hundred bytes: the pipe holds them without a reader
+        os.close(write)
+        yield read
+    finally:
+        os.close(read)
+
+
+def _try(command: list[str], user: int | None, fd: int | None = None) -> str | None:
     """None if `command` ran and exited 0 with an empty environment, else one line saying why not."""
     try:
         done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               env={}, timeout=10, check=False, user=user, group=user,
-                              extra_groups=None if user is None else [])
+                              extra_groups=None if user is None else [], pass_fds=() if fd is None else (fd,))
     except (OSError, ValueError, subprocess.SubprocessError) as error:
         return str(error)
     if done.returncode == 0:
@@ -147,7 +172,8 @@ def _try(command: list[str], user: int | None) -> str | None:
     return (lines or [f"exit code {done.returncode}"])[-1][:200]
 
 
-def _bubblewrap_isolation(prefix: tuple[str, ...], python: str, user: int | None) -> Isolation:
+def _bubblewrap_isolation(prefix: tuple[str, ...], python: str, user: int | None,
+                          filter_: bytes | None) -> Isolation:
     uid = os.geteuid() if user is None else user
     user_held = uid != 0
     who = ("nobody (uid 65534), another user than evalkit's" if user == NOBODY
@@ -160,13 +186,15 @@ def _bubblewrap_isolation(prefix: tuple[str, ...], python: str, user: int | None
                               "abstract Unix sockets cut"),
         Layer.PID: (True, "own PID namespace with the launcher as its init: evalkit invisible, the whole tree "
                           "killed when the program exits or times out, setsid() descendants included"),
-        Layer.USER: (user_held, f"{who}; no capabilities, no_new_privs, no further user namespaces; the launcher "
-                                "is not dumpable, so the program cannot ptrace it"
-                                + ("" if user_held else "; it is root on the host")),
+        Layer.USER: (user_held, f"{who}; no capabilities, no_new_privs, no further user namespaces; "
+                                + (f"a seccomp filter denying {len(DENIED)} system calls (ptrace, bpf, mount, "
+                                   "unshare, keyctl, io_uring ...)" if filter_ is not None
+                                   else f"no seccomp filter (no system call table for {platform.machine()})")
+                                + "; the launcher is not dumpable" + ("" if user_held else "; it is root on the host")),
         Layer.LIMITS: (True, _limits_detail(processes=True, disk=True)),
     }
     return Isolation(layers=layers, prefix=prefix, python=python, user=user, bubblewrap=True,
-                     limited_processes=True)
+                     limited_processes=True, seccomp=filter_)
 
 
 def _limits_detail(*, processes: bool, disk: bool) -> str:

@@ -32,7 +32,7 @@ from evalkit.core.config import ProgramLimits
 from evalkit.core.errors import InputError
 from evalkit.core.fingerprint import sha256
 from evalkit.programs import launcher
-from evalkit.programs.isolation import Isolation, probe_isolation
+from evalkit.programs.isolation import Isolation, probe_isolation, seccomp_file
 
 __all__ = ["ARTIFACT_LIMIT", "LAUNCHER", "ProgramRun", "run_program"]
 
@@ -97,8 +97,9 @@ def run_program(program: Path, args: Sequence[str], task: bytes, files: Mapping[
     }
     with tempfile.TemporaryDirectory(prefix="evalkit-candidate-", ignore_cleanup_errors=True) as tmp:
         # under bubblewrap the launcher never sees this directory: it only gives the process a harmless cwd
-        command = [*isolation.command(limits), isolation.python, "-I", "-c", LAUNCHER]
-        report, failure = _launch(command, Path(tmp), json.dumps(request).encode(), timeout_s, isolation)
+        with seccomp_file(isolation) as fd:
+            command = [*isolation.command(limits, fd), isolation.python, "-I", "-c", LAUNCHER]
+            report, failure = _launch(command, Path(tmp), json.dumps(request).encode(), timeout_s, isolation, fd)
     visible = tuple(sorted(contents))
     if report is None:
         status, reason = failure
@@ -139,8 +140,8 @@ def _check_name(name: str, program_name: str) -> None:
     raise InputError(f"candidate file {name!r}: {why}")
 
 
-def _launch(command: list[str], cwd: Path, request: bytes, timeout_s: float,
-            isolation: Isolation) -> tuple[dict[str, Any] | None, tuple[Status, str | None]]:
+def _launch(command: list[str], cwd: Path, request: bytes, timeout_s: float, isolation: Isolation,
+            seccomp_fd: int | None) -> tuple[dict[str, Any] | None, tuple[Status, str | None]]:
     """Start the launcher in its own session, hand it the request, and parse its report; on no report, why."""
     env = {"LANG": "C.UTF-8", "HOME": str(cwd), "TMPDIR": str(cwd)}  # nothing inherited: no credentials leak
     if isolation.user is not None:
@@ -148,7 +149,8 @@ def _launch(command: list[str], cwd: Path, request: bytes, timeout_s: float,
     # as another user (nobody) with every group of evalkit's dropped
     proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, start_new_session=True, user=isolation.user,
-                            group=isolation.user, extra_groups=None if isolation.user is None else [])
+                            group=isolation.user, extra_groups=None if isolation.user is None else [],
+                            pass_fds=() if seccomp_fd is None else (seccomp_fd,))
     try:
         out, err = proc.communicate(request, timeout=timeout_s + _LAUNCHER_GRACE_S)
     except subprocess.TimeoutExpired:
