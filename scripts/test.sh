@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # fixtures again (tests/test_adapt_junit.py). shellcheck lets actionlint check the CI workflows' shell steps, and
 # jq applies the comment workflow's `gh --jq` filters in its local run (tests/test_ci_workflow.py).
 DEBIAN_PACKAGES=(chromium chromium-driver munge slurmctld slurmd slurm-client slurmdbd mariadb-server maven
-                 openjdk-17-jdk-headless shellcheck jq)
+                 openjdk-17-jdk-headless shellcheck jq bubblewrap)
 missing=()
 for package in "${DEBIAN_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -164,7 +164,7 @@ def test_a_candidate_program_run_shows_its_grades_and_the_isolation_that_held():
 
     report = load_report(PROJECT_ROOT / "suites" / "quality_lab" / "runs" / "baseline.json")  # recorded by a run
     page = render_report_html(report)
-    assert "<dt>isolation</dt><dd>cooperative subprocess" in page
+    assert "<dt>isolation</dt><dd>filesystem: held (bubblewrap mount namespace" in page  # the label, not the dict
     assert "<dt>recording_provenance</dt>" not in page and "<dt>run_kind</dt>" in page
     assert "<td>task_pass</td><td>-</td><td>fail</td>" in page  # a failing case's grade, no baseline side
     assert "<h4>Candidate program</h4>" in page

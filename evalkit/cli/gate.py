@@ -22,6 +22,7 @@ from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
 from evalkit.core.report import RunReport, read_reports
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import ExitCode, exit_code
+from evalkit.gate.isolation import refuse_short_isolation
 from evalkit.project.options import find_option
 from evalkit.project.paths import shown
 from evalkit.render.junit import render_junit
@@ -65,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()
     (baseline, baseline_sha), (candidate, candidate_sha) = read_reports([args.baseline, args.candidate])
     policy, identity = _choose_policy(args.policy, candidate, args.candidate)
+    refuse_short_isolation(policy, {"baseline": baseline, "candidate": candidate})
     decision = decide(policy, baseline, candidate)
     facts = evidence(identity, report_identity(str(args.baseline), baseline_sha, baseline),
                      report_identity(str(args.candidate), candidate_sha, candidate))

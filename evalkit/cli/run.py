@@ -19,6 +19,7 @@ from evalkit.cli.guard import command, say
 from evalkit.cli.hydra_errors import config_error, missing_option, output_dir_error
 from evalkit.cli.masked import MaskedStream, scrub_hydra_files
 from evalkit.core.errors import EvalkitError, OutageError, one_line
+from evalkit.core.isolation import isolation_label
 
 if TYPE_CHECKING:
     from evalkit.core.config import RunConfig
@@ -95,6 +96,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
     from evalkit.core.key import changed_settings
     from evalkit.gate.decide import decide
     from evalkit.gate.decision import ExitCode, exit_code
+    from evalkit.gate.isolation import refuse_short_isolation
     from evalkit.render.junit import render_junit
     from evalkit.render.markdown import render_markdown
     from evalkit.render.report_page import render_report_html
@@ -120,7 +122,8 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
                     f"{result.report.dataset.get('split')}, {tests} (candidate programs, no model calls); "
                     f"units spent {budget_used.get('spent_units')}, unknown reservations "
                     f"{budget_used.get('unknown_reservations')}, denied cases {budget_used.get('denied_cases')}; "
-                    f"report {result.report_path}\nisolation: {result.report.provenance.get('isolation')}")
+                    f"report {result.report_path}\n"
+                    f"isolation: {isolation_label(result.report.provenance.get('isolation'))}")
     else:
         run_line = (f"run: suite {config.suite.name}, {tests} ({config.mode}, recording {result.recording_path.name}, "
                     f"{result.report.provenance.get('recording_provenance')}); report {result.report_path}")
@@ -138,6 +141,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
         return ExitCode.GO
     name, base_report, base_sha = baseline
     policy, policy_facts = _gate_policy(config, row.get("overrides", ()))
+    refuse_short_isolation(policy, {"baseline": base_report, "candidate": result.report})
     decision = decide(policy, base_report, result.report)
     _, candidate_sha = read_text_sha256(result.report_path, "report")  # the report.json just written
     facts = evidence(policy_facts, report_identity(name, base_sha, base_report),

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from evalkit.core.isolation import isolation_label
 from evalkit.core.key import changed_settings
 from evalkit.core.report import PASSING, RunReport
 from evalkit.gate.decide import is_critical
@@ -426,14 +427,16 @@ def _slices(report: RunReport) -> list[dict[str, Any]]:
 def _provenance(report: RunReport) -> list[tuple[str, Clipped]]:
     """Where the run's replies came from (authored or recorded), the run's mode, and for candidate programs the
     isolation that held, per case where the cases differ from the run's probe."""
-    rows = [(str(name), clip(value, MESSAGE_CHARS)) for name, value in report.provenance.items()]
+    run_label = isolation_label(report.provenance.get("isolation"))
+    rows = [(str(name), clip(run_label if name == "isolation" else value, MESSAGE_CHARS))
+            for name, value in report.provenance.items()]
     rows += [(f"candidate {name}", clip(value, MESSAGE_CHARS)) for name, value in report.candidate.items()]
     labels: dict[str, int] = {}
     for case in report.cases:
         program = case.get("program")
         if isinstance(program, Mapping) and isinstance(program.get("isolation"), str):
             labels[program["isolation"]] = labels.get(program["isolation"], 0) + 1
-    if labels and set(labels) != {report.provenance.get("isolation")}:
+    if labels and set(labels) != {run_label}:
         rows += [(f"isolation held for {count} case(s)", clip(label, MESSAGE_CHARS)) for label, count in labels.items()]
     return rows
 
