@@ -36,6 +36,7 @@ from evalkit.core.policy import Policy, load_policy, policy_from_mapping, policy
 from evalkit.core.report import RunReport, parse_report
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Decision, ExitCode, exit_code
+from evalkit.gate.findings import Effect
 from evalkit.project.options import find_option
 from evalkit.project.paths import find_project, project_root, shown
 from evalkit.run.baseline import load_baseline
@@ -234,12 +235,12 @@ def render(old_spec: str, old: Policy, new_spec: str, new: Policy, pairs: list[P
     for pair in pairs:
         before, after = decide(old, pair.baseline_report, pair.candidate_report), \
             decide(new, pair.baseline_report, pair.candidate_report)
-        gone, came = _reasons(before) - _reasons(after), _reasons(after) - _reasons(before)
+        gone, came = _findings_only_in(before, after), _findings_only_in(after, before)
         codes = int(exit_code(before.decision, old.review_fails)), int(exit_code(after.decision, new.review_fails))
         if before.decision == after.decision and not gone and not came and codes[0] == codes[1]:
             same += 1
             continue
-        changed.append((pair, before, after, codes, sorted(gone), sorted(came)))
+        changed.append((pair, before, after, codes, gone, came))
     changed.sort(key=lambda row: row[1].decision == row[2].decision)  # changed decisions first, else as found
     flips = sum(1 for _, b, a, *_ in changed if b.decision != a.decision)
     lines.append(f"**{flips} decision(s) change**, {len(changed) - flips} keep their decision with other reasons, "
@@ -260,8 +261,13 @@ def render(old_spec: str, old: Policy, new_spec: str, new: Policy, pairs: list[P
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _reasons(decision: Decision) -> set[str]:
-    return set(decision.reasons) | {f"review: {r}" for r in decision.review_reasons}
+def _findings_only_in(decision: Decision, other: Decision) -> list[str]:
+    """The findings that decide (block or review) under one policy and not the other, told apart by rule, effect,
+    subject and tests, never by wording: a finding whose figures differ (the same regressions against another
+    limit) is the same finding. Shown sorted, review findings marked `review:`."""
+    theirs = {f.identity for f in other.findings}
+    return sorted(f"review: {f.message}" if f.effect is Effect.REVIEW else f.message for f in decision.findings
+                  if f.effect is not Effect.WARN and f.identity not in theirs)
 
 
 def _changed_keys(old: Policy, new: Policy) -> dict[str, tuple[Any, Any]]:
