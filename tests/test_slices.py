@@ -169,5 +169,3 @@ def test_passed_must_be_a_bool(bad):
 
 def test_no_cases_no_slices():
     assert slice_cases([], {}, "kind") == {}
-
-
