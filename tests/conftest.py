@@ -15,7 +15,8 @@ import pytest
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
 
-pytest_plugins = ["pytester", "browser"]  # browser: Chromium for the HTML pages (tests/browser.py)
+# browser: Chromium for the HTML pages (tests/browser.py); no_hidden_skips: under CI=true a skip fails the run
+pytest_plugins = ["pytester", "browser", "helpers.no_hidden_skips"]
 
 KEY = {"dataset": "issue-triage@1", "dataset_sha": "aaa", "model": "m", "prompt_version": "v1",
        "prompt_sha": "p1", "judge_model": "j"}
