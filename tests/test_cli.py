@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import evalkit_cli, report, write_json
+from docs_text import docs_text
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
@@ -215,7 +216,7 @@ def test_gate_cli_usage_error_is_not_incomparable(run_evalkit):
 
 
 def test_readme_output_example_is_what_the_program_prints(run_evalkit):
-    readme = (PROJECT_ROOT / "README.md").read_text()
+    readme = docs_text()  # the README and the docs site
     shown = readme.split("What `python -m evalkit model=gemma4` prints", 1)[1].split("```", 2)[1].strip()
     done = run_evalkit("model=gemma4")
     printed = re.sub(r"report \S+report\.json", "report outputs/.../report.json", done.stdout.strip())

@@ -20,6 +20,7 @@ from evalkit.adapt.framework import Adaptation, Source, available_sources, gate_
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.cli.guard import command, say, write_output
+from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
@@ -37,7 +38,7 @@ _EXITS = "Exit code: 0 go (or review), 1 block, 2 incomparable, 3 input or usage
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog="python -m evalkit.adapt",
+        prog="evalkit adapt", epilog=epilog("adapt"),
         description="Adapt what other eval tools wrote into run reports and gate the candidate against the "
                     f"baseline. {_EXITS}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="SOURCE")

@@ -28,6 +28,7 @@ from typing import Any
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import saved_decision_field
 from evalkit.cli.guard import command, say
+from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.files import decode, read_text
 from evalkit.core.parsing import parse_json, parse_yaml
@@ -68,7 +69,7 @@ class Pair:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog="python -m evalkit.policy_diff",
+        prog="evalkit policy-diff", epilog=epilog("policy-diff"),
         description="Decide stored baseline/candidate pairs under an old and a new policy and print, as Markdown, "
                     "the decisions that change and why. Exit code: 0 compared, 3 input or usage error, 4 internal "
                     "error.")

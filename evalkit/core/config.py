@@ -262,6 +262,9 @@ class RunConfig(_Strict):
     mode: Mode = Mode.REPLAY
     baseline: str | None = "default"
     """`default` (the suite's shipped baseline), a report path, `git:REF:PATH`, or `none` to skip the gate."""
+    policy_from: str | None = None
+    """`git:REF`: decide under the composed policy option as it is at REF (`git:origin/main` in a pull request's
+    CI, so a change cannot lower the floor it is gated on); null: the policy as composed here."""
     require_pass: bool = True
     """Exit with the decision's code (1 block, 2 incomparable); false: still write every report and decision,
     but exit 0 whatever the decision (errors keep their code)."""

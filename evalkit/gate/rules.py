@@ -47,8 +47,8 @@ class Rule:
 
     @property
     def summary(self) -> str:
-        """The first line of the check's docstring: what the rule does, for the docs reference."""
-        return (self.check.__doc__ or "").strip().splitlines()[0] if self.check.__doc__ else ""
+        """The first paragraph of the check's docstring, on one line: what the rule does, for the docs reference."""
+        return " ".join((self.check.__doc__ or "").strip().split("\n\n")[0].split())
 
     def enabled(self, policy: Policy) -> bool:
         """Whether the policy turns the rule on: a rule without fields always runs."""
