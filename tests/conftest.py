@@ -23,7 +23,7 @@ KEY = {"dataset": "issue-triage@1", "dataset_sha": "aaa", "model": "m", "prompt_
 
 
 def report(outcomes: dict[str, str], **key: Any) -> dict[str, Any]:
-    """A run report in the seed's minimal format: an eval key and per-test outcomes."""
+    """A run report in its minimal form: an eval key and per-test outcomes."""
     tests = [{"nodeid": f"test_triage.py::{name}", "outcome": o} for name, o in outcomes.items()]
     return {"eval": {**KEY, **key}, "tests": tests}
 

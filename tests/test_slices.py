@@ -8,8 +8,8 @@ from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.judging.slices import MISSING, Slice, language_of, language_of_field, slice_cases
 
-LG01 = "ডেলিভারি ফ্রি পেতে কত টাকার অর্ডার করতে হয়?"  # the seed's lg01: Bangla question
-LG04 = "Express delivery কত দিনে পৌঁছায়?"  # the seed's lg04: mixed
+LG01 = "ডেলিভারি ফ্রি পেতে কত টাকার অর্ডার করতে হয়?"  # a Bangla question
+LG04 = "Express delivery কত দিনে পৌঁছায়?"  # mixed Bangla and English
 RC01 = "How long do I have to return a new bike?"  # an rc case: English
 
 
@@ -44,7 +44,7 @@ def test_language_of_field_reads_a_text_field():
         by(Case("x", {"input": 3}))
 
 
-# --- slice_cases: the seed's report, rebuilt by hand ---
+# --- slice_cases: a report rebuilt by hand ---
 
 SEED_CASES = [
     case("lg01", LG01), case("lg02", "রিটার্ন কত দিনের মধ্যে করতে হয়?"), case("lg03", "ড্রোন দিয়ে ডেলিভারি হয়?", "abstain"),

@@ -21,7 +21,8 @@ Language = Literal["bn", "en", "mixed"]
 MISSING = "(missing)"
 """The slice of cases that lack the field sliced by (they stay in a denominator; nothing is dropped)."""
 
-# Any character of the Unicode Bengali block (letters, vowel signs, digits, the taka sign), as the seed does.
+# Any character of the Unicode Bengali block (letters, vowel signs, digits, the taka sign): one makes a
+# text Bangla or mixed.
 _BANGLA = re.compile(r"[\u0980-\u09ff]")
 _LATIN = re.compile(r"[A-Za-z]")
 
