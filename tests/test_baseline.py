@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from docs_text import DOCS
 
 from evalkit.core.errors import InputError
 from evalkit.project.git import fetch_advice, show
@@ -84,7 +85,7 @@ def test_missing_ref_in_a_shallow_clone_names_the_fetch_that_brings_it(shallow):
     fetch = "git fetch --depth=1 origin +refs/heads/main:refs/remotes/origin/main"
     assert message == ("baseline=git:origin/main: origin/main is not in this clone (a shallow clone, as CI checkouts "
                        f"are by default, holds only the commits it was made from); fetch it with: {fetch}")
-    assert f"error: {message}" in (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")  # as the README shows
+    assert f"error: {message}" in DOCS  # as the docs show it
     # the advice works: run it and the same baseline loads
     _git(*fetch.split()[1:], cwd=shallow)
     name, report, _ = load_baseline("git:origin/main", SUITE_BASELINE, "issue_triage")
