@@ -28,6 +28,7 @@ from typing import Any
 from evalkit.adapt.framework import Source
 from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs
 from evalkit.core.errors import InputError
+from evalkit.core.failure import first_line
 from evalkit.core.files import read_bytes
 from evalkit.core.fingerprint import canonical_json, fingerprint, sha256
 from evalkit.core.parsing import json_object
@@ -445,7 +446,7 @@ def _text(value: Any, where: str, field: str) -> str:
 
 
 def _line(text: Any) -> str:
-    return str(text).strip().splitlines()[0][:200] if str(text).strip() else ""
+    return first_line(str(text), 200) or ""
 
 
 SOURCE = Source(
