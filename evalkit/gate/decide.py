@@ -6,6 +6,7 @@ Run `python -m evalkit.gate BASELINE CANDIDATE` for the command-line front (eval
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,7 +18,7 @@ from evalkit.gate.decision import Decision, Verdict
 from evalkit.gate.findings import Effect, Finding
 from evalkit.gate.release import failures
 from evalkit.gate.repeats import RepeatsOutcome
-from evalkit.gate.rules import RULES, repeat_messages
+from evalkit.gate.rules import RULES, Stage, repeat_messages
 
 __all__ = ["decide", "refuse", "verdict_of", "incomparability", "changed_components", "is_critical",
            "unmatched_critical"]
@@ -35,8 +36,7 @@ def refuse(policy: Policy, findings: Iterable[Finding], changed: dict[str, tuple
     measured different things are what the policy's `on_incomparable` says."""
     found = list(findings)
     if any(f.rule != "incomparable" for f in found):  # no baseline makes a run on the wrong split releasable
-        found = [f if f.effect is Effect.BLOCK else Finding(f.rule, Effect.BLOCK, f.message, f.tests, f.figures,
-                                                             f.subject) for f in found]
+        found = [dataclasses.replace(f, effect=Effect.BLOCK) for f in found]
         verdict = Verdict.BLOCK
     elif policy.on_incomparable == "incomparable":
         verdict = Verdict.INCOMPARABLE
@@ -72,7 +72,7 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
     )
 
 
-def _run(compared: Compared, stage: str) -> list[Finding]:
+def _run(compared: Compared, stage: Stage) -> list[Finding]:
     return [finding for rule in list(RULES) if rule.stage == stage for finding in rule.check(compared)]
 
 
