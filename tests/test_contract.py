@@ -16,7 +16,7 @@ RECORDED = Reply(text="You can return a new bike within 30 days of delivery.", s
                  usage=Usage(input_tokens=30, output_tokens=12))
 
 
-# --- the seed's printed examples ---
+# --- the printed examples ---
 
 def test_the_seed_replies():
     reworded = Reply(text="Thirty days from delivery.", stop_reason="stop", usage=Usage(input_tokens=30, output_tokens=6))

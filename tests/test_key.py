@@ -31,7 +31,7 @@ def test_key_version_1_is_pinned():
 
 
 def test_prompt_shas_match_the_seed():
-    # sha256 of the prompt text, as the seed's recorded runs give them
+    # sha256 of the prompt text, as the shipped recorded runs give them
     assert key_for("v1").prompt_sha == "01859a9d3df1"
     assert key_for("v2").prompt_sha == "573cd471224c"
 

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         refuse_link(junit, "decision as JUnit XML (beside --out)")
         write_output(args.out, json.dumps({**decision.to_json(), "evidence": facts}, indent=2, allow_nan=False) + "\n",
                      "decision (--out)", inputs=inputs)
-        write_output(junit, render_junit(decision, candidate, policy), "decision as JUnit XML (beside --out)",
+        write_output(junit, render_junit(decision, candidate), "decision as JUnit XML (beside --out)",
                      inputs=inputs)
     if args.markdown:
         write_output(args.markdown, render_markdown(decision, candidate, policy.critical, facts, baseline),

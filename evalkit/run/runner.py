@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.atomic import write_atomic
+from evalkit.core.call_id import CallId
 from evalkit.core.config import Mode, ModelConfig, RunConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.errors import InputError, ProviderError, RecordingError
@@ -44,7 +45,6 @@ from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journ
 from evalkit.run.manifest import load_manifest_dataset
 from evalkit.run.plugin import RUN_OPTION, EvalBlock, RunInput
 from evalkit.run.recording import Provenance, Recording, load_recording, save_recording
-from evalkit.run.samples import split_sample
 from evalkit.run.suite import load_task
 from evalkit.run.workers import RECORDED, merge_shards, shard_args, worker_count
 
@@ -244,9 +244,15 @@ def baseline_replies(baseline: RunReport | None, recordings: Path) -> dict[str, 
         return {}
     recording = load_recording(path)
     # sample 0 of each case: the reply a run with N = 1 would have made (evalkit.run.samples)
-    return {call_id.split("/", 1)[1]: entry.reply.text for call_id, entry in recording.calls.items()
-            if call_id.startswith("task/") and split_sample(call_id)[1] == 0 and entry.reply is not None
-            and entry.reply.text is not None}
+    out = {}
+    for call_id, entry in recording.calls.items():
+        try:
+            which = CallId.parse(call_id)
+        except InputError:  # a key no run of this evalkit makes is no baseline reply; replay refuses it by name
+            continue
+        if which == CallId.task(which.case) and entry.reply is not None and entry.reply.text is not None:
+            out[which.case] = entry.reply.text
+    return out
 
 
 def _inside(path: Path, folder: Path) -> bool:
