@@ -25,8 +25,8 @@ from evalkit.core.errors import InputError, ProviderError, RecordingError
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
 from evalkit.core.key import EvalKey, build_key, recording_path
-from evalkit.core.provider_specs import provider_spec
 from evalkit.core.outputs import refuse_link
+from evalkit.core.provider_specs import provider_spec
 from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.core.version import __version__
 from evalkit.live.budget import Budget, UnitBudget

@@ -1,13 +1,18 @@
-"""Loopback fake model servers (Ollama, OpenAI-compatible, Gemini) with seeded fault injection.
+"""Loopback fake model servers (Ollama, OpenAI-compatible, Azure OpenAI, Gemini, Anthropic, Bedrock Converse)
+with seeded fault injection.
 
 Used in-process by the provider tests (`with FakeOpenAI(reply) as server: ...`) and as a separate
 process by benchmarks (`python -m tests.fakes.serve --protocol ollama --port-file F`).
 """
 
 from .faults import Fault, Faults
+from .sigv4 import sigv4_problem
 from .protocols import PROTOCOLS, FakeReply, Protocol
 from .server import (
     LOOPBACK,
+    FakeAnthropic,
+    FakeAzureOpenAI,
+    FakeBedrock,
     FakeError,
     FakeGemini,
     FakeOllama,
@@ -18,5 +23,6 @@ from .server import (
     ReplyFunction,
 )
 
-__all__ = ["Fault", "Faults", "PROTOCOLS", "FakeReply", "Protocol", "LOOPBACK", "FakeError", "FakeGemini",
-           "FakeOllama", "FakeOpenAI", "FakeServer", "RawReply", "RecordedRequest", "ReplyFunction"]
+__all__ = ["Fault", "Faults", "PROTOCOLS", "FakeReply", "Protocol", "LOOPBACK", "FakeAnthropic", "FakeAzureOpenAI",
+           "FakeBedrock", "FakeError", "FakeGemini", "FakeOllama", "FakeOpenAI", "FakeServer", "RawReply",
+           "RecordedRequest", "ReplyFunction", "sigv4_problem"]

@@ -72,6 +72,9 @@ class AnthropicProvider:
             raise CallFailure(f"{self._name}: option(s) {', '.join(reserved)} are set from the request itself, "
                               "not from options; remove them from the model's options", retryable=False)
         options = {k: v for k, v in request.options.items() if k not in NOT_SENT}
+        if "max_tokens" not in options:
+            raise CallFailure(f"{self._name}: the Messages API requires max_tokens; set model.options.max_tokens",
+                              retryable=False)
         arguments: dict[str, Any] = {
             "model": request.model,
             "max_tokens": options.pop("max_tokens"),
@@ -139,13 +142,13 @@ class AnthropicProvider:
 
 
 def _server_message(error: anthropic.APIStatusError) -> str:
-    """`{"type": "error", "error": {"type": "overloaded_error", "message": ...}}` as `overloaded_error: ...`."""
+    """`{"type": "error", "error": {"type": "overloaded_error", "message": ...}}` as `... (overloaded_error)`."""
     body = error.body
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and isinstance(inner.get("message"), str):
             kind = inner.get("type")
-            return f"{kind}: {inner['message']}" if isinstance(kind, str) else str(inner["message"])
+            return f"{inner['message']} ({kind})" if isinstance(kind, str) else str(inner["message"])
     return str(error.message)
 
 

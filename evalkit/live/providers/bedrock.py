@@ -60,8 +60,15 @@ class BedrockProvider:
         self._errors = botocore.exceptions
         self._name = config.name
         self._timeout_s = config.timeout_s
+        if config.api_key_env:
+            raise ProviderError(f"model '{config.name}': Bedrock reads its credentials from boto3's standard chain "
+                                "(AWS_ACCESS_KEY_ID ..., AWS_PROFILE, a role); remove api_key_env")
         session = boto3.session.Session(region_name=config.region)
-        credentials = session.get_credentials()
+        try:
+            credentials = session.get_credentials()
+        except botocore.exceptions.BotoCoreError as error:  # e.g. a key id without its secret
+            raise ProviderError(f"model '{config.name}': AWS credentials cannot be read: {error}; set "
+                                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY together (or AWS_PROFILE)") from None
         if credentials is None:
             raise ProviderError(f"model '{config.name}': no AWS credentials in boto3's standard chain; set "
                                 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), AWS_PROFILE, "
@@ -112,8 +119,9 @@ class BedrockProvider:
     def _reply(self, response: dict[str, Any], latency_ms: float) -> Reply:
         message = response.get("output", {}).get("message")
         if not isinstance(message, dict):
-            raise CallFailure(self._clean(f"{self._name}: the server answered 200 without a message: "
-                                          f"{excerpt(str(response))}"), retryable=True, status=200)
+            # botocore hands back an unreadable body as an empty response, not as an error
+            raise CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a Converse "
+                                          "response (no output message)"), retryable=True, status=200)
         blocks = [b for b in message.get("content") or [] if isinstance(b, dict)]
         tool_inputs = [b["toolUse"].get("input") for b in blocks if isinstance(b.get("toolUse"), dict)]
         texts = [b["text"] for b in blocks if isinstance(b.get("text"), str)]
@@ -138,7 +146,7 @@ class BedrockProvider:
             meta = error.response.get("ResponseMetadata", {})
             status = int(meta.get("HTTPStatusCode") or 0)
             detail = error.response.get("Error", {})
-            text = f"{detail.get('Code', 'error')}: {detail.get('Message', '')}"
+            text = f"{detail.get('Message', '')} ({detail.get('Code', 'error')})"
             headers = meta.get("HTTPHeaders") or {}
             return CallFailure.for_status(status, self._clean(f"{self._name}: HTTP {status}: {excerpt(text)}"),
                                           retry_after=headers.get("retry-after"))

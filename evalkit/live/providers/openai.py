@@ -33,8 +33,8 @@ RESERVED = frozenset({"model", "messages", "response_format", "stream"})
 DEFAULT_DIALECT = "json_schema"
 """What OpenAI, vLLM and llama.cpp's `llama-server` take; llama-cpp-python's server needs `json_object`."""
 DIALECTS = (DEFAULT_DIALECT, "json_object", "prompt")
-STOP_REASONS: dict[str, StopKindName] = {"stop": "finished", "length": "truncated", "content_filter": "filtered", "tool_calls": "other",
-                "function_call": "other"}
+STOP_REASONS: dict[str, StopKindName] = {"stop": "finished", "length": "truncated", "content_filter": "filtered",
+                                         "tool_calls": "other", "function_call": "other"}
 """Chat completions' `finish_reason`s (`function_call`: the deprecated form of `tool_calls`)."""
 
 
