@@ -54,6 +54,7 @@ class OpenAIProvider:
         self._openai = openai
         self._completion_type = ChatCompletion
         self._name = config.name
+        self._provider = config.provider  # `openai`, or `azure` through the subclass
         self._base_url = config.base_url or DEFAULT_BASE_URL
         self._timeout_s = config.timeout_s
         self._secret = api_key(config)  # the value never leaves this object
@@ -88,7 +89,7 @@ class OpenAIProvider:
 
     def describe(self) -> dict[str, Any]:
         """What a recording's provenance says about the replies' source (nothing secret, no address)."""
-        return {"provider": SPEC.name, "structured_output": self._dialect}
+        return {"provider": self._provider, "structured_output": self._dialect}
 
     def _reply(self, completion: Any, latency_ms: float) -> Reply:
         # A 200 whose body is not a chat completion: the SDK hands back the raw text (non-JSON
