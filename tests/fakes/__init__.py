@@ -6,7 +6,6 @@ process by benchmarks (`python -m tests.fakes.serve --protocol ollama --port-fil
 """
 
 from .faults import Fault, Faults
-from .sigv4 import sigv4_problem
 from .protocols import PROTOCOLS, FakeReply, Protocol
 from .server import (
     LOOPBACK,
@@ -22,6 +21,7 @@ from .server import (
     RecordedRequest,
     ReplyFunction,
 )
+from .sigv4 import sigv4_problem
 
 __all__ = ["Fault", "Faults", "PROTOCOLS", "FakeReply", "Protocol", "LOOPBACK", "FakeAnthropic", "FakeAzureOpenAI",
            "FakeBedrock", "FakeError", "FakeGemini", "FakeOllama", "FakeOpenAI", "FakeServer", "RawReply",
