@@ -1,18 +1,21 @@
 """End-to-end live runs through the hosted providers (Anthropic, Azure OpenAI, Bedrock): `python -m evalkit mode=live`
 against each one's loopback fake, through the official client, for the issue-triage suite and its judge.
 
-Per provider: a run records every call and its replay grades the same; a storm of 429s and 529/503s is ridden out
-by the runner's retries; a server that keeps failing is an outage (exit 5) that writes no recording; and no written
-file holds a credential, even one the model wrote into its reply.
+Per provider: a run records every call and its replay grades the same; a run killed with SIGKILL resumes from its
+journal; a storm of 429s and 529/503s is ridden out by the runner's retries; a server that keeps failing is an
+outage (exit 5) that writes no recording; and no written file holds a credential, even one the model wrote into its
+reply.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,6 +156,12 @@ class Project:
         return sorted(p for p in folder.glob("*.json")) if folder.is_dir() else []
 
     def __call__(self, mode: str, *overrides: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+        command, env, job = self.command(mode, *overrides)
+        done = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300,
+                              check=False)
+        return done, job
+
+    def command(self, mode: str, *overrides: str) -> tuple[list[str], dict[str, str], Path]:
         self.runs += 1
         job = self.tmp / f"job{self.runs}"
         env = {k: v for k, v in os.environ.items()
@@ -165,9 +174,7 @@ class Project:
         command = [sys.executable, "-m", "evalkit", f"mode={mode}", "model=hosted", "judge=hosted", "baseline=none",
                    f"hydra.searchpath=['file://{self.tmp / 'conf'}']", f"run.recordings={self.tmp / 'rec'}",
                    f"hydra.run.dir={job}", *overrides]
-        done = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300,
-                              check=False)
-        return done, job
+        return command, env, job
 
 
 def outcomes(job: Path) -> dict[str, str]:
@@ -208,6 +215,36 @@ def test_record_then_replay_with_no_credential_in_any_file(tmp_path: Path, hoste
             continue  # the test's own config options
         text = path.read_text(encoding="utf-8", errors="replace")
         assert not [s for s in secrets if s in text], path
+
+
+def test_a_run_killed_with_sigkill_resumes_from_its_journal(tmp_path: Path, hosted: Hosted) -> None:
+    project = Project(tmp_path, hosted)
+    journal = tmp_path / "rec" / "issue_triage"
+    with hosted.fake(answers(hosted), latency_ms=150) as server:
+        project.point_at(server.url)
+        command, env, _ = project.command("live", "run.concurrency=2")
+        process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while not [p for p in journal.glob("*.journal.jsonl") if len(p.read_text().splitlines()) >= 4]:
+            assert time.monotonic() < deadline and process.poll() is None, "the live run never journaled 4 calls"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    [kept] = journal.glob("*.journal.jsonl")
+    done_before = {json.loads(line)["call_id"] for line in kept.read_text().splitlines() if line.endswith("}")}
+    assert project.recordings == []  # nothing half-written
+
+    with hosted.fake(answers(hosted)) as server:
+        project.point_at(server.url)
+        resumed, job = project("live", "+run.resume=true")
+        sent = len(server.chat_requests)
+    assert resumed.returncode == 0, resumed.stderr
+    assert sent == CALLS - len(done_before)  # only what the journal did not hold
+    assert set(outcomes(job).values()) == {"passed"}
+    [recording_path] = project.recordings
+    assert len(json.loads(recording_path.read_text(encoding="utf-8"))["calls"]) == CALLS
+    assert not kept.exists()
 
 
 def test_a_429_and_overload_storm_is_ridden_out_by_retries(tmp_path: Path, hosted: Hosted) -> None:
