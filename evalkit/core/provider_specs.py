@@ -18,6 +18,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalkit.core.errors import ConfigError
@@ -25,7 +26,7 @@ from evalkit.core.errors import ConfigError
 if TYPE_CHECKING:
     from evalkit.core.config import ModelConfig
 
-__all__ = ["GROUP", "BUILTIN", "ProviderSpec", "StopKindName", "provider_specs", "provider_spec", "dialects",
+__all__ = ["GROUP", "BUILTIN", "ProviderSpec", "StopKindName", "provider_specs", "provider_spec",
            "PROVIDER_SETTINGS"]
 
 GROUP = "evalkit.providers"
@@ -91,7 +92,7 @@ def provider_specs() -> Mapping[str, ProviderSpec]:
     for name, target in sorted(targets.items()):
         specs[name] = _load(name, target, owners[name])
     _check_stop_reasons(specs)
-    return specs
+    return MappingProxyType(specs)
 
 
 def provider_spec(name: str) -> ProviderSpec:
@@ -100,11 +101,6 @@ def provider_spec(name: str) -> ProviderSpec:
     if name not in specs:
         raise ConfigError(f"provider '{name}' is not installed (installed: {', '.join(specs)})")
     return specs[name]
-
-
-def dialects() -> tuple[str, ...]:
-    """Every structured-output dialect some installed provider sends, for `model.structured_output`."""
-    return tuple(sorted({d for spec in provider_specs().values() for d in spec.dialects}))
 
 
 def _load(name: str, target: str, owner: str) -> ProviderSpec:
