@@ -142,7 +142,7 @@ def sampled(provider: SeedEcho, repeats: int, *, mode: Mode = Mode.LIVE, recordi
                    where="rec.json", version="test", live=live, repeats=repeats)
 
 
-ENGINE_MODEL = ModelConfig(name="m", provider="stand-in", options={"temperature": 0.9, "seed": 40})
+ENGINE_MODEL = ModelConfig(name="m", provider="openai", options={"temperature": 0.9, "seed": 40})
 ENGINE_KEY = EvalKey(suite="s", dataset="d@1", dataset_sha="a", model="m", prompt_version="v1", prompt_sha="p")
 
 

@@ -27,6 +27,7 @@ from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
 from evalkit.core.key import EvalKey, build_key, recording_path
 from evalkit.core.outputs import refuse_link
+from evalkit.core.provider_specs import provider_spec
 from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.core.version import __version__
 from evalkit.live.budget import Budget, UnitBudget
@@ -85,6 +86,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
     key = build_key(
         suite=config.suite.name, dataset=dataset, model=config.model.name,
+        deployment=config.model.deployment, api_version=config.model.api_version,
         prompt_version=config.prompt.version, prompt_text=prompt_text,
         judge_model=config.judge.name if config.judge else None,
         components={g: (config.choices.get(g, g), s) for g, s in config.components.items()},
@@ -278,8 +280,14 @@ def redactor_for(config: RunConfig) -> Redactor:
 
 
 def _key_variables(config: RunConfig) -> list[str]:
-    """The environment variables holding the run's credentials (`api_key_env` of the model and the judge)."""
-    return [m.api_key_env for m in (config.model, config.judge) if m is not None and m.api_key_env]
+    """The environment variables holding the run's credentials: `api_key_env` and `token_env` of the model and the
+    judge, and those their providers read by themselves (Bedrock's AWS chain)."""
+    names: list[str] = []
+    for model in (config.model, config.judge):
+        if model is not None:
+            names += [n for n in (model.api_key_env, model.token_env) if n]
+            names += provider_spec(model.provider).credential_env
+    return list(dict.fromkeys(names))
 
 
 def refuse_short_keys(config: RunConfig, redact: Redactor) -> None:
