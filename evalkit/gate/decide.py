@@ -105,7 +105,8 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
         return Decision(verdict, tuple(blocked), changed, warnings=warnings)
 
     before, after = baseline.outcomes, candidate.outcomes
-    critical = policy.critical
+    # checks a suite's checks.yaml marks critical are critical on either side, as if the policy listed them
+    critical = (*policy.critical, *dict.fromkeys((*baseline.critical, *candidate.critical)))
     regressed, fixed, missing_critical = [], [], []
     for name, outcome in before.items():  # one pass each way: reports can hold millions of tests
         now = after.get(name)

@@ -39,6 +39,7 @@ from evalkit.programs.sandbox import probe_isolation
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
 from evalkit.run.destinations import check_run_destinations
+from evalkit.run.declared import read_checks
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
@@ -215,9 +216,12 @@ def _run_program_suite(config: RunConfig) -> RunResult:
 
 
 def _suite_input(config: RunConfig) -> dict[str, Any]:
-    """What the suite's checks need from its config: slices, the abstention check, the group field."""
+    """What the suite's checks need from its config: slices, the abstention check, the group field, and the
+    checks its `checks.yaml` marks critical (read here too, so a mistake in it is refused before any call)."""
+    declared = read_checks(project_path(config.suite.path))
     return {"slices": [s if isinstance(s, str) else s.model_dump() for s in config.suite.slices],
-            "abstention_check": config.suite.abstention_check, "group_by": config.suite.group_by}
+            "abstention_check": config.suite.abstention_check, "group_by": config.suite.group_by,
+            "critical": list(declared.critical) if declared is not None else []}
 
 
 def _checks_fingerprint(suite_dir: Path, program: Path) -> str:
