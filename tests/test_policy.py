@@ -83,3 +83,10 @@ def test_schema_documents_every_field():
     properties = json.loads(policy_schema())["properties"]
     assert set(properties) == set(Policy.model_fields)
     assert all(p.get("description") for p in properties.values())
+
+
+@pytest.mark.parametrize(("written", "read"), [("1", "1"), ("2.5", "2.5"), ('"2026-11"', "2026-11")])
+def test_a_version_may_be_a_number(tmp_path, written, read):
+    path = tmp_path / "p.yaml"
+    path.write_text(f"version: {written}\n")
+    assert load_policy_file(path).version == read

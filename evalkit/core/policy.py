@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.files import read_text
@@ -71,7 +71,16 @@ class Policy(BaseModel):
     """The policy's own name, shown in decisions; without it a decision names the option or file it came from."""
 
     version: str | None = Field(None, max_length=MAX_NAME_CHARS)
-    """A version the policy's authors give it (`"3"`, `"2026-11"`), shown in decisions beside its SHA-256."""
+    """A version the policy's authors give it (`3`, `"2026-11"`), shown in decisions beside its SHA-256; a number
+    is read as its text (`version: 1` is version "1")."""
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_text(cls, value: Any) -> Any:
+        # YAML reads `version: 1` as a number; a version is a name, so its text is what the policy means
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        return value
 
     max_regressions: int = Field(0, ge=0)
     """How many tests that pass on the baseline may stop passing on the candidate."""

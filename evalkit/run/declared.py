@@ -19,7 +19,7 @@ import pytest
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.core.files import decode, read_bytes
-from evalkit.judging.checks import CheckSpec, ChecksFile, judge, parse_checks
+from evalkit.judging.checks import ChecksFile, CheckSpec, judge, parse_checks
 from evalkit.run.samples import sample_id
 
 if TYPE_CHECKING:
@@ -55,21 +55,23 @@ class ChecksYaml(pytest.File):
             for case in self.run.run.cases:
                 if spec.applies_to(case):
                     yield DeclaredCheck.from_parent(self, name=f"{spec.name}[{case.id}]", spec=spec, case=case,
-                                                    load=load)
+                                                    load=load, evalrun=self.run)
 
 
 class DeclaredCheck(pytest.Item):
     """One declared check over one case."""
 
-    def __init__(self, *, spec: CheckSpec, case: Case, load: Callable[[str], Any], **kwargs: Any) -> None:
+    def __init__(self, *, spec: CheckSpec, case: Case, load: Callable[[str], Any], evalrun: _EvalRun,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.evalrun = evalrun
         self.spec = spec
         self.evalkit_case = case
         """The case, as the plugin finds it for a check over cases (evalkit.run.plugin._case_param)."""
         self.load = load
 
     def runtest(self) -> None:
-        evalrun: _EvalRun = self.parent.run  # type: ignore[attr-defined]
+        evalrun = self.evalrun
         case = self.evalkit_case
         reply = evalrun.run.text_of(sample_id(f"task/{case.id}", evalrun.sample))
         verdict = judge(self.spec, reply, case, self.load)

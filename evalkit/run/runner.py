@@ -38,8 +38,8 @@ from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_
 from evalkit.programs.sandbox import probe_isolation
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
-from evalkit.run.destinations import check_run_destinations
 from evalkit.run.declared import read_checks
+from evalkit.run.destinations import check_run_destinations
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
