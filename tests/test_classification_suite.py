@@ -1,4 +1,5 @@
-"""A 20-case, four-label classification suite, scaffolded with `new suite --labels` and driven through
+"""A 20-case, four-label classification suite, scaffolded with `new suite --labels`, its cases in a CSV file
+whose columns the dataset option maps to case fields, and driven through
 `python -m evalkit`: the first run says how to make a baseline, a live run records, a replay repeats it, bless
 makes it the baseline, a prompt change is recorded and gated. The confusion matrix and macro-F1 in the reports
 are checked against a count made here, independently of evalkit's.
@@ -80,9 +81,15 @@ def test_a_classification_suite_from_scaffold_to_a_gated_prompt_change(tmp_path:
     assert made.returncode == 0, made.stderr
     suite = tmp_path / "suites/tickets"
     assert not list(suite.glob("test_*.py")) and not (suite / "conftest.py").exists()  # declared checks only
-    dataset = {"name": "tickets", "version": 1, "note": "authored for evalkit's tests",
-               "cases": [{"id": case, "text": TEXT[case], "label": label} for case, label in CASES.items()]}
-    (suite / "datasets/v1.json").write_text(json.dumps(dataset))
+    # the cases as a CSV file with its own column names, mapped to case fields by the dataset option
+    rows = "".join(f'{case},"{TEXT[case]}",{label}\n' for case, label in CASES.items())
+    (suite / "datasets/tickets.csv").write_text("ticket_id,body,category\n" + rows)
+    (tmp_path / "conf/dataset").mkdir()
+    (tmp_path / "conf/dataset/tickets.yaml").write_text(
+        "file: ${suite.path}/datasets/tickets.csv\nname: tickets\nversion: 1\n"
+        "fields: {id: ticket_id, text: body, label: category}\n")
+    option = tmp_path / "conf/suite/tickets.yaml"
+    option.write_text(option.read_text().replace("- /dataset: v1 ", "- /dataset: tickets "))
 
     first = run("evalkit")  # a new suite has no baseline: the error says the two commands that make one
     assert first.returncode == 3
@@ -116,6 +123,7 @@ def test_a_classification_suite_from_scaffold_to_a_gated_prompt_change(tmp_path:
         assert report["metrics"]["macro_f1"]["mean"] == pytest.approx(macro_f1, abs=1e-6), job
         assert report["metrics"]["accuracy"]["mean"] == (15 if v2 else 18) / 20
         assert report["metrics"]["recall.feature"]["mean"] == (3 if v2 else 4) / 5
+        assert report["eval"]["dataset"] == "tickets@1"
         outcomes = {t["nodeid"]: t["outcome"] for t in report["tests"]}
         assert len(outcomes) == 60 and "error" not in outcomes.values()  # the cut-off reply fails, never errors
     assert outcomes[f"checks.yaml::reply_is_json[{CUT_OFF_V2}]"] == "failed"

@@ -20,11 +20,11 @@ from typing import Any
 
 from evalkit.core.atomic import write_atomic
 from evalkit.core.config import Mode, ModelConfig, RunConfig
-from evalkit.core.dataset import load_dataset
 from evalkit.core.errors import InputError, ProviderError, RecordingError
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
 from evalkit.core.key import EvalKey, build_key, recording_path
+from evalkit.core.loaders import load_cases
 from evalkit.core.outputs import refuse_link
 from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.core.version import __version__
@@ -81,7 +81,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     # validate_config guarantees a model suite its model, prompt and dataset file
     assert config.model is not None and config.prompt is not None and config.dataset.file is not None
     suite_dir = project_path(config.suite.path)
-    dataset = load_dataset(project_path(config.dataset.file))
+    dataset = load_cases(project_path(config.dataset.file), config.dataset.fields, config.dataset.name,
+                         config.dataset.version)
     prompt_path = project_path(config.prompt.file)
     prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
     key = build_key(
