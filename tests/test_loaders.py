@@ -86,3 +86,16 @@ def test_row_files_need_a_name_and_version_and_json_datasets_take_none(tmp_path)
     assert load_cases(own).label == "d@1"
     with pytest.raises(InputError, match=r"an evalkit JSON dataset names its own fields"):
         load_cases(own, {"input": "q"})
+
+
+def test_the_dataset_option_takes_name_version_and_fields_for_row_files_only():
+    from pydantic import ValidationError
+
+    from evalkit.core.config import DatasetConfig
+
+    option = DatasetConfig(file="t.csv", name="tickets", version=1, fields={"id": "ticket_id"})
+    assert option.version == "1" and option.fields == {"id": "ticket_id"}
+    with pytest.raises(ValidationError, match="'name', 'version' and 'fields' are for .jsonl and .csv"):
+        DatasetConfig(manifest="m.json", fields={"id": "x"})
+    with pytest.raises(ValidationError, match="String should match pattern"):
+        DatasetConfig(file="t.csv", name="two words", version="1")
