@@ -107,11 +107,23 @@ class Policy(BaseModel):
     review_below: dict[str, float] = Field(default_factory=dict)
     """Absolute floors that call for review instead of blocking."""
 
-    block_on_drop: tuple[str, ...] = ()
-    """Metrics that may not fall below the baseline's value (a drop to not-measurable is a drop)."""
+    block_on_drop: tuple[str, ...] | dict[str, float] = ()
+    """Metrics that may not fall below the baseline's value (a drop to not-measurable is a drop); as a mapping,
+    the drop each may take (`{recall.billing: 0.05}`: a fall of more than 0.05 blocks)."""
 
-    review_on_drop: tuple[str, ...] = ()
-    """Metrics whose drop below the baseline calls for review."""
+    review_on_drop: tuple[str, ...] | dict[str, float] = ()
+    """Metrics whose drop below the baseline calls for review; as a mapping, the drop each may take."""
+
+    @field_validator("block_on_drop", "review_on_drop")
+    @classmethod
+    def _tolerances(cls, value: tuple[str, ...] | dict[str, float]) -> tuple[str, ...] | dict[str, float]:
+        if isinstance(value, dict) and any(not 0 <= allowed < 1e300 for allowed in value.values()):
+            raise ValueError("the drop a metric may take is a number of at least 0")
+        return value
+
+    def allowed_drop(self, name: str, rule: tuple[str, ...] | dict[str, float]) -> float:
+        """How far metric `name` may fall under a drop rule before it counts (0: any fall)."""
+        return rule.get(name, 0.0) if isinstance(rule, dict) else 0.0
 
     regressions: Literal["block", "review", "ignore"] = "block"
     """What more regressed tests than `max_regressions` lead to (critical tests always block); `ignore` lists them

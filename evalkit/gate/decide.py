@@ -176,7 +176,10 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
     for names, out in ((policy.block_on_drop, reasons), (policy.review_on_drop, review)):
         for name in names:
             change = metrics.get(name)
-            if change is not None and change.status == "regressed":
+            allowed = policy.allowed_drop(name, names)
+            if change is not None and change.status == "regressed" and not (  # a fall within its allowance is none
+                    allowed and change.before is not None and change.after is not None
+                    and change.before - change.after <= allowed):
                 after_text = "no longer measurable" if change.after is None else f"{change.after:.3f}"
                 before_text = "not measured" if change.before is None else f"{change.before:.3f}"
                 out.append(f"{name} fell {before_text} -> {after_text}")
