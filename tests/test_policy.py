@@ -90,3 +90,18 @@ def test_a_version_may_be_a_number(tmp_path, written, read):
     path = tmp_path / "p.yaml"
     path.write_text(f"version: {written}\n")
     assert load_policy_file(path).version == read
+
+
+def test_the_schema_lets_an_editor_accept_a_numeric_version():
+    import json
+
+    from jsonschema import validate
+    from jsonschema.exceptions import ValidationError
+
+    from evalkit.core.policy import policy_schema
+
+    schema = json.loads(policy_schema())
+    validate({"version": 1}, schema)
+    validate({"version": "2026-11"}, schema)
+    with pytest.raises(ValidationError):
+        validate({"version": [1]}, schema)

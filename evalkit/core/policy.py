@@ -70,7 +70,8 @@ class Policy(BaseModel):
     name: str | None = Field(None, max_length=MAX_NAME_CHARS)
     """The policy's own name, shown in decisions; without it a decision names the option or file it came from."""
 
-    version: str | None = Field(None, max_length=MAX_NAME_CHARS)
+    version: str | None = Field(None, max_length=MAX_NAME_CHARS, json_schema_extra={"anyOf": [
+        {"type": "string", "maxLength": MAX_NAME_CHARS}, {"type": "number"}, {"type": "null"}]})
     """A version the policy's authors give it (`3`, `"2026-11"`), shown in decisions beside its SHA-256; a number
     is read as its text (`version: 1` is version "1")."""
 
