@@ -117,3 +117,27 @@ def test_a_missing_python_function_is_a_collection_error(pytester: pytest.Pytest
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--evalkit-run={run_file}")
     result.stdout.fnmatch_lines(["*python check helpers:nothing: helpers defines no function nothing*"])
     assert result.ret == 2
+
+
+def test_declared_checks_run_once_per_sample_and_report_k_of_n(pytester: pytest.Pytester):
+    replies = {"task/t1": '{"label": "billing"}', "task/t1#1": '{"label": "bug"}',  # right, then wrong
+               "task/t2": '{"label": "bug"}', "task/t2#1": '{"label": "bug"}'}
+    run = {**RUN, "repeats": 2, "cases": [{"id": "t1", "fields": {"label": "billing"}},
+                                          {"id": "t2", "fields": {"label": "bug"}}],
+           "calls": {cid: {"status": "replayed", "text": text, "reason": None, "stop_reason": "stop"}
+                     for cid, text in replies.items()}}
+    run_file = pytester.path / "run.json"
+    run_file.write_text(json.dumps(run))
+    (pytester.path / "checks.yaml").write_text("checks:\n  - {name: label_matches, field: label, "
+                                               "classification: label}\n")
+    out = pytester.path / "report.json"
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--evalkit-run={run_file}", "--json-report",
+                                  f"--json-report-file={out}")
+    tests = {t["nodeid"]: t for t in json.loads(out.read_text())["tests"]}
+    assert tests["checks.yaml::label_matches[t1]"]["outcome"] == "failed"
+    assert tests["checks.yaml::label_matches[t1]"]["repeats"] == {"passed": 1, "runs": 2, "not_passed": [1]}
+    assert tests["checks.yaml::label_matches[t2]"]["repeats"] == {"passed": 2, "runs": 2, "not_passed": []}
+    # the metrics count each case once, by its first sample's label
+    data = json.loads(out.read_text())
+    assert data["classification"]["label_matches"]["confusion"]["billing"]["billing"] == 1
+    assert data["metrics"]["accuracy"]["mean"] == 1.0

@@ -69,17 +69,21 @@ class DeclaredCheck(pytest.Item):
         self.evalkit_case = case
         """The case, as the plugin finds it for a check over cases (evalkit.run.plugin._case_param)."""
         self.load = load
+        self.classified: dict[str, str | None] | None = None
+        """What a classification check saw on the first sample (with repeats, every sample records it)."""
 
     def runtest(self) -> None:
         evalrun = self.evalrun
         case = self.evalkit_case
         reply = evalrun.run.text_of(sample_id(f"task/{case.id}", evalrun.sample))
         verdict = judge(self.spec, reply, case, self.load)
-        if self.spec.kind == "classification" and evalrun.sample == 0:
-            # the first sample's label: the metrics count each case once, as a single run does
-            evalrun.recording.setdefault(self.nodeid, {})[CLASSIFIED] = {
-                "check": self.spec.name, "label": str(case.get(self.spec.classification or "")),
-                "predicted": verdict.predicted}
+        if self.spec.kind == "classification":
+            # the first sample's label, whichever sample's report is kept: the metrics count each case once
+            if evalrun.sample == 0:
+                self.classified = {"check": self.spec.name, "label": str(case.get(self.spec.classification or "")),
+                                   "predicted": verdict.predicted}
+            if self.classified is not None:
+                evalrun.recording.setdefault(self.nodeid, {})[CLASSIFIED] = self.classified
         if not verdict.passed:
             pytest.fail(verdict.message, pytrace=False)
 
