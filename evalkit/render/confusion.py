@@ -1,4 +1,5 @@
-"""A run's confusion matrices (one per classification check) as text for the terminal and as a Markdown table.
+"""A run's confusion matrices (one per classification check) as text for the terminal, as a Markdown table and as
+rows for the HTML page (whose template escapes them).
 
 Predicted labels come from model replies, so every label is cut to LABEL_CHARS characters and, in Markdown,
 escaped: a reply must not forge table cells, lines or markup.
@@ -12,7 +13,7 @@ from typing import Any
 
 from evalkit.core.report import RunReport
 
-__all__ = ["LABEL_CHARS", "confusion_markdown", "confusion_text"]
+__all__ = ["LABEL_CHARS", "confusion_markdown", "confusion_tables", "confusion_text"]
 
 LABEL_CHARS = 24
 
@@ -63,3 +64,10 @@ def confusion_markdown(report: RunReport) -> list[str]:
                   for row in rows]
         lines.append("")
     return lines
+
+
+def confusion_tables(report: RunReport) -> list[dict[str, Any]]:
+    """Each matrix as `{check, columns, rows: [(expected, [count per column])]}`, labels cut, for a template."""
+    return [{"check": check, "columns": [_label(c) for c in columns],
+             "rows": [(_label(row), [int(confusion[row].get(c, 0)) for c in columns]) for row in rows]}
+            for check, rows, columns, confusion in _matrices(report)]

@@ -22,6 +22,7 @@ from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
 from evalkit.render.html import render_page
 from evalkit.render.markdown import render_policy
+from evalkit.render.confusion import confusion_tables
 from evalkit.render.sections import sections
 from evalkit.render.text import render_setting, render_statistics
 
@@ -103,6 +104,7 @@ def render_report_html(candidate: RunReport, decision: Decision | None = None, b
         panels=panels, unshown_panels=unshown, gated=baseline is not None,
         metrics=_metrics(decision, candidate),
         slices=_slices(candidate),
+        confusion=confusion_tables(candidate),
         run_sections=sections(candidate),
         provenance=_provenance(candidate),
         compared=_compared(evidence),
