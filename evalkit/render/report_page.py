@@ -20,9 +20,9 @@ from evalkit.core.key import changed_settings
 from evalkit.core.report import PASSING, RunReport
 from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
+from evalkit.render.confusion import confusion_tables
 from evalkit.render.html import render_page
 from evalkit.render.markdown import render_policy
-from evalkit.render.confusion import confusion_tables
 from evalkit.render.sections import sections
 from evalkit.render.text import render_setting, render_statistics
 
