@@ -145,3 +145,29 @@ def test_critical_checks_are_listed():
     parsed = parse_checks("checks:\n  - {name: a, equals: x, critical: true}\n  - {name: b, equals: y}", "f")
     assert parsed.critical == ("a",)
     assert [c.kind for c in parsed.checks] == ["equals", "equals"]
+
+
+def test_llm_rubric_reads_the_judges_verdict():
+    spec = check(**{"llm-rubric": "The reason names the customer's problem"})
+    assert spec.kind == "llm-rubric" and spec.call == "judge"
+    assert judge(spec, '{"pass": true, "reason": "names the refund"}', CASE).passed
+    failed = judge(spec, '{"pass": false, "reason": "says nothing\\nabout it"}', CASE)
+    assert failed.message == "expected the rubric met, came the judge's fail: says nothing about it"
+    assert judge(spec, '{"verdict": "yes"}', CASE).message.startswith(
+        "expected the judge's verdict {\"pass\": true|false, \"reason\": ...}, came {\"verdict\": \"yes\"}")
+    assert judge(spec, "yes", CASE).message.startswith("expected the judge's verdict as JSON, came unparseable")
+    with pytest.raises(ValueError, match="takes no 'field'"):
+        check(**{"llm-rubric": "x", "field": "reason"})
+
+
+def test_llm_rubric_requests_show_the_judge_the_rubric_case_and_reply():
+    from evalkit.core.config import ModelConfig
+    from evalkit.judging.llm_rubric import JUDGE_PROMPT, VERDICT_SCHEMA, rubric_request
+
+    judge_model = ModelConfig(name="judge-1", provider="openai", options={"temperature": 0})
+    request = rubric_request("Names the problem", CASE, '{"label": "billing"}', judge_model)
+    assert request.model == "judge-1" and request.options == {"temperature": 0}
+    assert request.response_schema == VERDICT_SCHEMA
+    assert request.messages[0].content == JUDGE_PROMPT
+    user = request.messages[1].content
+    assert user.startswith("Case t-1: {") and '"label": "billing"' in user and user.endswith("Rubric: Names the problem")

@@ -141,3 +141,49 @@ def test_a_classification_suite_from_scaffold_to_a_gated_prompt_change(tmp_path:
     refused = run("evalkit.bless", "outputs/v2/report.json")  # its own policy blocks it: said, nothing written
     assert refused.returncode == 3
     assert "its own policy 'tickets' blocks it: 1 critical test(s) fail" in refused.stderr
+
+
+def test_an_llm_rubric_check_is_judged_by_the_pinned_judge_recorded_and_replayed(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("EVALKIT_PROJECT", "PYTEST_ADDOPTS", "HYDRA_FULL_ERROR")}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    assert run("evalkit.new", "project").returncode == 0
+    assert run("evalkit.new", "suite", "reviews").returncode == 0
+    checks = tmp_path / "suites/reviews/checks.yaml"
+    checks.write_text(checks.read_text() + "  - name: explains\n    llm-rubric: The reason says why the label fits\n")
+    refused = run("evalkit", "baseline=none")
+    assert refused.returncode == 3 and "llm-rubric checks need the suite's pinned judge" in refused.stderr
+
+    # an authored judge: it fails the reply about the fixed login, passes the others
+    def answer(body: dict[str, Any]) -> str:
+        user = body["messages"][-1]["content"]
+        if body["model"] == "fake-judge":
+            failing = user.startswith("Case fast-fix:")
+            return json.dumps({"pass": not failing, "reason": "no why" if failing else "says why"})
+        dataset = json.loads((tmp_path / "suites/reviews/datasets/v1.json").read_text())
+        label = next(c["label"] for c in dataset["cases"] if c["text"] == user)
+        return json.dumps({"label": label, "reason": "what the message says"})
+
+    (tmp_path / "conf/judge").mkdir()
+    (tmp_path / "conf/judge/fake.yaml").write_text("name: fake-judge\nprovider: openai\n"
+                                                   "base_url: http://127.0.0.1:9/v1\noptions: {temperature: 0}\n")
+    option = tmp_path / "conf/suite/reviews.yaml"
+    option.write_text(option.read_text().replace("  # - /judge: gemini-flash", "  - /judge: fake"))
+    with FakeOpenAI(answer) as server:
+        live = run("evalkit", "mode=live", "baseline=none", f"model.base_url={server.base_url}",
+                   f"judge.base_url={server.base_url}", "hydra.run.dir=outputs/live")
+        assert live.returncode == 0, live.stderr
+        assert [r.body["model"] for r in server.requests].count("fake-judge") == 5
+    replayed = run("evalkit", "baseline=none", "hydra.run.dir=outputs/replayed")  # no server: from the recording
+    assert replayed.returncode == 0, replayed.stderr
+    for job in ("live", "replayed"):
+        report = json.loads((tmp_path / f"outputs/{job}/report.json").read_text())
+        tests = {t["nodeid"]: t for t in report["tests"]}
+        assert tests["checks.yaml::explains[fast-fix]"]["outcome"] == "failed"
+        assert tests["checks.yaml::explains[fast-fix]"]["call"]["longrepr"] == \
+            "expected the rubric met, came the judge's fail: no why"
+        assert all(t["outcome"] == "passed" for n, t in tests.items() if "fast-fix" not in n), job
+        assert report["eval"]["judge_model"] == "fake-judge"

@@ -141,3 +141,22 @@ def test_declared_checks_run_once_per_sample_and_report_k_of_n(pytester: pytest.
     data = json.loads(out.read_text())
     assert data["classification"]["label_matches"]["confusion"]["billing"]["billing"] == 1
     assert data["metrics"]["accuracy"]["mean"] == 1.0
+
+
+def test_an_llm_rubric_check_reads_the_judges_answer_for_its_case(pytester: pytest.Pytester):
+    calls = {"task/t1": '{"label": "billing"}', "task/t2": '{"label": "bug"}',
+             "judge/names_problem/t1": '{"pass": true, "reason": "names the refund"}',
+             "judge/names_problem/t2": '{"pass": false, "reason": "no problem named"}'}
+    run = {**RUN, "cases": [{"id": "t1", "fields": {"label": "billing"}}, {"id": "t2", "fields": {"label": "bug"}}],
+           "calls": {cid: {"status": "replayed", "text": text, "reason": None, "stop_reason": "stop"}
+                     for cid, text in calls.items()}}
+    run_file = pytester.path / "run.json"
+    run_file.write_text(json.dumps(run))
+    (pytester.path / "checks.yaml").write_text("checks:\n  - name: names_problem\n    llm-rubric: Names the problem\n")
+    out = pytester.path / "report.json"
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--evalkit-run={run_file}", "--json-report",
+                                  f"--json-report-file={out}")
+    tests = {t["nodeid"]: t for t in json.loads(out.read_text())["tests"]}
+    assert tests["checks.yaml::names_problem[t1]"]["outcome"] == "passed"
+    assert tests["checks.yaml::names_problem[t2]"]["call"]["longrepr"] == \
+        "expected the rubric met, came the judge's fail: no problem named"

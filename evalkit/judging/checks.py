@@ -22,11 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError, describe_validation
 from evalkit.core.parsing import parse_yaml
+from evalkit.judging.llm_rubric import rubric_verdict
 
 __all__ = ["KINDS", "CheckSpec", "ChecksFile", "Verdict", "judge", "parse_checks", "read_field", "shown"]
 
 KINDS = ("equals", "one-of", "contains", "regex", "is-json", "json-schema", "number", "length", "classification",
-         "python")
+         "python", "llm-rubric")
 """The check kinds, as a `checks.yaml` entry names them (exactly one per entry)."""
 SHOWN_CHARS = 80
 """A value in a failure message is cut after this many characters: the message stays one readable line."""
@@ -113,6 +114,9 @@ class CheckSpec(BaseModel):
     length: LengthSpec | None = None
     classification: str | None = None
     """The case field holding the expected label; the reply's value (at `field`) must equal it."""
+    llm_rubric: str | None = Field(None, alias="llm-rubric", min_length=1)
+    """A criterion in plain words that the suite's pinned judge decides for each reply (evalkit.judging.llm_rubric);
+    the check reads the judge's answer (`judge/<name>/<case>`), not the reply."""
     python: str | None = None
     """`module:function`, imported from the suite's folder; called as `function(reply, case)` (reply: the text,
     or the value at `field`). It passes by returning None or True; it fails by returning False or a message, or
@@ -156,6 +160,12 @@ class CheckSpec(BaseModel):
                 raise ValueError(f"json-schema is not a valid JSON Schema: {error.message}") from None
         return value
 
+    @model_validator(mode="after")
+    def _rubric_reads_the_reply(self) -> CheckSpec:
+        if self.llm_rubric is not None and self.field is not None:
+            raise ValueError(f"{self.name!r}: an llm-rubric check shows the judge the whole reply; it takes no 'field'")
+        return self
+
     @model_validator(mode="before")
     @classmethod
     def _one_kind(cls, data: Any) -> Any:
@@ -169,6 +179,11 @@ class CheckSpec(BaseModel):
     @property
     def kind(self) -> str:
         return next(kind for kind in KINDS if _given(kind, getattr(self, kind.replace("-", "_"))))
+
+    @property
+    def call(self) -> str:
+        """The call whose text the check reads: the task's reply, or for llm-rubric the judge's answer."""
+        return "judge" if self.kind == "llm-rubric" else "task"
 
     @property
     def needs_json(self) -> bool:
@@ -218,8 +233,9 @@ class _Unreadable(Exception):
 
 
 def judge(spec: CheckSpec, reply: str, case: Case, load: Callable[[str], Any] | None = None) -> Verdict:
-    """Judge one reply of one case by one check. `load` imports a `python:` check's function (by default
-    importlib; the pytest side passes one that looks in the suite's folder)."""
+    """Judge one reply of one case by one check (for llm-rubric: the judge's answer about the reply). `load`
+    imports a `python:` check's function (by default importlib; the pytest side passes one that looks in the
+    suite's folder)."""
     try:
         value = _value(spec, reply)
         return _KIND_JUDGES[spec.kind](spec, value, case, load or _import)
@@ -401,6 +417,11 @@ def _python(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any])
     return Verdict(False, _line(str(result)))
 
 
+def _llm_rubric(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
+    passed, message = rubric_verdict(value)  # `value` is the judge's answer for this check and case
+    return Verdict(passed, message)
+
+
 def _import(target: str) -> Any:
     module, _, name = target.partition(":")
     function = getattr(importlib.import_module(module), name, None)
@@ -421,5 +442,5 @@ def _line(text: str) -> str:
 _KIND_JUDGES: Mapping[str, Callable[[CheckSpec, Any, Case, Callable[[str], Any]], Verdict]] = {
     "equals": _equals, "one-of": _one_of, "contains": _contains, "regex": _regex, "is-json": _is_json,
     "json-schema": _json_schema, "number": _number, "length": _length, "classification": _classification,
-    "python": _python,
+    "python": _python, "llm-rubric": _llm_rubric,
 }

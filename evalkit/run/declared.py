@@ -10,22 +10,26 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.core.files import decode, read_bytes
 from evalkit.judging.checks import ChecksFile, CheckSpec, judge, parse_checks
+from evalkit.judging.llm_rubric import rubric_request
+from evalkit.live.providers.base import Request
 from evalkit.run.samples import sample_id
+from evalkit.run.suite import SuiteTask
 
 if TYPE_CHECKING:
     from evalkit.run.plugin import _EvalRun
 
-__all__ = ["CHECKS_FILE", "CLASSIFIED", "ChecksYaml", "DeclaredCheck", "read_checks"]
+__all__ = ["CHECKS_FILE", "CLASSIFIED", "ChecksYaml", "DeclaredCheck", "read_checks", "with_rubric_judges"]
 
 CHECKS_FILE = "checks.yaml"
 CLASSIFIED = "classified"
@@ -75,7 +79,8 @@ class DeclaredCheck(pytest.Item):
     def runtest(self) -> None:
         evalrun = self.evalrun
         case = self.evalkit_case
-        reply = evalrun.run.text_of(sample_id(f"task/{case.id}", evalrun.sample))
+        call = f"judge/{self.spec.name}/{case.id}" if self.spec.call == "judge" else f"task/{case.id}"
+        reply = evalrun.run.text_of(sample_id(call, evalrun.sample))
         verdict = judge(self.spec, reply, case, self.load)
         if self.spec.kind == "classification":
             # the first sample's label, whichever sample's report is kept: the metrics count each case once
@@ -89,6 +94,25 @@ class DeclaredCheck(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"{self.spec.kind} check {self.name}"
+
+
+def with_rubric_judges(task: SuiteTask, checks: ChecksFile | None) -> SuiteTask:
+    """The suite's task with its llm-rubric checks' judge calls added to the judge calls it plans itself (one per
+    check and case, `judge/<check>/<case>`); the task as it is when it declares none."""
+    rubrics = [spec for spec in checks.checks if spec.llm_rubric is not None] if checks is not None else []
+    if not rubrics:
+        return task
+    own = task.build_judge
+
+    def build_judge(case: Case, output_text: str, judge: ModelConfig) -> Mapping[str, Request]:
+        planned = dict(own(case, output_text, judge)) if own is not None else {}
+        for spec in rubrics:
+            if spec.applies_to(case):
+                assert spec.llm_rubric is not None
+                planned[spec.name] = rubric_request(spec.llm_rubric, case, output_text, judge)
+        return planned
+
+    return SuiteTask(task.build_task, build_judge)
 
 
 def _loader(suite_dir: Path) -> Callable[[str], Any]:

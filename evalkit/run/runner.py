@@ -20,7 +20,7 @@ from typing import Any
 
 from evalkit.core.atomic import write_atomic
 from evalkit.core.config import Mode, ModelConfig, RunConfig
-from evalkit.core.errors import InputError, ProviderError, RecordingError
+from evalkit.core.errors import ConfigError, InputError, ProviderError, RecordingError
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
 from evalkit.core.key import EvalKey, build_key, recording_path
@@ -38,7 +38,7 @@ from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_
 from evalkit.programs.sandbox import probe_isolation
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
-from evalkit.run.declared import read_checks
+from evalkit.run.declared import read_checks, with_rubric_judges
 from evalkit.run.destinations import check_run_destinations
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
@@ -94,6 +94,11 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     rec_path = recording_path(key, project_path(config.run.recordings))
     redact = redactor_for(config)
     task = load_task(suite_dir, config.components, baseline_replies(baseline, project_path(config.run.recordings)))
+    declared = read_checks(suite_dir)
+    if config.judge is None and declared is not None and any(c.llm_rubric for c in declared.checks):
+        raise ConfigError(f"{suite_dir / 'checks.yaml'}: llm-rubric checks need the suite's pinned judge; add "
+                          "`- /judge: NAME` to the suite option's defaults (or pass judge=NAME)")
+    task = with_rubric_judges(task, declared)
 
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
         assert config.model is not None
