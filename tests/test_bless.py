@@ -178,3 +178,12 @@ def test_bless_a_real_run_through_the_command(tmp_path):
     done = evalkit_cli("evalkit.bless", str(job / "report.json"), "--to", str(target))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1] == f"no change: {target} is byte-identical"
+
+
+def test_a_policy_that_cannot_be_read_here_is_noted_and_the_run_blessed(tmp_path, capsys):
+    data = shipped()
+    data["provenance"]["policy"] = "no-such-policy"
+    target = tmp_path / "b.json"
+    code, out, _ = bless(capsys, write_json(tmp_path / "r.json", data), "--to", target)
+    assert code == 0 and target.exists()
+    assert "note: not checked against the policy the run composed: " in out and "no-such-policy" in out

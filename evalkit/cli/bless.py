@@ -21,7 +21,7 @@ from typing import Any
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
-from evalkit.core.errors import InputError
+from evalkit.core.errors import EvalkitError, InputError
 from evalkit.core.files import read_text, read_text_sha256
 from evalkit.core.key import changed_settings
 from evalkit.core.report import RunReport, parse_report
@@ -59,7 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if refused:
         raise InputError(f"{args.report}: {refused}; a baseline must be a complete, fully scored run")
     target = args.to or _suite_baseline(report, args.report)
-    blocked = self_block(report)
+    note = None
+    try:
+        blocked = self_block(report)
+    except EvalkitError as error:  # the policy it names cannot be read here (another project?): said, not fatal
+        blocked, note = None, f"note: not checked against the policy the run composed: {error}"
     if blocked and not (args.yes or args.dry_run):  # a dry run writes nothing: it only warns
         raise InputError(f"{args.report}: {blocked}; every change gated against this baseline would block too. "
                          "Fix the run or the policy, or pass --yes to bless it anyway")
@@ -74,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(change)
     if blocked:
         print(f"warning: {blocked}")
+    if note:
+        print(note)
     return ExitCode.GO
 
 
