@@ -69,14 +69,39 @@ def test_a_run_that_cannot_be_a_baseline_is_refused(tmp_path, capsys, spoil, mes
     assert not target.exists() and out == ""
 
 
+def _fail(data: dict[str, Any], index: int) -> None:
+    data["tests"][index]["outcome"] = "failed"
+    data["exitcode"], data["summary"] = 1, {"collected": 51, "passed": 50, "failed": 1, "total": 51}  # consistent
+
+
+def _not_critical(data: dict[str, Any]) -> int:
+    """The first test the shipped suite's policy (triage) does not list as critical."""
+    return next(i for i, t in enumerate(data["tests"])
+                if not t["nodeid"].split("::")[-1].startswith(("test_priority", "test_reply_matches_schema")))
+
+
 def test_failed_tests_are_allowed_in_a_baseline(tmp_path, capsys):
     data = shipped()
-    data["tests"][0]["outcome"] = "failed"
-    data["exitcode"], data["summary"] = 1, {"collected": 51, "passed": 50, "failed": 1, "total": 51}  # consistent
+    index = _not_critical(data)
+    _fail(data, index)
     target = tmp_path / "b.json"
     code, out, _ = bless(capsys, write_json(tmp_path / "r.json", data), "--to", target)
     assert code == 0 and "new baseline: pass rate 0.980, 51 tests" in out
-    assert json.loads(target.read_text())["tests"][0]["outcome"] == "failed"
+    assert "warning" not in out
+    assert json.loads(target.read_text())["tests"][index]["outcome"] == "failed"
+
+
+def test_a_run_its_own_policy_blocks_is_refused_naming_what_fails_unless_yes(tmp_path, capsys):
+    data = shipped()
+    _fail(data, 0)  # test_reply_matches_schema: critical in the triage policy the run composed
+    report, target = write_json(tmp_path / "r.json", data), tmp_path / "b.json"
+    code, out, err = bless(capsys, report, "--to", target)
+    assert code == 3 and not target.exists()
+    assert "its own policy 'triage' blocks it: 1 critical test(s) fail" in err
+    assert "pass --yes to bless it anyway" in err
+    code, out, _ = bless(capsys, report, "--to", target, "--yes")
+    assert code == 0 and target.exists()
+    assert "warning: its own policy 'triage' blocks it: 1 critical test(s) fail" in out
 
 
 def test_a_report_naming_no_baseline_needs_to(tmp_path, capsys):
@@ -153,3 +178,12 @@ def test_bless_a_real_run_through_the_command(tmp_path):
     done = evalkit_cli("evalkit.bless", str(job / "report.json"), "--to", str(target))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1] == f"no change: {target} is byte-identical"
+
+
+def test_a_policy_that_cannot_be_read_here_is_noted_and_the_run_blessed(tmp_path, capsys):
+    data = shipped()
+    data["provenance"]["policy"] = "no-such-policy"
+    target = tmp_path / "b.json"
+    code, out, _ = bless(capsys, write_json(tmp_path / "r.json", data), "--to", target)
+    assert code == 0 and target.exists()
+    assert "note: not checked against the policy the run composed: " in out and "no-such-policy" in out

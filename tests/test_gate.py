@@ -313,3 +313,20 @@ def test_min_ran_pass_rate_blocks_a_run_where_nothing_ran():
     assert result.decision is Verdict.BLOCK
     assert result.reasons == ("pass rate of the tests that ran not measurable (no test ran) is below 0.5",)
     assert gate(report(skipped), report(skipped), Policy()).decision is Verdict.GO  # no floor, no block
+
+
+@pytest.mark.parametrize("rule, verdict", [("block_on_drop", Verdict.BLOCK), ("review_on_drop", Verdict.REVIEW)])
+def test_a_drop_rule_may_allow_each_metric_a_fall(rule, verdict):
+    policy = Policy(**{rule: {"recall.billing": 0.05}})
+    small = gate(run_with(metrics={"recall.billing": 0.9}), run_with(metrics={"recall.billing": 0.86}), policy)
+    assert small.decision is Verdict.GO
+    large = gate(run_with(metrics={"recall.billing": 0.9}), run_with(metrics={"recall.billing": 0.84}), policy)
+    assert large.decision is verdict
+    assert "recall.billing fell 0.900 -> 0.840" in large.reasons + large.review_reasons
+    gone = gate(run_with(metrics={"recall.billing": 0.9}), run_with(metrics={"recall.billing": None}), policy)
+    assert gone.decision is verdict  # no longer measurable is beyond any allowance
+
+
+def test_a_drop_allowance_is_not_negative():
+    with pytest.raises(ValueError, match="the drop a metric may take is a number of at least 0"):
+        Policy(block_on_drop={"macro_f1": -0.1})

@@ -83,3 +83,25 @@ def test_schema_documents_every_field():
     properties = json.loads(policy_schema())["properties"]
     assert set(properties) == set(Policy.model_fields)
     assert all(p.get("description") for p in properties.values())
+
+
+@pytest.mark.parametrize(("written", "read"), [("1", "1"), ("2.5", "2.5"), ('"2026-11"', "2026-11")])
+def test_a_version_may_be_a_number(tmp_path, written, read):
+    path = tmp_path / "p.yaml"
+    path.write_text(f"version: {written}\n")
+    assert load_policy_file(path).version == read
+
+
+def test_the_schema_lets_an_editor_accept_a_numeric_version():
+    import json
+
+    from jsonschema import validate
+    from jsonschema.exceptions import ValidationError
+
+    from evalkit.core.policy import policy_schema
+
+    schema = json.loads(policy_schema())
+    validate({"version": 1}, schema)
+    validate({"version": "2026-11"}, schema)
+    with pytest.raises(ValidationError):
+        validate({"version": [1]}, schema)

@@ -549,3 +549,7 @@ def test_the_checks_fingerprint_covers_what_judges_and_nothing_else(tmp_path: Pa
     second = _checks_fingerprint(copy, program)
     (copy / "helpers.py").write_text("LIMIT = 2\n")
     assert _checks_fingerprint(copy, program) not in (first, second)
+    third = _checks_fingerprint(copy, program)
+    (copy / "checks.yaml").write_text("checks:\n  - {name: answered, contains: done}\n")  # declared checks judge
+    assert "checks.yaml" in judging_files(copy, program)
+    assert _checks_fingerprint(copy, program) != third

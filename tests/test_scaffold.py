@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -39,13 +40,16 @@ def test_a_second_suite_keeps_the_default(tmp_path: Path) -> None:
     assert new(tmp_path, "suite", "second").returncode == 0
     config = (tmp_path / "conf/config.yaml").read_text()
     assert "- suite: first" in config and "second" not in config
-    assert (tmp_path / "suites/second/test_second.py").is_file()
+    assert (tmp_path / "suites/second/checks.yaml").is_file()
 
 
 @pytest.mark.parametrize(("args", "message"), [
     (("suite", "Bad-Name"), "suite name 'Bad-Name': use lower-case letters"),
     (("suite", "reviews"), "no evalkit project here"),  # no project yet
     (("nope",), "invalid choice: 'nope'"),
+    (("suite", "tickets", "--labels", "billing,Bug"), "--labels: 'Bug' is not a label"),
+    (("suite", "tickets", "--labels", "billing,billing"), "give two or more distinct labels"),
+    (("suite", "tickets", "--labels", "billing"), "give two or more distinct labels"),
 ])
 def test_refusals_are_one_line_and_exit_3(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     done = new(tmp_path, *args)
@@ -57,7 +61,7 @@ def test_nothing_is_overwritten(tmp_path: Path) -> None:
     again = new(tmp_path, "project")
     assert again.returncode == 3 and "already an evalkit project" in again.stderr
     assert new(tmp_path, "suite", "reviews").returncode == 0
-    test_file = tmp_path / "suites/reviews/test_reviews.py"
+    test_file = tmp_path / "suites/reviews/checks.yaml"
     test_file.write_text("# mine\n")
     done = new(tmp_path, "suite", "reviews")
     assert done.returncode == 3 and "already exists; a scaffold never overwrites a file" in done.stderr
@@ -101,3 +105,24 @@ def test_new_ci_writes_the_workflow_at_the_repository_top(tmp_path: Path) -> Non
     assert again.returncode == 3 and "already exists" in again.stderr
     outside = new(tmp_path, "ci")  # the repository top holds no project
     assert outside.returncode == 3 and "no evalkit project here" in outside.stderr
+
+
+def test_a_labelled_suite_declares_its_checks_labels_and_metrics(tmp_path: Path) -> None:
+    from evalkit.judging.checks import parse_checks
+    from evalkit.project.scaffold import parse_labels
+
+    files = {str(p.relative_to(tmp_path)): text
+             for p, text in suite_files(tmp_path, "tickets", parse_labels("billing,bug,account")).items()}
+    assert sorted(files) == ["conf/policy/tickets.yaml", "conf/suite/tickets.yaml", "suites/tickets/checks.yaml",
+                             "suites/tickets/datasets/v1.json", "suites/tickets/prompts/v1.txt",
+                             "suites/tickets/task.py"]
+    checks = parse_checks(files["suites/tickets/checks.yaml"], "checks.yaml")
+    assert checks.critical == ("reply_is_json",)
+    assert [c.kind for c in checks.checks] == ["json-schema", "classification", "length"]
+    assert checks.checks[0].json_schema["properties"]["label"] == {"enum": ["billing", "bug", "account"]}
+    cases = json.loads(files["suites/tickets/datasets/v1.json"])["cases"]
+    assert [c["label"] for c in cases] == ["billing", "bug", "account"]
+    assert "exactly one of: billing, bug, account" in files["suites/tickets/prompts/v1.txt"]
+    assert "recall.account" in files["conf/suite/tickets.yaml"]
+    policy = files["conf/policy/tickets.yaml"]
+    assert "case_pass_rate: 0.8" in policy and "macro_f1: 0.7" in policy

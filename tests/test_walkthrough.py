@@ -92,6 +92,7 @@ def test_the_walkthrough_runs_as_written(wheel: Path, tmp_path: Path) -> None:
     gated, replayed, sweep = outputs[8], outputs[9], outputs[10]
     for text in (gated, replayed):
         assert text.startswith("decision: BLOCK"), text
-        assert f"test_label[{MISLABELLED}]" in text and "expected negative, got neutral" in text
+        assert f"checks.yaml::label_matches[{MISLABELLED}]" in text
+        assert 'expected label "negative", came "neutral"' in text
     assert "| prompt=v1 |" in sweep and "| prompt=v2 |" in sweep
     assert (project / "outputs").is_dir() and (project / "multirun").is_dir()

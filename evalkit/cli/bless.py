@@ -5,6 +5,9 @@ The target is the suite option's `baseline` path, which the runner records in th
 cases, errored tests, or a pytest run that did not complete. What is written is the report's canonical form
 (evalkit.run.canonical: no timings, commit or machine facts; sorted keys), atomically, so blessing an unchanged
 run changes no byte; the command says what it replaced.
+
+A run that its own suite's policy would block when gated against itself (a critical check failing, a floor not
+met) would make every later change block too: bless names what fails and writes nothing unless `--yes` says to.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
 from evalkit.cli.main import epilog
-from evalkit.core.errors import InputError
+from evalkit.core.errors import EvalkitError, InputError
 from evalkit.core.files import read_text, read_text_sha256
 from evalkit.core.key import changed_settings
 from evalkit.core.report import RunReport, parse_report
@@ -42,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--to", type=Path, help="write the baseline here instead of the suite's baseline path "
                                                 "(the report's provenance.baseline)")
     parser.add_argument("--dry-run", action="store_true", help="say what would be replaced; write nothing")
+    parser.add_argument("--yes", "--force", action="store_true", dest="yes",
+                        help="bless the run even though the policy it composed blocks it against itself")
     return parser
 
 
@@ -55,6 +60,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if refused:
         raise InputError(f"{args.report}: {refused}; a baseline must be a complete, fully scored run")
     target = args.to or _suite_baseline(report, args.report)
+    note = None
+    try:
+        blocked = self_block(report)
+    except EvalkitError as error:  # the policy it names cannot be read here (another project?): said, not fatal
+        blocked, note = None, f"note: not checked against the policy the run composed: {error}"
+    if blocked and not (args.yes or args.dry_run):  # a dry run writes nothing: it only warns
+        raise InputError(f"{args.report}: {blocked}; every change gated against this baseline would block too. "
+                         "Fix the run or the policy, or pass --yes to bless it anyway")
     # only a run report is ever replaced, never the report being blessed, a config or a link
     check_saved_report(target, "--to" if args.to else "the suite's baseline path", {"the report being blessed":
                                                                                     args.report})
@@ -64,7 +77,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_output(target, new, "baseline", make_folder=True)
     print(f"{'dry run, nothing written: would bless' if args.dry_run else 'blessed'} {args.report} -> {target}")
     print(change)
+    if blocked:
+        print(f"warning: {blocked}")
+    if note:
+        print(note)
     return ExitCode.GO
+
+
+def self_block(report: RunReport) -> str | None:
+    """Why the policy the run composed (`provenance.policy`) blocks the run gated against itself, or None: only
+    what needs no baseline can fail then (critical checks, floors, critical cases)."""
+    name = report.provenance.get("policy")
+    if not isinstance(name, str) or not name:
+        return None  # a report from elsewhere names no policy: nothing to check it against
+    from evalkit.cli.policy_diff import read_policy  # the same reading of an option as `policy_diff` and the gate
+    from evalkit.gate.decide import decide
+    from evalkit.gate.decision import Verdict
+
+    decision = decide(read_policy(name), report, report)
+    if decision.decision != Verdict.BLOCK:
+        return None
+    return f"its own policy {name!r} blocks it: {'; '.join(decision.reasons)}"
 
 
 def refusal(report: RunReport, data: dict[str, Any]) -> str | None:

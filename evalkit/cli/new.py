@@ -24,7 +24,14 @@ from evalkit.project.ci import (
     workflow_text,
 )
 from evalkit.project.paths import MARKER, project_root
-from evalkit.project.scaffold import check_suite_name, project_files, set_default_suite, suite_files, write_new
+from evalkit.project.scaffold import (
+    check_suite_name,
+    parse_labels,
+    project_files,
+    set_default_suite,
+    suite_files,
+    write_new,
+)
 
 __all__ = ["main"]
 
@@ -38,11 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "recordings/",
                                   description="Make DIR (default: the working directory) an evalkit project.")
     project.add_argument("dir", nargs="?", type=Path, default=Path("."), metavar="DIR")
-    suite = commands.add_parser("suite", help="a runnable suite: task, checks (one critical), dataset, prompt, "
-                                              "policy and its config option",
+    suite = commands.add_parser("suite", help="a runnable classification suite: task, declared checks (one "
+                                              "critical), dataset, prompt, policy and its config option",
                                 description="Add suite NAME to the current project (found like python -m "
                                             "evalkit finds it) and make it the default suite if none is set.")
     suite.add_argument("name", metavar="NAME", help="lower-case letters, digits and _")
+    suite.add_argument("--labels", metavar="A,B,C", help="the labels a reply chooses from (default: the example "
+                                                         "suite's positive,negative,neutral, with five real cases); "
+                                                         "the dataset then holds one placeholder case per label")
     commands.add_parser("ci", help="GitHub Actions workflows: replay, gate against main's baseline under main's "
                                    "policy, summary, annotations, a pull-request comment",
                         description="Write .github/workflows/evalkit.yml and evalkit-comment.yml at the top of the "
@@ -55,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "project":
         return _project(args.dir)
-    return _suite(args.name) if args.command == "suite" else _ci()
+    return _suite(args.name, args.labels) if args.command == "suite" else _ci()
 
 
 def _project(folder: Path) -> int:
@@ -69,10 +79,11 @@ def _project(folder: Path) -> int:
     return ExitCode.GO
 
 
-def _suite(name: str) -> int:
+def _suite(name: str, labels_text: str | None) -> int:
     check_suite_name(name)  # before looking for the project: a bad name is wrong anywhere
+    labels = parse_labels(labels_text) if labels_text is not None else None
     root = project_root()
-    written = write_new(suite_files(root, name))
+    written = write_new(suite_files(root, name, labels))
     config = root / MARKER
     updated = set_default_suite(config.read_text(encoding="utf-8"), name)
     if updated is not None:

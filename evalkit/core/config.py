@@ -131,7 +131,20 @@ class DatasetConfig(_Strict):
     """One version of the suite's dataset: a single file, or a manifest with splits (evalkit.run.manifest)."""
 
     file: str | None = Field(None, min_length=1)
-    """The dataset JSON file; name and version are read from it (relative paths: from the project root)."""
+    """The dataset file (relative paths: from the project root): evalkit's JSON, whose name and version are read
+    from it, or a `.jsonl` or `.csv` file of one case per row, named by `name` and `version` here."""
+    name: str | None = Field(None, max_length=MAX_NAME_CHARS, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    """`.jsonl` and `.csv` datasets: the dataset's name (in the eval key and the recording file's name)."""
+    version: str | None = Field(None, max_length=MAX_NAME_CHARS, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    """`.jsonl` and `.csv` datasets: the dataset's version (a number is read as its text)."""
+    fields: dict[str, str] = Field(default_factory=dict)
+    """`.jsonl` and `.csv` datasets: case field -> the file's column (`{id: ticket_id, input: body}`); other
+    columns keep their names. A row without an id gets one made from its content."""
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
     manifest: str | None = Field(None, min_length=1)
     """A manifest pinning public samples and private references by SHA-256, with splits (instead of `file`)."""
     split: str | None = None
@@ -143,6 +156,9 @@ class DatasetConfig(_Strict):
             raise ValueError("give exactly one of 'file' (a dataset file) or 'manifest' (a manifest dataset)")
         if self.file is not None and self.split is not None:
             raise ValueError("'split' needs a manifest dataset; a single dataset file has no splits")
+        if self.manifest is not None and (self.name or self.version or self.fields):
+            raise ValueError("'name', 'version' and 'fields' are for .jsonl and .csv dataset files; a manifest "
+                             "names its own")
         return self
 
 

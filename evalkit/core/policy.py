@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.files import read_text
@@ -71,8 +71,18 @@ class Policy(BaseModel):
     name: str | None = Field(None, max_length=MAX_NAME_CHARS)
     """The policy's own name, shown in decisions; without it a decision names the option or file it came from."""
 
-    version: str | None = Field(None, max_length=MAX_NAME_CHARS)
-    """A version the policy's authors give it (`"3"`, `"2026-11"`), shown in decisions beside its SHA-256."""
+    version: str | None = Field(None, max_length=MAX_NAME_CHARS, json_schema_extra={"anyOf": [
+        {"type": "string", "maxLength": MAX_NAME_CHARS}, {"type": "number"}, {"type": "null"}]})
+    """A version the policy's authors give it (`3`, `"2026-11"`), shown in decisions beside its SHA-256; a number
+    is read as its text (`version: 1` is version "1")."""
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_text(cls, value: Any) -> Any:
+        # YAML reads `version: 1` as a number; a version is a name, so its text is what the policy means
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        return value
 
     max_regressions: int = Field(0, ge=0)
     """How many tests that pass on the baseline may stop passing on the candidate."""
@@ -99,11 +109,23 @@ class Policy(BaseModel):
     review_below: dict[str, float] = Field(default_factory=dict)
     """Absolute floors that call for review instead of blocking."""
 
-    block_on_drop: tuple[str, ...] = ()
-    """Metrics that may not fall below the baseline's value (a drop to not-measurable is a drop)."""
+    block_on_drop: tuple[str, ...] | dict[str, float] = ()
+    """Metrics that may not fall below the baseline's value (a drop to not-measurable is a drop); as a mapping,
+    the drop each may take (`{recall.billing: 0.05}`: a fall of more than 0.05 blocks)."""
 
-    review_on_drop: tuple[str, ...] = ()
-    """Metrics whose drop below the baseline calls for review."""
+    review_on_drop: tuple[str, ...] | dict[str, float] = ()
+    """Metrics whose drop below the baseline calls for review; as a mapping, the drop each may take."""
+
+    @field_validator("block_on_drop", "review_on_drop")
+    @classmethod
+    def _tolerances(cls, value: tuple[str, ...] | dict[str, float]) -> tuple[str, ...] | dict[str, float]:
+        if isinstance(value, dict) and any(not 0 <= allowed < 1e300 for allowed in value.values()):
+            raise ValueError("the drop a metric may take is a number of at least 0")
+        return value
+
+    def allowed_drop(self, name: str, rule: tuple[str, ...] | dict[str, float]) -> float:
+        """How far metric `name` may fall under a drop rule before it counts (0: any fall)."""
+        return rule.get(name, 0.0) if isinstance(rule, dict) else 0.0
 
     regressions: Literal["block", "review", "ignore"] = "block"
     """What more regressed tests than `max_regressions` lead to (critical tests always block); `ignore` lists them

@@ -75,6 +75,11 @@ class RunReport:
     repeats: Mapping[str, Counts] = field(default_factory=dict)
     """nodeid -> how many of its samples passed, for tests sampled several times (`"repeats": {"passed": k,
     "runs": n}` beside the outcome, which is `passed` only when all n passed); empty for single runs."""
+    critical: tuple[str, ...] = ()
+    """The checks the suite's `checks.yaml` marks critical (`critical_checks`): the gate treats them as the
+    policy's `critical:` entries."""
+    classification: Mapping[str, Any] = field(default_factory=dict)
+    """Per classification check: its labels, confusion matrix (expected -> predicted -> cases) and case count."""
 
     @property
     def passed(self) -> int:
@@ -139,7 +144,16 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
     return RunReport(data["eval"], outcomes, cases, provenance, _metrics(data.get("metrics"), where),
                      _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
                      _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages,
-                     repeats=repeats)
+                     repeats=repeats, critical=_critical(data.get("critical_checks"), where),
+                     classification=_mapping(data.get("classification")))
+
+
+def _critical(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{where}: 'critical_checks' must be a list of check names (or absent)")
+    return tuple(value)
 
 
 def _repeats(tests: list[Any], outcomes: Mapping[str, str], where: str) -> dict[str, Counts]:
@@ -413,6 +427,8 @@ class _Report(msgspec.Struct):
     execution: Any = None
     dataset: Any = None
     candidate: Any = None
+    critical_checks: Any = None
+    classification: Any = None
 
 
 _REPORT, _TEST = msgspec.json.Decoder(_Report), msgspec.json.Decoder(_Test)

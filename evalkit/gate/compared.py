@@ -83,7 +83,8 @@ class Compared:
     @cached_property
     def tests(self) -> TestChanges:
         before, after = self.baseline.outcomes, self.candidate.outcomes
-        critical = self.policy.critical
+        # checks a suite's checks.yaml marks critical are critical on either side, as if the policy listed them
+        critical = (*self.policy.critical, *dict.fromkeys((*self.baseline.critical, *self.candidate.critical)))
         regressed, fixed, missing_critical = [], [], []
         for name, outcome in before.items():  # one pass each way: reports can hold millions of tests
             now = after.get(name)

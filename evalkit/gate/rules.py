@@ -281,11 +281,15 @@ def metric_floor(c: Compared) -> Iterator[Finding]:
 
 @rule("metric_drop", "block_on_drop", "review_on_drop")
 def metric_drop(c: Compared) -> Iterator[Finding]:
-    """A metric that fell below the baseline's value (a drop to not-measurable is a drop)."""
+    """A metric that fell below the baseline's value, beyond the drop the policy allows it (a drop to
+    not-measurable is a drop)."""
     for names, effect in ((c.policy.block_on_drop, Effect.BLOCK), (c.policy.review_on_drop, Effect.REVIEW)):
         for name in names:
             change = c.metrics.get(name)
-            if change is not None and change.status == "regressed":
+            allowed = c.policy.allowed_drop(name, names)
+            if change is not None and change.status == "regressed" and not (  # a fall within its allowance is none
+                    allowed and change.before is not None and change.after is not None
+                    and change.before - change.after <= allowed):
                 after_text = "no longer measurable" if change.after is None else f"{change.after:.3f}"
                 before_text = "not measured" if change.before is None else f"{change.before:.3f}"
                 yield Finding("metric_drop", effect, f"{name} fell {before_text} -> {after_text}",

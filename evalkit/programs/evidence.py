@@ -2,10 +2,10 @@
 
 Two different sets, for two different questions:
 - `judging_files`: the files whose code decides the scores, i.e. what pytest runs from the suite folder: its
-  conftest.py and test files (test_*.py, *_test.py, in any subfolder) and the suite's own modules they import,
-  transitively (`import graders`, `from helpers import x`, relative imports). Never the program under test,
-  wherever it lives, nor scripts nobody imports (make_data.py, calibration.py). Their fingerprint plays the
-  judge's part in the eval key: a change makes runs incomparable, as a new judge model would.
+  conftest.py, test files (test_*.py, *_test.py, in any subfolder), declared checks (checks.yaml) and the suite's
+  own modules they import, transitively (`import graders`, `from helpers import x`, relative imports). Never the
+  program under test, wherever it lives, nor scripts nobody imports (make_data.py, calibration.py). Their
+  fingerprint plays the judge's part in the eval key: a change makes runs incomparable, as a new judge model would.
 - `snapshot`: every file under the suite folder (the checks' process runs there, with it first on sys.path, so a
   new `pytest.py` or `json.py` would judge too) and evalkit's own Python code (its pytest plugin grades). The
   runner takes it before the candidates run and compares after: the candidate runs as the same OS user and could
@@ -40,7 +40,8 @@ def judging_files(suite_dir: Path, program: Path) -> dict[str, str]:
             continue
         data = path.read_bytes()
         found[rel] = sha256(data)
-        pending.extend(p for p in _local_imports(data, path, root) if p != skip)
+        if path.suffix == ".py":  # checks.yaml imports nothing itself
+            pending.extend(p for p in _local_imports(data, path, root) if p != skip)
     return dict(sorted(found.items()))
 
 
@@ -101,8 +102,10 @@ def _between(root: Path, path: Path) -> Iterable[Path]:
 
 
 def _collected(name: str) -> bool:
-    """What pytest collects under its default settings (the runner gives it an empty ini file)."""
-    return name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
+    """What pytest collects under its default settings (the runner gives it an empty ini file), and the suite's
+    declared checks (evalkit.run.declared)."""
+    return name in ("conftest.py", "checks.yaml") or (
+        name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
 
 
 def _local_imports(data: bytes, path: Path, root: Path) -> list[Path]:

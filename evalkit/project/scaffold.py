@@ -6,18 +6,25 @@ refuses to overwrite anything: a scaffold never replaces a user's file.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError
 from evalkit.core.policy import policy_schema
 
-__all__ = ["SUITE_NAME", "check_suite_name", "project_files", "set_default_suite", "suite_files", "write_new"]
+__all__ = ["DEFAULT_LABELS", "LABEL", "SUITE_NAME", "check_suite_name", "parse_labels", "project_files",
+           "set_default_suite", "suite_files", "write_new"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUITE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 """Suite names become a folder, a config option and a test module name (`test_<name>.py`)."""
+LABEL = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+"""A label names metrics (`recall.<label>`) and a column of the confusion matrix: short, lower-case, no dots."""
+DEFAULT_LABELS = ("positive", "negative", "neutral")
+"""The labels of the example suite (customer messages by sentiment) when `--labels` gives none."""
 _PLACEHOLDER = "__SUITE__"
 _DEFAULT_SUITE_SLOT = re.compile(r"^  # - suite: NAME\b.*$", re.M)
 
@@ -38,19 +45,50 @@ def project_files(root: Path) -> dict[Path, str]:
     }
 
 
-def suite_files(root: Path, name: str) -> dict[Path, str]:
-    """A runnable suite NAME: task, fixtures and checks (one critical), a dataset, a prompt, its policy and option."""
+def suite_files(root: Path, name: str, labels: Sequence[str] | None = None) -> dict[Path, str]:
+    """A runnable classification suite NAME: a task, declared checks (one critical), a dataset, a prompt, its policy
+    and option. Without `labels` it is the example (customer messages by sentiment, five real cases); with them,
+    a dataset of one placeholder case per label, to be replaced."""
     check_suite_name(name)
+    chosen = tuple(labels) if labels else DEFAULT_LABELS
     suite = root / "suites" / name
+    listed = ", ".join(json.dumps(label) for label in chosen)
+    metrics = ", ".join(["accuracy", "macro_f1", *(f"{kind}.{label}" for label in chosen
+                                                   for kind in ("precision", "recall", "f1"))])
+
+    def fill(relative: str) -> str:
+        return _template(relative, name).replace("__LABEL_LIST__", listed).replace("__METRICS__", metrics)
+
+    if labels:
+        cases = ",\n".join("  " + json.dumps({"id": f"example-{label}", "label": label,
+                                               "text": f"An example message labelled {label}: replace it with a "
+                                                       "real one."}) for label in chosen)
+        dataset = fill("suite/labelled-dataset.json.tmpl").replace("__CASES__", cases)
+        prompt = (fill("suite/labelled-prompt.txt.tmpl").replace("__LABEL_TEXT__", ", ".join(chosen))
+                  .replace("__LABEL_CHOICES__", " | ".join(json.dumps(label) for label in chosen)))
+    else:
+        dataset, prompt = fill("suite/dataset.json.tmpl"), fill("suite/prompt.txt.tmpl")
     return {
-        root / "conf" / "suite" / f"{name}.yaml": _template("suite/suite.yaml.tmpl", name),
-        root / "conf" / "policy" / f"{name}.yaml": _template("suite/policy.yaml.tmpl", name),
-        suite / "task.py": _template("suite/task.py.tmpl", name),
-        suite / "conftest.py": _template("suite/conftest.py.tmpl", name),
-        suite / f"test_{name}.py": _template("suite/test_suite.py.tmpl", name),
-        suite / "datasets" / "v1.json": _template("suite/dataset.json.tmpl", name),
-        suite / "prompts" / "v1.txt": _template("suite/prompt.txt.tmpl", name),
+        root / "conf" / "suite" / f"{name}.yaml": fill("suite/suite.yaml.tmpl"),
+        root / "conf" / "policy" / f"{name}.yaml": fill("suite/policy.yaml.tmpl"),
+        suite / "task.py": fill("suite/task.py.tmpl"),
+        suite / "checks.yaml": fill("suite/checks.yaml.tmpl"),
+        suite / "datasets" / "v1.json": dataset,
+        suite / "prompts" / "v1.txt": prompt,
     }
+
+
+def parse_labels(text: str) -> tuple[str, ...]:
+    """`--labels a,b,c`: two or more distinct labels, each lower-case letters, digits, '_' or '-'."""
+    labels = tuple(part.strip() for part in text.split(","))
+    bad = [label for label in labels if not LABEL.match(label)]
+    if bad:
+        raise InputError(f"--labels: {bad[0]!r} is not a label; use lower-case letters, digits, '_' and '-', "
+                         "starting with a letter or digit, at most 40 characters (a label names metrics such as "
+                         "recall.<label>)")
+    if len(set(labels)) != len(labels) or len(labels) < 2:
+        raise InputError(f"--labels {text!r}: give two or more distinct labels, separated by commas")
+    return labels
 
 
 def check_suite_name(name: str) -> None:

@@ -10,6 +10,7 @@ from evalkit.core.key import changed_settings
 from evalkit.core.report import RunReport
 from evalkit.gate.decision import Decision
 from evalkit.render.answers import render_answers
+from evalkit.render.confusion import confusion_markdown
 from evalkit.render.sections import decision_lists, sections
 from evalkit.render.text import render_changed, render_failure, render_statistics
 
@@ -56,6 +57,8 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
             else:
                 lines.append("not measured")
             lines.append("")
+            if title == "quality":
+                lines += confusion_markdown(candidate)
     if evidence is not None:
         lines += _evidence(evidence)
     return "\n".join(lines).rstrip() + "\n"

@@ -21,6 +21,7 @@ from evalkit.core.key import changed_settings
 from evalkit.core.report import PASSING, RunReport
 from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
+from evalkit.render.confusion import confusion_tables
 from evalkit.render.html import render_page
 from evalkit.render.markdown import render_policy
 from evalkit.render.sections import sections
@@ -104,6 +105,7 @@ def render_report_html(candidate: RunReport, decision: Decision | None = None, b
         panels=panels, unshown_panels=unshown, gated=baseline is not None,
         metrics=_metrics(decision, candidate),
         slices=_slices(candidate),
+        confusion=confusion_tables(candidate),
         run_sections=sections(candidate),
         provenance=_provenance(candidate),
         compared=_compared(evidence),

@@ -60,8 +60,12 @@ def sections(report: RunReport) -> dict[str, list[tuple[str, str]]]:
 
 
 def render_sections(report: RunReport) -> str:
+    from evalkit.render.confusion import confusion_text  # its own module: labels from replies need care
+
     lines = []
     for title, rows in sections(report).items():
         lines.append(title.upper())
         lines += [f"  {label:<31} {value}" for label, value in rows] or ["  not measured"]
+        if title == "quality" and report.classification:
+            lines.append(confusion_text(report))
     return "\n".join(lines)

@@ -31,7 +31,13 @@ def load_baseline(spec: str, suite_baseline: str | None, suite: str) -> Baseline
     if spec == DEFAULT:
         if not suite_baseline:
             raise InputError(f"suite {suite} ships no baseline report; pass baseline=PATH or baseline=none")
-        return Baseline(str(suite_baseline), *_read(project_path(suite_baseline)))
+        path = project_path(suite_baseline)
+        if not path.exists():  # a new suite: say how its first baseline is made, not only what is missing
+            raise InputError(f"suite {suite} has no baseline yet ({suite_baseline} not found): run it without "
+                             f"gating, `python -m evalkit suite={suite} baseline=none` (with mode=live to call "
+                             "the model), then make that run its baseline, "
+                             "`python -m evalkit.bless outputs/.../report.json`")
+        return Baseline(str(suite_baseline), *_read(path))
     if spec.startswith(GIT):
         return _from_git(spec, suite_baseline, suite)
     return Baseline(spec, *_read(Path(spec).expanduser()))

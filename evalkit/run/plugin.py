@@ -27,9 +27,11 @@ from evalkit.core.config import BUILTIN_METRICS
 from evalkit.core.dataset import Case
 from evalkit.core.key import with_settings
 from evalkit.core.report import PASSING
+from evalkit.judging.classification import classify
 from evalkit.judging.slices import language_of_field, slice_cases
 from evalkit.programs.candidate import is_scorable
 from evalkit.programs.grade import Grade
+from evalkit.run.declared import CHECKS_FILE, CLASSIFIED, ChecksYaml
 from evalkit.run.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
 from evalkit.run.workers import RECORDED, SHARD_OPTION, register_for_workers
 
@@ -58,6 +60,8 @@ class RunInput:
         suite = data.get("suite", {})
         self.slices: list[str | dict[str, Any]] = suite.get("slices", [])
         self.abstention_check: str = suite.get("abstention_check", "test_abstention")
+        self.critical: list[str] = suite.get("critical", [])
+        """The checks `checks.yaml` marks critical: they block on failure like the policy's `critical:`."""
         self.group_by: str | None = suite.get("group_by")
         # suites that run a candidate program: what each case's run left, and the references to grade it by
         self.programs: dict[str, dict[str, Any]] = data.get("programs", {})
@@ -113,6 +117,14 @@ class _EvalRun:
         """nodeid -> each sample's outcome, for the checks run once per sample."""
         self.sample_metrics: dict[str, dict[int, dict[str, float | None]]] = {}
         """case id -> sample -> the metrics that sample's checks recorded."""
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        """The suite's declared checks (evalkit.run.declared), collected beside its test modules."""
+        if file_path.name == CHECKS_FILE and file_path.parent == self.root:
+            collector = ChecksYaml.from_parent(parent, path=file_path)
+            collector.run = self
+            return collector
+        return None
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "case" not in metafunc.fixturenames:
@@ -276,6 +288,8 @@ class EvalBlock:
         """case id -> sample -> the metrics that sample's checks recorded."""
         self.metrics: dict[str, dict[str, float | None]] = {}
         self.grades: dict[str, dict[str, Any]] = {}
+        self.classified: dict[str, list[tuple[str, str | None]]] = {}
+        """classification check -> (expected, predicted) per case that ran it."""
 
     def add_to(self, json_report: dict[str, Any]) -> None:
         """Add the eval block to a report that holds its tests (and marks each test with its case)."""
@@ -301,7 +315,10 @@ class EvalBlock:
         metrics["pass_rate"] = {"mean": json_report["pass_rate"], "count": len(tests), "unmeasured": 0}
         metrics["case_pass_rate"] = {"mean": round(sum(c["passed"] for c in scored) / len(scored), 6) if scored
                                      else None, "count": len(scored), "unmeasured": len(cases) - len(scored)}
+        self._add_classification(json_report, metrics)
         json_report["metrics"] = metrics
+        if self.run.critical:
+            json_report["critical_checks"] = list(self.run.critical)
         if self.run.slices:
             json_report["slices"] = self._slices(cases)
 
@@ -316,6 +333,26 @@ class EvalBlock:
                 self.metrics.setdefault(recorded["case"], {}).update(recorded["metrics"])
             if "grade" in recorded:
                 self.grades[recorded["case"]] = recorded["grade"]
+            if CLASSIFIED in recorded:
+                seen = recorded[CLASSIFIED]
+                self.classified.setdefault(seen["check"], []).append((seen["label"], seen["predicted"]))
+
+    def _add_classification(self, json_report: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> None:
+        """Each classification check's confusion matrix under `classification`, and its metrics among the run's:
+        by their plain names (`macro_f1`, `recall.billing`) for a suite with one such check, else prefixed with
+        the check's name (`label_matches.macro_f1`)."""
+        blocks: dict[str, Any] = {}
+        for check, pairs in sorted(self.classified.items()):
+            result = classify(pairs)
+            if result is None:
+                continue
+            blocks[check] = {"labels": list(result.labels), "confusion": result.confusion, "cases": result.cases}
+            prefix = "" if len(self.classified) == 1 else f"{check}."
+            for name, value in result.metrics().items():
+                metrics[prefix + name] = {"mean": value, "count": result.cases,
+                                          "unmeasured": 0 if value is not None else result.cases}
+        if blocks:
+            json_report["classification"] = blocks
 
     def _slices(self, cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         results = {c["id"]: c for c in cases}
@@ -400,9 +437,9 @@ def _case_passed(outcomes: list[str]) -> bool:
 
 
 def _case_param(item: pytest.Item) -> object:
-    """The `case` a check over cases was parametrized with (None for other tests)."""
+    """The `case` a check over cases was parametrized with, or a declared check's case (None for other tests)."""
     callspec = getattr(item, "callspec", None)
-    return callspec.params.get("case") if callspec is not None else None
+    return callspec.params.get("case") if callspec is not None else getattr(item, "evalkit_case", None)
 
 
 def _sample_means(by_case: dict[str, dict[int, dict[str, float | None]]]) -> dict[str, dict[str, float | None]]:

@@ -21,11 +21,11 @@ from typing import Any
 from evalkit.core.atomic import write_atomic
 from evalkit.core.call_id import CallId
 from evalkit.core.config import Mode, ModelConfig, RunConfig
-from evalkit.core.dataset import load_dataset
-from evalkit.core.errors import InputError, ProviderError, RecordingError
+from evalkit.core.errors import ConfigError, InputError, ProviderError, RecordingError
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
 from evalkit.core.key import EvalKey, build_key, recording_path
+from evalkit.core.loaders import load_cases
 from evalkit.core.outputs import refuse_link
 from evalkit.core.provider_specs import provider_spec
 from evalkit.core.report import RunReport, report_from_mapping
@@ -40,6 +40,7 @@ from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_
 from evalkit.programs.isolation import probe_isolation
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
+from evalkit.run.declared import read_checks, with_rubric_judges
 from evalkit.run.destinations import check_run_destinations
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
@@ -81,7 +82,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     # validate_config guarantees a model suite its model, prompt and dataset file
     assert config.model is not None and config.prompt is not None and config.dataset.file is not None
     suite_dir = project_path(config.suite.path)
-    dataset = load_dataset(project_path(config.dataset.file))
+    dataset = load_cases(project_path(config.dataset.file), config.dataset.fields, config.dataset.name,
+                         config.dataset.version)
     prompt_path = project_path(config.prompt.file)
     prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
     key = build_key(
@@ -94,6 +96,11 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     rec_path = recording_path(key, project_path(config.run.recordings))
     redact = redactor_for(config)
     task = load_task(suite_dir, config.components, baseline_replies(baseline, project_path(config.run.recordings)))
+    declared = read_checks(suite_dir)
+    if config.judge is None and declared is not None and any(c.llm_rubric for c in declared.checks):
+        raise ConfigError(f"{suite_dir / 'checks.yaml'}: llm-rubric checks need the suite's pinned judge; add "
+                          "`- /judge: NAME` to the suite option's defaults (or pass judge=NAME)")
+    task = with_rubric_judges(task, declared)
 
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
         assert config.model is not None
@@ -218,9 +225,12 @@ def _run_program_suite(config: RunConfig) -> RunResult:
 
 
 def _suite_input(config: RunConfig) -> dict[str, Any]:
-    """What the suite's checks need from its config: slices, the abstention check, the group field."""
+    """What the suite's checks need from its config: slices, the abstention check, the group field, and the
+    checks its `checks.yaml` marks critical (read here too, so a mistake in it is refused before any call)."""
+    declared = read_checks(project_path(config.suite.path))
     return {"slices": [s if isinstance(s, str) else s.model_dump() for s in config.suite.slices],
-            "abstention_check": config.suite.abstention_check, "group_by": config.suite.group_by}
+            "abstention_check": config.suite.abstention_check, "group_by": config.suite.group_by,
+            "critical": list(declared.critical) if declared is not None else []}
 
 
 def _checks_fingerprint(suite_dir: Path, program: Path) -> str:

@@ -1,0 +1,137 @@
+"""A suite's declared checks as pytest tests: each entry of `checks.yaml` over each case becomes one test,
+`checks.yaml::NAME[case-id]`, beside the suite's hand-written `test_*.py` checks and gated like them.
+
+The checks themselves are judged by evalkit.judging.checks (pure); this module only collects them, hands each
+the case's reply, fails it with the check's one-line message, and records what a classification check saw for
+the run's classification metrics.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from evalkit.core.config import ModelConfig
+from evalkit.core.dataset import Case
+from evalkit.core.errors import InputError
+from evalkit.core.files import decode, read_bytes
+from evalkit.judging.checks import ChecksFile, CheckSpec, judge, parse_checks
+from evalkit.judging.llm_rubric import rubric_request
+from evalkit.live.providers.base import Request
+from evalkit.run.samples import sample_id
+from evalkit.run.suite import SuiteTask
+
+if TYPE_CHECKING:
+    from evalkit.run.plugin import _EvalRun
+
+__all__ = ["CHECKS_FILE", "CLASSIFIED", "ChecksYaml", "DeclaredCheck", "read_checks", "with_rubric_judges"]
+
+CHECKS_FILE = "checks.yaml"
+CLASSIFIED = "classified"
+"""The key under which a classification check records `{"check", "label", "predicted"}` for its case."""
+
+
+def read_checks(suite_dir: Path) -> ChecksFile | None:
+    """The suite's `checks.yaml`, validated; None when the suite declares no checks."""
+    path = suite_dir / CHECKS_FILE
+    if not path.is_file():
+        return None
+    return parse_checks(decode(read_bytes(path, "checks file"), path, "checks file"), str(path))
+
+
+class ChecksYaml(pytest.File):
+    """The suite's `checks.yaml`, collected as one test per check and case."""
+
+    run: _EvalRun
+
+    def collect(self) -> Iterable[pytest.Item]:
+        checks = read_checks(self.path.parent)
+        assert checks is not None  # collected only when the file exists
+        load = _loader(self.path.parent)
+        for spec in checks.checks:
+            if spec.python is not None:
+                load(spec.python)  # a missing function is the suite's mistake: said at collection, not per case
+            for case in self.run.run.cases:
+                if spec.applies_to(case):
+                    yield DeclaredCheck.from_parent(self, name=f"{spec.name}[{case.id}]", spec=spec, case=case,
+                                                    load=load, evalrun=self.run)
+
+
+class DeclaredCheck(pytest.Item):
+    """One declared check over one case."""
+
+    def __init__(self, *, spec: CheckSpec, case: Case, load: Callable[[str], Any], evalrun: _EvalRun,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.evalrun = evalrun
+        self.spec = spec
+        self.evalkit_case = case
+        """The case, as the plugin finds it for a check over cases (evalkit.run.plugin._case_param)."""
+        self.load = load
+        self.classified: dict[str, str | None] | None = None
+        """What a classification check saw on the first sample (with repeats, every sample records it)."""
+
+    def runtest(self) -> None:
+        evalrun = self.evalrun
+        case = self.evalkit_case
+        call = f"judge/{self.spec.name}/{case.id}" if self.spec.call == "judge" else f"task/{case.id}"
+        reply = evalrun.run.text_of(sample_id(call, evalrun.sample))
+        verdict = judge(self.spec, reply, case, self.load)
+        if self.spec.kind == "classification":
+            # the first sample's label, whichever sample's report is kept: the metrics count each case once
+            if evalrun.sample == 0:
+                self.classified = {"check": self.spec.name, "label": str(case.get(self.spec.classification or "")),
+                                   "predicted": verdict.predicted}
+            if self.classified is not None:
+                evalrun.recording.setdefault(self.nodeid, {})[CLASSIFIED] = self.classified
+        if not verdict.passed:
+            pytest.fail(verdict.message, pytrace=False)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"{self.spec.kind} check {self.name}"
+
+
+def with_rubric_judges(task: SuiteTask, checks: ChecksFile | None) -> SuiteTask:
+    """The suite's task with its llm-rubric checks' judge calls added to the judge calls it plans itself (one per
+    check and case, `judge/<check>/<case>`); the task as it is when it declares none."""
+    rubrics = [spec for spec in checks.checks if spec.llm_rubric is not None] if checks is not None else []
+    if not rubrics:
+        return task
+    own = task.build_judge
+
+    def build_judge(case: Case, output_text: str, judge: ModelConfig) -> Mapping[str, Request]:
+        planned = dict(own(case, output_text, judge)) if own is not None else {}
+        for spec in rubrics:
+            if spec.applies_to(case):
+                assert spec.llm_rubric is not None
+                planned[spec.name] = rubric_request(spec.llm_rubric, case, output_text, judge)
+        return planned
+
+    return SuiteTask(task.build_task, build_judge)
+
+
+def _loader(suite_dir: Path) -> Callable[[str], Any]:
+    """Import a `python:` check's function with the suite's folder first on sys.path (where its conftest and
+    helper modules live); a missing module or function is an input error naming it."""
+
+    def load(target: str) -> Any:
+        module_name, _, name = target.partition(":")
+        if str(suite_dir) not in sys.path:
+            sys.path.insert(0, str(suite_dir))
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            raise InputError(f"{suite_dir / CHECKS_FILE}: python check {target}: cannot import {module_name} "
+                             f"({error})") from None
+        function = getattr(module, name, None)
+        if not callable(function):
+            raise InputError(f"{suite_dir / CHECKS_FILE}: python check {target}: {module_name} defines no "
+                             f"function {name}")
+        return function
+
+    return load

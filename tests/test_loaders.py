@@ -1,0 +1,101 @@
+"""Dataset files of rows (evalkit.core.loaders): JSON Lines and CSV mapped to cases, stable generated ids, a
+fingerprint of the loaded cases, and refusals that name the file, row and field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalkit.core.errors import InputError
+from evalkit.core.loaders import cases_fingerprint, load_cases
+
+FIELDS = {"id": "ticket_id", "input": "body", "label": "category"}
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_csv_and_jsonl_with_the_same_cases_load_alike_and_fingerprint_alike(tmp_path):
+    csv_path = write(tmp_path, "t.csv", 'ticket_id,body,category,channel\n'
+                                        't-1,"Refund, please",billing,mail\n'
+                                        't-2,App crashes,bug,web\n')
+    jsonl_path = write(tmp_path, "t.jsonl",  # other order, other spacing: the same cases
+                       '{"category": "bug", "ticket_id": "t-2", "body": "App crashes", "channel": "web"}\n\n'
+                       '{"ticket_id":"t-1","body":"Refund, please","category":"billing","channel":"mail"}\n')
+    from_csv = load_cases(csv_path, FIELDS, "tickets", "1")
+    from_jsonl = load_cases(jsonl_path, FIELDS, "tickets", "1")
+    assert [(c.id, c.fields) for c in from_csv.cases] == [
+        ("t-1", {"input": "Refund, please", "label": "billing", "channel": "mail"}),
+        ("t-2", {"input": "App crashes", "label": "bug", "channel": "web"})]
+    assert from_csv.label == "tickets@1"
+    assert from_csv.sha == from_jsonl.sha == cases_fingerprint("tickets", "1", from_csv.cases)
+    changed = write(tmp_path, "u.csv", "ticket_id,body,category,channel\nt-1,Refund please,billing,mail\n"
+                                       "t-2,App crashes,bug,web\n")
+    assert load_cases(changed, FIELDS, "tickets", "1").sha != from_csv.sha  # one character of one case
+    assert load_cases(csv_path, FIELDS, "tickets", "2").sha != from_csv.sha
+
+
+def test_rows_without_ids_get_ids_from_their_content(tmp_path):
+    first = load_cases(write(tmp_path, "a.jsonl", '{"q": "one"}\n{"q": "two"}\n{"q": "one"}\n'), None, "d", "1")
+    again = load_cases(write(tmp_path, "b.jsonl", '{"q": "two"}\n{"q": "one"}\n'), None, "d", "1")
+    ids = [c.id for c in first.cases]
+    assert all(i.startswith("row-") for i in ids) and len(set(ids)) == 3
+    assert ids[2] == ids[0] + "-2"  # the same content twice is numbered, in file order
+    assert {c.fields["q"]: c.id for c in again.cases} == {"two": ids[1], "one": ids[0]}  # order does not matter
+
+
+def test_numbers_as_ids_are_their_text(tmp_path):
+    loaded = load_cases(write(tmp_path, "n.jsonl", '{"id": 7, "q": "x"}\n'), None, "d", "1")
+    assert loaded.cases[0].id == "7"
+
+
+@pytest.mark.parametrize(("name", "text", "fields", "message"), [
+    ("a.csv", "ticket_id,text\nt-1,x\n", FIELDS, r"a\.csv: line 2 has no field 'body' \(mapped to input\)"),
+    ("a.csv", "ticket_id,body,category\nt-1,x,y\nt-1,z,y\n", FIELDS,
+     r"a\.csv: line 3: field 'ticket_id': id 't-1' was already given on line 2"),
+    ("a.csv", "ticket_id,body,category\nt 1,x,y\n", FIELDS, r"a\.csv: line 2: field 'ticket_id' needs an 'id'"),
+    ("a.csv", "a,b,a\n1,2,3\n", None, r"a\.csv: line 1: column 'a' appears twice"),
+    ("a.csv", "a,b\n1,2,3\n", None, r"a\.csv: line 2 has 3 values for 2 columns"),
+    ("a.jsonl", '{"a": 1}\n[1]\n', None, r"a\.jsonl: line 2 is list; each line is one JSON object"),
+    ("a.jsonl", '{"a": 1}\n{"a": \n', None, r"a\.jsonl: line 2"),
+    ("a.jsonl", "\n", None, r"a\.jsonl: no rows"),
+])
+def test_refusals_name_the_file_row_and_field(tmp_path, name, text, fields, message):
+    with pytest.raises(InputError, match=message):
+        load_cases(write(tmp_path, name, text), fields, "d", "1")
+
+
+def test_formats_that_need_other_libraries_are_refused_in_one_line(tmp_path):
+    with pytest.raises(InputError, match=r"a Parquet file cannot be read .* save it as JSON Lines"):
+        load_cases(write(tmp_path, "d.parquet", "PAR1"), None, "d", "1")
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    with pytest.raises(InputError, match=r"a folder \(a Hugging Face `datasets` folder\?\) cannot be read"):
+        load_cases(folder, None, "d", "1")
+
+
+def test_row_files_need_a_name_and_version_and_json_datasets_take_none(tmp_path):
+    with pytest.raises(InputError, match=r"needs dataset\.name and dataset\.version"):
+        load_cases(write(tmp_path, "a.jsonl", '{"a": 1}\n'), None, None, None)
+    own = write(tmp_path, "own.json", json.dumps({"name": "d", "version": "1", "cases": [{"id": "a"}]}))
+    assert load_cases(own).label == "d@1"
+    with pytest.raises(InputError, match=r"an evalkit JSON dataset names its own fields"):
+        load_cases(own, {"input": "q"})
+
+
+def test_the_dataset_option_takes_name_version_and_fields_for_row_files_only():
+    from pydantic import ValidationError
+
+    from evalkit.core.config import DatasetConfig
+
+    option = DatasetConfig(file="t.csv", name="tickets", version=1, fields={"id": "ticket_id"})
+    assert option.version == "1" and option.fields == {"id": "ticket_id"}
+    with pytest.raises(ValidationError, match="'name', 'version' and 'fields' are for .jsonl and .csv"):
+        DatasetConfig(manifest="m.json", fields={"id": "x"})
+    with pytest.raises(ValidationError, match="String should match pattern"):
+        DatasetConfig(file="t.csv", name="two words", version="1")
