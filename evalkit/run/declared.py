@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from evalkit.core.call_id import CallId
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
@@ -23,7 +24,6 @@ from evalkit.core.files import decode, read_bytes
 from evalkit.judging.checks import ChecksFile, CheckSpec, judge, parse_checks
 from evalkit.judging.llm_rubric import rubric_request
 from evalkit.live.providers.base import Request
-from evalkit.run.samples import sample_id
 from evalkit.run.suite import SuiteTask
 
 if TYPE_CHECKING:
@@ -79,8 +79,9 @@ class DeclaredCheck(pytest.Item):
     def runtest(self) -> None:
         evalrun = self.evalrun
         case = self.evalkit_case
-        call = f"judge/{self.spec.name}/{case.id}" if self.spec.call == "judge" else f"task/{case.id}"
-        reply = evalrun.run.text_of(sample_id(call, evalrun.sample))
+        call = (CallId.judge(self.spec.name, case.id, evalrun.sample) if self.spec.call == "judge"
+                else CallId.task(case.id, evalrun.sample))
+        reply = evalrun.run.text_of(str(call))
         verdict = judge(self.spec, reply, case, self.load)
         if self.spec.kind == "classification":
             # the first sample's label, whichever sample's report is kept: the metrics count each case once
