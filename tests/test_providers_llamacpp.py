@@ -187,9 +187,9 @@ def test_concurrent_calls_share_one_loaded_model(provider: llamacpp.LlamaCppProv
     with ThreadPoolExecutor(max_workers=4) as pool:
         together = list(pool.map(ask, questions))
     assert together == alone
-    again = make_provider(config())  # a second provider (a judge on the same file) loads nothing new
-    assert llamacpp._loaded(None, again._path, {"n_ctx": OPTIONS["n_ctx"]}).model is \
-        llamacpp._loaded(None, provider._path, {"n_ctx": OPTIONS["n_ctx"]}).model
+    workers = {key: loaded.worker.pid for key, loaded in llamacpp._CACHE.items()}
+    make_provider(config())  # a second provider (a judge on the same file) loads nothing new
+    assert {key: loaded.worker.pid for key, loaded in llamacpp._CACHE.items()} == workers
 
 
 @pytest.mark.slow
