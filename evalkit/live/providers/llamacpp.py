@@ -186,9 +186,9 @@ class LlamaCppProvider:
                 messages.append(schema_message(request.response_schema))
             else:
                 arguments["response_format"] = {"type": "json_object", "schema": request.response_schema}
-        try:
-            # waiting for the worker is not the call's latency: the worker measures its own decode
-            answer = _loaded(self._path, settings, restart=False).worker.ask({"messages": messages, "arguments": arguments})
+        call = {"messages": messages, "arguments": arguments}
+        try:  # waiting for the worker is not the call's latency: the worker measures its own decode
+            answer = _loaded(self._path, settings, restart=False).worker.ask(call)
         except (WorkerEnded, OutageError, ProviderError) as error:
             reason = crashed(error, "answering a call of", self._path) if isinstance(error, WorkerEnded) else \
                 str(error)
