@@ -103,11 +103,12 @@ def _worker_command() -> tuple[list[str], dict[str, str]]:
 
 def crashed(ended: WorkerEnded, doing: str, path: Path) -> str:
     """One line for a worker that ended: the runtime, the signal (or exit code), the model file and the fix."""
-    what = f"{RUNTIME} {version(RUNTIME)} crashed ({ended})" if ended.by_signal else \
-        f"the {RUNTIME} worker ended ({ended})"
-    fix = (f"a natively built {RUNTIME} (a wheel in pip's cache built on another CPU model) crashes like this: "
-           f"rebuild it portably with {portable_rebuild()}")
-    return f"{what} {doing} {path}; {fix}"
+    if ended.by_signal:
+        return (f"{RUNTIME} {version(RUNTIME)} crashed ({ended}) {doing} {path}; a natively built {RUNTIME} (a wheel "
+                f"in pip's cache built on another CPU model) crashes like this: rebuild it portably with "
+                f"{portable_rebuild()}")
+    return (f"the {RUNTIME} worker ended ({ended}) {doing} {path}; if its installation is broken, reinstall it "
+            f"portably with {portable_rebuild()}")
 
 
 def _loaded(path: Path, settings: dict[str, Any], restart: bool = True) -> _Loaded:

@@ -86,21 +86,21 @@ class Worker:
             return answer
 
     def close(self) -> None:
-        """Ask the child to stop (its input closes) and wait for it; kill it if it does not."""
-        with self._lock:
-            if self._process.stdin is not None and not self._process.stdin.closed:
-                try:
-                    self._process.stdin.close()
-                except BrokenPipeError:
-                    pass
+        """Ask the child to stop (its input closes) and wait for it; kill it if it does not.
+
+        It does not wait for a question in flight (at exit, a call's thread may still be waiting for its answer):
+        that question gets its answer or, once the child is gone, `WorkerEnded`."""
+        if self._process.stdin is not None:
             try:
-                self._process.wait(timeout=self._grace_s)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-            if self._process.stdout is not None:
-                self._process.stdout.close()
-            self._stderr.close()
+                self._process.stdin.close()
+            except OSError:  # the child is gone already
+                pass
+        try:
+            self._process.wait(timeout=self._grace_s)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._stderr.close()
 
     def _how_it_ended(self) -> WorkerEnded:
         try:
