@@ -107,8 +107,8 @@ def test_a_crash_while_loading_is_an_outage_naming_the_signal_the_file_and_the_f
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker that dies of a signal before it answers (a native build on a CPU without its instructions dies
     of SIGILL as the library loads): a real child process, really killed."""
-    def dies() -> tuple[list[str], dict[str, str]]:
-        return [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGILL)"], dict(os.environ)
+    def dies() -> tuple[list[str], dict[str, str] | None]:
+        return [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGILL)"], None
 
     monkeypatch.setattr(llamacpp, "_worker_command", dies)
     with pytest.raises(OutageError) as crashed:
@@ -260,7 +260,7 @@ def test_the_model_runs_in_a_worker_process_never_in_evalkits(provider: llamacpp
     assert "llama_cpp" not in sys.modules  # the native library was never loaded here
     pids = {loaded.worker.pid for loaded in llamacpp._CACHE.values()}
     assert pids and os.getpid() not in pids
-    assert all("-m evalkit.live.providers.llamacpp_worker" in _cmdline(pid) for pid in pids)
+    assert all("from evalkit.live.providers.llamacpp_worker import main" in _cmdline(pid) for pid in pids)
 
 
 @pytest.mark.slow

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import os
 import shlex
 import sys
 import threading
@@ -93,12 +92,14 @@ def _close_all() -> None:
         _CACHE.clear()
 
 
-def _worker_command() -> tuple[list[str], dict[str, str]]:
-    """How to start a worker: this interpreter, with this evalkit's folder first on its path (the same code)."""
-    env = dict(os.environ)
+def _worker_command() -> tuple[list[str], dict[str, str] | None]:
+    """How to start a worker: this interpreter, finding evalkit as this process did (from the same working
+    directory and environment), or else in the folder this evalkit came from, which is tried last so that it
+    cannot shadow anything (it may be site-packages)."""
     root = str(Path(__file__).resolve().parents[3])
-    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-    return [sys.executable, "-m", "evalkit.live.providers.llamacpp_worker"], env
+    start = (f"import sys; sys.path.append({root!r}); "
+             "from evalkit.live.providers.llamacpp_worker import main; sys.exit(main())")
+    return [sys.executable, "-c", start], None
 
 
 def crashed(ended: WorkerEnded, doing: str, path: Path) -> str:

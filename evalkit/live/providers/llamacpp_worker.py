@@ -1,4 +1,4 @@
-"""The process that runs llama-cpp-python for the `llamacpp` provider (`python -m <this module>`).
+"""The process that runs llama-cpp-python for the `llamacpp` provider (started by it: `main`).
 
 llama.cpp is native code: a build made for another CPU model can die of a signal (SIGSEGV, SIGILL) where Python
 cannot catch it. Run here, such a crash ends this process only; the provider that started it (evalkit.live.
