@@ -5,10 +5,11 @@ package ships, found through the package's file list without importing it (it im
 
 llama.cpp runs in a worker process that evalkit supervises (evalkit.live.providers.llamacpp_worker), never in
 evalkit's own: native code built for another CPU model can die of a signal, and that must end the run as an
-outage with one line, not kill it with no line, a held lock and half its files. One worker runs per model file
-and load settings, started when the provider is made (a request whose load settings differ starts its own);
-calls take turns on it, since one `llama_cpp.Llama` decodes for one caller at a time. A worker that crashed is
-not restarted within a run: its calls fail as an outage, naming the signal, the file and the fix.
+outage with one line, not kill it with no line, leaving a lock file and half a run folder. One worker runs
+per model file and load settings, started when the provider is made (a request whose load settings differ
+starts its own); calls take turns on it, since one `llama_cpp.Llama` decodes for one caller at a time. A worker
+that crashed is not restarted within a run: its calls fail as an outage, naming the signal, the file and the
+fix.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ options (and so in its fingerprint): a smaller context can change a reply."""
 RUNTIME_OPTIONS = ("n_batch", "n_ubatch", "n_threads")
 """Load options that work around a runtime's bugs or share out the machine (how many tokens a decode step
 takes, how many threads it uses) without changing what the model answers; unset, llama-cpp-python's defaults
-apply. They choose the worker, like `n_ctx`, and are left out of the reply's identity."""
+apply. They choose the worker, like `n_ctx`, but do not belong in a reply's identity (a test checks that the
+replies stay the same)."""
 DEFAULT_DIALECT = "json_object"
 _EXCLUDED = {"self", "messages", "response_format", "stream", "functions", "function_call", "tools", "tool_choice",
              "model", "logits_processor", "grammar"}
@@ -102,7 +104,7 @@ def _worker_command() -> tuple[list[str], dict[str, str] | None]:
     return [sys.executable, "-c", start], None
 
 
-def crashed(ended: WorkerEnded, doing: str, path: Path) -> str:
+def _crashed(ended: WorkerEnded, doing: str, path: Path) -> str:
     """One line for a worker that ended: the runtime, the signal (or exit code), the model file and the fix."""
     if ended.by_signal:
         return (f"{RUNTIME} {version(RUNTIME)} crashed ({ended}) {doing} {path}; a natively built {RUNTIME} (a wheel "
@@ -128,8 +130,8 @@ def _loaded(path: Path, settings: dict[str, Any], restart: bool = True) -> _Load
         except WorkerEnded as ended:
             worker.close()
             if ended.by_signal:
-                raise OutageError(crashed(ended, "loading", path)) from None
-            raise ProviderError(crashed(ended, "loading", path)) from None
+                raise OutageError(_crashed(ended, "loading", path)) from None
+            raise ProviderError(_crashed(ended, "loading", path)) from None
         if answer.get("kind") == "load":
             worker.close()
             raise ConfigError(f"{path}: {RUNTIME} could not load the model: {answer.get('error')}; set "
@@ -192,7 +194,7 @@ class LlamaCppProvider:
         try:  # waiting for the worker is not the call's latency: the worker measures its own decode
             answer = _loaded(self._path, settings, restart=False).worker.ask(call)
         except (WorkerEnded, OutageError, ProviderError) as error:
-            reason = crashed(error, "answering a call of", self._path) if isinstance(error, WorkerEnded) else \
+            reason = _crashed(error, "answering a call of", self._path) if isinstance(error, WorkerEnded) else \
                 str(error)
             raise CallFailure(f"{self._name}: {reason}", retryable=False) from None
         if answer.get("kind") == "refused":  # e.g. the prompt does not fit the context
