@@ -4,9 +4,11 @@ a fresh line, a full disk ending the run in one line with the journal kept and r
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -58,6 +60,64 @@ def test_a_lock_file_that_is_a_symbolic_link_is_refused_not_followed(tmp_path: P
             recording_lock(tmp_path / "rec.json", 1, print):
         pass
     assert not (tmp_path / "created-elsewhere.txt").exists()
+
+
+# --- the lock ---------------------------------------------------------------------------------------------------
+
+def test_the_lock_file_exists_only_while_a_run_holds_it(tmp_path: Path) -> None:
+    lock = tmp_path / "rec.json.lock"
+    with recording_lock(tmp_path / "rec.json", 1, print):
+        assert lock.is_file()
+    assert not lock.exists()
+    with pytest.raises(ZeroDivisionError), recording_lock(tmp_path / "rec.json", 1, print):
+        assert lock.is_file()
+        1 / 0  # noqa: B018 - a run that ends by an error lets go the same way
+    assert not lock.exists()
+
+
+def test_a_lock_file_left_by_a_killed_run_is_taken_over_and_removed(tmp_path: Path) -> None:
+    lock = tmp_path / "rec.json.lock"
+    lock.write_text("")  # what kill -9 leaves: the file, with no lock on it
+    with recording_lock(tmp_path / "rec.json", 1, print):
+        assert _held_by_another(lock)
+    assert not lock.exists()
+
+
+def _held_by_another(lock: Path) -> bool:
+    """Whether a newcomer that opens the lock file now finds it locked."""
+    with lock.open("a") as probe:
+        try:
+            fcntl.flock(probe.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(probe.fileno(), fcntl.LOCK_UN)
+        return False
+
+
+def test_a_waiter_whose_lock_file_was_removed_locks_the_new_one(tmp_path: Path) -> None:
+    """The waiter locks the removed file when the first run lets go; it must start over on the file at the path,
+    or a third run would lock a new file at the same time as it."""
+    recording, lock = tmp_path / "rec.json", tmp_path / "rec.json.lock"
+    told = threading.Event()
+    inside = threading.Event()
+    leave = threading.Event()
+    found: list[bool] = []
+
+    def waiter() -> None:
+        with recording_lock(recording, 30, lambda message: told.set()):
+            found.append(_held_by_another(lock))
+            inside.set()
+            leave.wait(30)
+
+    with recording_lock(recording, 1, print):
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        assert told.wait(30)  # it waits on the file the first run holds
+    assert inside.wait(30)
+    assert found == [True] and lock.is_file() and _held_by_another(lock)
+    leave.set()
+    thread.join(30)
+    assert not lock.exists()
 
 
 # --- torn tails -------------------------------------------------------------------------------------------------

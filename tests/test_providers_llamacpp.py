@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import PackageNotFoundError, version
@@ -25,7 +28,7 @@ from typing import Any
 import pytest
 
 from evalkit.core.config import ModelConfig
-from evalkit.core.errors import ConfigError, ProviderError
+from evalkit.core.errors import ConfigError, OutageError, ProviderError
 from evalkit.live.contract import StopKind, contract_problems, stop_kind
 from evalkit.live.providers import Message, Request, llamacpp, make_provider
 from evalkit.live.providers.base import CallFailure
@@ -92,6 +95,30 @@ def test_a_config_without_an_output_cap_is_refused() -> None:
 def test_an_unknown_option_is_refused_naming_what_it_takes() -> None:
     with pytest.raises(ConfigError, match=r"option\(s\) think are not llama-cpp-python chat parameters .*top_k"):
         make_provider(config(options=OPTIONS | {"think": False}))
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, "2", True])
+def test_a_runtime_option_that_is_not_a_positive_whole_number_is_refused(value: Any) -> None:
+    with pytest.raises(ConfigError, match=rf"options.n_ubatch must be a whole number of at least 1 \(got {re.escape(repr(value))}\)"):
+        make_provider(config(options=OPTIONS | {"n_ubatch": value}))
+
+
+def test_a_crash_while_loading_is_an_outage_naming_the_signal_the_file_and_the_fix(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that dies of a signal before it answers (a native build on a CPU without its instructions dies
+    of SIGILL as the library loads): a real child process, really killed."""
+    def dies() -> tuple[list[str], dict[str, str] | None]:
+        return [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGILL)"], None
+
+    monkeypatch.setattr(llamacpp, "_worker_command", dies)
+    with pytest.raises(OutageError) as crashed:
+        make_provider(config(options=OPTIONS | {"n_threads": 3}))
+    message = str(crashed.value)
+    assert message.startswith(f"llama-cpp-python {version('llama-cpp-python')} crashed (SIGILL) loading ")
+    assert str(llamacpp.bundled_model_file()) in message and "\n" not in message
+    assert message.endswith('rebuild it portably with CMAKE_ARGS="-DGGML_NATIVE=OFF" '
+                            f"{shlex.quote(sys.executable)} -m pip install --no-cache-dir --force-reinstall "
+                            f"llama-cpp-python=={version('llama-cpp-python')}")
 
 
 def test_a_missing_model_file_is_refused(tmp_path: Path) -> None:
@@ -187,9 +214,9 @@ def test_concurrent_calls_share_one_loaded_model(provider: llamacpp.LlamaCppProv
     with ThreadPoolExecutor(max_workers=4) as pool:
         together = list(pool.map(ask, questions))
     assert together == alone
-    again = make_provider(config())  # a second provider (a judge on the same file) loads nothing new
-    assert llamacpp._loaded(None, again._path, {"n_ctx": OPTIONS["n_ctx"]}).model is \
-        llamacpp._loaded(None, provider._path, {"n_ctx": OPTIONS["n_ctx"]}).model
+    workers = {key: loaded.worker.pid for key, loaded in llamacpp._CACHE.items()}
+    make_provider(config())  # a second provider (a judge on the same file) loads nothing new
+    assert {key: loaded.worker.pid for key, loaded in llamacpp._CACHE.items()} == workers
 
 
 @pytest.mark.slow
@@ -218,3 +245,100 @@ def test_the_shipped_smollm2_recording_names_this_model_file() -> None:
     path = llamacpp.bundled_model_file()
     assert producer["model_file"] == path.name
     assert producer["model_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# -- the worker process -----------------------------------------------------------------------------------------
+
+
+def _cmdline(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+
+
+@pytest.mark.slow
+def test_the_model_runs_in_a_worker_process_never_in_evalkits(provider: llamacpp.LlamaCppProvider) -> None:
+    assert provider.complete(request(options=OPTIONS | {"max_tokens": 6})).text
+    assert "llama_cpp" not in sys.modules  # the native library was never loaded here
+    pids = {loaded.worker.pid for loaded in llamacpp._CACHE.values()}
+    assert pids and os.getpid() not in pids
+    assert all("from evalkit.live.providers.llamacpp_worker import main" in _cmdline(pid) for pid in pids)
+
+
+@pytest.mark.slow
+def test_runtime_options_choose_their_own_worker_and_leave_the_replies_as_they_were(
+        provider: llamacpp.LlamaCppProvider) -> None:
+    """n_batch, n_ubatch and n_threads (workarounds for runtime bugs, the machine's share) are load options, as
+    n_ctx is: accepted, given to the model's load, and the replies stay the same."""
+    asked = request(options=OPTIONS | {"max_tokens": 24})
+    before = provider.complete(asked).text
+    workers = len(llamacpp._CACHE)
+    workaround = OPTIONS | {"n_batch": 8, "n_ubatch": 1, "n_threads": 1}
+    other = make_provider(config(options=workaround))
+    assert len(llamacpp._CACHE) == workers + 1
+    assert other.complete(request(options=workaround | {"max_tokens": 24})).text == before
+    assert other.describe()["settings"] == workaround
+
+
+@pytest.mark.slow
+def test_a_worker_killed_by_sigsegv_fails_its_calls_naming_the_signal_the_file_and_the_fix() -> None:
+    options = OPTIONS | {"n_threads": 2}  # a worker of its own, so that the module's stays alive
+    made = make_provider(config(options=options))
+    asked = request(options=options | {"max_tokens": 8})
+    answered = made.complete(asked).text
+    loaded = llamacpp._CACHE[(str(llamacpp.bundled_model_file()), tuple(sorted(
+        {"n_ctx": OPTIONS["n_ctx"], "n_threads": 2}.items())))]
+    os.kill(loaded.worker.pid, signal.SIGSEGV)
+
+    for _ in range(2):  # the crash is not retried, and the worker is not restarted within a run
+        with pytest.raises(CallFailure, match=r"crashed \(SIGSEGV\) answering a call of .*Q4_1\.gguf; .*"
+                                              r'CMAKE_ARGS="-DGGML_NATIVE=OFF" .* --force-reinstall') as failed:
+            made.complete(asked)
+        assert failed.value.retryable is False
+    again = make_provider(config(options=options))  # a new run starts a new worker
+    assert again.complete(asked).text == answered
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # the process ended while the folder was read
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.slow
+def test_a_live_run_whose_worker_dies_of_sigsegv_is_an_outage_in_one_line_leaving_no_lock(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("HYDRA_FULL_ERROR", "PYTEST_ADDOPTS")}
+    rec, job = tmp_path / "rec", tmp_path / "job"
+    run = subprocess.Popen([sys.executable, "-m", "evalkit", "mode=live", "model=smollm2", "judge=smollm2",
+                            "baseline=none", f"run.recordings={rec}", f"hydra.run.dir={job}"],
+                           cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not any(path.stat().st_size for path in rec.rglob("*.journal.jsonl")):  # a call has finished
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "no call finished in 300 s"
+            time.sleep(0.05)
+        workers = [pid for pid in _children(run.pid) if "llamacpp_worker" in _cmdline(pid)]
+        assert len(workers) == 1, workers  # the model and the judge share one file and its load settings
+        os.kill(workers[0], signal.SIGSEGV)
+        out, err = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+
+    assert run.returncode == 5, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("outage: ") and "crashed (SIGSEGV)" in lines[0], lines[0]
+    assert str(llamacpp.bundled_model_file()) in lines[0] and 'CMAKE_ARGS="-DGGML_NATIVE=OFF"' in lines[0]
+    assert "decision" not in out
+    assert not list(rec.rglob("*.lock")) and not list(rec.rglob("*.json"))  # no lock, the recording untouched
+    assert list(rec.rglob("*.journal.jsonl"))  # the calls that succeeded, for +run.resume=true
+    assert sorted(p.name for p in job.iterdir() if p.is_file()) == ["evalkit.log", "job.json"]
+    ended = json.loads((job / "job.json").read_text())
+    assert ended["exit_code"] == 5 and ended["error"] == lines[0].removeprefix("outage: ")

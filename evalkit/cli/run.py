@@ -1,7 +1,8 @@
 """`python -m evalkit [overrides]` (evalkit.cli.run): compose -> run -> decide -> render -> exit code.
 
 Exit codes: 0 go (and review), 1 block, 2 incomparable, 3 input or usage error, 4 internal error, 5 outage.
-With `-m`, every job writes `job.json` and the sweep exits with its most severe job.
+With `-m`, every job writes `job.json` and the sweep exits with its most severe job; a single run writes it only
+when it ends without a decision (an error or an outage), so its folder says how it ended.
 """
 
 from __future__ import annotations
@@ -79,13 +80,21 @@ def _job(cfg: Any) -> None:
             print(redact(traceback.format_exc()), file=sys.stderr, end="")
             code, row["error"] = ExitCode.INTERNAL_ERROR, redact(f"internal error: {type(error).__name__}: {error}")
     row["exit_code"] = int(code)
-    if multirun:
-        from evalkit.cli.sweep import JOB_FILE
-        from evalkit.core.atomic import write_atomic
+    from evalkit.cli.sweep import JOB_FILE
+    from evalkit.core.atomic import write_atomic
 
-        write_atomic(Path(hydra_cfg.runtime.output_dir) / JOB_FILE, json.dumps(redact.scrub(row), indent=2) + "\n")
+    job_file = Path(hydra_cfg.runtime.output_dir) / JOB_FILE
+    if multirun:
+        write_atomic(job_file, json.dumps(redact.scrub(row), indent=2) + "\n")
     else:
         _Outcome.code = int(code)
+        if "error" in row:  # the run folder says how the run ended, as a sweep's job folder does, never half a run
+            try:
+                write_atomic(job_file, json.dumps(redact.scrub(row), indent=2) + "\n")
+            except OSError:
+                pass  # the folder cannot be written (the error just printed may say so): the line is the record
+        else:  # a run into the folder of one that failed: its job.json would contradict this run's report
+            job_file.unlink(missing_ok=True)
 
 
 def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:

