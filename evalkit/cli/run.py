@@ -100,10 +100,14 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
     from evalkit.render.sections import render_sections
     from evalkit.render.text import render_changed, render_decision
     from evalkit.run.baseline import load_baseline
+    from evalkit.run.mismatch import ReplayRefusal
     from evalkit.run.runner import run_suite
 
     baseline = load_baseline(config.baseline, config.suite.baseline, config.suite.name) if config.baseline else None
-    result = run_suite(config, baseline[1] if baseline else None)
+    try:
+        result = run_suite(config, baseline[1] if baseline else None)
+    except ReplayRefusal as refusal:  # name the command that records what is missing with this run's overrides
+        raise refusal.for_command(row.get("overrides", ())) from None
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
     row["case_pass_rate"] = result.report.metrics.get("case_pass_rate")
     row["input_tokens"] = result.execution.get("cost", {}).get("input_tokens")

@@ -1,0 +1,8 @@
+"""`python -m evalkit.migrate`: the command's name; its code is evalkit.cli.migrate."""
+
+import sys
+
+from evalkit.cli.migrate import main
+
+if __name__ == "__main__":
+    sys.exit(main())
