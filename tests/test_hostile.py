@@ -48,7 +48,7 @@ _SHIPPED_REC = json.loads((PROJECT_ROOT / "recordings/issue_triage/gemini-3.8-fl
                           .read_text(encoding="utf-8"))
 _CALL, _ENTRY = next(iter(_SHIPPED_REC["calls"].items()))
 JOURNAL_LINE = json.dumps({"call_id": _CALL, "entry": _ENTRY}).encode()
-RECORDING_NAME = "issue_triage/gemini-3.8-flash-v1-issue-triage@1.json"  # the default run's recording file
+RECORDING_NAME = "issue_triage/gemini-3.8-flash-v1-issue-triage@1-85d32d9a.json"  # the default run's recording file
 
 
 def _dumps(value: object) -> bytes:
