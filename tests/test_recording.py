@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 
@@ -123,3 +124,24 @@ def test_malformed_recording(tmp_path, text, message):
 def test_provenance_kind_is_required_to_be_recorded_or_authored():
     with pytest.raises(ValueError):
         Provenance(kind="generated")  # type: ignore[arg-type]
+
+
+def test_a_format_1_recording_migrates_to_the_identity_its_requests_were_sent_with():
+    from pathlib import Path
+
+    from evalkit.run.migrate import migrate_recording
+
+    shipped = Path(__file__).resolve().parents[1] / "recordings/issue_triage"
+    current, = shipped.glob("SmolLM2-135M-Instruct-Q4_1-v1-issue-triage@1-*.json")
+    data = json.loads(current.read_text(encoding="utf-8"))
+    # the same recording as format 1 wrote it: no settings, no judge_sha nor model component, other request_shas
+    old = {**copy.deepcopy(data), "format": "evalkit-recording/1",
+           "key": {**{k: v for k, v in data["key"].items() if k != "judge_sha"}, "key_version": 1, "components": {}}}
+    del old["settings"]
+    for entry in old["calls"].values():
+        entry["request_sha"] = "0123456789ab"
+    assert migrate_recording(old, "old.json") == Recording.model_validate(data)
+    assert migrate_recording(old, "old.json").settings["model"]["options"] == {"max_tokens": 96, "seed": 7,
+                                                                             "temperature": 0}
+    with pytest.raises(RecordingError, match="not a recording of an older format"):
+        migrate_recording(data, "new.json")
