@@ -106,13 +106,18 @@ def test_a_prompt_edited_in_place_is_recorded_by_record_missing_and_nothing_else
     assert {p: p.read_bytes() for p in files} == files  # the other prompt's recording is byte-identical
     new = set((evalkit.recordings / "issue_triage").glob("*.json")) - set(files)
     assert len(new) == 1 and "differs in prompt_sha: recorded" in done.stderr
-    # every task call carries the edited prompt: the calls recorded are this prompt's
-    tasks = [r.body for r in sent if r.body is not None and "Answer in English." in r.body["messages"][0]["content"]]
-    assert tasks and len(tasks) == len(task_calls_of(sent))
+    # only this prompt's calls were sent: its task calls; the judge was asked the very same requests as before, so
+    # their recorded replies were taken over, not asked again
+    bodies = [r.body for r in sent if r.body is not None]
+    assert len(bodies) == len(task_calls_of(files)) and all(
+        "Answer in English." in body["messages"][0]["content"] for body in bodies)
+    assert "reused from other recordings of the same requests" in done.stderr
 
 
-def task_calls_of(sent: list) -> list:  # type: ignore[type-arg]
-    return [r for r in sent if r.body is not None and not r.body["messages"][0]["content"].startswith("You check")]
+def task_calls_of(files: dict[Path, bytes]) -> list[str]:
+    """The task call ids of the one recording in `files`."""
+    (data,) = (json.loads(raw) for raw in files.values())
+    return [call_id for call_id in data["calls"] if call_id.startswith("task/")]
 
 
 @pytest.mark.slow

@@ -47,7 +47,7 @@ from evalkit.run.suite import SuiteTask
 
 __all__ = ["CallResult", "Execution", "LiveSetup", "execute", "UNSCORED"]
 
-Status = Literal["replayed", "recorded", "resumed", "failed", "budget_denied", "blocked"]
+Status = Literal["replayed", "recorded", "resumed", "reused", "failed", "budget_denied", "blocked"]
 # Statuses that leave a case unscored: the run could not measure it, which the gate treats as incomplete.
 UNSCORED = frozenset(get_args(FailureKind))
 
@@ -77,6 +77,9 @@ class LiveSetup:
     journal: Journal | None = None
     resumed: Mapping[str, Entry] = field(default_factory=dict)
     """Finished calls from the journal of an interrupted run (`+run.resume=true`)."""
+    reusable: Mapping[tuple[str, str], Entry] = field(default_factory=dict)
+    """(call id, request fingerprint) -> a reply another recording holds to this very request, sent to a model of
+    the same settings (evalkit.run.identity.reusable_calls): record-missing takes it instead of calling again."""
     redact: Callable[[str], str] = lambda text: text
     """Masks secrets in failure reasons: the key values, credential shapes and `run.secret_patterns`."""
     redact_reply: Callable[[str], str] = lambda text: text
@@ -202,6 +205,11 @@ class _Caller:
             if earlier is not None and earlier.failure is None and earlier.request_sha == request_fingerprint(request):
                 self.new_entries[call_id] = earlier
                 results[call_id] = _from_entry(call_id, earlier, "resumed")
+                continue
+            reused = self.live.reusable.get((call_id, request_fingerprint(request)))
+            if reused is not None and self.mode is Mode.RECORD_MISSING:
+                self.new_entries[call_id] = reused
+                results[call_id] = _from_entry(call_id, reused, "reused")
                 continue
             pending.append((call_id, request, role))
         if pending:

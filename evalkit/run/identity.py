@@ -8,11 +8,12 @@ from typing import Any
 
 from evalkit.core.config import RunConfig
 from evalkit.core.dataset import Dataset
+from evalkit.core.errors import RecordingError
 from evalkit.core.key import EvalKey, build_key, reply_settings, settings_as_values
 from evalkit.run.mismatch import differences
-from evalkit.run.recording import recorded_identities
+from evalkit.run.recording import Entry, load_recording, recorded_identities
 
-__all__ = ["run_key", "run_settings", "identity_view", "closest_recording"]
+__all__ = ["run_key", "run_settings", "identity_view", "closest_recording", "reusable_calls"]
 
 # Key fields a reader recognises; the fingerprints of the others (components, judge_sha) are named through the
 # settings they cover.
@@ -61,3 +62,27 @@ def closest_recording(folder: Path, key: EvalKey, settings: dict[str, Any]) -> t
         other = next(k for p, k, _ in recorded_identities(folder) if p == path)
         differs = differences(other.model_dump(mode="json"), key.model_dump(mode="json"))
     return path, differs
+
+
+def reusable_calls(folder: Path, key: EvalKey) -> dict[tuple[str, str], Entry]:
+    """Replies other recordings in `folder` hold that this identity would only ask for again: the same call id and
+    request, sent to a model of the same settings (task calls: the model and its `model` component; judge calls:
+    the judge and its `judge_sha`). A prompt edited in place then records only the calls it changed. Only replies
+    a live run recorded are taken: an authored fixture's never pass for a model's."""
+    found: dict[tuple[str, str], Entry] = {}
+    for path, other, _ in recorded_identities(folder):
+        same_model = other.model == key.model and other.components.get("model") == key.components.get("model")
+        same_judge = key.judge_model is not None and (other.judge_model, other.judge_sha) == (key.judge_model,
+                                                                                             key.judge_sha)
+        if other == key or not (same_model or same_judge):
+            continue
+        try:
+            recording = load_recording(path, other)
+        except RecordingError:
+            continue
+        if recording.provenance.kind != "recorded":
+            continue
+        for call_id, entry in recording.calls.items():
+            if entry.failure is None and (same_model if call_id.startswith("task/") else same_judge):
+                found.setdefault((call_id, entry.request_sha), entry)
+    return found

@@ -40,7 +40,7 @@ from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
 from evalkit.run.destinations import check_run_destinations
 from evalkit.run.execute import Execution, LiveSetup, execute
-from evalkit.run.identity import closest_recording, run_key, run_settings
+from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
 from evalkit.run.mismatch import ReplayRefusal
@@ -324,8 +324,10 @@ def _record(config: RunConfig, key: EvalKey, settings: dict[str, Any], rec_path:
             replaced = one_line(str(error).split("; ")[0], 300)
     # the settings are written as this run composed them (a file migrated from an older format may lack some)
     recording = recording.model_copy(update={"settings": settings})
+    reusable = reusable_calls(rec_path.parent, key) if config.mode is Mode.RECORD_MISSING else {}
     live = LiveSetup(providers=providers, settings=config.run, budget=Budget(config.budget), resumed=resumed,
-                     redact=redact, redact_reply=redact.values, progress=progress_enabled(config.run.progress))
+                     reusable=reusable, redact=redact, redact_reply=redact.values,
+                     progress=progress_enabled(config.run.progress))
     with Journal(journal_file, redact.scrub) as journal:
         live.journal = journal
         execution = run_calls(recording, live)
@@ -346,17 +348,19 @@ def _what_changed(mode: Mode, rec_path: Path, key: EvalKey, settings: dict[str, 
                   replaced: str | None, execution: Execution) -> str:
     """One line naming the recording file a live run wrote and why, so a reviewer knows what `git diff` will show."""
     assert execution.recording is not None
-    calls = len(execution.recording.calls)
     statuses = execution.stats.get("calls", {})
     recorded = statuses.get("recorded", 0) + statuses.get("resumed", 0)
+    calls = f"{len(execution.recording.calls)} calls"
+    if statuses.get("reused"):  # replies to the very same requests, taken from the other recordings
+        calls += f": {recorded} recorded, {statuses['reused']} reused from other recordings of the same requests"
     where = shown(rec_path)
     if replaced is not None:
-        return f"recording: replaced {where} ({replaced}) with this identity's {calls} calls"
+        return f"recording: replaced {where} ({replaced}) with this identity's {calls}"
     if not existed:
         closest = closest_recording(rec_path.parent, key, settings)
         other = (f"; other recordings are unchanged (the closest, {closest[0].name}, differs in {closest[1][0]})"
                  if closest else "")
-        return f"recording: new file {where}, the first recording of this identity ({calls} calls){other}"
+        return f"recording: new file {where}, the first recording of this identity ({calls}){other}"
     if mode is Mode.LIVE:
         return (f"recording: re-recorded {where}: mode=live recorded all {recorded} calls of this identity again "
                 "(git diff shows what changed)")
