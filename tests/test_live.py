@@ -306,7 +306,8 @@ def test_live_run_calls_the_server_and_records_every_call(evalkit: Evalkit, serv
     assert set(run.outcomes.values()) == {"passed"}
     assert report["provenance"]["mode"] == "live"
     assert report["provenance"]["recording_provenance"] == "recorded"
-    assert report["eval"] == raw["key"]
+    # the key, and beside it the settings its fingerprints cover, as the recording keeps them
+    assert report["eval"] == {**raw["key"], "settings": raw["settings"]}
     assert run.call_status == {cid: "recorded" for cid in expected_ids}
 
 
