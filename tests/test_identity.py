@@ -79,7 +79,7 @@ def test_a_replay_asking_an_option_never_recorded_is_refused_naming_it(evalkit: 
         in refused.stderr
     # the command, as a shell reads it: this run's overrides (and where its judge option lives), in record-missing
     words = shlex.split(refused.stderr.split("`")[1])
-    assert words[:3] == ["python", "-m", "evalkit"] and words[-1] == "mode=record-missing"
+    assert words[:2] == ["evalkit", "run"] and words[-1] == "mode=record-missing"
     assert "+model.options.max_tokens=17" in words and "mode=replay" not in words
     assert any(w.startswith("hydra.searchpath=") and f"file://{evalkit.conf}'" in w for w in words)
     assert not any((evalkit.tmp / f"job{evalkit.runs}").glob("report.json"))  # nothing was scored

@@ -108,7 +108,7 @@ def test_recording_of_another_key_at_the_expected_path_is_refused(tmp_path):
 def test_a_recording_of_the_older_format_is_refused_naming_the_migration(tmp_path):
     path = tmp_path / "rec.json"
     path.write_text(json.dumps({"format": "evalkit-recording/1", "key": {}, "calls": {}}))
-    with pytest.raises(ForeignRecording, match=r"format evalkit-recording/1.*python -m evalkit\.migrate "):
+    with pytest.raises(ForeignRecording, match=r"format evalkit-recording/1.*evalkit migrate "):
         load_recording(path, KEY)
 
 

@@ -268,7 +268,7 @@ def test_repeats_record_replay_and_gate_end_to_end(tmp_path: Path) -> None:
         assert f"task/{first}#3 is not recorded" in done.stderr
         assert "the recording holds 3 sample(s) of each call and this run asks for 4 (run.repeats)" in done.stderr
         command = done.stderr.split("`")[1]
-        assert command.startswith("python -m evalkit ") and command.endswith(" run.repeats=4 mode=record-missing")
+        assert command.startswith("evalkit run ") and command.endswith(" run.repeats=4 mode=record-missing")
         assert "mode=replay" not in command and recording_file.read_bytes() == before
 
         # the gate reads both reports' counts: 3 samples a side is too few for any test to be significant

@@ -1,4 +1,4 @@
-"""`python -m evalkit.migrate RECORDING...`: convert recordings of an older format to the current one.
+"""`evalkit migrate RECORDING...`: convert recordings of an older format to the current one.
 
 Each file is read, converted (evalkit.run.migrate) and written atomically under the name of its new identity,
 beside the old one, which is then removed (commit both: `git add -A recordings/`). A file already in the current
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, say
+from evalkit.cli.main import epilog
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text
 from evalkit.core.key import recording_path
@@ -28,7 +29,7 @@ __all__ = ["build_parser", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog="python -m evalkit.migrate",
+        prog="evalkit migrate", epilog=epilog("migrate"),
         description="Convert recordings of an older format to the current one, each renamed to its identity's "
                     "file (a readable name and a digest of everything that changes a reply).")
     parser.add_argument("recordings", type=Path, nargs="+", help="recording files, e.g. recordings/*/*.json")

@@ -15,9 +15,9 @@ from importlib.resources import files
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
-__all__ = ["content_security_policy", "environment", "render_page"]
+__all__ = ["breakable", "content_security_policy", "environment", "render_page"]
 
 _TEMPLATES = "templates"
 
@@ -28,7 +28,14 @@ def environment() -> Environment:
     (report data is untrusted text), and an undefined name is an error rather than an empty string."""
     env = Environment(loader=PackageLoader("evalkit.render", _TEMPLATES), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["breakable"] = breakable
     return env
+
+
+def breakable(text: object) -> Markup:
+    """A test id that may wrap where a reader expects it, before `::` and `[`, never mid-word: escaped first, so
+    the only markup added is the line-break opportunity `<wbr>`."""
+    return Markup(str(escape(text)).replace("::", "<wbr>::").replace("[", "<wbr>["))
 
 
 @cache

@@ -37,7 +37,7 @@ class ReplayRefusal(RecordingError):
 def record_missing_command(overrides: Sequence[str]) -> str:
     """The run's command with `mode=record-missing` in place of any mode it gave."""
     kept = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] != "mode"]
-    return " ".join(["python -m evalkit", *(shlex.quote(o) for o in kept), "mode=record-missing"])
+    return " ".join(["evalkit run", *(shlex.quote(o) for o in kept), "mode=record-missing"])
 
 
 def differences(recorded: Any, asked: Any, path: str = "") -> list[str]:

@@ -159,7 +159,7 @@ def load_recording(path: Path, expected: EvalKey | None = None) -> Recording:
         raise RecordingError(f"{error}; restore it from git or re-record") from None
     if isinstance(data, dict) and data.get("format") in OLD_FORMATS:
         raise ForeignRecording(f"{path}: recording format {data['format']}, from before a recording's identity held "
-                               f"the model's options; convert it with python -m evalkit.migrate {path}, or "
+                               f"the model's options; convert it with evalkit migrate {path}, or "
                                f"{RERECORD}")
     try:
         recording = Recording.model_validate(data)
