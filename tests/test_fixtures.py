@@ -21,7 +21,7 @@ def test_there_are_fixtures_to_check() -> None:
     assert len(RECORDINGS) >= 12 and len(BASELINES) >= 4
 
 
-REAL_RECORDINGS = {"SmolLM2-135M-Instruct-Q4_1-v1-issue-triage@1.json"}
+REAL_RECORDINGS = {"SmolLM2-135M-Instruct-Q4_1-v1-issue-triage@1-6b5ed1a8.json"}
 """Recorded live from SmolLM2-135M-Instruct (README, "Real recordings"); every other recording is authored."""
 REAL_BASELINES = {"baseline-smollm2.json"}
 

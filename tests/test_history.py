@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -179,6 +180,21 @@ def test_unreadable_reports_found_by_searching_are_skipped_with_a_note(project: 
     done = _run(project, "--no-html")
     assert done.returncode == 0, done.stderr
     assert "skipped outputs/2026-11-30/e/report.json" in done.stdout
+
+
+def test_a_run_replayed_from_calls_its_recording_could_not_serve_is_left_out_not_plotted_as_0(project: Path):
+    # how an evalkit from before replay refusals reported a replay of a recording made at another setting
+    unserved = _run_folder(project / "outputs/2026-11-30/f", 1_700_000_500.0, {"test_a": "failed", "test_b": "failed"},
+                           "block")
+    data = json.loads((unserved / "report.json").read_text())
+    data["execution"]["calls"] = {"replayed": 1, "stale": 38}
+    write_json(unserved / "report.json", data)
+    done = _run(project, "--no-html")
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line[:1].isdigit()]
+    assert len(rows) == 4 and "0/2" not in {r[5] for r in rows}
+    assert ("left out 1 run(s) replayed from a recording that could not serve them (missing or stale calls: nothing "
+            "was measured): outputs/2026-11-30/f/report.json") in done.stdout
 
 
 @pytest.mark.parametrize(("args", "expected"), [

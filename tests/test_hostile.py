@@ -41,14 +41,14 @@ REPORT = {"eval": {"suite": "s", "model": "m"}, "tests": [{"nodeid": "t.py::test
 DECISIONS = {"report_sha256": "0" * 64, "decisions": [{"sample_id": "a", "decision": "accept", "reviewer": "r",
                                                         "rationale": "x"}]}
 DATASET = {"name": "d", "version": 1, "cases": [{"id": "a", "issue": "x"}]}
-RECORDING = {"format": "evalkit-recording/1", "key": {}, "calls": {}}
+RECORDING = {"format": "evalkit-recording/2", "key": {}, "calls": {}}
 POLICY = {"max_regressions": 0, "paired": {"seed": 1}}
 DOCS_STAGE = (PROJECT_ROOT / "suites/docs_stages/fixtures/gemma4-e2b.json").read_bytes()
-_SHIPPED_REC = json.loads((PROJECT_ROOT / "recordings/issue_triage/gemini-3.8-flash-v1-issue-triage@1.json")
+_SHIPPED_REC = json.loads((PROJECT_ROOT / "recordings/issue_triage/gemini-3.8-flash-v1-issue-triage@1-85d32d9a.json")
                           .read_text(encoding="utf-8"))
 _CALL, _ENTRY = next(iter(_SHIPPED_REC["calls"].items()))
 JOURNAL_LINE = json.dumps({"call_id": _CALL, "entry": _ENTRY}).encode()
-RECORDING_NAME = "issue_triage/gemini-3.8-flash-v1-issue-triage@1.json"  # the default run's recording file
+RECORDING_NAME = "issue_triage/gemini-3.8-flash-v1-issue-triage@1-85d32d9a.json"  # the default run's recording file
 
 
 def _dumps(value: object) -> bytes:

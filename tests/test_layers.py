@@ -13,7 +13,7 @@ LAYERS = {"conf": 0, "core": 0, "project": 1, "live": 2, "judging": 2, "gate": 3
           "render": 5, "adapt": 5, "cli": 6}
 # `python -m evalkit.X` names: thin modules that only hand over to evalkit.cli
 COMMAND_NAMES = {"__main__.py", "review.py", "calibrate.py", "new.py", "bless.py", "gate/__main__.py", "compare.py", "policy_diff.py", "history.py",
-                 "adapt/__main__.py"}
+                 "adapt/__main__.py", "migrate.py"}
 
 
 def _layer_of(module: str) -> str | None:

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case, load_dataset
+from evalkit.core.key import build_key, recording_path, reply_settings
 from evalkit.core.version import __version__
 from evalkit.run.recording import load_recording, request_fingerprint
 from evalkit.run.suite import load_task
@@ -48,7 +50,22 @@ TOTAL_TESTS = CHECKS_PER_CASE * len(CASES) + len(JUDGED)
 MODEL = ModelConfig(name="gemma4:e2b", provider="ollama", options={"temperature": 0, "seed": 7, "think": False})
 JUDGE = ModelConfig(name="local-judge:1b", provider="ollama", options={"temperature": 0, "seed": 1})
 JUDGE_PREFIX = "You check the summary"
-RECORDING_NAME = "gemma4-e2b-v1-issue-triage@1.json"
+
+
+def recording_name(**options: Any) -> str:
+    """The file name of the recording these tests' runs write: gemma4 (its options updated by `options`) on prompt
+    and dataset v1, judged by JUDGE: a readable name and the digest of that identity."""
+    model = ModelConfig.model_validate(yaml.safe_load(
+        (PROJECT_ROOT / "evalkit/conf/model/gemma4.yaml").read_text(encoding="utf-8")))
+    key = build_key(suite="issue_triage", dataset=load_dataset(SUITE_DIR / "datasets/v1.json"), model=model.name,
+                    prompt_version="v1", prompt_text=(SUITE_DIR / "prompts/v1.txt").read_text(encoding="utf-8"),
+                    judge_model=JUDGE.name, components={},
+                    model_settings=reply_settings({**model.options, **options}, model.structured_output),
+                    judge_settings=reply_settings(JUDGE.options, JUDGE.structured_output))
+    return recording_path(key, Path()).name
+
+
+RECORDING_NAME = recording_name()
 VERDICT = {"faithful": True, "reason": "Every statement in the summary is stated in the issue."}
 
 # Environment that would change where the client connects or what it sends.
@@ -289,7 +306,8 @@ def test_live_run_calls_the_server_and_records_every_call(evalkit: Evalkit, serv
     assert set(run.outcomes.values()) == {"passed"}
     assert report["provenance"]["mode"] == "live"
     assert report["provenance"]["recording_provenance"] == "recorded"
-    assert report["eval"] == raw["key"]
+    # the key, and beside it the settings its fingerprints cover, as the recording keeps them
+    assert report["eval"] == {**raw["key"], "settings": raw["settings"]}
     assert run.call_status == {cid: "recorded" for cid in expected_ids}
 
 

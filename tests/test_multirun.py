@@ -12,7 +12,7 @@ from docs_text import docs_text
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import load_dataset
-from evalkit.core.key import build_key, recording_path
+from evalkit.core.key import build_key, recording_path, reply_settings
 from evalkit.live.providers.base import Message, Reply, Request
 from evalkit.project.paths import PACKAGE_CONF
 from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
@@ -35,8 +35,10 @@ def test_sweep_runs_four_jobs_and_writes_one_summary(run_evalkit, tmp_path):
     ]
     table = (sweep / "summary.md").read_text().splitlines()
     assert table[0] == "| job | overrides | changed | decision | pass rate | case pass rate | regressed | input tokens |"
-    assert any(line.startswith("| 2 | model=gemma4 prompt=v1 | model gemini-3.8-flash -> gemma4:e2b | BLOCK | 0.961 | 0.833 | 2 |")
-               for line in table)
+    assert any(line.startswith("| 2 | model=gemma4 prompt=v1 | model gemini-3.8-flash -> gemma4:e2b, components.model "
+                               "gemini-3.8-flash@8eb3e7a90396 -> gemma4:e2b@133bba7edbbb (model.options.thinking_level "
+                               "low -> (absent); model.options.seed (absent) -> 7; model.options.think (absent) -> false) "
+                               "| BLOCK | 0.961 | 0.833 | 2 |") for line in table)
     assert "sweep summary (4 jobs" in done.stdout
     readme = docs_text().split("### Sweeps", 1)[1].split("```", 2)[1]
     shown = [line for line in readme.splitlines() if line.startswith("|")]
@@ -92,8 +94,11 @@ def make_suite(root: Path, conf: Path, rec: Path, mark: str) -> None:
     (conf / "suite" / f"leak_{mark}.yaml").write_text(SUITE_OPTION.format(name=f"leak_{mark}", path=suite))
     model = ModelConfig.model_validate(yaml.safe_load((PACKAGE_CONF / "model/gemini-flash.yaml").read_text()))
     dataset = load_dataset(suite / "datasets/v1.json")
+    judge = ModelConfig.model_validate(yaml.safe_load((PACKAGE_CONF / "judge/gemini-flash.yaml").read_text()))
     key = build_key(suite=f"leak_{mark}", dataset=dataset, model=model.name, prompt_version="v1",
-                    prompt_text="prompt", judge_model="gemini-3.8-flash", components={})
+                    prompt_text="prompt", judge_model=judge.name, components={},
+                    model_settings=reply_settings(model.options, model.structured_output),
+                    judge_settings=reply_settings(judge.options, judge.structured_output))
     calls = {}
     for case in dataset.cases:  # built here, not with evalkit's loader, which is what is under test
         request = Request(model=model.name, messages=(Message(role="user", content=f"{mark}:{case.id}"),))

@@ -155,7 +155,7 @@ def blessable(tmp_path: Path) -> Path:
     ("conf/policy/evil.json", "lies in the config folder"),
     ("conf/config.yaml", "a saved run report is JSON"),
     ("suites/issue_triage/datasets/v1.json", "not a run report"),
-    ("recordings/issue_triage/gemma4-e2b-v1-issue-triage@1.json", "not a run report"),
+    ("recordings/issue_triage/gemma4-e2b-v1-issue-triage@1-703b2054.json", "not a run report"),
     ("suites/issue_triage", "a saved run report is JSON"),
 ])
 def test_bless_replaces_only_a_run_report(blessable: Path, target: str, expected: str) -> None:
@@ -192,7 +192,7 @@ def test_calibrate_never_writes_over_a_file_of_its_suite() -> None:
      "it is the baseline this run is gated against"),
     (["baseline=none", "run.save_report=conf/new.json"], "lies in the config folder"),
     (["baseline=none", "run.save_report=suites/issue_triage/datasets/v1.json"], "not a run report"),
-    (["baseline=none", "run.save_report=recordings/issue_triage/gemini-3.8-flash-v1-issue-triage@1.json"],
+    (["baseline=none", "run.save_report=recordings/issue_triage/gemini-3.8-flash-v1-issue-triage@1-85d32d9a.json"],
      "not a run report"),
     (["baseline=none", f"run.out={PROJECT_ROOT}"], "the run folder is the project root"),
     (["baseline=none", f"run.out={PROJECT_ROOT / 'suites/issue_triage'}"], "the run folder lies in"),

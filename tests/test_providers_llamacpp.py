@@ -240,7 +240,7 @@ def test_describe_names_the_file_hash_runtime_and_settings(provider: llamacpp.Ll
 
 
 def test_the_shipped_smollm2_recording_names_this_model_file() -> None:
-    shipped = PROJECT_ROOT / "recordings" / "issue_triage" / "SmolLM2-135M-Instruct-Q4_1-v1-issue-triage@1.json"
+    shipped = PROJECT_ROOT / "recordings" / "issue_triage" / "SmolLM2-135M-Instruct-Q4_1-v1-issue-triage@1-6b5ed1a8.json"
     producer = json.loads(shipped.read_text(encoding="utf-8"))["provenance"]["producer"]["model"]
     path = llamacpp.bundled_model_file()
     assert producer["model_file"] == path.name

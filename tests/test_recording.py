@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 
@@ -12,6 +13,7 @@ from evalkit.core.key import EvalKey
 from evalkit.live.providers.base import Message, Reply, Request
 from evalkit.run.recording import (
     Entry,
+    ForeignRecording,
     Hit,
     Miss,
     Provenance,
@@ -35,27 +37,36 @@ def recording() -> Recording:
 
 
 def test_hit_returns_the_recorded_reply():
-    found = lookup(recording(), "rec.json", "task/c1", request())
+    found = lookup(recording(), "task/c1", request())
     assert isinstance(found, Hit) and found.reply.text == "hi"
 
 
-def test_miss_names_the_call_the_file_the_closest_call_and_how_to_record():
-    found = lookup(recording(), "rec.json", "task/c2", request())
-    assert isinstance(found, Miss) and found.kind == "missing"
-    assert found.reason.startswith("no recording for task/c2 in rec.json (closest recorded call: task/c1);")
-    assert "mode=record-missing" in found.reason
+def test_miss_names_the_call_and_the_closest_call():
+    found = lookup(recording(), "task/c2", request())
+    assert isinstance(found, Miss) and found.kind == "missing" and found.call_id == "task/c2"
+    assert found.reason == "task/c2 is not recorded (closest recorded call: task/c1)"
 
 
-def test_changed_prompt_makes_the_entry_stale_and_says_which_part_changed():
-    found = lookup(recording(), "rec.json", "task/c1", request(system="a new prompt"))
+def test_changed_prompt_makes_the_entry_stale_and_names_the_first_differing_field():
+    found = lookup(recording(), "task/c1", request(system="a new prompt"))
     assert isinstance(found, Miss) and found.kind == "stale"
-    assert "made for another request (differs in: messages[0])" in found.reason
+    assert found.reason == ('task/c1 was recorded for another request: messages[0].content: recorded "sys", '
+                            'asked "a new prompt"')
 
 
-def test_options_change_is_stale_too():
-    changed = request().model_copy(update={"options": {"temperature": 1}})
-    found = lookup(recording(), "rec.json", "task/c1", changed)
-    assert isinstance(found, Miss) and "differs in: options" in found.reason
+def test_an_option_never_recorded_is_named_with_both_sides():
+    changed = request().model_copy(update={"options": {"max_tokens": 17}})
+    found = lookup(recording(), "task/c1", changed)
+    assert isinstance(found, Miss) and found.reason.endswith("options.max_tokens: recorded (absent), asked 17")
+
+
+def test_load_options_are_no_part_of_a_calls_identity():
+    # n_ctx, n_batch, n_ubatch, n_threads change how llama.cpp computes, not what is asked
+    loaded = request().model_copy(update={"options": {"n_ctx": 512, "n_batch": 8, "n_ubatch": 1, "n_threads": 2}})
+    assert request_fingerprint(loaded) == request_fingerprint(request())
+    assert isinstance(lookup(recording(), "task/c1", loaded), Hit)
+    seeded = request().model_copy(update={"options": {"seed": 1}})
+    assert request_fingerprint(seeded) != request_fingerprint(request())
 
 
 def test_save_then_load_round_trips_sorted(tmp_path):
@@ -90,12 +101,19 @@ def test_recording_of_another_key_at_the_expected_path_is_refused(tmp_path):
     path = tmp_path / "rec.json"
     save_recording(recording(), path)
     other = KEY.model_copy(update={"prompt_sha": "zzz"})
-    with pytest.raises(RecordingError, match=r"belongs to another eval key \(prompt_sha 'p' != 'zzz'\)"):
+    with pytest.raises(ForeignRecording, match=r'belongs to another eval key \(prompt_sha: recorded "p", asked "zzz"\)'):
         load_recording(path, other)
 
 
+def test_a_recording_of_the_older_format_is_refused_naming_the_migration(tmp_path):
+    path = tmp_path / "rec.json"
+    path.write_text(json.dumps({"format": "evalkit-recording/1", "key": {}, "calls": {}}))
+    with pytest.raises(ForeignRecording, match=r"format evalkit-recording/1.*evalkit migrate "):
+        load_recording(path, KEY)
+
+
 @pytest.mark.parametrize("text, message", [("{", r"rec\.json: not valid JSON.*; restore it from git or re-record"),
-                                           ('{"format": "evalkit-recording/1"}', r"missing key 'key'")])
+                                           ('{"format": "evalkit-recording/2"}', r"missing key 'key'")])
 def test_malformed_recording(tmp_path, text, message):
     path = tmp_path / "rec.json"
     path.write_text(text)
@@ -106,3 +124,24 @@ def test_malformed_recording(tmp_path, text, message):
 def test_provenance_kind_is_required_to_be_recorded_or_authored():
     with pytest.raises(ValueError):
         Provenance(kind="generated")  # type: ignore[arg-type]
+
+
+def test_a_format_1_recording_migrates_to_the_identity_its_requests_were_sent_with():
+    from pathlib import Path
+
+    from evalkit.run.migrate import migrate_recording
+
+    shipped = Path(__file__).resolve().parents[1] / "recordings/issue_triage"
+    current, = shipped.glob("SmolLM2-135M-Instruct-Q4_1-v1-issue-triage@1-*.json")
+    data = json.loads(current.read_text(encoding="utf-8"))
+    # the same recording as format 1 wrote it: no settings, no judge_sha nor model component, other request_shas
+    old = {**copy.deepcopy(data), "format": "evalkit-recording/1",
+           "key": {**{k: v for k, v in data["key"].items() if k != "judge_sha"}, "key_version": 1, "components": {}}}
+    del old["settings"]
+    for entry in old["calls"].values():
+        entry["request_sha"] = "0123456789ab"
+    assert migrate_recording(old, "old.json") == Recording.model_validate(data)
+    assert migrate_recording(old, "old.json").settings["model"]["options"] == {"max_tokens": 96, "seed": 7,
+                                                                             "temperature": 0}
+    with pytest.raises(RecordingError, match="not a recording of an older format"):
+        migrate_recording(data, "new.json")

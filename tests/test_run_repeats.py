@@ -68,9 +68,10 @@ def test_sample_i_is_sent_with_seed_plus_i() -> None:
     assert seeded(REQUEST, 2, 3, "task/a").options["temperature"] == 0.7  # the configured temperature stays
 
 
-def test_without_a_seed_the_samples_count_from_zero() -> None:
+def test_sample_0_is_the_single_runs_call_and_without_a_seed_the_others_count_from_1() -> None:
     bare = REQUEST.model_copy(update={"options": {"temperature": 0.7}})
-    assert [seeded(bare, i, 2, "task/a").options["seed"] for i in range(2)] == [0, 1]
+    assert seeded(bare, 0, 2, "task/a") is bare  # a recording made with N = 1 serves sample 0 of any N
+    assert [seeded(bare, i, 3, "task/a").options["seed"] for i in (1, 2)] == [1, 2]
 
 
 @pytest.mark.parametrize("seed", ["7", 1.5, True, None])
@@ -246,7 +247,8 @@ def test_repeats_record_replay_and_gate_end_to_end(tmp_path: Path) -> None:
         assert set(cases["coin"]["calls"]) == {"task/coin", "task/coin#1", "task/coin#2",
                                                "judge/label/coin", "judge/label/coin#1", "judge/label/coin#2"}
 
-        recording = json.loads((tmp_path / "rec" / "flaky_e2e" / "sys-a-v1-flaky-e2e@1.json").read_text())
+        recording_file, = (tmp_path / "rec" / "flaky_e2e").glob("sys-a-v1-flaky-e2e@1-*.json")
+        recording = json.loads(recording_file.read_text())
         assert recording["provenance"]["samples"] == 3
         assert recording["calls"]["task/coin#2"]["request"]["options"]["seed"] == SEED + 2
 
@@ -257,13 +259,18 @@ def test_repeats_record_replay_and_gate_end_to_end(tmp_path: Path) -> None:
         assert counts(replayed) == expected
         assert len(server.chat_requests) == sent
 
-        # a sample the recording lacks fails its checks with the missing entry named, as any missing call
+        # a sample the recording lacks measured nothing: a refusal in one line naming the command that records it,
+        # never a failing check, a report or a decision
+        before = recording_file.read_bytes()
         done, path = flaky.run("replay", "run.repeats=4")
-        more = json.loads(path.read_text(encoding="utf-8"))
-        label = next(t for t in more["tests"] if t["nodeid"].endswith("test_label[steady]"))
-        assert label["repeats"] == {"passed": 3, "runs": 4, "not_passed": [3]}
-        assert label["outcome"] == "error"  # the reply fixture fails, as for any call the recording lacks
-        assert "no recording for task/steady#3" in label["setup"]["longrepr"]
+        assert done.returncode == 3 and not path.exists(), done.stdout + done.stderr
+        assert len(done.stderr.splitlines()) == 1 and done.stdout == ""
+        first = next(iter(CASES))
+        assert f"task/{first}#3 is not recorded" in done.stderr
+        assert "the recording holds 3 sample(s) of each call and this run asks for 4 (run.repeats)" in done.stderr
+        command = done.stderr.split("`")[1]
+        assert command.startswith("evalkit run ") and command.endswith(" run.repeats=4 mode=record-missing")
+        assert "mode=replay" not in command and recording_file.read_bytes() == before
 
         # the gate reads both reports' counts: 3 samples a side is too few for any test to be significant
         decision_path = tmp_path / "decision.json"
@@ -286,6 +293,16 @@ def test_repeats_record_replay_and_gate_end_to_end(tmp_path: Path) -> None:
             assert strict.decision == Verdict.BLOCK, rule
         assert decide(Policy.model_validate({"name": "steady", "critical_cases": ["steady"]}), baseline,
                       candidate).decision != Verdict.BLOCK
+
+        # the command it named records only the fourth samples, and the replay then runs
+        done, _ = flaky.run("record-missing", "run.repeats=4")
+        assert done.returncode == 0, done.stderr
+        fourth = [r.body for r in server.chat_requests[sent:] if r.body["model"] != JUDGE_MODEL]
+        assert sorted(b["seed"] for b in fourth) == [SEED + 3] * len(CASES)
+        assert f"recording: added {2 * len(CASES)} call(s) to" in done.stderr
+        done, path = flaky.run("replay", "run.repeats=4")
+        assert done.returncode == 0, done.stderr
+        assert {runs for _, runs in counts(json.loads(path.read_text(encoding="utf-8"))).values()} == {4}
 
 
 @pytest.mark.slow

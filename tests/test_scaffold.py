@@ -30,8 +30,8 @@ def test_a_scaffolded_suite_composes_validates_and_is_the_default(tmp_path: Path
     run = subprocess.run([sys.executable, "-m", "evalkit", "baseline=none"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 3
-    assert run.stderr.startswith(f"error: {tmp_path}/recordings/reviews/local-model-v1-reviews@1.json: no recording")
-    assert "mode=live" in run.stderr
+    assert run.stderr.startswith("error: recordings/reviews/local-model-v1-reviews@1-")
+    assert ": no recording of this identity" in run.stderr and "mode=record-missing" in run.stderr
 
 
 def test_a_second_suite_keeps_the_default(tmp_path: Path) -> None:

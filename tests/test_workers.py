@@ -15,10 +15,10 @@ from conftest import evalkit_cli
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.errors import InputError
-from evalkit.core.key import build_key, recording_path
+from evalkit.core.key import build_key, recording_path, reply_settings
 from evalkit.live.providers.base import Reply
 from evalkit.project.paths import PACKAGE_CONF
-from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
+from evalkit.run.recording import Entry, Failure, Provenance, Recording, request_fingerprint, save_recording
 from evalkit.run.runner import run_checks
 from evalkit.run.suite import load_task
 from evalkit.run.workers import merge_shards, parse_shard, shard_args, shard_block, worker_count
@@ -106,7 +106,7 @@ def _model(option: str) -> ModelConfig:
 
 def _generated_project(root: Path) -> tuple[Path, Path]:
     """The suite, its config folder (joined to Hydra's search path) and an authored recording that lacks some
-    cases (unscored: missing). Returns (config folder, recordings folder)."""
+    cases (unscored: the budget denied their calls). Returns (config folder, recordings folder)."""
     suite, conf, recordings = root / "suite", root / "conf", root / "recordings"
     cases = [{"id": f"case-{n:03d}", "n": n, "label": LABELS[n % 4], "text": f"Issue {n}: component {n % 5} fails."}
              for n in range(CASES)]
@@ -129,13 +129,16 @@ def _generated_project(root: Path) -> tuple[Path, Path]:
     task = load_task(suite)
     calls = {}
     for case in dataset.cases:
-        if case.get("n") % 17 == 5:
-            continue  # not recorded: the replay misses it
         request = task.build_task(case, prompt, model)
+        if case.get("n") % 17 == 5:  # a call the live run's budget denied: its case is unscored
+            calls[f"task/{case.id}"] = Entry(request_sha=request_fingerprint(request), request=request,
+                                             failure=Failure(kind="budget_denied", reason="authored: budget spent"))
+            continue
         calls[f"task/{case.id}"] = Entry(request_sha=request_fingerprint(request), request=request,
                                          reply=Reply(text=_reply(case.get("n"), case.get("label")), stop_reason="stop"))
     key = build_key(suite="gen", dataset=dataset, model=model.name, prompt_version="gen", prompt_text=prompt,
-                    judge_model=None, components={})
+                    judge_model=None, components={},
+                    model_settings=reply_settings(model.options, model.structured_output))
     save_recording(Recording(key=key, provenance=Provenance(kind="authored", note=NOTE), calls=calls),
                    recording_path(key, recordings))
     return conf, recordings
@@ -195,7 +198,7 @@ def test_a_generated_suite_on_two_workers_writes_the_report_and_decision_of_one_
     assert one["summary"]["total"] == len(one["tests"]) > 4 * CASES * 0.8
     assert {"label_ok", "shared", "words", "history"} <= set(one["metrics"])
     assert one["cases"][7]["metrics"]["shared"] == 20.0  # test_summary's value, recorded after test_label's
-    assert any(c["problems"] for c in one["cases"])  # the cases the recording lacks
+    assert any(c["problems"] for c in one["cases"])  # the cases whose calls the budget denied
     assert one["slices"]["label"]
     assert [w["when"] for w in one["warnings"]].count("collect") == 1
     assert [w["when"] for w in one["warnings"]].count("runtest") == len(range(0, CASES, 7)) - len(

@@ -5,6 +5,8 @@ What it reads: each argument is a run report, a run folder (holding `report.json
 folders; by default the project's `outputs/` and `multirun/`. A run's time is its report's `created` (written by
 pytest-json-report), else the file's modification time (said so); its decision is the one in the `decision.json`
 beside it. One suite is shown: `--suite`, else the suite of the latest run (the others are named in a note).
+A run that replayed calls its recording could not serve (`missing` or `stale` calls, which evalkit before recording
+identities scored as failures) measured nothing: it is left out, with a note, never plotted as quality 0.
 
 Where the page goes: `--html PATH`, by default `history.html` in the project's `outputs/` (the current folder
 outside a project). It is a view, not evidence: it replaces only a history page evalkit wrote before (recognised
@@ -18,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import saved_decision_field
@@ -96,20 +100,39 @@ def collect_runs(paths: list[Path], notes: list[str]) -> list[HistoryRun]:
             found += [(report, False) for report in sorted(path.rglob(REPORT))]
     runs: list[HistoryRun] = []
     seen: set[Path] = set()
+    unserved: list[str] = []
     for report_path, named in found:
         if report_path.resolve() in seen:
             continue
         seen.add(report_path.resolve())
         try:
-            runs.append(_read_run(report_path))
+            run = _read_run(report_path)
         except EvalkitError as error:
             if named:
                 raise
             notes.append(f"skipped {shown(report_path)}: {one_line(str(error), 300)}")
+            continue
+        if unserved_calls(run.report.execution):
+            unserved.append(run.path)
+        else:
+            runs.append(run)
+    if unserved:
+        notes.append(f"left out {len(unserved)} run(s) replayed from a recording that could not serve them "
+                     f"(missing or stale calls: nothing was measured): {', '.join(unserved[:3])}"
+                     + (" ..." if len(unserved) > 3 else ""))
     if not runs:
         raise InputError(f"no run reports ({REPORT}) in {', '.join(str(p) for p in paths)}; run python -m evalkit "
                          "first, or name run folders or reports")
     return sorted(runs, key=lambda run: (run.time, run.path))
+
+
+def unserved_calls(execution: Mapping[str, Any]) -> int:
+    """Calls a replay could not serve, as an older run report counted them (`execution.calls.missing|stale`)."""
+    calls = execution.get("calls")
+    if not isinstance(calls, Mapping):
+        return 0
+    return sum(n for status in ("missing", "stale") if isinstance(n := calls.get(status), int)
+               and not isinstance(n, bool))
 
 
 def _read_run(path: Path) -> HistoryRun:

@@ -55,6 +55,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                          "evalkit review --report report.json --decisions decisions.yaml --out reviewed.json"),
     "calibrate": Subcommand("evalkit.cli.calibrate", "run a suite's graders on its authored counterexamples",
                             "evalkit.calibrate", "evalkit calibrate suite=quality_lab"),
+    "migrate": Subcommand("evalkit.cli.migrate", "convert recordings of an older format to the current one",
+                          "evalkit.migrate", "evalkit migrate recordings/issue_triage/*.json"),
     "new": Subcommand("evalkit.cli.new", "scaffold a project or a suite", "evalkit.new",
                       "evalkit new project my-app && cd my-app && evalkit new suite support"),
 }

@@ -54,6 +54,9 @@ def _job(cfg: Any) -> None:
     typed = OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
     row: dict[str, Any] = {"job": hydra_cfg.job.num if multirun else 0,
                            "overrides": [str(o) for o in typed] if isinstance(typed, list) else []}
+    # a refusal's command repeats the run's own: its overrides, and where it found its config options
+    given = OmegaConf.to_container(hydra_cfg.overrides.hydra, resolve=False)
+    searched = [str(o) for o in given if str(o).startswith("hydra.searchpath=")] if isinstance(given, list) else []
     redact = Redactor()  # credential shapes only, until the config names the run's key variables
     try:
         config = from_hydra(cfg)
@@ -61,7 +64,7 @@ def _job(cfg: Any) -> None:
         redact.install_log_filter()
         MaskedStream.redactors = [*MaskedStream.redactors[:1], redact]
         scrub_hydra_files(hydra_cfg, multirun, redact)
-        code = _run(config, row, redact)
+        code = _run(config, row, redact, searched)
     except OutageError as error:  # the server failed, not the model: never a decision
         message = redact(str(error))
         print(f"outage: {message}", file=sys.stderr)
@@ -97,7 +100,7 @@ def _job(cfg: Any) -> None:
             job_file.unlink(missing_ok=True)
 
 
-def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
+def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: list[str]) -> int:
     from evalkit.cli.evidence import evidence, report_identity
     from evalkit.core.atomic import write_atomic
     from evalkit.core.config import BUILTIN_METRICS
@@ -112,10 +115,14 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
     from evalkit.render.sections import render_sections
     from evalkit.render.text import render_changed, render_decision
     from evalkit.run.baseline import load_baseline
+    from evalkit.run.mismatch import ReplayRefusal
     from evalkit.run.runner import run_suite
 
     baseline = load_baseline(config.baseline, config.suite.baseline, config.suite.name) if config.baseline else None
-    result = run_suite(config, baseline[1] if baseline else None)
+    try:
+        result = run_suite(config, baseline[1] if baseline else None)
+    except ReplayRefusal as refusal:  # name the command that records what is missing with this run's overrides
+        raise refusal.for_command([*searched, *row.get("overrides", ())]) from None
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
     row["case_pass_rate"] = result.report.metrics.get("case_pass_rate")
     row["input_tokens"] = result.execution.get("cost", {}).get("input_tokens")

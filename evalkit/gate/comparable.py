@@ -8,7 +8,7 @@ from typing import Any
 __all__ = ["incomparability", "changed_components"]
 
 # Key fields that say what was measured and how, rather than which change is under test.
-_NOT_COMPONENTS = frozenset({"key_version", "suite", "dataset", "dataset_sha", "judge_model"})
+_NOT_COMPONENTS = frozenset({"key_version", "suite", "dataset", "dataset_sha", "judge_model", "judge_sha"})
 
 
 def incomparability(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
@@ -27,6 +27,10 @@ def incomparability(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -
     elif b.get("judge_model") != c.get("judge_model"):
         reasons.append(f"judge changed from {b.get('judge_model')} to {c.get('judge_model')}; judged scores are "
                        "not comparable: rerun the baseline with the candidate's judge (or keep the judge pinned)")
+    elif None not in (b.get("judge_sha"), c.get("judge_sha")) and b.get("judge_sha") != c.get("judge_sha"):
+        # a baseline from before the key held the judge's options has no judge_sha: nothing to compare
+        reasons.append(f"the judge's options changed (judge settings {b.get('judge_sha')} -> {c.get('judge_sha')}); "
+                       "judged scores are not comparable: rerun the baseline with the candidate's judge settings")
     return reasons
 
 

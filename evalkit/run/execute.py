@@ -1,6 +1,8 @@
 """Drive the calls of a run: replay each from the recording, or call the provider and record it.
 
-With `run.repeats=N` each call is sampled N times, each sample its own call (evalkit.run.samples).
+With `run.repeats=N` each call is sampled N times, each sample its own call (evalkit.run.samples). A replay
+the recording cannot serve (a call missing, or recorded for another request) is refused (ReplayRefusal) before
+any check runs: it measured nothing, so it must not become case failures or a decision.
 Two waves: every task call first (concurrently, in live modes), then the judge calls, which are
 built from the task replies — so a changed reply makes its judge call stale instead of silently
 reusing an old verdict. A call the budget denies is a result: it is recorded and leaves its case
@@ -29,13 +31,24 @@ from evalkit.live.progress import CallProgress
 from evalkit.live.providers.base import CallFailure, Provider, Reply, Request
 from evalkit.live.retry import RetryPolicy, backoff_seconds
 from evalkit.run.journal import Journal
-from evalkit.run.recording import Entry, Failure, FailureKind, Hit, Provenance, Recording, lookup, request_fingerprint
+from evalkit.run.mismatch import ReplayRefusal
+from evalkit.run.recording import (
+    Entry,
+    Failure,
+    FailureKind,
+    Hit,
+    Miss,
+    Provenance,
+    Recording,
+    lookup,
+    request_fingerprint,
+)
 from evalkit.run.samples import seeded
 from evalkit.run.suite import SuiteTask
 
 __all__ = ["CallResult", "Execution", "LiveSetup", "execute", "UNSCORED"]
 
-Status = Literal["replayed", "recorded", "resumed", "missing", "stale", "failed", "budget_denied", "blocked"]
+Status = Literal["replayed", "recorded", "resumed", "reused", "failed", "budget_denied", "blocked"]
 # Statuses that leave a case unscored: the run could not measure it, which the gate treats as incomplete.
 UNSCORED = frozenset(get_args(FailureKind))
 
@@ -65,6 +78,9 @@ class LiveSetup:
     journal: Journal | None = None
     resumed: Mapping[str, Entry] = field(default_factory=dict)
     """Finished calls from the journal of an interrupted run (`+run.resume=true`)."""
+    reusable: Mapping[tuple[str, str], Entry] = field(default_factory=dict)
+    """(call id, request fingerprint) -> a reply another recording holds to this very request, sent to a model of
+    the same settings (evalkit.run.identity.reusable_calls): record-missing takes it instead of calling again."""
     redact: Callable[[str], str] = lambda text: text
     """Masks secrets in failure reasons: the key values, credential shapes and `run.secret_patterns`."""
     redact_reply: Callable[[str], str] = lambda text: text
@@ -103,6 +119,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
             call_id = str(CallId.task(case.id, sample))
             planned.append((call_id, seeded(request, sample, repeats, call_id), "model"))
     calls = caller.wave(planned)
+    caller.refuse_misses(len(planned))
     caller.raise_outage()
     if judged:
         assert task.build_judge is not None and judge is not None
@@ -118,6 +135,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
                     else:
                         planned.append((call_id, request, "judge"))
         calls |= caller.wave(planned)
+        caller.refuse_misses(len(planned))
         caller.raise_outage()
 
     counts: dict[str, int] = {}
@@ -162,6 +180,8 @@ class _Caller:
         self.live_seconds = 0.0
         self.outages: list[str] = []
         """Reasons of calls that failed after their retries: once there is one, no further call starts."""
+        self.misses: list[Miss] = []
+        """Calls a replay could not serve, in the order planned."""
         self._lock = threading.Lock()
         if live is not None and mode is not Mode.REPLAY:
             self.providers = live.providers
@@ -173,19 +193,24 @@ class _Caller:
         pending: list[Planned] = []
         for call_id, request, role in planned:
             self.requests[call_id] = request
-            found = None if self.mode is Mode.LIVE else lookup(self.recording, self.where, call_id, request)
+            found = None if self.mode is Mode.LIVE else lookup(self.recording, call_id, request)
             if isinstance(found, Hit) and (self.mode is Mode.REPLAY or found.entry.failure is None):
                 results[call_id] = _from_entry(call_id, found.entry, "replayed")
                 continue
             if self.mode is Mode.REPLAY:
                 assert found is not None and not isinstance(found, Hit)
-                results[call_id] = CallResult(found.kind, reason=found.reason)
+                self.misses.append(found)
                 continue
             assert self.live is not None
             earlier = self.live.resumed.get(call_id)
             if earlier is not None and earlier.failure is None and earlier.request_sha == request_fingerprint(request):
                 self.new_entries[call_id] = earlier
                 results[call_id] = _from_entry(call_id, earlier, "resumed")
+                continue
+            reused = self.live.reusable.get((call_id, request_fingerprint(request)))
+            if reused is not None and self.mode is Mode.RECORD_MISSING:
+                self.new_entries[call_id] = reused
+                results[call_id] = _from_entry(call_id, reused, "reused")
                 continue
             pending.append((call_id, request, role))
         if pending:
@@ -277,6 +302,18 @@ class _Caller:
         with self._lock:
             self.outages.append(reason)
         return self._end(call_id, request, progress, failure=Failure(kind="failed", reason=reason))
+
+    def refuse_misses(self, planned: int) -> None:
+        """Refuse a replay that missed any call: name the first miss and how many there were."""
+        if not self.misses:
+            return
+        first = self.misses[0]
+        held = self.recording.provenance.samples or 1
+        asked = max(CallId.parse(miss.call_id).sample for miss in self.misses) + 1
+        samples = (f"; the recording holds {held} sample(s) of each call and this run asks for {asked} "
+                   "(run.repeats)" if asked > held else "")
+        raise ReplayRefusal(f"cannot replay from {self.where}: {first.reason} ({len(self.misses)} of {planned} "
+                            f"calls cannot be served{samples})")
 
     def raise_outage(self) -> None:
         """End the run as an outage if any call failed: the server failed, so nothing may be gated."""

@@ -57,6 +57,8 @@ class RunInput:
         self.repeats: int = data.get("repeats", 1)
         """Samples of each call (`run.repeats`); the checks over a case run once per sample."""
         self.components: dict[str, Any] = data.get("components", {})
+        self.settings: dict[str, Any] = data.get("settings", self.components)
+        """What the key's fingerprints cover, shown beside it (the components, the model's and judge's options)."""
         suite = data.get("suite", {})
         self.slices: list[str | dict[str, Any]] = suite.get("slices", [])
         self.abstention_check: str = suite.get("abstention_check", "test_abstention")
@@ -295,7 +297,7 @@ class EvalBlock:
         """Add the eval block to a report that holds its tests (and marks each test with its case)."""
         self._merge_recorded(json_report.get("tests", []))
         json_report["format"] = "evalkit-run-report/1"
-        json_report["eval"] = with_settings(self.run.key, self.run.components)
+        json_report["eval"] = with_settings(self.run.key, self.run.settings)
         json_report["provenance"] = self.run.provenance
         tests = json_report.get("tests", [])
         for test in tests:

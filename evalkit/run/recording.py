@@ -1,9 +1,9 @@
 """Recordings: the stored calls of one eval key, replayed without a model.
 
 A recording maps call ids (`task/<case-id>`, `judge/<metric>/<case-id>`, with `#<i>` for sample i > 0 of a run
-with `run.repeats`) to the request's
-fingerprint, the request itself (so a reviewer can read it) and the reply. Lookup is pure;
-load and save are the only I/O.
+with `run.repeats`) to the request's fingerprint, the request itself (so a reviewer can read it) and the reply.
+Beside its key it keeps the readable settings the key's fingerprints cover, so a replay refused for another
+identity can name the setting that differs. Lookup is pure; load, save and reading a folder's keys are the I/O.
 """
 
 from __future__ import annotations
@@ -22,15 +22,24 @@ from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError, RecordingError, describe_validation
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import fingerprint
-from evalkit.core.key import EvalKey
+from evalkit.core.key import LOAD_OPTIONS, EvalKey
 from evalkit.core.parsing import parse_json
 from evalkit.live.providers.base import Reply, Request
+from evalkit.run.mismatch import first_difference
 
-__all__ = ["FORMAT", "Provenance", "Failure", "FailureKind", "Entry", "Recording", "Hit", "Miss", "lookup",
-           "load_recording", "save_recording", "request_fingerprint"]
+__all__ = ["FORMAT", "OLD_FORMATS", "Provenance", "Failure", "FailureKind", "Entry", "Recording", "Hit", "Miss",
+           "ForeignRecording", "lookup", "load_recording", "save_recording", "request_fingerprint",
+           "recorded_identities"]
 
-FORMAT: Final = "evalkit-recording/1"
+FORMAT: Final = "evalkit-recording/2"
+# 1: named by model, prompt version and dataset only, so runs at other options shared (and overwrote) one file
+OLD_FORMATS: Final = ("evalkit-recording/1",)
 RERECORD = "run with mode=record-missing (only missing or stale calls) or mode=live (all calls) to re-record"
+
+
+class ForeignRecording(RecordingError):
+    """The file at a recording's path is not a recording of this identity (another key, an older format): replay
+    refuses it; a live or record-missing run records this identity afresh in its place."""
 
 
 class Provenance(BaseModel):
@@ -87,14 +96,21 @@ class Recording(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format: Literal["evalkit-recording/1"] = FORMAT
+    format: Literal["evalkit-recording/2"] = FORMAT
     key: EvalKey
+    settings: dict[str, Any] = {}
+    """The readable settings the key's fingerprints cover, by group (`model`: options and dialect, `judge`, each
+    suite component), as evalkit.core.key.with_settings shows them; not part of the identity."""
     provenance: Provenance
     calls: dict[str, Entry] = {}
 
 
 def request_fingerprint(request: Request) -> str:
-    return fingerprint(request.model_dump(mode="json"))
+    """The identity of one call: everything the request asks, less a local runtime's load options (LOAD_OPTIONS),
+    which change how the reply is computed, not what is asked."""
+    data = request.model_dump(mode="json")
+    data["options"] = {name: value for name, value in data["options"].items() if name not in LOAD_OPTIONS}
+    return fingerprint(data)
 
 
 @dataclass(frozen=True)
@@ -114,33 +130,23 @@ class Miss:
 
     kind: Literal["missing", "stale"]
     reason: str
+    call_id: str
 
 
-def lookup(recording: Recording, where: str, call_id: str, request: Request) -> Hit | Miss:
+def lookup(recording: Recording, call_id: str, request: Request) -> Hit | Miss:
     """Find the reply to `request` under `call_id`; a miss says which matcher failed and how to fix it."""
     entry = recording.calls.get(call_id)
     if entry is None:
         close = difflib.get_close_matches(call_id, list(recording.calls), n=1)
         hint = f" (closest recorded call: {close[0]})" if close else ""
-        return Miss("missing", f"no recording for {call_id} in {where}{hint}; {RERECORD}")
+        return Miss("missing", f"{call_id} is not recorded{hint}", call_id)
     if entry.request_sha != request_fingerprint(request):
-        fields = _differing_fields(entry.request, request)
-        return Miss("stale", f"recording of {call_id} in {where} was made for another request "
-                             f"(differs in: {', '.join(fields) or 'request'}); {RERECORD}")
+        asked, recorded = request.model_dump(mode="json"), entry.request.model_dump(mode="json")
+        for side in (asked, recorded):
+            side["options"] = {k: v for k, v in side["options"].items() if k not in LOAD_OPTIONS}
+        differs = first_difference(recorded, asked) or "the request"
+        return Miss("stale", f"{call_id} was recorded for another request: {differs}", call_id)
     return Hit(entry)
-
-
-def _differing_fields(old: Request, new: Request) -> list[str]:
-    a, b = old.model_dump(mode="json"), new.model_dump(mode="json")
-    out = []
-    for name in a:
-        if name == "messages" and a[name] != b[name]:
-            out += [f"messages[{i}]" for i, (x, y) in enumerate(zip(a[name], b[name], strict=False)) if x != y]
-            if len(a[name]) != len(b[name]):
-                out.append("messages (count)")
-        elif a[name] != b[name]:
-            out.append(name)
-    return out
 
 
 def load_recording(path: Path, expected: EvalKey | None = None) -> Recording:
@@ -151,16 +157,37 @@ def load_recording(path: Path, expected: EvalKey | None = None) -> Recording:
         data: Any = parse_json(read_text(path, "recording"), str(path), "recording")
     except InputError as error:
         raise RecordingError(f"{error}; restore it from git or re-record") from None
+    if isinstance(data, dict) and data.get("format") in OLD_FORMATS:
+        raise ForeignRecording(f"{path}: recording format {data['format']}, from before a recording's identity held "
+                               f"the model's options; convert it with evalkit migrate {path}, or "
+                               f"{RERECORD}")
     try:
         recording = Recording.model_validate(data)
     except ValidationError as error:
         raise RecordingError(describe_validation(error, Recording, str(path))) from None
     if expected is not None and recording.key != expected:
-        have, want = recording.key.model_dump(), expected.model_dump()
-        diff = ", ".join(f"{k} {have[k]!r} != {want[k]!r}" for k in want if have.get(k) != want[k])
-        raise RecordingError(f"{path}: this recording belongs to another eval key ({diff}); "
-                             f"move it back or {RERECORD}")
+        differs = first_difference(recording.key.model_dump(mode="json"), expected.model_dump(mode="json"))
+        raise ForeignRecording(f"{path}: this recording belongs to another eval key ({differs}); "
+                               f"move it back or {RERECORD}")
     return recording
+
+
+def recorded_identities(folder: Path) -> list[tuple[Path, EvalKey, dict[str, Any]]]:
+    """(file, key, settings) of every current-format recording in `folder`, by file name; a file that is not one
+    (unreadable, another format) is left out: this only finds the closest identity to name in a message."""
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if path.is_symlink():  # a recording is never read through a link
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and data.get("format") == FORMAT:
+                settings = data.get("settings")
+                found.append((path, EvalKey.model_validate(data.get("key")),
+                              settings if isinstance(settings, dict) else {}))
+        except (OSError, ValueError):  # ValidationError is a ValueError
+            continue
+    return found
 
 
 def save_recording(recording: Recording, path: Path, scrub: Callable[[Any], Any] = lambda data: data) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 from evalkit.core.atomic import write_atomic
 from evalkit.core.call_id import CallId
 from evalkit.core.config import Mode, ModelConfig, RunConfig
-from evalkit.core.errors import ConfigError, InputError, ProviderError, RecordingError
+from evalkit.core.errors import ConfigError, InputError, ProviderError, RecordingError, one_line
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
 from evalkit.core.key import EvalKey, build_key, recording_path
@@ -43,10 +43,12 @@ from evalkit.run.canonical import canonical_text
 from evalkit.run.declared import read_checks, with_rubric_judges
 from evalkit.run.destinations import check_run_destinations
 from evalkit.run.execute import Execution, LiveSetup, execute
+from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
+from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.plugin import RUN_OPTION, EvalBlock, RunInput
-from evalkit.run.recording import Provenance, Recording, load_recording, save_recording
+from evalkit.run.recording import ForeignRecording, Provenance, Recording, load_recording, save_recording
 from evalkit.run.suite import load_task
 from evalkit.run.workers import RECORDED, merge_shards, shard_args, worker_count
 
@@ -86,13 +88,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
                          config.dataset.version)
     prompt_path = project_path(config.prompt.file)
     prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
-    key = build_key(
-        suite=config.suite.name, dataset=dataset, model=config.model.name,
-        deployment=config.model.deployment, api_version=config.model.api_version,
-        prompt_version=config.prompt.version, prompt_text=prompt_text,
-        judge_model=config.judge.name if config.judge else None,
-        components={g: (config.choices.get(g, g), s) for g, s in config.components.items()},
-    )
+    key, settings = run_key(config, dataset, prompt_text), run_settings(config)
     rec_path = recording_path(key, project_path(config.run.recordings))
     redact = redactor_for(config)
     task = load_task(suite_dir, config.components, baseline_replies(baseline, project_path(config.run.recordings)))
@@ -109,6 +105,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
                        repeats=config.run.repeats)
 
     if config.mode is Mode.REPLAY:
+        if not os.path.lexists(rec_path):
+            raise ReplayRefusal(no_recording(rec_path, key, settings))
         recording = load_recording(rec_path, key)
         execution = run_calls(recording, None)
     else:
@@ -119,11 +117,12 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
             providers["judge"] = _provider(config.judge, "the suite's pinned judge")
         notify = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
         with recording_lock(rec_path, config.run.lock_timeout_s, notify):
-            recording, execution = _record(config, key, rec_path, redact, providers, run_calls)
+            recording, execution = _record(config, key, settings, rec_path, redact, providers, run_calls, notify)
 
     run_input: dict[str, Any] = {
         "key": key.model_dump(mode="json"),
         "components": config.components,
+        "settings": settings,
         "suite": _suite_input(config),
         "provenance": _provenance(config, rec_path, recording.provenance),
         "cases": [{"id": c.id, "fields": c.fields} for c in dataset.cases],
@@ -310,9 +309,22 @@ def refuse_short_keys(config: RunConfig, redact: Redactor) -> None:
                             "none, unset the config's api_key_env (model.api_key_env=null)")
 
 
-def _record(config: RunConfig, key: EvalKey, rec_path: Path, redact: Redactor, providers: dict[str, Provider],
-            run_calls: Callable[[Recording, LiveSetup | None], Execution]) -> tuple[Recording, Execution]:
-    """A live or record-missing run, under the recording's lock, journaled so a crash can resume."""
+def no_recording(rec_path: Path, key: EvalKey, settings: dict[str, Any]) -> str:
+    """Why a replay has no recording: none of this identity, and the closest one there is, by what differs."""
+    closest = closest_recording(rec_path.parent, key, settings)
+    if closest is None:
+        return f"{shown(rec_path)}: no recording of this identity (nor of any other in {shown(rec_path.parent)})"
+    path, differs = closest
+    more = f" (and {len(differs) - 1} more)" if len(differs) > 1 else ""
+    return (f"{shown(rec_path)}: no recording of this identity; the closest, {path.name}, was recorded with "
+            f"{differs[0]}{more}")
+
+
+def _record(config: RunConfig, key: EvalKey, settings: dict[str, Any], rec_path: Path, redact: Redactor,
+            providers: dict[str, Provider], run_calls: Callable[[Recording, LiveSetup | None], Execution],
+            notify: Callable[[str], None]) -> tuple[Recording, Execution]:
+    """A live or record-missing run, under the recording's lock, journaled so a crash can resume. It records into
+    the recording of this identity, whatever is at its path; the terminal says which file changed and why."""
     journal_file = journal_path(rec_path)
     refuse_link(rec_path, "recording")  # before any call; the lock refused one when it was opened
     refuse_link(journal_file, "journal")
@@ -326,12 +338,20 @@ def _record(config: RunConfig, key: EvalKey, rec_path: Path, redact: Redactor, p
         if cut:
             print(f"resuming: cut a torn last line ({cut} bytes, a write the interruption cut short) off "
                   f"{journal_file}; kept {len(resumed)} journaled call(s)", file=sys.stderr, flush=True)
-    if rec_path.is_file():
-        recording = load_recording(rec_path, key)
-    else:
-        recording = Recording(key=key, provenance=Provenance(kind="recorded"), calls={})
+    fresh = Recording(key=key, settings=settings, provenance=Provenance(kind="recorded"), calls={})
+    existed, replaced = rec_path.is_file(), None
+    recording = fresh
+    if existed:
+        try:
+            recording = load_recording(rec_path, key)
+        except ForeignRecording as error:  # re-recording is never refused: this identity is recorded in its place
+            replaced = one_line(str(error).split("; ")[0], 300)
+    # the settings are written as this run composed them (a file migrated from an older format may lack some)
+    recording = recording.model_copy(update={"settings": settings})
+    reusable = reusable_calls(rec_path.parent, key) if config.mode is Mode.RECORD_MISSING else {}
     live = LiveSetup(providers=providers, settings=config.run, budget=Budget(config.budget), resumed=resumed,
-                     redact=redact, redact_reply=redact.values, progress=progress_enabled(config.run.progress))
+                     reusable=reusable, redact=redact, redact_reply=redact.values,
+                     progress=progress_enabled(config.run.progress))
     with Journal(journal_file, redact.scrub) as journal:
         live.journal = journal
         execution = run_calls(recording, live)
@@ -342,9 +362,33 @@ def _record(config: RunConfig, key: EvalKey, rec_path: Path, redact: Redactor, p
             raise RecordingError(f"{rec_path}: cannot write the recording ({error.strerror or error}); the journal "
                                  f"{journal_file} keeps every call: free space, then continue with "
                                  "+run.resume=true") from None
+        notify(_what_changed(config.mode, rec_path, key, settings, existed, replaced, execution))
         recording = execution.recording
     journal_file.unlink(missing_ok=True)  # compacted into the recording
     return recording, execution
+
+
+def _what_changed(mode: Mode, rec_path: Path, key: EvalKey, settings: dict[str, Any], existed: bool,
+                  replaced: str | None, execution: Execution) -> str:
+    """One line naming the recording file a live run wrote and why, so a reviewer knows what `git diff` will show."""
+    assert execution.recording is not None
+    statuses = execution.stats.get("calls", {})
+    recorded = statuses.get("recorded", 0) + statuses.get("resumed", 0)
+    calls = f"{len(execution.recording.calls)} calls"
+    if statuses.get("reused"):  # replies to the very same requests, taken from the other recordings
+        calls += f": {recorded} recorded, {statuses['reused']} reused from other recordings of the same requests"
+    where = shown(rec_path)
+    if replaced is not None:
+        return f"recording: replaced {where} ({replaced}) with this identity's {calls}"
+    if not existed:
+        closest = closest_recording(rec_path.parent, key, settings)
+        other = (f"; other recordings are unchanged (the closest, {closest[0].name}, differs in {closest[1][0]})"
+                 if closest else "")
+        return f"recording: new file {where}, the first recording of this identity ({calls}){other}"
+    if mode is Mode.LIVE:
+        return (f"recording: re-recorded {where}: mode=live recorded all {recorded} calls of this identity again "
+                "(git diff shows what changed)")
+    return f"recording: added {recorded} call(s) to {where} (missing, stale or failed for this identity)"
 
 
 def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[str], str] = lambda text: text,

@@ -1,10 +1,11 @@
 """Repeated samples of a run's calls (`run.repeats=N`): the call id of each sample and the seed it is sent with.
 
-Sample 0 of a call keeps the call's plain id (`task/<case>`, `judge/<metric>/<case>`: evalkit.core.call_id) and,
-with N = 1, its request unchanged, so single runs and every recording made before repeats existed stay
-byte-identical. Sample i > 0 is `<id>#<i>` (a case id never holds `#`, evalkit.core.dataset). With N > 1 every
-task sample is sent with seed `options.seed + i` (seed 0 when none is set): the samples differ only by their seed,
-and a rerun with the same seeds asks exactly the same requests (a server that honours seeds answers them alike).
+Sample 0 of a call keeps the call's plain id (`task/<case>`, `judge/<metric>/<case>`: evalkit.core.call_id) and
+its request unchanged, whatever N: it is the call a single run makes, so a recording made with N = 1 serves sample 0 of any N, and raising
+N records only the new samples. Sample i > 0 is `<id>#<i>` (a case id never holds `#`, evalkit.core.dataset), sent
+with seed `options.seed + i` (`i` when no seed is set): the samples differ only by their seed, and a rerun asks
+exactly the same requests (a server that honours seeds answers them alike). The sample index and the seed are part
+of each entry's identity (its call id and request); a replay asking a sample the recording lacks is refused.
 
 The number of samples is not part of the eval key: the key names what is measured (model, prompt, dataset,
 judge), N how many times. One recording then serves every N (a run with N = 3 replays samples 0-2 of a recording
@@ -23,12 +24,14 @@ __all__ = ["seeded"]
 
 
 def seeded(request: Request, sample: int, repeats: int, call_id: str) -> Request:
-    """The request of sample `sample` of `repeats`: unchanged when there is one sample (N = 1 keeps every request
-    byte-identical), else sent with seed `options.seed + sample` (0 + sample when no seed is set)."""
+    """The request of sample `sample` of `repeats`: sample 0 unchanged (the single run's call), sample i > 0 sent
+    with seed `options.seed + i` (`i` when no seed is set)."""
     if repeats == 1:
         return request
     base = request.options.get("seed", 0)
     if isinstance(base, bool) or not isinstance(base, int):
         raise InputError(f"{call_id}: options.seed is {base!r}; run.repeats={repeats} sends sample i with seed "
                          "options.seed + i, so the seed must be an integer (or unset, for 0)")
+    if sample == 0:
+        return request
     return request.model_copy(update={"options": {**request.options, "seed": base + sample}})

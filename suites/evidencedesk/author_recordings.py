@@ -30,9 +30,10 @@ from omegaconf import open_dict
 
 from evalkit.core.config import RunConfig, from_hydra
 from evalkit.core.dataset import load_dataset
-from evalkit.core.key import build_key, recording_path
+from evalkit.core.key import recording_path
 from evalkit.live.providers.base import Reply, Request
 from evalkit.project.paths import project_path
+from evalkit.run.identity import run_key, run_settings
 from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
 from evalkit.run.suite import load_task
 
@@ -164,10 +165,7 @@ def author(overrides: tuple[str, ...], baseline: dict[str, str] | None = None) -
     config = compose_config(overrides)
     dataset = load_dataset(project_path(config.dataset.file))
     prompt = project_path(config.prompt.file).read_text(encoding="utf-8")
-    key = build_key(suite=config.suite.name, dataset=dataset, model=config.model.name,
-                    prompt_version=config.prompt.version, prompt_text=prompt,
-                    judge_model=config.judge.name if config.judge else None,
-                    components={g: (config.choices.get(g, g), s) for g, s in config.components.items()})
+    key = run_key(config, dataset, prompt)
     task = load_task(SUITE, config.components)
     judge = config.judge
     assert judge is not None
@@ -204,7 +202,8 @@ def author(overrides: tuple[str, ...], baseline: dict[str, str] | None = None) -
                 first, second = (texts[case.id], old) if metric.endswith("new-first") else (old, texts[case.id])
                 verdict = json.dumps({"verdict": authored_verdict(case, first, second)})
             calls[f"judge/{metric}/{case.id}"] = _entry(request, verdict)
-    recording = Recording(key=key, provenance=Provenance(kind="authored", note=NOTE), calls=calls)
+    recording = Recording(key=key, settings=run_settings(config), provenance=Provenance(kind="authored", note=NOTE),
+                          calls=calls)
     path = recording_path(key, project_path(config.run.recordings))
     save_recording(recording, path)
     return path, texts

@@ -18,7 +18,7 @@ import yaml
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import load_dataset
-from evalkit.core.key import build_key, recording_path
+from evalkit.core.key import build_key, recording_path, reply_settings
 from evalkit.live.providers.base import Reply
 from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
 from evalkit.run.suite import load_task
@@ -71,7 +71,7 @@ AUTHORED = [
 
 
 def model_config(option: str, group: str = "model") -> ModelConfig:
-    data = yaml.safe_load((PROJECT_ROOT / "conf" / group / f"{option}.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((PROJECT_ROOT / "evalkit" / "conf" / group / f"{option}.yaml").read_text(encoding="utf-8"))
     return ModelConfig.model_validate(data)
 
 
@@ -81,8 +81,11 @@ def author(model_option: str, prompt_version: str, dataset_version: str, diff: d
     prompt = (SUITE / "prompts" / f"{prompt_version}.txt").read_text(encoding="utf-8")
     task = load_task(SUITE)
     summaries = SUMMARY_V2 if prompt_version == "v2" else SUMMARY_V1
+    settings = {"judge": reply_settings(judge.options, judge.structured_output),
+                "model": reply_settings(model.options, model.structured_output)}
     key = build_key(suite="issue_triage", dataset=dataset, model=model.name, prompt_version=prompt_version,
-                    prompt_text=prompt, judge_model=judge.name, components={})
+                    prompt_text=prompt, judge_model=judge.name, components={}, model_settings=settings["model"],
+                    judge_settings=settings["judge"])
     calls: dict[str, Entry] = {}
     assert task.build_judge is not None
     for case in dataset.cases:
@@ -94,7 +97,7 @@ def author(model_option: str, prompt_version: str, dataset_version: str, diff: d
         for metric, judge_request in task.build_judge(case, text, judge).items():
             verdict = {"faithful": True, "reason": "Every statement in the summary is stated in the issue."}
             calls[f"judge/{metric}/{case.id}"] = _entry(judge_request, json.dumps(verdict))
-    recording = Recording(key=key, provenance=Provenance(kind="authored", note=NOTE), calls=calls)
+    recording = Recording(key=key, settings=settings, provenance=Provenance(kind="authored", note=NOTE), calls=calls)
     path = recording_path(key, PROJECT_ROOT / "recordings")
     save_recording(recording, path)
     return path
