@@ -14,10 +14,16 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit.cli.command_line import check_flags, keep_package_conf, primary_config, refuse_credentials
+from evalkit.cli.command_line import (
+    check_flags,
+    keep_package_conf,
+    primary_config,
+    refuse_credentials,
+    refuse_resolved_credentials,
+)
 from evalkit.cli.guard import command, say
 from evalkit.cli.hydra_errors import config_error, missing_option, output_dir_error
-from evalkit.cli.masked import MaskedStream, scrub_hydra_files
+from evalkit.cli.masked import MaskedStream, mask_pattern_overrides, pattern_literals, scrub_hydra_files
 from evalkit.core.errors import EvalkitError, OutageError, one_line
 
 if TYPE_CHECKING:
@@ -49,14 +55,15 @@ def _job(cfg: Any) -> None:
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     # the overrides as typed: iterating them through OmegaConf would resolve `${...}` inside them
     typed = OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
-    row: dict[str, Any] = {"job": hydra_cfg.job.num if multirun else 0,
-                           "overrides": [str(o) for o in typed] if isinstance(typed, list) else []}
+    row: dict[str, Any] = {"job": hydra_cfg.job.num if multirun else 0, "overrides": mask_pattern_overrides(
+        [str(o) for o in typed] if isinstance(typed, list) else [])}
     redact = Redactor()  # credential shapes only, until the config names the run's key variables
     try:
         config = from_hydra(cfg)
         redact = redactor_for(config)
+        refuse_resolved_credentials(config)
         redact.install_log_filter()
-        MaskedStream.redactors = [*MaskedStream.redactors[:1], redact]
+        MaskedStream.redactors = [*MaskedStream.redactors[:2], redact]
         scrub_hydra_files(hydra_cfg, multirun, redact)
         code = _run(config, row, redact)
     except OutageError as error:  # the server failed, not the model: never a decision
@@ -199,7 +206,7 @@ def main() -> int:
     app = hydra.main(config_path=str(conf_dir), config_name=config_name, version_base="1.3")(_job)
     # Hydra logs a sweep's overrides before its first job knows the run's key variables: mask, from the start,
     # the values of every variable any config or override names in api_key_env.
-    MaskedStream.redactors = [MaskedStream.from_project(conf_dir, sys.argv[1:])]
+    MaskedStream.redactors = [MaskedStream.from_project(conf_dir, sys.argv[1:]), pattern_literals(sys.argv[1:])]
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = MaskedStream(sys.stdout), MaskedStream(sys.stderr)
     try:

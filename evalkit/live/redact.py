@@ -32,7 +32,7 @@ import regex  # type: ignore[import-untyped]  # (no stubs shipped; used in _user
 from evalkit.core.errors import ConfigError
 
 __all__ = ["Redactor", "DEFAULT_PATTERNS", "MASK", "MIN_SECRET", "MESSAGE_KEYS", "secret_variants",
-           "override_credential"]
+           "override_credential", "credential_name", "config_credential"]
 
 MASK = "[REDACTED]"
 MIN_SECRET = 8  # shorter key values would redact ordinary words
@@ -200,3 +200,34 @@ def override_credential(override: str, environ: Mapping[str, str] | None = None)
         if Redactor([name], environ=env).values(override) != override:
             return f"the value of ${name}"
     return None
+
+
+def credential_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a credential (HF_TOKEN, GEMINI_API_KEY ...)."""
+    return _CREDENTIAL_NAME.search(name) is not None
+
+
+def config_credential(data: Any, environ: Mapping[str, str] | None = None) -> str | None:
+    """Where a resolved config value holds a credential and which (`model.name: the value of $HF_TOKEN`), or
+    None. The override check reads only what was typed; `${oc.env:HF_TOKEN}` becomes the key only here."""
+    env = os.environ if environ is None else environ
+    names = sorted(n for n, v in env.items() if _CREDENTIAL_NAME.search(n) and len(v) >= MIN_SECRET
+                   and not v.startswith("/"))
+    each = [(name, Redactor([name], environ=env)) for name in names]
+    shapes = [(what, re.compile(shape)) for what, shape in _OVERRIDE_SHAPES]
+
+    def walk(value: Any, where: str) -> str | None:
+        if isinstance(value, str):
+            found = next((what for what, shape in shapes if shape.search(value)), None)
+            found = found or next((f"the value of ${name}" for name, redactor in each
+                                   if redactor.values(value) != value), None)
+            return f"{where or '(top level)'}: {found}" if found else None
+        items = (value.items() if isinstance(value, Mapping)
+                 else enumerate(value) if isinstance(value, list | tuple) else ())
+        for key, item in items:
+            found = walk(item, f"{where}.{key}" if where else str(key))
+            if found:
+                return found
+        return None
+
+    return walk(data, "")

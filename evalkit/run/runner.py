@@ -32,7 +32,7 @@ from evalkit.live.budget import Budget, UnitBudget
 from evalkit.live.contract import contract_problems
 from evalkit.live.progress import progress_enabled
 from evalkit.live.providers import Provider, make_provider
-from evalkit.live.redact import MIN_SECRET, Redactor
+from evalkit.live.redact import MIN_SECRET, Redactor, credential_name
 from evalkit.programs.candidate import candidate_config, run_programs
 from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_changes, snapshot
 from evalkit.programs.sandbox import probe_isolation
@@ -271,8 +271,10 @@ def redactor_for(config: RunConfig) -> Redactor:
 
 
 def _key_variables(config: RunConfig) -> list[str]:
-    """The environment variables holding the run's credentials (`api_key_env` of the model and the judge)."""
-    return [m.api_key_env for m in (config.model, config.judge) if m is not None and m.api_key_env]
+    """The environment variables holding the run's credentials: `api_key_env` of the model and the judge, and any
+    variable named like a credential that the config reads through `${oc.env:...}`."""
+    named = [m.api_key_env for m in (config.model, config.judge) if m is not None and m.api_key_env]
+    return named + [name for name in config.env_read if credential_name(name)]
 
 
 def refuse_short_keys(config: RunConfig, redact: Redactor) -> None:
