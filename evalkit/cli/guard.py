@@ -19,6 +19,7 @@ from typing import ParamSpec
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.outputs import refuse_input, refuse_link
+from evalkit.core.untrusted import terminal
 from evalkit.gate.decision import ExitCode
 
 __all__ = ["command", "write_output", "say"]
@@ -73,8 +74,9 @@ def write_output(path: Path, text: str, what: str, *, inputs: Mapping[str, Path]
 
 
 def say(text: str) -> None:
-    """Print to stdout; a reader that went away (`| head`) must not turn a decision into a crash."""
+    """Print to stdout, each line shown as the terminal sanitiser shows untrusted text (control characters
+    visible, long lines cut); a reader that went away (`| head`) must not turn a decision into a crash."""
     try:
-        print(text, flush=True)
+        print("\n".join(terminal(line) for line in text.split("\n")), flush=True)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -23,6 +23,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from evalkit.core.untrusted import visible
+
 __all__ = ["content_security_policy", "environment", "render_page", "is_sealed_page"]
 
 _TEMPLATES = "templates"
@@ -33,10 +35,18 @@ _SEAL = re.compile(r'<meta name="evalkit-seal" content="([a-z]+) sha256:([0-9a-f
 @cache
 def environment() -> Environment:
     """The one Jinja2 environment: templates shipped in evalkit/render/templates, autoescape on for every template
-    (report data is untrusted text), and an undefined name is an error rather than an empty string."""
+    (report data is untrusted text, its control characters shown as escapes), and an undefined name is an error rather than an empty string."""
     env = Environment(loader=PackageLoader("evalkit.render", _TEMPLATES), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, finalize=_shown)
     return env
+
+
+def _shown(value: Any) -> Any:
+    """Every value a template prints: report text with control characters shown as escapes (`\\x1b`); line breaks
+    and tabs kept for `<pre>`. The page's own markup (style, script, seal) is left as it is."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value, keep="\n\r\t", controls_only=True)
+    return value
 
 
 @cache
