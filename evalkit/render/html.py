@@ -35,7 +35,8 @@ _SEAL = re.compile(r'<meta name="evalkit-seal" content="([a-z]+) sha256:([0-9a-f
 @cache
 def environment() -> Environment:
     """The one Jinja2 environment: templates shipped in evalkit/render/templates, autoescape on for every template
-    (report data is untrusted text, its control characters shown as escapes), and an undefined name is an error rather than an empty string."""
+    (report data is untrusted text, its control characters shown as escapes), and an undefined name is an error
+    rather than an empty string."""
     env = Environment(loader=PackageLoader("evalkit.render", _TEMPLATES), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, finalize=_shown)
     return env
