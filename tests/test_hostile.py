@@ -150,6 +150,8 @@ REPORT_VARIANTS: dict[str, Maker] = {
     "case-without-id": _report_with(cases=[{"grade": {}}]),
     "grade-not-object": _report_with(cases=[{"id": "a", "grade": [True]}]),
     "grade-flag-string": _report_with(cases=[{"id": "a", "grade": {"task_pass": "yes"}}]),
+    "grade-scored-without-task-pass": _report_with(cases=[{"id": "a", "grade": {"status": "scored",
+                                                                               "quality_pass": True}}]),
     "provenance-list": _report_with(provenance=["recordings/x.json"]),
     "execution-string": _report_with(execution="fast"),
     "tests-object": _report_with(tests={"a": "passed"}),
@@ -323,7 +325,7 @@ CALIBRATE_ARGS = [["suite=../../x"], ["suite=../conf/suite/quality_lab"], ["suit
 # incomparable code
 VALUELESS_FLAGS = [["-p"], ["--package"], ["-cp"], ["--config-path"], ["-cn"], ["--config-name"], ["-cd"],
                    ["--config-dir"], ["--experimental-rerun"], ["-cn", "--cfg=job"]]
-NEW_ARGS = [["suite", "../escape"], ["suite", "Bad Name"], ["suite", "a\nb"], ["nothing"], ["suite"], ["--bogus"]]
+NEW_ARGS = [["suite", "a" * 300], ["suite", "../escape"], ["suite", "Bad Name"], ["suite", "a\nb"], ["nothing"], ["suite"], ["--bogus"]]
 
 
 # ------------------------------------------------------------------------------------------------ checks

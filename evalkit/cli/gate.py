@@ -13,7 +13,7 @@ from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import evidence, policy_identity, report_identity
-from evalkit.cli.guard import command, say, write_output
+from evalkit.cli.guard import command, say, write_output, write_outputs
 from evalkit.core.errors import InputError
 from evalkit.core.key import changed_settings
 from evalkit.core.outputs import refuse_input, refuse_link, same_file
@@ -75,10 +75,11 @@ def main(argv: list[str] | None = None) -> int:
         # refused before the JSON is written, so a refusal leaves no half of the pair behind
         refuse_input(junit, inputs, "decision as JUnit XML (beside --out)")
         refuse_link(junit, "decision as JUnit XML (beside --out)")
-        write_output(args.out, json.dumps({**decision.to_json(), "evidence": facts}, indent=2, allow_nan=False) + "\n",
-                     "decision (--out)", inputs=inputs)
-        write_output(junit, render_junit(decision, candidate, policy), "decision as JUnit XML (beside --out)",
-                     inputs=inputs)
+        # the pair is written all or nothing: a full disk must not leave a decision.json for CI to pick up
+        write_outputs({args.out: (json.dumps({**decision.to_json(), "evidence": facts}, indent=2, allow_nan=False)
+                                  + "\n", "decision (--out)"),
+                       junit: (render_junit(decision, candidate, policy), "decision as JUnit XML (beside --out)")},
+                      inputs=inputs)
     if args.markdown:
         write_output(args.markdown, render_markdown(decision, candidate, policy.critical, facts, baseline),
                      "decision (--markdown)", inputs=inputs)

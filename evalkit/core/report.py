@@ -191,6 +191,9 @@ def _check_case(index: int, case: Any, where: str) -> None:
     for flag in _GRADE_FLAGS:
         if grade.get(flag) is not None and not isinstance(grade[flag], bool):
             raise InputError(f"{where}: case {case['id'][:100]!r}: grade '{flag}' must be true, false or null")
+    if grade.get("status") == "scored" and "task_pass" not in grade:  # the gate pairs scored cases by it
+        raise InputError(f"{where}: case {case['id'][:100]!r}: a scored grade needs 'task_pass' (true or false); "
+                         "mark a case that could not be scored status 'unscored' with a reason")
 
 
 class CaseTexts(Sequence[Mapping[str, Any]]):

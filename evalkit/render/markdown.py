@@ -33,7 +33,7 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
         settings = changed_settings(baseline.eval, candidate.eval) if baseline and candidate else None
         lines += [f"**Changed:** {markdown(render_changed(decision.changed, settings))}", ""]
     if decision.statistics:
-        lines += [f"**Paired statistics:** {markdown(render_statistics(decision.statistics))}", ""]
+        lines += [f"**Paired statistics:** {render_statistics(decision.statistics)}", ""]  # numbers, evalkit's words
     if decision.failures:
         lines += [f"<details><summary>Failures ({len(decision.failures)})</summary>", ""]
         lines += [f"- {markdown(render_failure(f))}" for f in decision.failures] + ["", "</details>", ""]
