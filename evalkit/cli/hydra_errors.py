@@ -12,9 +12,11 @@ __all__ = ["config_error", "missing_option", "output_dir_error"]
 
 
 def output_dir_error(error: OSError) -> str:
-    where = error.filename or "an output folder"
-    return one_line(f"cannot create the run folder {where} ({error.strerror or error}); hydra.run.dir and "
-                    "hydra.sweep.dir must name folders that can be created (not files)")
+    if error.filename is None:  # Hydra names no path for some failures: say which setting to look at
+        return one_line(f"cannot write Hydra's run or sweep folder (hydra.run.dir / hydra.sweep.dir): "
+                        f"{error.strerror or error}; free space or name folders that can be created (not files)")
+    return one_line(f"cannot create or write {error.filename} ({error.strerror or error}); hydra.run.dir and "
+                    "hydra.sweep.dir must name folders that can be created (not files), on a disk with space")
 
 
 # Launchers Hydra's plugins bring (`hydra/launcher=NAME`), and the extra that installs them.

@@ -38,7 +38,7 @@ from evalkit.gate.decide import decide
 from evalkit.gate.decision import Decision, ExitCode, exit_code
 from evalkit.project.options import find_option
 from evalkit.project.paths import find_project, project_root, shown
-from evalkit.run.baseline import load_baseline
+from evalkit.run.baseline import git_object_problem, git_spec_problem, load_baseline
 
 __all__ = ["main", "read_policy", "Pair", "default_pairs"]
 
@@ -105,8 +105,9 @@ def read_policy(spec: str) -> Policy:
     ref, sep, path = spec[len(GIT):].partition(":")
     if not ref or not sep or not path:
         raise InputError(f"{spec}: expected git:REF:PATH, e.g. git:origin/main:conf/policy/triage.yaml")
-    if ref.startswith("-"):  # `git show --output=FILE` would write FILE: a ref is never read as an option
-        raise InputError(f"{spec}: {ref!r} is not a git ref (refs never start with '-')")
+    problem = git_spec_problem(ref)  # an option (`--output=FILE` would write FILE) or a range
+    if problem:
+        raise InputError(f"{spec}: {problem}")
     root = find_project() or Path.cwd()
     # git runs in the project root: PATH is in the repository, `./PATH` relative to the project (as for baselines)
     done = _git(["show", "--end-of-options", f"{ref}:{path}"], root, spec)
@@ -119,6 +120,9 @@ def read_policy(spec: str) -> Policy:
                              "clone holds; fetch it first if it is a remote's)")
         first = (done.stderr.strip().splitlines() or ["unknown error"])[0]
         raise InputError(f"{spec}: git show failed: {first}")
+    problem = git_object_problem(ref, path, root)
+    if problem:
+        raise InputError(f"{spec}: {problem}; a policy is a YAML or JSON file")
     if len(done.stdout.encode("utf-8")) > max_input_bytes():
         raise InputError(f"{spec}: the policy is larger than {max_input_bytes()} bytes; a policy is a short file")
     text = done.stdout

@@ -218,8 +218,10 @@ def run_program(program: Path, args: Sequence[str], task: bytes, files: Mapping[
     evidence. `wall_ms` is this machine's elapsed process time (monotonic), not a model latency. `namespaces=False`
     runs it without any namespace (the launcher still runs), and the label says so.
     """
-    if not program.is_file():
+    if not program.exists():
         raise InputError(f"{program}: candidate program not found")
+    if not program.is_file():  # a device (/dev/zero), a FIFO or a folder: copying it would never end or fail
+        raise InputError(f"{program}: the candidate program is not a regular file; name a script file")
     for name in [*files, *watch]:
         _check_name(name, program.name)
     isolation = probe_isolation() if namespaces else _not_isolated("namespaces=False")

@@ -13,7 +13,7 @@ from evalkit.core.files import read_text_sha256
 from evalkit.core.report import RunReport, parse_report
 from evalkit.project.paths import find_project, project_path
 
-__all__ = ["DEFAULT", "Baseline", "load_baseline"]
+__all__ = ["DEFAULT", "Baseline", "load_baseline", "git_spec_problem", "git_object_problem"]
 
 DEFAULT = "default"
 GIT = "git:"
@@ -44,8 +44,9 @@ def _from_git(spec: str, suite_baseline: str | None, suite: str) -> Baseline:
     if not ref or (sep and not path_in_repo):
         raise InputError(f"baseline={spec}: expected git:REF:PATH or git:REF (the suite's own baseline at REF), "
                          "e.g. git:origin/main:suites/x/runs/baseline.json or git:origin/main")
-    if ref.startswith("-"):  # `git show --output=FILE` would write FILE: a ref is never read as an option
-        raise InputError(f"baseline={spec}: {ref!r} is not a git ref (refs never start with '-')")
+    problem = git_spec_problem(ref)
+    if problem:
+        raise InputError(f"baseline={spec}: {problem}")
     # git runs in the project root: a `./` path is then relative to the project, wherever the repository's top is
     root = find_project() or Path.cwd()
     name = spec
@@ -56,6 +57,10 @@ def _from_git(spec: str, suite_baseline: str | None, suite: str) -> Baseline:
         path_in_repo = _relative_to_project(suite_baseline, root, spec)
         name = f"{GIT}{ref}:{suite_baseline}"
     done = _git(["show", "--end-of-options", f"{ref}:{path_in_repo}"], root, spec)
+    if done.returncode == 0:
+        problem = git_object_problem(ref, path_in_repo, root)
+        if problem:
+            raise InputError(f"baseline={spec}: {problem}; a baseline is a run report (a .json file)")
     if done.returncode != 0:
         if _git(["rev-parse", "--git-dir"], root, spec).returncode == 0 and not _has_commit(ref, root, spec):
             raise InputError(_missing_ref(spec, ref, root))
@@ -63,6 +68,29 @@ def _from_git(spec: str, suite_baseline: str | None, suite: str) -> Baseline:
         raise InputError(f"baseline={spec}: git show failed: {first}")
     # the text as git printed it, re-encoded: the blob's bytes for UTF-8 files with LF line ends
     return Baseline(name, parse_report(done.stdout, name), hashlib.sha256(done.stdout.encode("utf-8")).hexdigest())
+
+
+def git_spec_problem(ref: str) -> str | None:
+    """Why REF cannot name one commit, or None: an option (`git show --output=FILE` would write FILE) or a range."""
+    if ref.startswith("-"):
+        return f"{ref!r} is not a git ref (refs never start with '-')"
+    if ".." in ref:
+        return f"{ref!r} is a range of commits; name one commit (a branch, tag or commit), e.g. git:origin/main:PATH"
+    return None
+
+
+def git_object_problem(ref: str, path: str, cwd: Path) -> str | None:
+    """Why REF:PATH, which git can show, is not a file, or None: a folder is shown as a listing of its names."""
+    try:
+        kind = subprocess.run(["git", "cat-file", "-t", f"{ref}:{path}"], cwd=cwd, capture_output=True, text=True,
+                              check=False, timeout=60).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):  # git just showed it: the text will be judged as it is
+        return None
+    if kind == "tree":
+        return f"{path} is a folder at {ref}, not a file; name the file inside it"
+    if kind and kind != "blob":
+        return f"{path} at {ref} is a git {kind}, not a file"
+    return None
 
 
 def _read(path: Path) -> tuple[RunReport, str]:
@@ -100,12 +128,14 @@ def _missing_ref(spec: str, ref: str, cwd: Path) -> str:
     why = (" (a shallow clone, as CI checkouts are by default, holds only the commits it was made from)"
            if shallow else "")
     remotes = _git(["remote"], cwd, spec).stdout.split()
-    return f"baseline={spec}: {ref} is not in this clone{why}; {_fetch_advice(ref, remotes)}"
+    return f"baseline={spec}: {ref} is not in this clone{why}; {_fetch_advice(ref, remotes, shallow)}"
 
 
-def _fetch_advice(ref: str, remotes: list[str]) -> str:
+def _fetch_advice(ref: str, remotes: list[str], shallow: bool = True) -> str:
     """The fetch that makes REF resolvable. An explicit refspec also works in single-branch clones
     (`git clone --depth 1`), where `git fetch origin main` would update only FETCH_HEAD."""
+    if not shallow and re.search(r"[~^@{}:]", ref):  # the whole history is here: no fetch brings an older commit
+        return "the repository's whole history is in this clone and holds no such commit; name one it has"
     if not remotes:
         return "this clone has no remote to fetch it from: add one with git remote add origin URL"
     short = ref.removeprefix("refs/remotes/")
