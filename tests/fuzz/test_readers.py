@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -194,7 +194,8 @@ def mutated(draw: st.DrawFn, reader: str) -> bytes:
 
 
 @pytest.mark.parametrize("reader", JSON_READERS)
-def test_structured_inputs_end_in_a_result_or_one_line(child: Child, reader: str) -> None:
+def test_structured_inputs_end_in_a_result_or_one_line(child: Child, reader: str, fuzz_settings: settings) -> None:
+    @fuzz_settings
     @given(data=structured(reader))
     def run(data: bytes) -> None:
         check(child.read(reader, data), reader, data)
@@ -203,7 +204,8 @@ def test_structured_inputs_end_in_a_result_or_one_line(child: Child, reader: str
 
 
 @pytest.mark.parametrize("reader", sorted(SEEDS))
-def test_mutated_inputs_end_in_a_result_or_one_line(child: Child, reader: str) -> None:
+def test_mutated_inputs_end_in_a_result_or_one_line(child: Child, reader: str, fuzz_settings: settings) -> None:
+    @fuzz_settings
     @given(data=mutated(reader))
     def run(data: bytes) -> None:
         check(child.read(reader, data), reader, data)
