@@ -150,6 +150,7 @@ REPORT_VARIANTS: dict[str, Maker] = {
     "case-without-id": _report_with(cases=[{"grade": {}}]),
     "grade-not-object": _report_with(cases=[{"id": "a", "grade": [True]}]),
     "grade-flag-string": _report_with(cases=[{"id": "a", "grade": {"task_pass": "yes"}}]),
+    "test-id-of-5-mb": _report_with(tests=[{"nodeid": "t.py::test_" + "x" * 5_000_000, "outcome": "passed"}]),
     "grade-scored-without-task-pass": _report_with(cases=[{"id": "a", "grade": {"status": "scored",
                                                                                "quality_pass": True}}]),
     "provenance-list": _report_with(provenance=["recordings/x.json"]),
