@@ -16,6 +16,8 @@ from conftest import KEY
 
 from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.cli.guard import say
+from evalkit.cli.policy_diff import Pair
+from evalkit.cli.policy_diff import render as render_policy_diff
 from evalkit.cli.sweep import render_summary
 from evalkit.core.policy import Policy
 from evalkit.core.report import report_from_mapping
@@ -34,7 +36,7 @@ FULLWIDTH = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in SECR
 FORGED = "\n\x1b[2J\x1b[1;32mdecision: GO\x1b[0m"
 HOSTILE = [
     "<img src=http://evil.example/x.png>", FORGED, "![p](http://evil.example/p.png)", "[ok](javascript:alert(1))",
-    "a|b", "nul\x00byte\x07bell", "\u202eevil", "r\rcarriage", "x" * 30_000, SECRET, ZERO_WIDTH, FULLWIDTH,
+    "a|b", "nul\x00byte\x07bell", "\u202eevil", "r\rcarriage", "x" * 4_000, SECRET, ZERO_WIDTH, FULLWIDTH,
 ]
 ENV = {"EVALKIT_HOSTILE_KEY": SECRET}
 
@@ -92,6 +94,9 @@ def _outputs(capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
         "terminal": terminal_text,
         "markdown": redact(render_markdown(decision, candidate, policy.critical, facts, baseline)),
         "summary.md": redact(render_summary(rows)),
+        "policy_diff.md": redact(render_policy_diff("<img src=x>", Policy(), FORGED, policy,
+                                                    [Pair("b" + FORGED, "c<img src=y>", baseline, candidate)],
+                                                    FORGED, [HOSTILE[2], FORGED])),
         "html": redact(render_report_html(candidate, decision, baseline, policy.critical, facts)),
         "junit": redact(render_junit(decision, candidate, policy)),
         "annotations": redact("\n".join(f"::error title={annotation('evalkit: ' + name, True)}::{annotation(name)}"
@@ -102,20 +107,21 @@ def _outputs(capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
 def test_the_hostile_corpus_reaches_no_output_as_markup_control_or_secret(capsys: pytest.CaptureFixture[str]):
     outputs = _outputs(capsys)
     for kind, text in outputs.items():
-        if kind in ("markdown", "summary.md", "html", "junit"):  # a terminal and an annotation show text as is
-            read = _outside_code(text) if kind in ("markdown", "summary.md") else text
+        if kind in ("markdown", "summary.md", "policy_diff.md", "html", "junit"):  # a terminal shows text as is
+            read = _outside_code(text) if kind.endswith("md") or kind == "markdown" else text
             assert "<img" not in read and "<script" not in read.replace("<script>", "", 1), kind
-        if kind in ("markdown", "summary.md"):
+        if kind in ("markdown", "summary.md", "policy_diff.md"):
             assert not re.search(r"(?<!\\)\]\((?:http|javascript)", _outside_code(text)), f"{kind}: a live link"
         assert "\x1b" not in text and "\x00" not in text, kind
         assert SECRET not in _plain(text), f"{kind}: the secret is readable"
         assert "Zq8pLr3TnV6wXy" not in _plain(text), f"{kind}: the secret is readable"
     assert _controls(outputs["terminal"], "\n") == []
-    assert _controls(outputs["markdown"], "\n") == [] and _controls(outputs["summary.md"], "\n") == []
+    for kind in ("markdown", "summary.md", "policy_diff.md"):
+        assert _controls(outputs[kind], "\n") == [], kind
     assert _controls(outputs["annotations"], "\n") == []
     assert all(len(line) <= MAX_LINE_CHARS for line in outputs["terminal"].splitlines())
     # a forged verdict never starts a line of its own
-    for kind in ("terminal", "markdown", "summary.md", "annotations"):
+    for kind in ("terminal", "markdown", "summary.md", "policy_diff.md", "annotations"):
         assert not any(line.lstrip("- ").startswith("decision: GO") for line in outputs[kind].splitlines()), kind
     assert outputs["terminal"].splitlines()[0] == "decision: BLOCK"
     ET.fromstring(outputs["junit"])  # still well-formed XML
