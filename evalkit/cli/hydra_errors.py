@@ -15,8 +15,8 @@ def output_dir_error(error: OSError) -> str:
     if error.filename is None:  # Hydra names no path for some failures: say which setting to look at
         return one_line(f"cannot write Hydra's run or sweep folder (hydra.run.dir / hydra.sweep.dir): "
                         f"{error.strerror or error}; free space or name folders that can be created (not files)")
-    return one_line(f"cannot create or write {error.filename} ({error.strerror or error}); hydra.run.dir and "
-                    "hydra.sweep.dir must name folders that can be created (not files), on a disk with space")
+    return one_line(f"cannot create the run folder {error.filename} ({error.strerror or error}); hydra.run.dir and "
+                    "hydra.sweep.dir must name folders that can be created (not files)")
 
 
 # Launchers Hydra's plugins bring (`hydra/launcher=NAME`), and the extra that installs them.

@@ -67,7 +67,7 @@ def _job(cfg: Any) -> None:
         scrub_hydra_files(hydra_cfg, multirun, redact)
         code = _run(config, row, redact)
     except OutageError as error:  # the server failed, not the model: never a decision
-        message = redact(str(error))
+        message = one_line(redact(str(error)))
         print(f"outage: {message}", file=sys.stderr)
         code, row["error"] = ExitCode.OUTAGE, message
     except EvalkitError as error:
@@ -76,8 +76,10 @@ def _job(cfg: Any) -> None:
         code, row["error"] = ExitCode.INPUT_ERROR, message
     except Exception as error:  # a crash must never read as a decision
         if isinstance(error, OSError) and error.errno in _NO_SPACE:  # the machine's fault, not a bug: one line
-            message = redact(f"{error.filename or 'a file of this run'}: cannot write it ({error.strerror}); free "
-                             "space and run again (a live run: continue with +run.resume=true)")
+            # written through evalkit.core.atomic, a failed write names the file it was to become
+            where = error.filename or "a file in the run folder (the disk is full)"
+            message = one_line(redact(f"{where}: cannot write it ({error.strerror}); free space and run again (a "
+                                      "live run: continue with +run.resume=true)"))
             print(f"error: {message}", file=sys.stderr)
             code, row["error"] = ExitCode.INPUT_ERROR, message
         else:
@@ -212,7 +214,7 @@ def main() -> int:
     try:
         app()
     except MissingConfigException as error:
-        print(f"error: {missing_option(error)}", file=sys.stderr)
+        print(f"error: {one_line(missing_option(error))}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
     except (HydraException, OmegaConfBaseException) as error:
         print(f"error: {one_line(config_error(error))}", file=sys.stderr)
