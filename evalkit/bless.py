@@ -3,6 +3,8 @@
 import sys
 
 from evalkit.cli.bless import main
+from evalkit.cli.main import deprecated
 
 if __name__ == "__main__":
+    deprecated("evalkit.bless")
     sys.exit(main())

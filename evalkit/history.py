@@ -3,6 +3,8 @@
 import sys
 
 from evalkit.cli.history import main
+from evalkit.cli.main import deprecated
 
 if __name__ == "__main__":
+    deprecated("evalkit.history")
     sys.exit(main())

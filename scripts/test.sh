@@ -7,9 +7,10 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests drive for real: a headless browser for the HTML pages, and a single-node Slurm
 # cluster with accounting (munge, the daemons, MariaDB) for the launcher tests. Tests start and stop the
 # services themselves; installing them starts nothing we rely on. Maven and a JDK run the surefire JUnit XML
-# fixtures again (tests/test_adapt_junit.py).
+# fixtures again (tests/test_adapt_junit.py). shellcheck lets actionlint check the CI workflows' shell steps, and
+# jq applies the comment workflow's `gh --jq` filters in its local run (tests/test_ci_workflow.py).
 DEBIAN_PACKAGES=(chromium chromium-driver munge slurmctld slurmd slurm-client slurmdbd mariadb-server maven
-                 openjdk-17-jdk-headless)
+                 openjdk-17-jdk-headless shellcheck jq bubblewrap)
 missing=()
 for package in "${DEBIAN_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -41,7 +42,7 @@ if ! compgen -G "$LLAMA_WHEELS/llama_cpp_python-$LLAMA_VERSION-*.whl" >/dev/null
     "llama-cpp-python==$LLAMA_VERSION"
 fi
 .venv/bin/pip install -q --find-links "$LLAMA_WHEELS" --only-binary llama-cpp-python \
-  "llama-cpp-python[server]==$LLAMA_VERSION" -e ".[test,local,launchers]"
+  "llama-cpp-python[server]==$LLAMA_VERSION" -e ".[test,local,launchers,docs]"
 
 # inspect-ai in a venv of its own (it is not a dependency of evalkit): tests/test_adapt_inspect.py regenerates the
 # Inspect fixtures with it, so a change of Inspect's log format shows up.

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import check_adapted_pair
+from conftest import check_adapted_pair, evalkit_cli
 
 from evalkit.adapt.deepeval import read_deepeval
 from evalkit.adapt.neutral import NeutralRun
@@ -153,3 +153,36 @@ def test_regenerated_runs_map_to_the_same_tests_and_decisions(tmp_path: Path) ->
         assert fresh.key == shipped.key and fresh.errored == shipped.errored, name
     for pair, expected in EXPECTED.items():
         check_pair(tmp_path, pair, expected)
+
+
+def test_a_lone_surrogate_in_a_test_case_name_is_one_line_exit_3(tmp_path: Path) -> None:
+    data = json.loads((CORPUS / "baseline.json").read_text())
+    data["testCases"][0]["name"] = "case \ud800"
+    path = tmp_path / "surrogate.json"
+    path.write_text(json.dumps(data))  # ensure_ascii writes the escape `\ud800`, as a hostile file would
+    done = evalkit_cli("evalkit.adapt", "deepeval", str(path), str(path))
+    assert done.returncode == 3, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "lone surrogate (\\ud800)" in done.stderr
+
+
+WILD_RUN = PROJECT_ROOT / "tests/corpus/wild/deepeval/deepeval/inspect__fixtures__test_run_sample.json"
+
+
+def test_metrics_scored_on_trace_spans_are_tests_of_their_span(tmp_path: Path) -> None:
+    """`@observe(metrics=[...])` and DeepEval's integrations score spans, not the test case: such a run (DeepEval's
+    own saved sample, its case-level metrics taken away) is read from its spans, not refused."""
+    data = json.loads(WILD_RUN.read_text())
+    for case in data["testCases"]:
+        case.pop("metricsData")
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(data))
+    outcomes = {t.nodeid: t.outcome for t in read_deepeval(path).tests}
+    assert outcomes["deepeval::validator_agent/GEval-Hallucination[sample_test_case]"] == "failed"
+    assert outcomes["deepeval::trace/Faithfulness[sample_test_case]"] == "failed"
+    assert outcomes["deepeval::web_search/Tool Correctness[sample_test_case]"] == "passed"
+    assert len(outcomes) == 8
+    for case in data["testCases"]:
+        case.pop("trace")
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match="has no metricsData, on the case or on a span of its trace"):
+        read_deepeval(path)

@@ -4,12 +4,18 @@ samples kept, repeats read as repeats, notes carried into the decision. The runs
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import subprocess
+import sys
+import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import evalkit_cli
+from conftest import evalkit_cli, evalkit_env
 
-from evalkit.adapt.framework import SOURCES, Source, available_sources, gate_runs, load_source
+from evalkit.adapt.framework import ENTRY_POINT_GROUP, Source, available_sources, gate_runs, load_source
 from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs, to_run_report
 from evalkit.core.errors import InputError
 from evalkit.core.policy import STRICT_DEFAULT, Policy
@@ -125,7 +131,7 @@ def test_epochs_become_repeats_and_the_statistical_rule_decides() -> None:
 
 
 def test_registered_sources_load_and_unknown_ones_are_refused() -> None:
-    assert set(available_sources()) <= set(SOURCES)
+    assert set(available_sources()) >= {"deepeval", "inspect", "junit", "lm-eval", "promptfoo"}
     for name in available_sources():
         source = load_source(name)
         assert isinstance(source, Source) and source.name == name
@@ -152,3 +158,50 @@ def test_out_in_a_missing_folder_or_over_an_existing_path_is_refused(tmp_path: P
 def test_an_unknown_source_is_a_usage_error() -> None:
     done = evalkit_cli("evalkit.adapt", "nosuchtool", "a", "b")
     assert done.returncode == 3 and "invalid choice: 'nosuchtool'" in done.stderr
+
+
+PLUGIN = PROJECT_ROOT / "tests/corpus/adapt/plugin"
+
+
+def _wheel(package: Path, out: Path) -> Path:
+    """The package's wheel, written from its pyproject.toml (a wheel is a zip with its metadata beside the module),
+    so the test needs no build backend beyond what pip itself carries and no network."""
+    project = tomllib.loads((package / "pyproject.toml").read_text())["project"]
+    name, version = project["name"].replace("-", "_"), project["version"]
+    info = f"{name}-{version}.dist-info"
+    entry_points = "".join(f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in points.items())
+                           for group, points in project["entry-points"].items())
+    files = {f"{name}.py": (package / f"{name}.py").read_bytes(),
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {version}\n".encode(),
+             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: evalkit-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+             f"{info}/entry_points.txt": entry_points.encode()}
+    record = "".join(f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
+                     f"{len(data)}\n" for path, data in files.items()) + f"{info}/RECORD,,\n"
+    wheel = out / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, data in {**files, f"{info}/RECORD": record.encode()}.items():
+            archive.writestr(path, data)
+    return wheel
+
+
+def test_a_third_party_package_adds_a_source_through_the_entry_points(tmp_path: Path) -> None:
+    """An authored package (tests/corpus/adapt/plugin/evalkit-tap) installed offline beside evalkit: its source is
+    offered and gates, with no change to evalkit; without it, the name is unknown."""
+    target = tmp_path / "site"
+    wheel = _wheel(PLUGIN / "evalkit-tap", tmp_path)
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target",
+                           str(target), str(wheel)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (next(target.glob("evalkit_tap-*.dist-info")) / "entry_points.txt").read_text().count(
+        ENTRY_POINT_GROUP) == 1
+    env = {**evalkit_env(), "PYTHONPATH": str(target)}
+    gated = subprocess.run([sys.executable, "-m", "evalkit.adapt", "tap", str(PLUGIN / "baseline.tap"),
+                            str(PLUGIN / "candidate.tap")], cwd=PROJECT_ROOT, env=env, capture_output=True,
+                           text=True, timeout=300)
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    assert "tap::keeps the order" in gated.stdout
+    listed = subprocess.run([sys.executable, "-m", "evalkit.adapt", "--help"], cwd=PROJECT_ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert "tap" in listed.stdout and "junit" in listed.stdout
+    unknown = evalkit_cli("evalkit.adapt", "tap", str(PLUGIN / "baseline.tap"), str(PLUGIN / "candidate.tap"))
+    assert unknown.returncode == 3 and "invalid choice: 'tap'" in unknown.stderr

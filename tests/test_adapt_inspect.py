@@ -8,9 +8,11 @@ import importlib.util
 import io
 import json
 import os
+import struct
 import subprocess
 import sys
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ import pytest
 from conftest import evalkit_cli
 
 from evalkit.adapt.framework import gate_runs
-from evalkit.adapt.inspect import FORMAT_VERSION, _member, read_inspect_log
+from evalkit.adapt.inspect import FORMAT_VERSION, MAX_ID_CHARS, _member, read_inspect_log
 from evalkit.core.errors import InputError
 from evalkit.core.policy import STRICT_DEFAULT
 from evalkit.gate.decision import Verdict
@@ -57,7 +59,7 @@ def test_a_regression_and_a_fix_between_two_real_logs() -> None:
     assert result.decision.fixed == ("arith::match[q6]",)
     assert result.decision.messages["arith::match[q1]"] == "scored \"I\" (answer 'ANSWER: 5')"
     key = result.candidate["eval"]
-    assert (key["suite"], key["model"], key["judge_model"]) == ("inspect:arith", "mockllm/model", "scorer:match(); "
+    assert (key["suite"], key["model"], key["judge_model"]) == ("inspect:arith", "mockllm/model", "scorer:match; "
                                                                                                "task_version=0")
     assert result.candidate["metrics"] == {"match.accuracy": pytest.approx(5 / 6)}  # stderr left out
     assert any("fingerprint of the sample inputs" in warning for warning in result.decision.warnings)
@@ -227,3 +229,176 @@ def test_regenerated_logs_map_to_the_same_tests_and_decisions(tmp_path: Path) ->
         assert fresh.decision.to_json() == kept.decision.to_json()
     with pytest.raises(InputError, match="failed run"):
         read_inspect_log(tmp_path / "failed.eval")
+
+
+# ---- hostile logs: refused in one line, as every other reader refuses them
+
+def _zip(members: list[tuple[str, bytes, int, int, int]]) -> bytes:
+    """A zip written byte by byte, as a crafted log would be: (name, data as stored, method, declared size,
+    CRC of the declared content) per member; zipfile itself would not write a lie."""
+    local, central = b"", b""
+    for name, raw, method, size, crc in members:
+        encoded = name.encode()
+        head = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0, crc, len(raw), size, len(encoded), 0)
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0, crc, len(raw), size,
+                               len(encoded), 0, 0, 0, 0, 0, len(local)) + encoded
+        local += head + encoded + raw
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(local), 0)
+    return local + central + end
+
+
+def _header_and_summaries() -> tuple[bytes, bytes]:
+    log = as_json_log(LOGS / "candidate.eval")
+    return (json.dumps({k: v for k, v in log.items() if k != "samples"}).encode(),
+            json.dumps(log["samples"]).encode())
+
+
+def _stored(name: str, data: bytes) -> tuple[str, bytes, int, int, int]:
+    return name, data, 0, len(data), zlib.crc32(data)
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (lambda text: text.replace('"value": "C"', '"value": "I", "value": "C"', 1), "appears twice"),
+    (lambda text: text.replace('"value": "C"', '"value": 1e400', 1), "too large for a number"),
+    (lambda text: "\ufeff" + text, "byte-order mark"),
+])
+def test_the_strict_json_parser_reads_inspect_logs_too(tmp_path: Path, edit: Any, expected: str) -> None:
+    text = json.dumps(as_json_log(LOGS / "candidate.eval"), indent=1)
+    assert '"value": "C"' in text
+    assert expected in refused(tmp_path, edit(text).encode())
+
+
+def test_inspect_nan_constants_are_still_read_as_no_credit(tmp_path: Path) -> None:
+    text = json.dumps(as_json_log(LOGS / "candidate.eval")).replace('"value": "C"', '"value": NaN', 1)
+    (tmp_path / "nan.json").write_text(text)
+    assert "failed" in {t.outcome for t in read_inspect_log(tmp_path / "nan.json").tests}
+
+
+def test_two_header_members_are_refused(tmp_path: Path) -> None:
+    header, summaries = _header_and_summaries()
+    other = header.replace(b'"status": "success"', b'"status": "success" ', 1)
+    data = _zip([_stored("header.json", header), _stored("header.json", other), _stored("summaries.json", summaries)])
+    assert "two members named 'header.json'" in refused(tmp_path, data, "twice.eval")
+
+
+def test_a_zstandard_member_lying_about_its_size_is_refused_in_bounded_memory(tmp_path: Path) -> None:
+    zstandard = pytest.importorskip("zstandard")
+    header, summaries = _header_and_summaries()
+    bomb = b"[" + b" " * (64 << 20) + b"]"  # 64 MiB of JSON that claims, in the frame and the zip, 2 KB
+    frame = zstandard.ZstdCompressor(write_content_size=False).compress(bomb)
+    data = _zip([_stored("header.json", header), ("summaries.json", frame, 93, 2048, zlib.crc32(bomb))])
+    assert len(data) < 100_000
+    assert "inflates past its declared 2,048 bytes" in refused(tmp_path, data, "bomb.eval")
+
+
+def test_a_deflate_member_lying_about_its_size_is_refused(tmp_path: Path) -> None:
+    header, summaries = _header_and_summaries()
+    bomb = b"[" + b" " * (64 << 20) + b"]"
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    raw = packer.compress(bomb) + packer.flush()
+    lying = _zip([_stored("header.json", header), ("summaries.json", raw, 8, 4096, zlib.crc32(bomb))])
+    assert "summaries.json inside the .eval log is damaged" in refused(tmp_path, lying, "lying.eval")
+    honest = _zip([_stored("header.json", header), ("summaries.json", raw, 8, 3 << 30, zlib.crc32(bomb))])
+    assert "more than the 268,435,456 evalkit inflates" in refused(tmp_path, honest, "honest.eval")
+
+
+@pytest.mark.parametrize(("method", "expected"), [(14, "LZMA-compressed"), (99, "AES-encrypted"), (12, "bzip2")])
+def test_members_of_methods_inspect_never_writes_are_refused(tmp_path: Path, method: int, expected: str) -> None:
+    header, summaries = _header_and_summaries()
+    data = _zip([("header.json", header, method, len(header), zlib.crc32(header)),
+                 _stored("summaries.json", summaries)])
+    message = refused(tmp_path, data, "method.eval")
+    assert expected in message and "Inspect does not write" in message
+
+
+def test_a_journal_member_of_five_thousand_digits_is_refused(tmp_path: Path) -> None:
+    header, summaries = _header_and_summaries()
+    data = _zip([_stored("header.json", header), _stored(f"_journal/summaries/{'9' * 5000}.json", summaries)])
+    assert "not a numbered summary file" in refused(tmp_path, data, "journal.eval")
+
+
+def test_task_names_and_sample_ids_are_capped(tmp_path: Path) -> None:
+    log = as_json_log(LOGS / "candidate.eval")
+    long_task = {**log, "eval": {**log["eval"], "task": "t" * (MAX_ID_CHARS + 1)}}
+    assert f"longer than the {MAX_ID_CHARS:,}" in refused(tmp_path, long_task)
+    long_id = {**log, "samples": [{**log["samples"][0], "id": "s" * (MAX_ID_CHARS + 1)}, *log["samples"][1:]]}
+    assert f"longer than the {MAX_ID_CHARS:,}" in refused(tmp_path, long_id)
+
+
+@pytest.mark.parametrize("names", [("match", "match()")])
+def test_one_scorer_named_by_two_inspect_versions_is_comparable(tmp_path: Path, names: tuple[str, str]) -> None:
+    log = as_json_log(LOGS / "candidate.eval")
+    runs = []
+    for name in names:
+        scorers = [{**scorer, "name": name, "options": {}} for scorer in log["eval"]["scorers"]]
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({**log, "eval": {**log["eval"], "scorers": scorers}}))
+        runs.append(read_inspect_log(path))
+    assert runs[0].key.scorer == runs[1].key.scorer == "match"
+    changed = [{**scorer, "name": "includes", "options": {}} for scorer in log["eval"]["scorers"]]
+    (tmp_path / "includes.json").write_text(json.dumps({**log, "eval": {**log["eval"], "scorers": changed}}))
+    decision = gate_runs(STRICT_DEFAULT, runs[0], read_inspect_log(tmp_path / "includes.json")).decision
+    assert decision.decision is Verdict.INCOMPARABLE and decision.reasons[0].startswith("scorer:")
+
+
+def _graded(tmp_path: Path, name: str, grades: dict[str, int]) -> Path:
+    """A real log rescored on a 0-10 scale (C -> the sample's grade if given, else 8; I -> 3), as a model-graded
+    scorer with a rubric writes it."""
+    log = as_json_log(LOGS / "candidate.eval")
+    for sample in log["samples"]:
+        for score in sample["scores"].values():
+            score["value"] = grades.get(str(sample["id"]), 8 if score["value"] == "C" else 3)
+    path = tmp_path / name
+    path.write_text(json.dumps(log))
+    return path
+
+
+def test_a_pass_threshold_reads_a_numeric_scale_and_joins_the_key(tmp_path: Path) -> None:
+    path = _graded(tmp_path, "graded.json", {})
+    plain = {t.case: t.outcome for t in read_inspect_log(path).tests}
+    assert set(plain.values()) == {"passed"}  # 3 of 10 is "full credit" to Inspect's value_to_float
+    at7 = read_inspect_log(path, {"match()": 7})
+    expected = {t.case: t.outcome for t in read_inspect_log(LOGS / "candidate.eval").tests}
+    assert {t.case: t.outcome for t in at7.tests} == expected
+    assert at7.key.contract["pass_threshold.match"] == "7.0"
+    decision = gate_runs(STRICT_DEFAULT, read_inspect_log(path, {"match": 5}), at7).decision
+    assert decision.decision is Verdict.INCOMPARABLE and decision.reasons[0].startswith("pass_threshold.match:")
+    with pytest.raises(InputError, match="a pass threshold names 'includes', which scored nothing"):
+        read_inspect_log(path, {"includes": 7})
+
+
+def test_the_command_takes_pass_thresholds(tmp_path: Path) -> None:
+    baseline = _graded(tmp_path, "baseline.json", {})
+    first = next(t.case for t in read_inspect_log(LOGS / "candidate.eval").tests if t.outcome == "passed")
+    candidate = _graded(tmp_path, "candidate.json", {first: 6})
+    plain = evalkit_cli("evalkit.adapt", "inspect", str(baseline), str(candidate))
+    gated = evalkit_cli("evalkit.adapt", "inspect", str(baseline), str(candidate), "--pass-threshold", "match=7")
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert gated.returncode == 1 and f"[{first}]" in gated.stdout  # 6 of 10 no longer passes at 7
+    bad = evalkit_cli("evalkit.adapt", "inspect", str(baseline), str(candidate), "--pass-threshold", "match=x")
+    assert bad.returncode == 3 and "expected SCORER=NUMBER" in bad.stderr
+
+
+def test_a_declared_total_the_samples_contradict_is_a_warning(tmp_path: Path) -> None:
+    log = as_json_log(LOGS / "candidate.eval")
+    assert read_inspect_log(LOGS / "candidate.eval").notes == ()
+    log["results"]["total_samples"] += 4
+    path = tmp_path / "declared.json"
+    path.write_text(json.dumps(log))
+    held = len(log["samples"])
+    decision = gate_runs(STRICT_DEFAULT, read_inspect_log(path), read_inspect_log(path)).decision
+    assert any(f"declare total_samples={held + 4} but it holds {held}" in w for w in decision.warnings)
+
+
+def test_a_member_of_several_zstandard_frames_is_read_whole(tmp_path: Path) -> None:
+    """inspect_ai 0.3.213 and later cap each zstd frame's input (200 MiB) so a large member is several frames
+    in a row; the reader must read across them, not stop after the first."""
+    zstandard = pytest.importorskip("zstandard")
+    header, summaries = _header_and_summaries()
+    half = len(summaries) // 2
+    packer = zstandard.ZstdCompressor()
+    frames = packer.compress(summaries[:half]) + packer.compress(summaries[half:])
+    data = _zip([_stored("header.json", header), ("summaries.json", frames, 93, len(summaries),
+                                                   zlib.crc32(summaries))])
+    (tmp_path / "frames.eval").write_bytes(data)
+    assert read_inspect_log(tmp_path / "frames.eval").tests == read_inspect_log(LOGS / "candidate.eval").tests

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -88,18 +89,29 @@ def test_a_truncated_file_is_refused(tmp_path: Path) -> None:
     assert "not well-formed XML" in refused(tmp_path, data[: len(data) // 2])
 
 
-def test_a_duplicate_test_is_refused(tmp_path: Path) -> None:
+def test_a_passed_test_written_twice_is_two_tests_told_apart_by_position(tmp_path: Path) -> None:
     text = (PYTEST / "candidate.xml").read_text()
     start = text.index('<testcase classname="arith_checks" name="test_add"')
     case = text[start:text.index("/>", start) + 2]
-    assert "duplicate test id 'arith_checks::test_add'" in refused(tmp_path, text.replace(case, case + case))
+    (tmp_path / "twice.xml").write_text(text.replace(case, case + case))
+    run = read_junit(tmp_path / "twice.xml")
+    ids = [t.nodeid for t in run.tests]
+    assert ids.count("arith_checks::test_add") == 1 and ids.count("arith_checks::test_add (#2)") == 1
+    assert any("2 distinct tests share the id 'arith_checks::test_add'" in note for note in run.notes)
+
+
+def test_two_suites_of_one_name_holding_one_title_keep_both_tests(tmp_path: Path) -> None:
+    suite = '<testsuite name="s"><testcase classname="c" name="t"/></testsuite>'
+    path = tmp_path / "twice.xml"
+    path.write_text(f"<testsuites>{suite}{suite}</testsuites>")
+    assert [t.nodeid for t in read_junit(path).tests] == ["c::t", "c::t (#2)"]
 
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("<html><body/></html>", "the root element is <html>"),
     ('<testsuites name="x"><testsuite name="s"/></testsuites>', "holds no <testcase>"),
     ('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><testsuite name="s"><testcase name="t"/></testsuite>',
-     "declares entities"),
+     "document type declaration"),
     ('<testsuite name="s"><testcase classname="c"/></testsuite>', "has no name attribute"),
 ])
 def test_what_is_not_junit_xml_is_refused(tmp_path: Path, text: str, expected: str) -> None:
@@ -156,3 +168,59 @@ def test_maven_surefire_regenerates_files_that_map_alike(tmp_path: Path) -> None
     fresh, kept = gate(tmp_path / "baseline", tmp_path / "candidate"), gate(SUREFIRE / "baseline",
                                                                             SUREFIRE / "candidate")
     assert fresh.decision.to_json() == kept.decision.to_json()
+
+
+WILD = PROJECT_ROOT / "tests/corpus/wild/junit"
+
+
+def test_nested_suites_under_a_root_testsuite_are_all_read() -> None:
+    # EnricoMi's testsuite-root.xml: five tests, four of them in suites nested under the root <testsuite>
+    run = read_junit(WILD / "enricomi/testsuite-root.xml")
+    assert len(run.tests) == 5
+
+
+def test_disabled_and_not_run_tests_are_skipped_not_passed() -> None:
+    tst = Counter(t.outcome for t in read_junit(WILD / "enricomi/tst__disabled.xml").tests)
+    assert tst["skipped"] == 5  # tst's status="disabled", no child element
+    disabled = read_junit(WILD / "mikepenz/issues__testDisabled.xml")
+    assert Counter(t.outcome for t in disabled.tests)["skipped"] == 10
+    assert any(t.message == "not run (status='disabled')" for t in disabled.tests)
+
+
+def test_a_disabled_candidate_test_blocks_like_a_skipped_one(tmp_path: Path) -> None:
+    text = (PYTEST / "baseline.xml").read_text()
+    start = text.index('<testcase classname="arith_checks" name="test_add"')
+    case = text[start:text.index("/>", start) + 2]
+    for variant, replacement in (("notrun", case.replace("<testcase ", '<testcase status="notrun" '
+                                                                      'result="suppressed" ')),
+                                 ("skipped", case[:-2] + "><skipped/></testcase>")):
+        (tmp_path / f"{variant}.xml").write_text(text.replace(case, replacement))
+        decision = gate(PYTEST / "baseline.xml", tmp_path / f"{variant}.xml").decision
+        assert decision.decision is Verdict.BLOCK and "arith_checks::test_add" in decision.regressed
+
+
+def test_gotestsum_reruns_are_one_test_and_jest_same_titles_stay_apart() -> None:
+    reruns = read_junit(WILD / "mikepenz/junit-server-test__report.xml")
+    ids = [t.nodeid for t in reruns.tests]
+    assert ids.count("github.com/example/example/server/v8/channels/api4::TestWebSocketReconnectRace") == 1
+    mocha = read_junit(WILD / "enricomi/mocha__latex-utensils.xml")
+    assert any(" (#2)" in t.nodeid for t in mocha.tests)
+    assert any("kept apart by their position" in note for note in mocha.notes)
+
+
+def test_declared_totals_the_cases_contradict_are_warnings() -> None:
+    run = read_junit(WILD / "enricomi/xunit__xunit.xml")
+    decision = gate_runs(STRICT_DEFAULT, run, run).decision
+    assert any("declares tests=173 but holds 2" in warning for warning in decision.warnings)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_a_dtd_is_refused_in_any_encoding(tmp_path: Path, encoding: str) -> None:
+    text = (f'<?xml version="1.0" encoding="{encoding.upper()}"?><!DOCTYPE testsuite [<!ATTLIST testcase name CDATA "invented">]>'
+            '<testsuite name="s"><testcase classname="c"/></testsuite>')
+    assert "document type declaration" in refused(tmp_path, text.encode(encoding))
+
+
+def test_xml_declared_as_utf7_is_refused_in_one_line(tmp_path: Path) -> None:
+    text = '<?xml version="1.0" encoding="UTF-7"?>+ADw-!DOCTYPE x+AD4-<testsuite name="s"/>'
+    assert "an encoding no test runner writes" in refused(tmp_path, text.encode())

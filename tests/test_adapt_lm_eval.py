@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import check_adapted_pair
+from conftest import check_adapted_pair, evalkit_cli
 
 from evalkit.adapt.lm_eval import read_lm_eval
 from evalkit.adapt.neutral import NeutralRun
@@ -101,9 +101,18 @@ def test_an_old_results_format_is_refused_naming_the_version(tmp_path: Path) -> 
     edit_results(results, lambda data: data.update(lm_eval_version="0.3.0"))
     with pytest.raises(InputError, match="lm_eval_version 0.3.0 is older than 0.4"):
         read_lm_eval(results)
-    edit_results(results, lambda data: data.pop("lm_eval_version"))
-    with pytest.raises(InputError, match="no lm_eval_version"):
+    edit_results(results, lambda data: [data.pop(f) for f in ("lm_eval_version", "configs", "n-shot")])
+    with pytest.raises(InputError, match="results of lm-eval before 0.4"):
         read_lm_eval(results)
+
+
+def test_results_of_lm_eval_0_4_0_to_0_4_8_are_recognised_by_their_fields(tmp_path: Path) -> None:
+    # those versions wrote the same results and samples, without the lm_eval_version 0.4.9 added
+    results, _ = copy(tmp_path)
+    edit_results(results, lambda data: data.pop("lm_eval_version"))
+    run = read_lm_eval(results)
+    assert run.tool == "lm-eval 0.4 (before 0.4.9, which records its version)"
+    assert outcomes(run) == outcomes(read("baseline"))
 
 
 def test_missing_samples_ask_for_log_samples(tmp_path: Path) -> None:
@@ -163,3 +172,12 @@ def test_regenerated_outputs_map_to_the_same_tests_and_decisions(tmp_path: Path)
         assert fresh.key == shipped.key, name
     for pair, expected in EXPECTED.items():
         check_pair(tmp_path, pair, expected)
+
+
+@pytest.mark.parametrize("value", [3, True, "acc"])
+def test_a_metric_list_of_the_wrong_type_is_one_line_exit_3(tmp_path: Path, value: Any) -> None:
+    results, _ = copy(tmp_path)
+    edit_results(results, lambda data: [config.update(metric_list=value) for config in data["configs"].values()])
+    done = evalkit_cli("evalkit.adapt", "lm-eval", str(results), str(results))
+    assert done.returncode == 3, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "metric_list is" in done.stderr

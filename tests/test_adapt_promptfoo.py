@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import check_adapted_pair
+from conftest import check_adapted_pair, evalkit_cli
 
 from evalkit.adapt.neutral import NeutralRun
 from evalkit.adapt.promptfoo import read_promptfoo
@@ -144,7 +144,7 @@ def _no_component_results(data: dict[str, Any]) -> None:
     (_set_version, "baseline", "results.version is 2; evalkit reads promptfoo results version 3"),
     (_drop_row, "baseline", "results.stats counts 3 rows but results.results holds 2"),
     (_all_errors, "baseline", "every row of the run errored"),
-    (_duplicate_description, "baseline", "test 'france' appears twice"),
+    (_duplicate_description, "baseline", "test 'france' is 2 different tests that share a description"),
     (_mixed_repeats, "repeat-baseline", "has 9 rows but the run repeated each test 10 times"),
     (_no_component_results, "baseline", "a sample without scores cannot be gated"),
 ])
@@ -185,3 +185,48 @@ def test_regenerated_results_map_to_the_same_tests_and_decisions(tmp_path: Path)
         assert fresh.key == shipped.key and fresh.errored == shipped.errored, name
     for pair, expected in EXPECTED.items():
         check_pair(tmp_path, pair, expected)
+
+
+def test_a_lone_surrogate_in_a_description_is_one_line_exit_3(tmp_path: Path) -> None:
+    text = (CORPUS / "baseline.json").read_text()
+    data = json.loads(text)
+    data["results"]["results"][0]["testCase"]["description"] = "test \udfff"
+    path = tmp_path / "surrogate.json"
+    path.write_text(json.dumps(data))
+    done = evalkit_cli("evalkit.adapt", "promptfoo", str(path), str(path))
+    assert done.returncode == 3, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "lone surrogate (\\udfff)" in done.stderr
+
+
+def _written_twice(tmp_path: Path, change_copy: Any = None, describe: bool = True) -> Path:
+    """The real baseline with its first test written twice in the config, as promptfoo records that: a second row
+    of the same testCase under the next testIdx."""
+    data = json.loads((CORPUS / "baseline.json").read_text())
+    rows = data["results"]["results"]
+    copy = json.loads(json.dumps(rows[0]))
+    copy["testIdx"] = len(rows)
+    if change_copy:
+        change_copy(copy)
+    if not describe:
+        for row in (rows[0], copy):
+            row["testCase"].pop("description")
+    rows.append(copy)
+    data["results"]["stats"]["successes" if copy["success"] else "failures"] += 1
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_test_written_twice_identically_is_read_as_repeats_and_said(tmp_path: Path) -> None:
+    run = read_promptfoo(_written_twice(tmp_path))
+    first = json.loads((CORPUS / "baseline.json").read_text())["results"]["results"][0]
+    repeated = [t for t in run.tests if t.case == first["testCase"]["description"]]
+    assert repeated and all(t.repeats is not None and t.repeats[1] == 2 for t in repeated)
+    assert any("read as repeats of one test: 'france' (2 times)" in note for note in run.notes)
+
+
+def test_different_tests_sharing_vars_and_no_description_are_refused_saying_so(tmp_path: Path) -> None:
+    path = _written_twice(tmp_path, lambda row: row["testCase"]["assert"].append({"type": "icontains",
+                                                                                  "value": "x"}), describe=False)
+    with pytest.raises(InputError, match="2 different tests that share their vars, and have no description"):
+        read_promptfoo(path)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import evalkit_cli
+from docs_text import docs_text
 
 from evalkit.core.report import parse_report
 from evalkit.run.canonical import canonical_report, canonical_text
@@ -28,7 +29,7 @@ REGENERATE = {
 def test_every_shipped_baseline_has_a_regeneration_command():
     shipped = sorted(str(p.relative_to(PROJECT_ROOT)) for p in PROJECT_ROOT.glob("suites/*/runs/*.json"))
     assert shipped == sorted(REGENERATE)
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    readme = docs_text()  # the README and the docs site
     for path, overrides in REGENERATE.items():
         assert " ".join(["python -m evalkit", *overrides, "baseline=none", f"run.save_report={path}"]) in readme
 

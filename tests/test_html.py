@@ -152,7 +152,9 @@ def test_beyond_the_row_limit_every_tagged_test_stays_and_the_cut_is_said():
     assert page.count('data-tags="regressed failing"') == len(decision.regressed)
     assert page.count('data-tags="fixed"') == len(decision.fixed)
     assert "2000 passing untagged tests are not listed" in page
-    assert f'data-filter="all" aria-pressed="true">all ({MAX_TEST_ROWS + 2_000})' in page
+    # the table opens on the regressed tests; "all" counts every test, listed or not
+    assert 'data-filter="regressed" aria-pressed="true">regressed' in page
+    assert f'data-filter="all" aria-pressed="false">all ({MAX_TEST_ROWS + 2_000})' in page
 
 
 def test_a_candidate_program_run_shows_its_grades_and_the_isolation_that_held():
@@ -162,7 +164,68 @@ def test_a_candidate_program_run_shows_its_grades_and_the_isolation_that_held():
 
     report = load_report(PROJECT_ROOT / "suites" / "quality_lab" / "runs" / "baseline.json")  # recorded by a run
     page = render_report_html(report)
-    assert "<dt>isolation</dt><dd>cooperative subprocess" in page
+    assert "<dt>isolation</dt><dd>filesystem: held (bubblewrap mount namespace" in page  # the label, not the dict
     assert "<dt>recording_provenance</dt>" not in page and "<dt>run_kind</dt>" in page
     assert "<td>task_pass</td><td>-</td><td>fail</td>" in page  # a failing case's grade, no baseline side
     assert "<h4>Candidate program</h4>" in page
+
+
+def test_test_ids_may_wrap_at_their_separators_and_stay_escaped():
+    from evalkit.render.html import breakable
+
+    assert str(breakable("t.py::test_a[<b>x</b>]")) == "t.py<wbr>::test_a<wbr>[&lt;b&gt;x&lt;/b&gt;]"
+
+
+def test_the_banner_shows_what_the_change_traded():
+    baseline, candidate, decision = large_pair(200)
+    page = render_report_html(candidate, decision, baseline)
+    banner = page.split('<ul class="tradeoff">', 1)[1].split("</ul>", 1)[0]
+    labels = re.findall(r"<span>([^<]+)</span> <strong>([^<]+)</strong>", banner)
+    before = baseline.passed / len(baseline.outcomes)
+    after = candidate.passed / len(candidate.outcomes)
+    assert labels[:3] == [("regressed", str(len(decision.regressed))), ("fixed", str(len(decision.fixed))),
+                          ("critical failing", "0")]
+    assert labels[3] == ("pass rate", f"{after:.3f} ({after - before:+.3f})")
+
+
+def test_a_page_not_gated_shows_no_baseline_neutrally_and_opens_on_the_failing_tests():
+    _, candidate, _ = large_pair(50)
+    page = render_report_html(candidate)
+    assert 'class="absent"' not in page and '<ul class="tradeoff">' not in page
+    failing = sum(1 for outcome in candidate.outcomes.values() if outcome != "passed")
+    initial = "failing" if failing else "all"
+    assert f'data-initial="{initial}"' in page
+
+
+def test_rows_are_ordered_by_severity():
+    baseline, candidate, decision = large_pair(300)
+    page = render_report_html(candidate, decision, baseline)
+    tags = re.findall(r'<tr data-tags="([^"]*)">', page)
+    ranks = [0 if {"critical", "failing"} <= set(t.split()) else 1 if "regressed" in t else 2 if "failing" in t
+             else 3 if "new" in t else 4 if "fixed" in t else 5 for t in tags]
+    assert ranks == sorted(ranks) and ranks[0] < 5
+
+
+def test_the_sweep_matrix_lists_disagreeing_cases_first_with_each_jobs_reply():
+    from evalkit.render.sweep_page import JobCase
+
+    rows = [{"job": 0, "overrides": ["prompt=v1"], "decision": "go", "metrics": {}},
+            {"job": 1, "overrides": ["prompt=v2"], "decision": "block", "metrics": {}},
+            {"job": 2, "overrides": ["prompt=v3"], "error": "outage: refused", "metrics": {}}]
+    first = {"a": JobCase(True, "<b>same</b>"), "b": JobCase(True, "ok"), "c": JobCase(None, None)}
+    second = {"a": JobCase(True, "same"), "b": JobCase(False, "x" * 5_000)}
+    page = render_summary_html(rows, [], ["0", "1", None], [first, second, None])
+    matrix = page.split('<table id="matrix-table">', 1)[1]
+    ids = re.findall(r'<tr data-tags="(\w+)"><td><code>(\w+)</code>', matrix)
+    assert ids == [("disagree", "b"), ("agree", "a"), ("agree", "c")]
+    assert "&lt;b&gt;same&lt;/b&gt;" in matrix and "<b>same" not in matrix
+    assert "3000 more characters in the job's report.json" in matrix
+    assert matrix.count('<td class="absent">absent</td>') == 4  # job 2 wrote no report; job 1 has no case c
+    assert 'data-initial="disagree"' in page and "1 of 3 case(s) have jobs that disagree" in page
+
+
+def test_a_sweep_of_one_job_has_no_matrix():
+    from evalkit.render.sweep_page import JobCase
+
+    page = render_summary_html([{"job": 0, "decision": "go"}], [], ["0"], [{"a": JobCase(True, "x")}])
+    assert "matrix-table" not in page

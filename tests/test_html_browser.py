@@ -93,7 +93,12 @@ def test_filters_show_each_kind_of_test_and_a_failing_case_expands(open_page, tm
     assert page.locator(".banner.block h1").inner_text() == "BLOCK"
     assert "retriever.min_margin 0.05 → 0" in page.locator("#changed-table").inner_text()
     total = page.locator("#test-table tbody tr").count()
-    assert _visible_rows(page) == total > 90  # every test of either side, all shown at first
+    assert total > 90  # every test of either side is in the table
+    # it opens on what matters: the regressed tests, most severe first; the others are one click away
+    assert _visible_rows(page) == len(decision["regressed"])
+    assert page.locator("button[aria-pressed=true]").inner_text().startswith("regressed")
+    first = page.locator("#test-table tbody tr").first.get_attribute("data-tags").split()
+    assert "regressed" in first or {"critical", "failing"} <= set(first)
     for name, expected in (("regressed", len(decision["regressed"])), ("fixed", len(decision["fixed"])),
                            ("new", None), ("failing", None), ("all", total)):
         page.locator(f"button[data-filter={name}]").click()
@@ -202,3 +207,44 @@ def test_an_unknown_sweep_metric_is_refused_naming_the_known_ones(tmp_path):
     assert done.returncode == 3
     assert done.stderr.startswith("error: sweep.metrics: unknown metric(s) recal_at_k; suite evidencedesk produces ")
     assert "recall_at_k" in done.stderr
+
+
+def test_a_blocked_change_shows_its_regressed_tests_without_scrolling(open_page, tmp_path):
+    """At 1,400 × 900, the window a reviewer opens the page in: the banner's trade-off and every regressed test's
+    row are in view before any scrolling, and test ids wrap at `::` and `[`, not mid-word."""
+    done = evalkit_cli("evalkit", "model=gemma4", f"hydra.run.dir={tmp_path / 'run'}")
+    assert done.returncode == 1, done.stderr
+    decision = json.loads((tmp_path / "run" / "decision.json").read_text())
+    opened = open_page(tmp_path / "run" / "report.html")
+    page = opened.page
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.screenshot(path=str(tmp_path / "report-1400x900.png"))
+    assert page.locator(".tradeoff").is_visible()
+    rows = page.locator("#test-table tbody tr:visible")
+    assert rows.count() == len(decision["regressed"]) > 0
+    for index in range(rows.count()):
+        box = rows.nth(index).bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 900, (index, box)
+    text = rows.evaluate_all("rows => rows.map(r => r.cells[0].innerText)")
+    assert sorted(t.replace("\n", "") for t in text) == sorted(decision["regressed"])
+    assert all(line.startswith(("[", "test_", "::")) for t in text for line in t.splitlines()[1:]), text
+    assert opened.foreign_requests == [] and opened.errors == []
+
+
+def test_a_sweeps_matrix_opens_on_the_cases_where_jobs_disagree(open_page, tmp_path):
+    done = evalkit_cli("evalkit", "-m", "model=gemini-flash,gemma4", f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    assert done.returncode == 1, done.stderr
+    regressed = json.loads((tmp_path / "sweep" / "1" / "decision.json").read_text())["regressed"]
+    opened = open_page(tmp_path / "sweep" / "summary.html")
+    page = opened.page
+    rows = page.locator("#matrix-table tbody tr:visible")
+    shown = sorted(rows.evaluate_all("rows => rows.map(r => r.cells[0].innerText)"))
+    assert shown == sorted({name.rsplit("[", 1)[1].rstrip("]") for name in regressed})
+    cell = rows.first.locator("td").nth(2)
+    assert cell.inner_text().strip() == "failed" and not cell.locator("pre").is_visible()
+    cell.locator("summary").click()
+    assert cell.locator("pre").is_visible() and cell.locator("pre").inner_text().strip()
+    page.locator("button[data-filter=all]").nth(0).click()
+    total = len(json.loads((tmp_path / "sweep" / "0" / "report.json").read_text())["cases"])
+    assert page.locator("#matrix-table tbody tr:visible").count() == total > len(shown)
+    assert opened.foreign_requests == [] and opened.errors == []

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from docs_text import docs_text
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import load_dataset
@@ -37,7 +38,7 @@ def test_sweep_runs_four_jobs_and_writes_one_summary(run_evalkit, tmp_path):
     assert any(line.startswith("| 2 | model=gemma4 prompt=v1 | model gemini-3.8-flash -> gemma4:e2b | BLOCK | 0.961 | 0.833 | 2 |")
                for line in table)
     assert "sweep summary (4 jobs" in done.stdout
-    readme = (PROJECT_ROOT / "README.md").read_text().split("### Sweeps", 1)[1].split("```", 2)[1]
+    readme = docs_text().split("### Sweeps", 1)[1].split("```", 2)[1]
     shown = [line for line in readme.splitlines() if line.startswith("|")]
     assert shown == table  # the README's table is this sweep's table
     assert all((sweep / str(n) / "report.json").is_file() for n in range(4))

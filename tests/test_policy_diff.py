@@ -154,3 +154,23 @@ def test_unreadable_stored_reports_are_listed_not_fatal(project: Path):
     assert done.returncode == 0, done.stderr
     assert "Not decided (1)" in done.stdout and "12-00-00/report.json" in done.stdout
     assert json.loads((project / "suites/s/runs/baseline.json").read_text())["tests"]  # inputs untouched
+
+
+def test_repeated_runs_of_one_key_are_decided_once_by_the_newest(project: Path):
+    """Ten ad-hoc runs of the same thing against the same baseline under the same policy are one pair, not ten."""
+    for minute in range(10, 20):
+        job = project / f"outputs/2026-11-30/10-{minute}-00"
+        job.mkdir(parents=True)
+        write_json(job / "report.json", _stored({"test_a": "failed", "test_crit": "passed"}))
+        write_json(job / "decision.json", {"baseline": "suites/s/runs/baseline.json", "decision": "block"})
+    done = _run(project, "git:HEAD:conf/policy/p.yaml", "conf/policy/p.yaml")
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| s |")]
+    assert len(rows) == 1 and "outputs/2026-11-30/10-19-00/report.json" in rows[0]
+    assert "10 older run(s) of the same eval key, policy and baseline left out" in done.stdout
+
+
+def test_runs_named_with_run_are_the_ones_decided(project: Path):
+    done = _run(project, "git:HEAD:conf/policy/p.yaml", "conf/policy/p.yaml", "--run", "outputs/2026-11-30/10-00-00")
+    assert done.returncode == 0, done.stderr
+    assert "`outputs/2026-11-30/10-00-00/report.json` | **BLOCK → GO**" in done.stdout

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import evalkit_cli
+from conftest import evalkit_cli, evalkit_env
 
 from evalkit.core.config import ProgramSpec
+from evalkit.core.isolation import Layer, layers_held
 from evalkit.live.budget import UnitBudget
 from evalkit.programs.candidate import public_task
 from evalkit.programs.grade import Grade
@@ -113,7 +117,8 @@ def test_the_program_saw_neither_references_nor_graders(lab: Lab) -> None:
         expected = ["candidate.py", "task.json"] + (["policy.lock", "service.cfg"] if "-file" in case["id"] else [])
         assert sorted(visible) == sorted(expected)
         assert not {"answers.json", "graders.py", "calibration.py", "conftest.py", "run-input.json"} & set(visible)
-    assert "not an OS sandbox" in report["provenance"]["isolation"]
+    # every layer the shipped policy requires held, and the report says so
+    assert layers_held(report["provenance"]) == dict.fromkeys(Layer, True), report["provenance"]["isolation"]
 
 
 def test_the_public_task_carries_no_reference_or_private_field() -> None:
@@ -388,7 +393,7 @@ def test_gate_cli_no_require_pass_writes_the_block_and_exits_0(lab: Lab, tmp_pat
 
 # -- evidence a candidate cannot quietly change ------------------------------------------------------------------
 
-# Appends an always-pass grader to the suite's graders.py: by absolute path (argv), as the same OS user can, and
+# Appends an always-pass grader to the suite's graders.py: by absolute path (argv), as the same OS user could, and
 # through /proc/$PPID/cwd where the parent (evalkit, before the launcher) is visible.
 TAMPER = '''
 import json, os, sys
@@ -406,7 +411,21 @@ open("response.json", "w").write(json.dumps({"message": "done"}))
 '''
 
 
-def test_a_candidate_that_rewrites_a_grader_is_a_run_error_not_a_decision(tmp_path: Path) -> None:
+def without_bubblewrap(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run `python -m evalkit ARGS` where bwrap cannot be found (every other program of /usr/bin can): the
+    cooperative fallback, in which the candidate runs as evalkit's own user in a host directory."""
+    farm = tmp_path / "bin"
+    farm.mkdir()
+    for tool in Path("/usr/bin").iterdir():
+        if tool.name != "bwrap":
+            (farm / tool.name).symlink_to(tool)
+    env = {**evalkit_env(), "PATH": str(farm)}
+    return subprocess.run([sys.executable, "-m", "evalkit", *args], cwd=PROJECT_ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_without_bubblewrap_a_candidate_that_rewrites_a_grader_is_a_run_error_not_a_decision(
+        tmp_path: Path) -> None:
     import shutil
 
     copy = tmp_path / "quality_lab"
@@ -414,8 +433,8 @@ def test_a_candidate_that_rewrites_a_grader_is_a_run_error_not_a_decision(tmp_pa
     program = tmp_path / "tamper.py"
     program.write_text(TAMPER)
     job = tmp_path / "job"
-    done = evalkit_cli("evalkit", "suite=quality_lab", f"suite.path={copy}", f"candidate.program={program}",
-                       f"candidate.args=[{copy}]", f"baseline={BASELINE}", f"hydra.run.dir={job}")
+    done = without_bubblewrap(tmp_path, "suite=quality_lab", f"suite.path={copy}", f"candidate.program={program}",
+                              f"candidate.args=[{copy}]", f"baseline={BASELINE}", f"hydra.run.dir={job}")
     assert "ALWAYS PASS" in (copy / "graders.py").read_text(), "the candidate did not get to tamper"
     assert done.returncode == 3, done.stdout + done.stderr
     errors = [line for line in done.stderr.splitlines() if line.strip()]
@@ -423,6 +442,74 @@ def test_a_candidate_that_rewrites_a_grader_is_a_run_error_not_a_decision(tmp_pa
     assert "the suite's checks or evalkit's code changed while the candidate program ran" in errors[0]
     assert "graders.py changed" in errors[0] and str(program) in errors[0]
     assert not (job / "report.json").exists() and not (job / "decision.json").exists()
+
+
+def test_without_bubblewrap_the_shipped_policy_refuses_the_run(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    done = without_bubblewrap(tmp_path, "suite=quality_lab", f"baseline={BASELINE}", f"hydra.run.dir={job}")
+    assert done.returncode == 3, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, errors
+    # network and pid hold too where unshare works; the filesystem view and the limits need bubblewrap
+    assert re.search(r"candidate run report: isolation filesystem(, network)?(, pid)?, limits not held", errors[0])
+    assert (job / "report.json").exists() and not (job / "decision.json").exists()  # evidence kept, no decision
+
+
+# Everything an untrusted candidate might try in one program, then an answer: copy the references and the graders
+# by absolute path, rewrite a grader, allocate 10 GB, fill the disk, leave a process behind.
+HOSTILE = '''
+import json, os, subprocess, sys
+tried = {}
+for path in sys.argv[1:]:
+    try:
+        tried[path] = open(path).read()[:200]
+    except OSError as error:
+        tried[path] = error.strerror
+try:
+    with open(sys.argv[-1], "a") as f:
+        f.write("# ALWAYS PASS")
+except OSError as error:
+    tried["tamper"] = error.strerror
+try:
+    block = bytearray(10 * 1024 ** 3)
+except MemoryError:
+    tried["10 GB"] = "MemoryError"
+count = 0
+try:
+    while True:
+        with open(f"fill{count}", "wb") as f:
+            f.write(b"x" * 1024 * 1024)
+        count += 1
+except OSError as error:
+    tried["disk"] = error.strerror
+for name in os.listdir("."):
+    if name.startswith("fill"):
+        os.remove(name)
+subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(1)"], start_new_session=True)
+open("response.json", "w").write(json.dumps({"message": json.dumps(tried)}))
+'''
+
+
+def test_a_hostile_candidate_gets_nothing_and_the_run_still_decides(tmp_path: Path) -> None:
+    copy = tmp_path / "quality_lab"
+    shutil.copytree(SUITE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    program = tmp_path / "hostile.py"
+    program.write_text(HOSTILE)
+    targets = [str(copy / "data" / "answers.json"), str(SUITE / "data" / "answers.json"), str(copy / "graders.py")]
+    job = tmp_path / "job"
+    done = evalkit_cli("evalkit", "suite=quality_lab", f"suite.path={copy}", f"candidate.program={program}",
+                       f"candidate.args=[{','.join(targets)}]", "suite.program.limits.disk_mb=4",
+                       f"baseline={BASELINE}", f"hydra.run.dir={job}")
+    assert done.returncode in (0, 1), done.stdout + done.stderr  # a decision: go or block, never an error
+    assert json.loads((job / "decision.json").read_text())["decision"] in ("go", "review", "block")
+    assert (copy / "graders.py").read_bytes() == (SUITE / "graders.py").read_bytes()
+    report = json.loads((job / "report.json").read_text())
+    assert report["candidate"]["limits"]["disk_mb"] == 4
+    for case in report["cases"]:
+        tried = json.loads(case["program"]["response"]["message"])
+        assert {tried[t] for t in targets} == {"No such file or directory"}, tried
+        assert tried["tamper"] == "No such file or directory"
+        assert (tried["10 GB"], tried["disk"]) == ("MemoryError", "No space left on device")
 
 
 def test_a_byte_identical_candidate_outside_the_suite_is_the_same_candidate(lab: Lab, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""README "Use evalkit in your repository", executed as written: a wheel of this repository installed into a fresh
+"""The docs site's tutorial ("Use evalkit in your repository"), executed as written: a wheel of this repository installed into a fresh
 virtual environment in a folder outside the clone, a project and a suite scaffolded, replies recorded live from a
 loopback OpenAI-compatible test server, replayed, blessed, a prompt change gated to BLOCK, and a sweep."""
 
@@ -29,9 +29,10 @@ MISLABELLED = "late-refund"
 
 def readme_commands() -> list[tuple[str, int]]:
     """Every command of the walkthrough's sh blocks, in order, with the exit code its comment promises (else 0)."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "tutorial.md").read_text(encoding="utf-8")  # the docs site's tutorial
     section = text[text.index(SECTION):]
-    section = section[:section.index("\n## ", len(SECTION))]
+    end = section.find("\n## ", len(SECTION))
+    section = section if end < 0 else section[:end]
     commands = []
     for block in re.findall(r"```sh\n(.*?)```", section, re.S):
         for line in block.replace("\\\n", " ").splitlines():

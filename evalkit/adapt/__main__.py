@@ -3,5 +3,7 @@
 import sys
 
 from evalkit.cli.adapt import main
+from evalkit.cli.main import deprecated
 
+deprecated("evalkit.adapt")
 sys.exit(main())

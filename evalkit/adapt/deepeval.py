@@ -4,7 +4,10 @@ DeepEval saves a test run as `test_run_<YYYYMMDD_HHMMSS>.json` in `DEEPEVAL_RESU
 `DisplayConfig(results_folder=...)` of `evaluate()`), and the latest one as `.deepeval/.latest_run_full.json`:
 the serialised `deepeval.test_run.TestRun`, with `testCases` (and `conversationalTestCases`), each holding
 `metricsData`: a metric's name, threshold, score, success and, when it raised, `error`. Here each metric of each
-test case is an evalkit test `<task>::<metric>[<test case name>]`: passed or failed as DeepEval decided it
+test case is an evalkit test `<task>::<metric>[<test case name>]`; a metric scored on the test case's trace
+(`@observe(metrics=[...])`, DeepEval's integrations: `trace.metricsData` and `trace.<kind>Spans[].metricsData`)
+is a test `<task>::<span name>/<metric>[<test case name>]` (`trace/<metric>` for the trace's own); each passed
+or failed as DeepEval decided it
 against the metric's threshold, `error` (unscored, never dropped) when the metric raised. The eval key: the task
 is the run's `testFile` or `identifier`; DeepEval records no dataset hash (a Confident AI dataset's alias and
 version at most), so the dataset is the fingerprint of the test cases' inputs, expected outputs and contexts;
@@ -21,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.adapt.framework import Source
-from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs
+from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs, refuse_lone_surrogates
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
 from evalkit.core.fingerprint import canonical_json
@@ -38,6 +41,7 @@ def read_deepeval(path: Path) -> NeutralRun:
     text, digest = read_text_sha256(path, "DeepEval test run")
     where = str(path)
     data = parse_json(text, where, "DeepEval test run")
+    refuse_lone_surrogates(data, where)
     if not isinstance(data, dict) or not isinstance(data.get("testCases"), list):
         raise InputError(f"{where}: no testCases list; evalkit reads the test run DeepEval saves with "
                          "DEEPEVAL_RESULTS_FOLDER (test_run_<time>.json) or .deepeval/.latest_run_full.json")
@@ -66,13 +70,13 @@ def read_deepeval(path: Path) -> NeutralRun:
     judges: set[str] = set()
     scores: dict[str, list[float]] = {}
     for name, case in seen.items():
-        metrics = case.get("metricsData")
-        if not isinstance(metrics, list) or not metrics:
-            raise InputError(f"{where}: test case {name!r} has no metricsData: a sample without scores cannot be "
-                             "gated; rerun it with its metrics")
+        metrics = [("", metric) for metric in case.get("metricsData") or []] + _span_metrics(case, name, where)
+        if not metrics:
+            raise InputError(f"{where}: test case {name!r} has no metricsData, on the case or on a span of its "
+                             "trace: a sample without scores cannot be gated; rerun it with its metrics")
         failed = False
-        for metric in metrics:
-            test, judge = _metric_test(metric, task, name, where)
+        for span, metric in metrics:
+            test, judge = _metric_test(metric, task, name, where, span)
             scorers.add(f"{metric['name']}({_setting(metric)})")
             if judge:
                 judges.add(judge)
@@ -99,7 +103,8 @@ def read_deepeval(path: Path) -> NeutralRun:
         components=others)
     notes = ["DeepEval's metric scores are reported as mean metrics, not gated per case; each metric's pass or fail "
              "against its threshold is gated"]
-    flaky = sorted({m.get("name") for c in cases for m in c.get("metricsData") or [] if m.get("flaky")})
+    flaky = sorted({str(m.get("name")) for c in cases for m in c.get("metricsData") or []
+                    if isinstance(m, dict) and m.get("flaky")})
     if flaky:
         notes.append(f"metrics marked flaky ({', '.join(map(str, flaky))}) are gated like the others: evalkit does "
                      "not let a flag excuse a failure")
@@ -119,12 +124,50 @@ def _check_counts(data: Mapping[str, Any], cases: list[Any], where: str) -> None
                          "test cases; an interrupted or edited run: rerun it")
 
 
-def _metric_test(metric: Any, task: str, case: str, where: str) -> tuple[AdaptedTest, str | None]:
-    """One metric of one test case as a test, and the metric's evaluation model (its judge), if any."""
+_SPAN_LISTS = ("baseSpans", "agentSpans", "llmSpans", "retrieverSpans", "toolSpans")
+"""Where a trace keeps its spans by kind (deepeval.tracing.api.TraceApi)."""
+
+
+def _span_metrics(case: Mapping[str, Any], name: str, where: str) -> list[tuple[str, Any]]:
+    """The metrics DeepEval scored on the test case's trace (`@observe(metrics=[...])`: component-level evals and
+    the framework integrations), each with where it was scored: `trace`, or the span's name (`retrieve`, and
+    `retrieve#2` for a second span of that name in the trace)."""
+    trace = case.get("trace")
+    if trace is None:
+        return []
+    if not isinstance(trace, dict):
+        raise InputError(f"{where}: test case {name!r}: trace is not an object")
+    found: list[tuple[str, Any]] = [("trace", metric) for metric in _list(trace, "metricsData", name, where)]
+    names: dict[str, int] = {}
+    for kind in _SPAN_LISTS:
+        for span in _list(trace, kind, name, where):
+            if not isinstance(span, dict):
+                raise InputError(f"{where}: test case {name!r}: an entry of trace.{kind} is not an object")
+            span_metrics = _list(span, "metricsData", name, where)
+            label = str(span.get("name") or kind.removesuffix("Spans"))
+            names[label] = names.get(label, 0) + 1
+            if names[label] > 1:
+                label = f"{label}#{names[label]}"
+            found += [(label, metric) for metric in span_metrics]
+    return found
+
+
+def _list(data: Mapping[str, Any], field: str, case: str, where: str) -> list[Any]:
+    value = data.get(field)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f"{where}: test case {case!r}: {field} is not a list")
+    return value
+
+
+def _metric_test(metric: Any, task: str, case: str, where: str, span: str = "") -> tuple[AdaptedTest, str | None]:
+    """One metric of one test case (or of a span of its trace) as a test, and the metric's evaluation model (its
+    judge), if any."""
     if not isinstance(metric, dict) or not isinstance(metric.get("name"), str):
         raise InputError(f"{where}: test case {case!r} has a metricsData entry without a name")
     name = metric["name"]
-    nodeid = f"{task}::{name}[{case}]"
+    nodeid = f"{task}::{span + '/' if span else ''}{name}[{case}]"
     judge = metric.get("evaluationModel")
     if metric.get("error"):
         return AdaptedTest(nodeid, "error", case, message=f"metric error: {str(metric['error'])[:200]}"), judge

@@ -8,7 +8,7 @@ the format cannot carry) is added to the decision's warnings.
 
 How a source plugs in
 ---------------------
-1. Write `evalkit/adapt/<source>.py` (module name: the source's name with `-` as `_`) defining
+1. Write a module (evalkit's own: `evalkit/adapt/<source>.py`, the source's name with `-` as `_`) defining
    `SOURCE = Source(name="<source>", summary="<one line for --help>", read=<function>)`. `read(path)` takes the
    path given on the command line (a file, or a folder where the tool writes one) and returns a `NeutralRun`:
    - `key`: a `SourceKey` from what the file records: task, dataset and its hash (none recorded: use
@@ -25,9 +25,11 @@ How a source plugs in
    Refuse bad input with one `InputError` line naming the file, the field and the fix: a truncated file, a
    failed or cancelled run, a sample without scores, duplicate sample ids, a mix of epochs, a format version
    older than the one read (name the version). Keep the module pure apart from reading the file.
-2. `SOURCES` below already names deepeval, inspect, junit, lm-eval and promptfoo: a source is offered on the
-   command line as soon as its module exists (a new tool: add its name -> module there). The command line,
-   `--policy`, `--out` and the decision's rendering come with it.
+2. Register it in the `evalkit.adapters` entry-point group (`ENTRY_POINT_GROUP`) of the package that holds it:
+   `[project.entry-points."evalkit.adapters"]` `<source> = "<module>:SOURCE"` in its pyproject.toml, as
+   evalkit registers deepeval, inspect, junit, lm-eval and promptfoo in its own. Once the package is installed
+   the source is offered on the command line; `--policy`, `--out` and the decision's rendering come with it. A
+   third-party package plugs in the same way, without a change to evalkit.
 3. Tests: `tests/test_adapt_<source>.py`; fixtures made by the real tool under `tests/corpus/adapt/<source>/`
    with a README giving the exact commands and tool version; a README section "Gating what other eval tools
    produce" per source.
@@ -36,31 +38,26 @@ How a source plugs in
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from evalkit.adapt.neutral import NeutralRun, to_run_report
-from evalkit.core.errors import InputError
+from evalkit.core.errors import ConfigError, InputError
 from evalkit.core.policy import Policy
 from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.decide import changed_components, decide
 from evalkit.gate.decision import Decision, Verdict
 
-__all__ = ["SOURCES", "Adaptation", "Source", "available_sources", "gate_runs", "incomparable_fields", "load_source"]
+__all__ = ["ENTRY_POINT_GROUP", "Adaptation", "Source", "available_sources", "gate_runs", "incomparable_fields",
+           "load_source"]
 
-SOURCES: dict[str, str] = {
-    "deepeval": "evalkit.adapt.deepeval",
-    "inspect": "evalkit.adapt.inspect",
-    "junit": "evalkit.adapt.junit",
-    "lm-eval": "evalkit.adapt.lm_eval",
-    "promptfoo": "evalkit.adapt.promptfoo",
-}
-"""Source name on the command line -> the module defining its `SOURCE`. A name whose module does not exist
-(yet) is not offered on the command line (`available_sources`)."""
+ENTRY_POINT_GROUP = "evalkit.adapters"
+"""The entry-point group a source is registered in: `<name> = "<module>:SOURCE"`, evalkit's own sources in its
+pyproject.toml and a third-party package's in its own, so a package that is installed is offered on the command
+line (as pytest finds plugins in `pytest11` and inspect_ai in `inspect_ai`)."""
 
 
 @dataclass(frozen=True)
@@ -72,20 +69,43 @@ class Source:
     read: Callable[[Path], NeutralRun]
     description: str = ""
     """Longer help for `python -m evalkit.adapt <name> --help`: what maps to what."""
+    read_thresholded: Callable[[Path, Mapping[str, float]], NeutralRun] | None = None
+    """For a source whose scores are numbers: `read` with a pass threshold per scorer (`--pass-threshold
+    SCORER=VALUE`), where full credit is not what passes; the thresholds join the run's contract."""
+
+
+def _entry_points() -> dict[str, metadata.EntryPoint]:
+    found: dict[str, metadata.EntryPoint] = {}
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name in found and found[entry.name].value != entry.value:
+            # two installed packages claim one name: which would win depends on install order
+            raise ConfigError(f"two installed packages register the source {entry.name!r} ({found[entry.name].value} "
+                              f"and {entry.value}) in the {ENTRY_POINT_GROUP!r} entry points; uninstall one")
+        found[entry.name] = entry
+    if not found:
+        raise ConfigError(f"no source is registered in the {ENTRY_POINT_GROUP!r} entry points, not even evalkit's "
+                          "own: the installed metadata is older than this evalkit; reinstall it (pip install -e .)")
+    return found
 
 
 def available_sources() -> list[str]:
-    """The registered sources whose module exists, in name order."""
-    return [name for name in sorted(SOURCES) if importlib.util.find_spec(SOURCES[name]) is not None]
+    """The sources registered in the `evalkit.adapters` entry points, in name order."""
+    return sorted(_entry_points())
 
 
 def load_source(name: str) -> Source:
     """The adapter registered as `name` (its module is imported only when used)."""
-    if name not in available_sources():
-        raise InputError(f"unknown source {name!r}; known sources: {', '.join(available_sources())}")
-    source = getattr(importlib.import_module(SOURCES[name]), "SOURCE", None)
+    entries = _entry_points()
+    if name not in entries:
+        raise InputError(f"unknown source {name!r}; known sources: {', '.join(sorted(entries))}")
+    try:
+        source = entries[name].load()
+    except (ImportError, AttributeError) as error:
+        raise ConfigError(f"the source {name!r} registered as {entries[name].value} cannot be loaded ({error}); "
+                          "reinstall the package that provides it") from None
     if not isinstance(source, Source) or source.name != name:
-        raise TypeError(f"{SOURCES[name]} must define SOURCE = Source(name={name!r}, ...)")
+        raise ConfigError(f"the source {name!r} registered as {entries[name].value} is not a "
+                          f"Source(name={name!r}, ...); its package must register the Source object itself")
     return source
 
 

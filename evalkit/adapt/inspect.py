@@ -28,15 +28,24 @@ from typing import Any
 from evalkit.adapt.framework import Source
 from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs
 from evalkit.core.errors import InputError
-from evalkit.core.files import read_bytes
+from evalkit.core.files import decode, read_bytes
 from evalkit.core.fingerprint import canonical_json, fingerprint, sha256
+from evalkit.core.parsing import parse_json
 
-__all__ = ["FORMAT_VERSION", "SOURCE", "read_inspect_log", "run_from_log"]
+__all__ = ["FORMAT_VERSION", "MAX_ID_CHARS", "MAX_MEMBER_BYTES", "SOURCE", "read_inspect_log", "run_from_log"]
 
 FORMAT_VERSION = 2
 """The EvalLog `version` read here (inspect-ai 0.3.x since the `.eval` format; tested with 0.3.285)."""
 
 _ZSTD = 93  # the zip compression method number of zstandard (APPNOTE 4.4.5)
+_METHODS = {12: "bzip2-compressed", 14: "LZMA-compressed", 95: "xz-compressed", 98: "PPMd-compressed",
+            99: "AES-encrypted"}
+_CHUNK = 1 << 20
+MAX_MEMBER_BYTES = 256 << 20
+"""The most a member of a `.eval` zip (the header, the summaries) is inflated to: 256 MiB, where a log of
+10,000 samples has summaries of a few tens of MB."""
+MAX_ID_CHARS = 1000
+"""The longest task name or sample id read: it becomes part of every test id and every line that names one."""
 _PASSING_TEXT = frozenset({"c", "yes", "true", "y", "correct"})
 _FAILING_TEXT = frozenset({"i", "n", "p", "no", "false", "incorrect", "partial", "noanswer"})
 # Inspect's metrics that measure spread, not quality: "higher is better" does not hold for them
@@ -46,8 +55,12 @@ _CUT_MARK = "...\n(content truncated)"
 _FIX = "write the log again with a current inspect-ai, or convert it: `inspect log convert LOG --to eval`"
 
 
-def read_inspect_log(path: Path) -> NeutralRun:
-    """Read an Inspect `.eval` or `.json` log into a neutral run; every refusal is one line naming the file."""
+def read_inspect_log(path: Path, pass_thresholds: Mapping[str, float] | None = None) -> NeutralRun:
+    """Read an Inspect `.eval` or `.json` log into a neutral run; every refusal is one line naming the file.
+
+    `pass_thresholds` (scorer name, or `scorer.key` of a dict-valued score -> the least numeric value that
+    passes) read a numeric scale other than full credit (a 0-10 grade passing at 7); a scorer not named passes
+    at 1.0, Inspect's full credit."""
     data = read_bytes(path, "Inspect log")
     where = str(path)
     if data[:4] == b"PK\x03\x04" or path.suffix == ".eval":
@@ -59,7 +72,7 @@ def read_inspect_log(path: Path) -> NeutralRun:
             _check_header(header, where)  # a failed run's own reason first, if it is one
             raise InputError(f"{where}: the log holds no samples (was it written with log_samples=False, or "
                              "with header_only?); evalkit gates samples")
-    return run_from_log(header, samples, where, source_sha256=sha256(data))
+    return run_from_log(header, samples, where, source_sha256=sha256(data), pass_thresholds=pass_thresholds)
 
 
 def _read_eval_zip(data: bytes, where: str) -> tuple[Mapping[str, Any], Any]:
@@ -68,7 +81,11 @@ def _read_eval_zip(data: bytes, where: str) -> tuple[Mapping[str, Any], Any]:
     except zipfile.BadZipFile:
         raise InputError(f"{where}: not a readable .eval log (the zip's directory is missing: is the file "
                          "truncated, or still being written?)") from None
-    names = set(archive.namelist())
+    listed = archive.namelist()
+    names = set(listed)
+    if len(names) != len(listed):  # zipfile would read the last of two members of one name
+        twice = next(name for name in listed if listed.count(name) > 1)
+        raise InputError(f"{where}: the .eval log holds two members named {twice[:80]!r}; Inspect writes each once")
     if "header.json" not in names:
         raise InputError(f"{where}: the .eval log has no header.json: the run has not finished (or was killed); "
                          "gate a finished log")
@@ -77,34 +94,55 @@ def _read_eval_zip(data: bytes, where: str) -> tuple[Mapping[str, Any], Any]:
     if "summaries.json" in names:
         samples = _parse(_member(archive, data, "summaries.json", where), where, "summaries.json")
     else:  # a log finished by an older writer: the journal's numbered summary files, in order
-        journal = sorted((n for n in names if n.startswith("_journal/summaries/") and n.endswith(".json")),
-                         key=lambda n: int(n.rsplit("/", 1)[1].split(".")[0]) if n.rsplit("/", 1)[1][:-5].isdigit()
-                         else 0)
+        journal = sorted((_journal_number(n, where), n) for n in names
+                         if n.startswith("_journal/summaries/") and n.endswith(".json"))
         if not journal:
             raise InputError(f"{where}: the .eval log has no sample summaries (summaries.json); evalkit gates "
                              "samples: was it written with log_samples=False?")
         samples = []
-        for name in journal:
+        for _, name in journal:
             part = _parse(_member(archive, data, name, where), where, name)
             samples += part if isinstance(part, list) else [part]
     return header, samples
 
 
+def _journal_number(name: str, where: str) -> int:
+    stem = name.rsplit("/", 1)[1].removesuffix(".json")
+    if not stem.isdigit() or len(stem) > 9:  # Inspect numbers its summary files 1, 2, 3, ...
+        raise InputError(f"{where}: the .eval log holds a journal member {name[:60]!r} that is not a numbered "
+                         "summary file (_journal/summaries/<n>.json); Inspect writes no such member")
+    return int(stem)
+
+
 def _member(archive: zipfile.ZipFile, data: bytes, name: str, where: str) -> bytes:
-    """A member's bytes, checked against its CRC; zstandard members decompressed here (zipfile cannot)."""
+    """A member's bytes, decompressed a chunk at a time and never past its declared size or MAX_MEMBER_BYTES,
+    checked against its CRC; zstandard members decompressed here (zipfile cannot before Python 3.14)."""
     info = archive.getinfo(name)
+    method = info.compress_type
+    if method not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, _ZSTD):
+        how = _METHODS.get(method, f"compression method {method}")
+        raise InputError(f"{where}: {name} inside the .eval log is {how}, which Inspect does not write (it "
+                         "writes zstandard or deflate); refused")
+    if info.flag_bits & 0x1:
+        raise InputError(f"{where}: {name} inside the .eval log is encrypted, which Inspect does not write; refused")
+    cap = min(info.file_size, MAX_MEMBER_BYTES)
+    if info.file_size > MAX_MEMBER_BYTES:
+        raise InputError(f"{where}: {name} inside the .eval log declares {info.file_size:,} bytes, more than the "
+                         f"{MAX_MEMBER_BYTES:,} evalkit inflates; refused")
     try:
-        if info.compress_type != _ZSTD:
-            return archive.read(name)
-        start = info.header_offset
-        if data[start:start + 4] != b"PK\x03\x04":
-            raise zipfile.BadZipFile("bad local header")
-        name_len, extra_len = struct.unpack("<HH", data[start + 26:start + 30])
-        begin = start + 30 + name_len + extra_len
-        raw = data[begin:begin + info.compress_size]
-        if len(raw) != info.compress_size:
-            raise zipfile.BadZipFile("member cut short")
-        out = _zstd_decompress(raw, info.file_size, where)
+        if method != _ZSTD:
+            with archive.open(name) as stream:
+                out = _bounded(stream.read, cap, name, where)
+        else:
+            start = info.header_offset
+            if data[start:start + 4] != b"PK\x03\x04":
+                raise zipfile.BadZipFile("bad local header")
+            name_len, extra_len = struct.unpack("<HH", data[start + 26:start + 30])
+            begin = start + 30 + name_len + extra_len
+            raw = data[begin:begin + info.compress_size]
+            if len(raw) != info.compress_size:
+                raise zipfile.BadZipFile("member cut short")
+            out = _zstd_decompress(raw, cap, name, where)
         if zlib.crc32(out) != info.CRC:
             raise zipfile.BadZipFile("CRC mismatch")
         return out
@@ -113,29 +151,41 @@ def _member(archive: zipfile.ZipFile, data: bytes, name: str, where: str) -> byt
             from None
 
 
-def _zstd_decompress(raw: bytes, size: int, where: str) -> bytes:
+def _bounded(read: Any, cap: int, name: str, where: str) -> bytes:
+    """Read `read(n)` chunks to the end, refusing output past `cap` (the member's declared size): a deflate or
+    zstandard stream can claim a small size and inflate a thousandfold."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = read(min(_CHUNK, cap + 1 - size))
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > cap:
+            raise InputError(f"{where}: {name} inside the .eval log inflates past its declared {cap:,} bytes; "
+                             "refused (a damaged or crafted log)")
+        chunks.append(chunk)
+
+
+def _zstd_decompress(raw: bytes, cap: int, name: str, where: str) -> bytes:
     try:
         import zstandard  # noqa: PLC0415  # imported where needed: only .eval logs of current Inspect use it
     except ImportError:
         raise InputError(f"{where}: the .eval log is zstandard-compressed, which needs the `zstandard` package: "
                          "pip install 'evalkit[inspect]'") from None
     try:
-        return zstandard.ZstdDecompressor().decompress(raw, max_output_size=size)
+        # a stream, not decompress(): that trusts the frame's own content size, which a crafted frame sets
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        return _bounded(reader.read, cap, name, where)
     except zstandard.ZstdError as error:
         raise zipfile.BadZipFile(f"zstandard: {error}") from None
 
 
 def _parse(data: bytes, where: str, what: str) -> Any:
-    """Inspect writes NaN and Infinity as bare constants (`ser_json_inf_nan="constants"`): read them as null."""
-    try:
-        return json.loads(data, parse_constant=lambda _: None)
-    except json.JSONDecodeError as error:
-        raise InputError(f"{where}: {what} is not valid JSON (line {error.lineno}, column {error.colno}: "
-                         f"{error.msg}); is the file truncated?") from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"{where}: {what} is not UTF-8 text ({error.reason})") from None
-    except RecursionError:
-        raise InputError(f"{where}: {what} is nested too deeply to be an Inspect log") from None
+    """Strictly, as every reader (evalkit.core.parsing): a key given twice, a byte-order mark or `1e400` is
+    refused. Inspect writes NaN and Infinity as bare constants (`ser_json_inf_nan="constants"`): read as null."""
+    place = where if what == "log" else f"{where}: {what}"
+    return parse_json(decode(data, where, f"Inspect {what}"), place, what, constants_as_null=True)
 
 
 def _check_header(header: Mapping[str, Any], where: str) -> None:
@@ -169,11 +219,16 @@ def _check_header(header: Mapping[str, Any], where: str) -> None:
         raise InputError(f"{where}: the log's header has no 'eval' block (the task, dataset, model)")
 
 
-def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_sha256: str = "") -> NeutralRun:
+def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_sha256: str = "",
+                 pass_thresholds: Mapping[str, float] | None = None) -> NeutralRun:
     """Map a parsed log's header and its samples (summaries or full samples alike) to a neutral run."""
     _check_header(header, where)
+    thresholds = {_scorer_name(name): float(value) for name, value in (pass_thresholds or {}).items()}
     spec: Mapping[str, Any] = header["eval"]
     task = _text(spec.get("task"), where, "eval.task")
+    if len(task) > MAX_ID_CHARS or not task.isprintable():
+        raise InputError(f"{where}: eval.task ({len(task):,} characters) is longer than the {MAX_ID_CHARS:,} "
+                         "evalkit reads or holds a control character; it names every test")
     if not isinstance(samples, list) or not samples:
         raise InputError(f"{where}: the log holds no samples, so there is nothing to gate")
     config: Mapping[str, Any] = spec["config"] if isinstance(spec.get("config"), dict) else {}
@@ -202,7 +257,7 @@ def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_
             raise InputError(f"{at}: sample {sid!r} (epoch {epoch}) has no scores and no error; every sample of a "
                              "finished run is scored or errored: was the log edited, or scored with --no-score?")
         else:
-            epochs[epoch] = _scores(_object(scores, where, f"sample {sid!r} scores"), sid, at)
+            epochs[epoch] = _scores(_object(scores, where, f"sample {sid!r} scores"), sid, at, thresholds)
 
     counts = {len(epochs) for epochs in by_sample.values()}
     if len(counts) > 1:
@@ -217,6 +272,11 @@ def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_
                              "of epochs; gate a log in which every sample ran every epoch")
 
     tests, errored = _tests(task, by_sample, scorer_names, where)
+    scored = {test.nodeid.split("::", 1)[1].rsplit("[", 1)[0] for test in tests}
+    unknown = sorted(set(thresholds) - scored)
+    if unknown:
+        raise InputError(f"{where}: a pass threshold names {unknown[0]!r}, which scored nothing in this log; its "
+                         f"scores are {', '.join(sorted(scored))}")
     key = SourceKey(
         task=task,
         dataset=_dataset_label(spec.get("dataset"), task),
@@ -228,7 +288,9 @@ def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_
                                "solver_args": spec.get("solver_args")}),
         prompt_version=_plan_name(header.get("plan")),
         judge=_judge(spec),
-        contract={"task_version": str(spec.get("task_version", 0))},
+        # a threshold decides what passes: runs read with different ones measure different things
+        contract={"task_version": str(spec.get("task_version", 0)),
+                  **{f"pass_threshold.{name}": repr(value) for name, value in sorted(thresholds.items())}},
         components={name: _short_json(value) for name, value in (
             ("generate_config", spec.get("model_generate_config")), ("task_args", spec.get("task_args")))
             if value},
@@ -237,6 +299,11 @@ def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_
     version = packages.get("inspect_ai", "unknown version")
     notes = ["Inspect's own epoch reducer and metrics are not what is gated: each epoch is one sample of the test "
              "(repeats), and the metrics are shown for reference"] if epoch_count > 1 else []
+    results = header.get("results")
+    declared = results.get("total_samples") if isinstance(results, dict) else None
+    if type(declared) is int and declared != len(samples):  # samples x epochs, as Inspect counts them
+        notes.append(f"the log's results declare total_samples={declared} but it holds {len(samples)} sample "
+                     "results (samples x epochs); the samples it holds are what is gated")
     return NeutralRun(
         source="inspect",
         tool=f"inspect_ai {version}",
@@ -289,7 +356,8 @@ def _tests(task: str, by_sample: Mapping[str, Mapping[int, Any]], scorer_names: 
     return tests, errored
 
 
-def _scores(scores: Mapping[str, Any], sid: str, where: str) -> dict[str, tuple[bool, str | None]]:
+def _scores(scores: Mapping[str, Any], sid: str, where: str,
+            thresholds: Mapping[str, float]) -> dict[str, tuple[bool, str | None]]:
     """Each score (a dict value: each of its keys) -> (full credit?, why not, in one line)."""
     out: dict[str, tuple[bool, str | None]] = {}
     for name, score in scores.items():
@@ -297,18 +365,20 @@ def _scores(scores: Mapping[str, Any], sid: str, where: str) -> dict[str, tuple[
         value = score.get("value")
         if isinstance(value, dict):
             for part, item in value.items():
-                out[f"{name}.{part}"] = _judge_value(item, score, f"{where}: sample {sid!r} score {name}.{part}")
+                out[f"{name}.{part}"] = _judge_value(item, score, f"{where}: sample {sid!r} score {name}.{part}",
+                                                     thresholds.get(f"{_scorer_name(name)}.{part}", 1.0))
         else:
-            out[name] = _judge_value(value, score, f"{where}: sample {sid!r} score {name!r}")
+            out[name] = _judge_value(value, score, f"{where}: sample {sid!r} score {name!r}",
+                                     thresholds.get(_scorer_name(name), 1.0))
     return out
 
 
-def _judge_value(value: Any, score: Mapping[str, Any], where: str) -> tuple[bool, str | None]:
+def _judge_value(value: Any, score: Mapping[str, Any], where: str, threshold: float = 1.0) -> tuple[bool, str | None]:
     """Inspect's value_to_float, read as pass/fail: full credit passes; partial credit does not."""
     if isinstance(value, bool):
         full = value
     elif isinstance(value, int | float):
-        full = value >= 1.0
+        full = value >= threshold
     elif isinstance(value, str):
         text = value.strip().lower()
         if text in _PASSING_TEXT:
@@ -317,7 +387,7 @@ def _judge_value(value: Any, score: Mapping[str, Any], where: str) -> tuple[bool
             full = False
         else:
             try:
-                full = float(text) >= 1.0
+                full = float(text) >= threshold
             except ValueError:
                 raise InputError(f"{where}: value {value[:40]!r} is none of C, I, P, N, yes/no, true/false or a "
                                  "number, so it cannot be read as full credit or not") from None
@@ -337,6 +407,9 @@ def _sample_id(value: Any, where: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int) or (isinstance(value, str) and not value):
         raise InputError(f"{where}: sample id {value!r} is not a non-empty string or a whole number")
     sid = str(value)
+    if len(sid) > MAX_ID_CHARS:
+        raise InputError(f"{where}: sample id of {len(sid):,} characters is longer than the {MAX_ID_CHARS:,} "
+                         "evalkit reads; it becomes part of a test id")
     if not sid.isprintable():
         raise InputError(f"{where}: sample id {sid[:40]!r} holds a line break or control character; it becomes "
                          "part of a test id")
@@ -346,17 +419,25 @@ def _sample_id(value: Any, where: str) -> str:
 def _scorer_names(spec: Mapping[str, Any], header: Mapping[str, Any]) -> list[str]:
     scorers = spec.get("scorers")
     if isinstance(scorers, list) and scorers:
-        return [str(s.get("name")) for s in scorers if isinstance(s, dict)]
+        return [_scorer_name(s.get("name")) for s in scorers if isinstance(s, dict)]
     results = header.get("results")
     scores = results.get("scores") if isinstance(results, dict) else None
-    return [str(s.get("name")) for s in scores if isinstance(s, dict)] if isinstance(scores, list) else []
+    return [_scorer_name(s.get("name")) for s in scores if isinstance(s, dict)] if isinstance(scores, list) else []
+
+
+def _scorer_name(name: Any) -> str:
+    """A scorer's name without the `()` some inspect_ai versions append (`match()` and `match` are one scorer)."""
+    return str(name).removesuffix("()")
 
 
 def _scorer_text(spec: Mapping[str, Any], header: Mapping[str, Any]) -> str:
     """The scorers with their options (a judge model among them), and the grader role, as one text."""
     scorers = spec.get("scorers")
     if isinstance(scorers, list) and scorers:
-        parts = [f"{s.get('name')}({_short_json(s.get('options') or {}, 400)[1:-1]})"
+        # a scorer without options is written `match` by the older inspect_ai that records only
+        # results.scores and `match()` by the newer that records eval.scorers: one scorer, one name
+        parts = [_scorer_name(s.get("name")) + (f"({_short_json(s['options'], 400)[1:-1]})" if s.get("options")
+                                                 else "")
                  for s in scorers if isinstance(s, dict)]
     else:
         parts = _scorer_names(spec, header)
@@ -451,6 +532,7 @@ def _line(text: Any) -> str:
 
 
 SOURCE = Source(
+    read_thresholded=read_inspect_log,
     name="inspect",
     summary="gate two Inspect eval logs (.eval or .json)",
     description="Each sample x scorer becomes a test <task>::<scorer>[<sample id>]; epochs become repeats; "

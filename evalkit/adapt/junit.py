@@ -6,7 +6,13 @@ its module path with dots, its name the function with parameters). Its outcome, 
 count": no child element passed, `<failure>` failed, `<error>` error, `<skipped>` skipped (pytest writes an xfail
 as a skip of type `pytest.xfail`: it counts as a skip, as xfailed does). Surefire's reruns: `<flakyFailure>` /
 `<flakyError>` beside no failure is a test that passed on a rerun (passed: the last attempt decides, as with
-pytest-rerunfailures); `<rerunFailure>` beside `<failure>` failed.
+pytest-rerunfailures); `<rerunFailure>` beside `<failure>` failed. A `status` of disabled or notrun (tst,
+GoogleTest's DISABLED_ tests) with no child element is skipped, never passed. Suites nest under either root.
+
+One classname and name written several times is either attempts of one test (gotestsum --rerun-fails,
+pytest-rerunfailures: one test, passed if an attempt passed) or distinct tests that share a title (jest's
+`describe` blocks: kept apart by file or position, and said); `_reruns` says how the file tells them apart.
+Declared totals (`tests=`, `failures=`, `errors=`) that contradict the cases are said in the decision.
 
 JUnit carries no dataset, model, prompt or scorer: the eval key holds only the suite names (the task is the one
 suite's name, else the `<testsuites name>`, else `junit`; the suite names are a component), and the decision says
@@ -15,6 +21,9 @@ so.
 
 from __future__ import annotations
 
+import codecs
+import re
+import unicodedata
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
@@ -42,57 +51,118 @@ def read_junit(path: Path) -> NeutralRun:
             raise InputError(f"{path}: the folder holds {len(files)} .xml files, more than {_MAX_FILES}")
     else:
         files = [path]
-    suites: list[ET.Element] = []
+    suites: list[tuple[ET.Element, list[ET.Element]]] = []
     shas: dict[str, str] = {}
     root_names: list[str] = []
+    notes: list[str] = []
     for file in files:
         data = read_bytes(file, "JUnit XML")
         shas[file.name] = sha256(data)
         root = _parse(data, str(file))
-        if root.tag == "testsuites":
-            suites += [suite for suite in root.iter("testsuite")]
-            if root.get("name"):
-                root_names.append(str(root.get("name")))
-        elif root.tag == "testsuite":
-            suites.append(root)
-        else:
+        if root.tag not in ("testsuites", "testsuite"):
             raise InputError(f"{file}: not JUnit XML: the root element is <{root.tag}>, not <testsuites> or "
                              "<testsuite>")
-    return _run(path, suites, root_names, shas)
+        if root.tag == "testsuites" and root.get("name"):
+            root_names.append(str(root.get("name")))
+        # suites nest (Ant, Bazel, scalatest, tst): every <testsuite> at any depth, under either root, holds
+        # its own <testcase> children
+        file_suites = [suite for suite in root.iter("testsuite")]
+        suites += [(suite, suite.findall("testcase")) for suite in file_suites]
+        if root.tag == "testsuites" and not file_suites:
+            suites.append((root, root.findall("testcase")))  # cases straight under <testsuites>
+        notes += _declared_totals(root, str(file) if len(files) > 1 else "")
+    return _run(path, suites, root_names, shas, notes)
 
 
 def _parse(data: bytes, where: str) -> ET.Element:
-    # entity declarations are how XML bombs expand; no test runner writes them
-    if b"<!ENTITY" in data:
-        raise InputError(f"{where}: the XML declares entities (<!ENTITY>), which no test runner writes; refused")
+    # A document type declaration is how XML bombs expand and how an ATTLIST default invents attributes; no
+    # test runner writes one. Looked for after decoding, so UTF-16 or UTF-32 cannot hide it, and only the
+    # encodings test runners write are read (UTF-7 could spell `<!` as `+ADwAIQ-`).
+    text = _decode(data, where)
+    if re.search(r"<!(DOCTYPE|ENTITY|ATTLIST|ELEMENT)", text, re.IGNORECASE):
+        raise InputError(f"{where}: the XML has a document type declaration (<!DOCTYPE>, <!ENTITY>, <!ATTLIST>), "
+                         "which no test runner writes; refused")
     try:
-        return ET.fromstring(data)
+        return ET.fromstring(text)
     except ET.ParseError as error:
         line, column = error.position
         raise InputError(f"{where}: not well-formed XML (line {line}, column {column}: "
                          f"{str(error).split(':')[0]}); is the file truncated?") from None
 
 
-def _run(path: Path, suites: list[ET.Element], root_names: list[str], shas: dict[str, str]) -> NeutralRun:
+_ENCODINGS = {"utf-8": "utf-8", "utf8": "utf-8", "us-ascii": "ascii", "ascii": "ascii", "iso-8859-1": "latin-1",
+              "latin-1": "latin-1", "latin1": "latin-1", "utf-16": "utf-16", "utf-16le": "utf-16-le",
+              "utf-16be": "utf-16-be", "windows-1252": "cp1252", "cp1252": "cp1252"}
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def _decode(data: bytes, where: str) -> str:
+    """The file as text, in the encoding its byte-order mark or XML declaration names, else UTF-8; the XML
+    declaration is then dropped (ElementTree refuses a str that still declares an encoding)."""
+    codec = next((name for bom, name in _BOMS if data.startswith(bom)), None)
+    if codec is None:
+        declared = re.match(rb"<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]{1,40})[\"']", data[:200])
+        name = declared.group(1).decode("ascii").lower() if declared else "utf-8"
+        codec = _ENCODINGS.get(name)
+        if codec is None:
+            raise InputError(f"{where}: the XML is declared as {name!r}, an encoding no test runner writes; "
+                             "save it as UTF-8")
+    try:
+        text = data.decode(codec)
+    except UnicodeDecodeError as error:
+        raise InputError(f"{where}: the XML is not {codec} text (byte {error.start}: {error.reason})") from None
+    return re.sub(r"^\ufeff?\s*<\?xml[^>]*\?>", "", text, count=1)
+
+
+def _declared_totals(root: ET.Element, where: str) -> list[str]:
+    """Where a suite's `tests`/`failures`/`errors`/`skipped` attributes contradict the cases it holds: said in
+    the decision (runners count differently, so it is a warning; a truncated file does not parse at all)."""
+    notes = []
+    for suite in [root] * (root.tag == "testsuites") + list(root.iter("testsuite")):
+        cases = list(suite.iter("testcase"))
+        if not cases:
+            continue
+        held = {"tests": len(cases),
+                "failures": sum(_outcome(case)[0] == "failed" for case in cases),
+                "errors": sum(_outcome(case)[0] == "error" for case in cases)}
+        for field, count in held.items():
+            declared = suite.get(field)
+            if declared is not None and declared.strip().isdigit() and int(declared) != count:
+                name = suite.get("name") or f"<{suite.tag}>"
+                notes.append(f"{where + ': ' if where else ''}suite {name[:80]!r} declares {field}={declared} but "
+                             f"holds {count}; the cases it holds are what is gated")
+    return notes[:5]
+
+
+def _run(path: Path, suites: list[tuple[ET.Element, list[ET.Element]]], root_names: list[str],
+         shas: dict[str, str], notes: list[str]) -> NeutralRun:
     where = str(path)
-    names = sorted({suite.get("name") or "" for suite in suites} - {""})
+    names = sorted({suite.get("name") or "" for suite, _ in suites} - {""})
     tests: list[AdaptedTest] = []
-    seen: set[str] = set()
-    for suite in suites:
-        for case in suite.findall("testcase"):
-            nodeid = _nodeid(case, suite, where)
-            if nodeid in seen:
-                raise InputError(f"{where}: duplicate test id {nodeid!r} (two <testcase> with this classname and "
-                                 "name); each test may appear once")
-            seen.add(nodeid)
-            outcome, message = _outcome(case)
+    groups: dict[str, list[ET.Element]] = {}  # in document order, across suites (jest repeats a suite's name)
+    for suite, cases in suites:
+        for case in cases:
+            groups.setdefault(_nodeid(case, suite, where), []).append(case)
+    for nodeid, group in groups.items():
+        if len(group) == 1:
+            outcome, message = _outcome(group[0])
             tests.append(AdaptedTest(nodeid, outcome, nodeid, message=message))  # type: ignore[arg-type]
+        elif _reruns(group):
+            tests.append(_rerun_test(nodeid, group))
+        else:
+            tests += _same_titled(nodeid, group, notes)
     if not tests:
         raise InputError(f"{where}: the JUnit XML holds no <testcase>, so there is nothing to gate; check that "
                          "the runner collected its tests")
+    ids = {test.nodeid for test in tests}
+    if len(ids) != len(tests):  # a title that is itself another's disambiguation (`t (#2)` written by the runner)
+        twice = next(t.nodeid for t in tests if sum(u.nodeid == t.nodeid for u in tests) > 1)
+        raise InputError(f"{where}: duplicate test id {twice[:120]!r} after telling same-titled tests apart; "
+                         "gate reports whose tests can be told apart")
     # one suite names the run (pytest's `<testsuites name="pytest tests">` is the same for every run)
     task = names[0] if len(names) == 1 else (root_names[0] if len(set(root_names)) == 1 else "junit")
-    producer = _producer(suites)
+    producer = _producer([suite for suite, _ in suites])
     return NeutralRun(
         source="junit",
         tool=producer,
@@ -101,21 +171,68 @@ def _run(path: Path, suites: list[ET.Element], root_names: list[str], shas: dict
                       components={"suites": _suites_text(names)}),
         tests=tuple(tests),
         notes=("JUnit XML records no model, prompt or scorer: the eval key holds only the suite names, so runs "
-               "of another model or prompt are told apart only by their tests",),
+               "of another model or prompt are told apart only by their tests", *notes),
         provenance={"source_sha256": next(iter(shas.values())) if len(shas) == 1 else fingerprint(shas),
                     "source_files": len(shas), "suites": names},
     )
 
 
+def _reruns(group: list[ET.Element]) -> bool:
+    """Whether repeated `<testcase>`s of one classname and name are attempts of one test (gotestsum
+    --rerun-fails, pytest-rerunfailures, mocha retries) rather than distinct tests that share a title.
+
+    The file says so where it records where each test lives: the same `file` and `line` is one test run again,
+    another is another test (jest's same-titled tests in different `describe` blocks). Where it records no
+    place, a runner reruns only what did not pass: attempts that all failed but the last are reruns; an
+    earlier attempt that passed means the entries are distinct tests."""
+    places = {(case.get("file"), case.get("line")) for case in group}
+    if places != {(None, None)}:
+        return len(places) == 1
+    return all(_outcome(case)[0] in ("failed", "error") for case in group[:-1])
+
+
+def _rerun_test(nodeid: str, group: list[ET.Element]) -> AdaptedTest:
+    """Attempts of one test: it passed when an attempt passed (flaky, as the rerunning tool reports it), else
+    the last attempt decides."""
+    outcomes = [_outcome(case) for case in group]
+    failures = sum(outcome in ("failed", "error") for outcome, _ in outcomes)
+    if any(outcome == "passed" for outcome, _ in outcomes):
+        return AdaptedTest(nodeid, "passed", nodeid)
+    outcome, message = outcomes[-1]
+    message = f"{message or outcome} ({failures} of {len(group)} attempts did not pass)"
+    return AdaptedTest(nodeid, outcome, nodeid, message=message)  # type: ignore[arg-type]
+
+
+def _same_titled(nodeid: str, group: list[ET.Element], notes: list[str]) -> list[AdaptedTest]:
+    """Distinct tests sharing a classname and name: kept apart by their file where it differs, else by their
+    position among the same-titled (` (#2)`, ` (#3)`: stable while the runner keeps its order), and said so."""
+    files = [case.get("file") for case in group]
+    by_file = None not in files and len(set(files)) == len(files)
+    tests = []
+    for position, case in enumerate(group, start=1):
+        suffix = f" (file: {case.get('file')})" if by_file else ("" if position == 1 else f" (#{position})")
+        outcome, message = _outcome(case)
+        tests.append(AdaptedTest(nodeid + suffix, outcome, nodeid + suffix, message=message))  # type: ignore[arg-type]
+    how = "their file" if by_file else "their position (#2), (#3), ..."
+    notes.append(f"{len(group)} distinct tests share the id {nodeid[:120]!r}; they are kept apart by {how}")
+    return tests
+
+
 def _nodeid(case: ET.Element, suite: ET.Element, where: str) -> str:
     name = case.get("name")
-    if not name:
+    if name is None:  # an empty title is one (jest writes `it("")` so): only a missing one is refused
         raise InputError(f"{where}: a <testcase> in suite {suite.get('name')!r} has no name attribute")
     classname = case.get("classname") or suite.get("name") or ""
     nodeid = f"{classname}::{name}" if classname else name
-    if not nodeid.isprintable():
+    # other unprintable characters (a no-break space in jest's titles) are text a runner shows as it is
+    if any(unicodedata.category(char) in ("Cc", "Cs", "Zl", "Zp") for char in nodeid):
         raise InputError(f"{where}: test id {nodeid[:80]!r} holds a line break or control character")
     return nodeid
+
+
+# tst writes status="disabled", GoogleTest status="notrun" result="suppressed" (DISABLED_ tests), others
+# status="skipped"/"ignored": a test that did not run, with no child element to say so
+_NOT_RUN_STATUS = frozenset({"disabled", "notrun", "skipped", "ignored", "not_run", "suppressed"})
 
 
 def _outcome(case: ET.Element) -> tuple[str, str | None]:
@@ -124,6 +241,10 @@ def _outcome(case: ET.Element) -> tuple[str, str | None]:
         child = case.find(tag)
         if child is not None:
             return outcome, _message(child)
+    for attribute in ("status", "result"):
+        value = (case.get(attribute) or "").strip().lower()
+        if value in _NOT_RUN_STATUS:
+            return "skipped", f"not run ({attribute}={value!r})"
     return "passed", None  # flakyFailure / flakyError alone: it passed on a rerun
 
 

@@ -10,8 +10,9 @@ notes. The eval key: the dataset is each task's dataset path, name and split, it
 `doc_hash` and `target_hash` of every document; the scorer is each task's version, output type, metric list,
 filters and answer format; few-shot count and `--limit` are the contract; the model is `--model` with its
 arguments; the prompt is each task's template, description, delimiters, system instruction and chat template;
-the seeds and generation arguments are shown as changed. Results that record no `lm_eval_version`, or one
-before 0.4, are refused, naming it.
+the seeds and generation arguments are shown as changed. lm-eval 0.4.0 to 0.4.8 record no `lm_eval_version`:
+their results are recognised by the fields every 0.4 writes (configs, versions, n-shot); results
+of the v0 harness (`results` and `versions` only), or of a recorded version before 0.4, are refused, naming it.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def read_lm_eval(path: Path) -> NeutralRun:
         dataset=", ".join(f"{task}: " + "/".join(str(configs[task].get(f)) for f in _DATASET_FIELDS
                                                   if configs[task].get(f) is not None) for task in sorted(configs)),
         dataset_sha=fingerprint(sorted(hashes)), dataset_sha_from="source",
-        scorer="; ".join(_scorer(task, configs[task], data) for task in sorted(configs)),
+        scorer="; ".join(_scorer(task, configs[task], data, where) for task in sorted(configs)),
         model=f"{run_config.get('model')} {canonical_json(run_config.get('model_args') or {})}",
         prompt=canonical_json({"tasks": {task: {f: configs[task].get(f) for f in _PROMPT_FIELDS}
                                          for task in sorted(configs)},
@@ -120,16 +121,24 @@ def _results_file(path: Path) -> Path:
     return found[0]
 
 
+# what lm-eval 0.4.0 and later write beside `results`, before `lm_eval_version` was recorded (0.4.9, June 2025);
+# the v0 harness wrote `results` and `versions` only
+_V04_FIELDS = ("configs", "versions", "n-shot")
+
+
 def _version(data: Mapping[str, Any], where: str) -> str:
     version = data.get("lm_eval_version")
+    if version is None and isinstance(data.get("configs"), dict) and all(f in data for f in _V04_FIELDS):
+        return "0.4 (before 0.4.9, which records its version)"
     match = re.match(r"(\d+)\.(\d+)", version) if isinstance(version, str) else None
     if match is None:
-        raise InputError(f"{where}: no lm_eval_version; evalkit reads the results of lm-eval 0.4 and later, which "
-                         "record it: rerun with a current lm-eval")
+        raise InputError(f"{where}: results of lm-eval before 0.4 (no configs, n-shot or n-samples beside the "
+                         "results): evalkit reads the per-document samples lm-eval 0.4 and later log: rerun with "
+                         "a current lm-eval and --log_samples")
     if (int(match[1]), int(match[2])) < _OLDEST:
         raise InputError(f"{where}: lm_eval_version {version} is older than 0.4, whose results format evalkit "
                          "reads: rerun with a current lm-eval")
-    return version  # type: ignore[return-value]
+    return str(version)
 
 
 def _samples(path: Path, task: str) -> tuple[list[dict[str, Any]], str]:
@@ -193,8 +202,12 @@ def _check_count(data: Mapping[str, Any], task: str, docs: set[int], where: str)
                          f"logs {len(docs)}; a truncated or mixed samples file: rerun with --log_samples")
 
 
-def _scorer(task: str, config: Mapping[str, Any], data: Mapping[str, Any]) -> str:
-    metrics = [m.get("metric") for m in config.get("metric_list") or [] if isinstance(m, dict)]
+def _scorer(task: str, config: Mapping[str, Any], data: Mapping[str, Any], where: str) -> str:
+    listed = config.get("metric_list") or []
+    if not isinstance(listed, list):
+        raise InputError(f"{where}: configs[{task!r}].metric_list is {type(listed).__name__} "
+                         f"{str(listed)[:40]!r}, not a list of metrics; is the file edited?")
+    metrics = [m.get("metric") for m in listed if isinstance(m, dict)]
     version = _mapping(data, "versions").get(task)
     settings = fingerprint(canonical_json({f: config.get(f) for f in _SCORER_FIELDS}))
     return f"{task} v{version}: {', '.join(map(str, metrics)) or 'default metrics'} ({settings})"

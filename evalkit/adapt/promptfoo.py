@@ -4,7 +4,9 @@ promptfoo evaluates test cases (vars plus assertions) through prompts and provid
 test x prompt x provider (x repeat), each with the row's grading result and one component result per assertion.
 Here each assertion of a test case is an evalkit test `<task>::<assertion type>[<test>]` (the test's
 `description`, else a fingerprint of its vars; the prompt label and provider are added when the file holds
-several), `--repeat N` rows of one test become repeats of that test, and a row promptfoo records as an error
+several), `--repeat N` rows of one test become repeats of that test (and so do the rows of a test written
+identically several times in the config, told apart only by `testIdx`: said in the notes; different tests that
+share an id are refused, saying so), and a row promptfoo records as an error
 (`failureReason: 2`, the provider failed) makes every assertion of its test `error`, listed as unscored.
 The eval key: the task is the config's `description`; promptfoo records no dataset hash, so the dataset is the
 fingerprint of the tests' vars; the scorer is every test's assertions with their values, weights and thresholds
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.adapt.framework import Source
-from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs
+from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs, refuse_lone_surrogates
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
 from evalkit.core.fingerprint import canonical_json, fingerprint
@@ -39,6 +41,7 @@ def read_promptfoo(path: Path) -> NeutralRun:
     text, digest = read_text_sha256(path, "promptfoo results")
     where = str(path)
     data = _object(parse_json(text, where, "promptfoo results"), where, "the file")
+    refuse_lone_surrogates(data, where)
     results = _object(data.get("results"), where, "results")
     version = results.get("version")
     if version != FORMAT_VERSION:
@@ -63,12 +66,23 @@ def read_promptfoo(path: Path) -> NeutralRun:
             sample = f"{sample}|{_prompt(row, where)}|{_provider(row, where)}"
         groups.setdefault(sample, []).append(row)
         cases[sample] = dataset[dataset_id] = case
+    written_again: list[str] = []
     for sample, group in groups.items():
-        if len(group) != repeat:
-            what = ("appears twice: two tests share a description; give each test a unique `description`"
-                    if repeat == 1 else f"has {len(group)} rows but the run repeated each test {repeat} times "
-                                        "(runtimeOptions.repeat): a mix of repeats, or an edited file")
-            raise InputError(f"{where}: test {sample!r} {what}")
+        if len(group) == repeat:
+            continue
+        if _identical_tests(group, repeat):
+            written_again.append(f"{sample[:80]!r} ({len(group) // repeat} times)")
+            continue
+        indexes = len({row.get("testIdx") for row in group})
+        if repeat == 1 and indexes > 1:
+            described = isinstance(cases[sample].get("description"), str) and cases[sample]["description"]
+            shared = "a description" if described else "their vars, and have no description"
+            what = (f"is {indexes} different tests that share {shared} (testIdx tells them apart); give each "
+                    "test a unique `description`")
+        else:
+            what = (f"has {len(group)} rows but the run repeated each test {repeat} times (runtimeOptions.repeat): "
+                    "a mix of repeats, or an edited file")
+        raise InputError(f"{where}: test {sample!r} {what}")
     task = str(config.get("description") or "promptfoo")
     tests: list[AdaptedTest] = []
     errored: list[str] = []
@@ -83,6 +97,9 @@ def read_promptfoo(path: Path) -> NeutralRun:
              "metrics); each assertion's pass or fail is gated"]
     if repeat > 1:
         notes.append(f"each test ran {repeat} times (--repeat {repeat}); its assertions are gated as repeats")
+    if written_again:
+        notes.append("tests written identically several times in the config (told apart only by testIdx) are "
+                     f"read as repeats of one test: {', '.join(written_again[:5])}")
     key = SourceKey(
         task=task, dataset=f"tests of {task}",
         dataset_sha=_dataset(dataset),
@@ -134,6 +151,14 @@ def _repeat(data: Mapping[str, Any], where: str) -> int:
     if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
         raise InputError(f"{where}: runtimeOptions.repeat is {repeat!r}; expected a positive whole number")
     return repeat
+
+
+def _identical_tests(group: list[Mapping[str, Any]], repeat: int) -> bool:
+    """Whether a group's rows are one test written several times in the config (the same vars and assertions,
+    each copy with its own testIdx, each run `repeat` times): a way to sample a model again, read as repeats."""
+    indexes = {row.get("testIdx") for row in group}
+    return (None not in indexes and len(indexes) > 1 and len(group) % repeat == 0
+            and len({canonical_json(row.get("testCase")) for row in group}) == 1)
 
 
 def _sample_id(row: Mapping[str, Any], case: Mapping[str, Any]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -20,6 +21,7 @@ from evalkit.adapt.framework import Adaptation, Source, available_sources, gate_
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.cli.guard import command, say, write_output
+from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
@@ -37,7 +39,7 @@ _EXITS = "Exit code: 0 go (or review), 1 block, 2 incomparable, 3 input or usage
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog="python -m evalkit.adapt",
+        prog="evalkit adapt", epilog=epilog("adapt"),
         description="Adapt what other eval tools wrote into run reports and gate the candidate against the "
                     f"baseline. {_EXITS}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="SOURCE")
@@ -63,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--out", type=Path, metavar="DIR",
                          help="new folder (never overwritten) for baseline.json and candidate.json (the adapted run "
                               "reports), decision.json and decision.md")
+        if source.read_thresholded is not None:
+            sub.add_argument("--pass-threshold", action="append", default=[], metavar="SCORER=VALUE",
+                             help="the least numeric score of SCORER that passes (default: 1.0, full credit), for "
+                                  "a scale such as 0-10; repeatable; part of the eval key")
     return parser
 
 
@@ -80,8 +86,13 @@ def _source_main(source: Source, args: argparse.Namespace) -> int:
         raise InputError(f"{out}: already exists; a result is evidence and is never overwritten: "
                          "choose a new --out folder")
     policy, identity = _policy(args.policy)
-    baseline = source.read(args.baseline)
-    candidate = source.read(args.candidate)
+    thresholds = _thresholds(getattr(args, "pass_threshold", []))
+    if thresholds and source.read_thresholded is not None:
+        baseline = source.read_thresholded(args.baseline, thresholds)
+        candidate = source.read_thresholded(args.candidate, thresholds)
+    else:
+        baseline = source.read(args.baseline)
+        candidate = source.read(args.candidate)
     result = gate_runs(policy, baseline, candidate, baseline_where=str(args.baseline),
                        candidate_where=str(args.candidate))
     if out is not None:
@@ -89,6 +100,22 @@ def _source_main(source: Source, args: argparse.Namespace) -> int:
     say(render_decision(result.decision, policy.critical))
     say(render_policy(identity))
     return exit_code(result.decision.decision, policy.review_fails)
+
+
+def _thresholds(given: list[str]) -> dict[str, float]:
+    """`--pass-threshold SCORER=VALUE` options as a mapping; a malformed one is refused naming it."""
+    thresholds: dict[str, float] = {}
+    for text in given:
+        name, _, value = text.rpartition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not name or not math.isfinite(number) or name in thresholds:
+            raise InputError(f"--pass-threshold {text[:80]!r}: expected SCORER=NUMBER, once per scorer "
+                             "(e.g. --pass-threshold model_graded_qa=7)")
+        thresholds[name] = number
+    return thresholds
 
 
 def _policy(spec: str | None) -> tuple[Policy, dict[str, object]]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
+from evalkit.cli.main import epilog
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text, read_text_sha256
 from evalkit.core.key import changed_settings
@@ -33,7 +34,7 @@ __all__ = ["build_parser", "main", "refusal"]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog="python -m evalkit.bless",
+        prog="evalkit bless", epilog=epilog("bless"),
         description="Make a run report (a job's report.json) the baseline of its suite: write its canonical form "
                     "to the suite's baseline path and say what it replaced. Refuses (exit 3) a run with unscored "
                     "cases, errored tests, or a pytest run that did not complete.")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
+from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.files import read_text
 from evalkit.core.parsing import parse_yaml
@@ -38,7 +39,7 @@ def _suite_dir(spec: str) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = ArgumentParser(prog="python -m evalkit.calibrate",
+    parser = ArgumentParser(prog="evalkit calibrate", epilog=epilog("calibrate"),
                             description="Run a suite's graders on its authored counterexamples and print each "
                                         "grader's confusion matrix (positive = should pass). Exit 0, or 3 on "
                                         "bad input.")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, say
+from evalkit.cli.main import epilog
 from evalkit.core.files import read_text
 from evalkit.core.report import PASSING, RunReport, parse_report
 from evalkit.gate.compare import Comparison, compare_cases, compare_metrics
@@ -25,7 +26,7 @@ __all__ = ["main", "compare_reports"]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog="python -m evalkit.compare",
+        prog="evalkit compare", epilog=epilog("compare"),
         description="Compare two run reports: per case improved, regressed, unchanged, new and missing, and each "
                     "metric's before, after and delta. No policy, no decision (see python -m evalkit.gate). "
                     "Exit code: 0 compared, 2 incomparable (another suite, dataset or judge), 3 input or usage "

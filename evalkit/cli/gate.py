@@ -14,6 +14,7 @@ from pathlib import Path
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.cli.guard import command, say, write_outputs
+from evalkit.cli.main import epilog
 from evalkit.core.errors import InputError
 from evalkit.core.key import changed_settings
 from evalkit.core.outputs import same_file
@@ -21,10 +22,12 @@ from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
 from evalkit.core.report import RunReport, read_reports
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import ExitCode, exit_code
+from evalkit.gate.isolation import refuse_short_isolation
 from evalkit.project.options import find_option
 from evalkit.project.paths import shown
 from evalkit.render.junit import render_junit
 from evalkit.render.markdown import render_markdown, render_policy
+from evalkit.render.report_page import render_report_html
 from evalkit.render.text import render_decision
 
 __all__ = ["main"]
@@ -33,7 +36,7 @@ __all__ = ["main"]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog="python -m evalkit.gate",
+        prog="evalkit gate", epilog=epilog("gate"),
         description="Gate a candidate run report against a baseline run report under a policy. "
                     "Exit code: 0 go (or review), 1 block, 2 incomparable, 3 input or usage error (or an output "
                     "that cannot be written), 4 internal error.")
@@ -47,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, help="also write the decision as JSON to this file, and as JUnit XML "
                                                  "beside it (the same name ending in .xml: decision.xml)")
     parser.add_argument("--markdown", type=Path, help="also write the decision as Markdown (a pull-request comment)")
+    parser.add_argument("--html", type=Path, help="also write the decision as an HTML page (report.html: the "
+                                                  "regressed tests first, what changed, every failing case)")
     parser.add_argument("--require-pass", action=argparse.BooleanOptionalAction, default=True,
                         help="exit with the decision's code (default); --no-require-pass writes the same files "
                              "and exits 0 whatever the decision")
@@ -61,10 +66,16 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()
     (baseline, baseline_sha), (candidate, candidate_sha) = read_reports([args.baseline, args.candidate])
     policy, identity = _choose_policy(args.policy, candidate, args.candidate)
+    refuse_short_isolation(policy, {"baseline": baseline, "candidate": candidate})
     decision = decide(policy, baseline, candidate)
     facts = evidence(identity, report_identity(str(args.baseline), baseline_sha, baseline),
                      report_identity(str(args.candidate), candidate_sha, candidate))
     inputs = _inputs(args)
+    if args.html:  # refused before anything is written
+        others = [path for path in (args.out, args.out and _junit_path(args.out), args.markdown) if path]
+        if any(same_file(args.html, other) for other in others):
+            raise InputError(f"{args.html}: --html names a file another output of this command writes; give it "
+                             "its own path")
     outputs: dict[Path, tuple[str, str]] = {}
     if args.out:
         junit = _junit_path(args.out)
@@ -79,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         outputs[args.markdown] = (render_markdown(decision, candidate, policy.critical, facts, baseline),
                                   "decision (--markdown)")
+    if args.html:
+        outputs[args.html] = (render_report_html(candidate, decision, baseline, policy.critical, facts,
+                                                 policy.critical_cases), "decision as HTML (--html)")
     # every output is checked before any is written, and they are written all or nothing: a refusal or a full disk
     # must not leave a decision.json for a CI step to pick up without its other files
     write_outputs(outputs, inputs=inputs)

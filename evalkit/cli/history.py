@@ -24,6 +24,7 @@ from pathlib import Path
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import saved_decision_field
 from evalkit.cli.guard import command, say, write_output
+from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.files import read_bytes, read_text
 from evalkit.core.parsing import parse_json
@@ -41,7 +42,7 @@ PAGE = "history.html"
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog="python -m evalkit.history",
+        prog="evalkit history", epilog=epilog("history"),
         description="One suite over many runs: pass rate, the suite's metrics, cost and latency per run, oldest "
                     "first, as a table and an HTML page with inline SVG charts. Runs of different eval keys are "
                     "marked. Exit code: 0 shown, 3 input or usage error, 4 internal error.")

@@ -10,10 +10,19 @@ from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command
+from evalkit.cli.main import epilog
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError
 from evalkit.gate.decision import ExitCode
-from evalkit.project.ci import PLACEHOLDER, WORKFLOW_PATH, install_requirement, repository_top, workflow_text
+from evalkit.project.ci import (
+    COMMENT_PATH,
+    PLACEHOLDER,
+    WORKFLOW_PATH,
+    comment_workflow_text,
+    install_requirement,
+    repository_top,
+    workflow_text,
+)
 from evalkit.project.paths import MARKER, project_root
 from evalkit.project.scaffold import check_suite_name, project_files, set_default_suite, suite_files, write_new
 
@@ -21,7 +30,7 @@ __all__ = ["main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = ArgumentParser(prog="python -m evalkit.new",
+    parser = ArgumentParser(prog="evalkit new", epilog=epilog("new"),
                             description="Scaffold an evalkit project or a suite in it. Nothing that exists is "
                                         "overwritten. Exit code: 0 written, 3 input or usage error.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -34,10 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Add suite NAME to the current project (found like python -m "
                                             "evalkit finds it) and make it the default suite if none is set.")
     suite.add_argument("name", metavar="NAME", help="lower-case letters, digits and _")
-    commands.add_parser("ci", help="a GitHub Actions workflow: replay, gate against main's baseline, summary, "
-                                   "annotations, the run folder as an artifact",
-                        description="Write .github/workflows/evalkit.yml at the top of the git repository that "
-                                    "holds the current project.")
+    commands.add_parser("ci", help="GitHub Actions workflows: replay, gate against main's baseline under main's "
+                                   "policy, summary, annotations, a pull-request comment",
+                        description="Write .github/workflows/evalkit.yml and evalkit-comment.yml at the top of the "
+                                    "git repository that holds the current project.")
     return parser
 
 
@@ -85,9 +94,12 @@ def _ci() -> int:
     project_root()  # a workflow gates a project: refuse outside one
     install = install_requirement()
     top = repository_top()
-    written = write_new({top / WORKFLOW_PATH: workflow_text(install)})
+    written = write_new({top / WORKFLOW_PATH: workflow_text(install), top / COMMENT_PATH: comment_workflow_text()})
     print(f"wrote {written[0]}: on pull requests it replays the suite, gates it against the base branch's "
-          "baseline, writes decision.md to the job summary and annotates regressed tests")
+          "baseline under the base branch's policy, writes decision.md to the job summary and annotates regressed "
+          "tests")
+    print(f"wrote {written[1]}: posts each decision as one comment on its pull request, updated on each push "
+          "(fork-safe: it runs from the base branch and never runs the pull request's code)")
     if install == PLACEHOLDER:
         print(f"edit EVALKIT_REQUIREMENT in it: evalkit was not installed from git or from this repository, so "
               f"the workflow cannot know where to install it from (it says {PLACEHOLDER!r})")

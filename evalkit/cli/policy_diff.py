@@ -21,6 +21,7 @@ invalid, a git ref or git missing, a `--pair` report that cannot be read), 4 int
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -29,6 +30,7 @@ from typing import Any
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import saved_decision_field
 from evalkit.cli.guard import command, say
+from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.files import max_input_bytes, read_text
 from evalkit.core.parsing import parse_json, parse_yaml
@@ -69,7 +71,7 @@ class Pair:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog="python -m evalkit.policy_diff",
+        prog="evalkit policy-diff", epilog=epilog("policy-diff"),
         description="Decide stored baseline/candidate pairs under an old and a new policy and print, as Markdown, "
                     "the decisions that change and why. Exit code: 0 compared, 3 input or usage error, 4 internal "
                     "error.")
@@ -79,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pair", nargs=2, action="append", metavar=("BASELINE", "CANDIDATE"), default=[],
                         help="a baseline and a candidate run report to decide (repeatable; replaces the default "
                              "pairs: the project's shipped reports and its outputs/ and multirun/ runs)")
+    parser.add_argument("--run", action="append", type=Path, metavar="REPORT", default=None,
+                        help="a run's report.json (or its folder) to decide against the baseline it was gated "
+                             "against (repeatable; replaces the runs found under outputs/ and multirun/, of which "
+                             "the newest of each eval key is taken)")
     parser.add_argument("--all", action="store_true",
                         help="decide every default pair, not only those whose run composed this policy")
     return parser
@@ -93,8 +99,13 @@ def main(argv: list[str] | None = None) -> int:
         pairs = [_given_pair(baseline, candidate) for baseline, candidate in args.pair]
         scope = f"{len(pairs)} pair(s) given with --pair"
     else:
-        pairs = default_pairs(skipped)
+        superseded: list[str] = []
+        runs = [path / "report.json" if path.is_dir() else path for path in args.run] if args.run else None
+        pairs = default_pairs(skipped, superseded, runs)
         pairs, scope = _in_scope(pairs, {_option_name(args.old), _option_name(args.new)} - {None}, args.all)
+        if superseded:
+            scope += (f"; {len(superseded)} older run(s) of the same eval key, policy and baseline left out (the "
+                      "newest stands for them; --run REPORT decides a given one)")
     say(render(args.old, old, args.new, new, pairs, scope, skipped))
     return ExitCode.GO
 
@@ -159,9 +170,11 @@ def _given_pair(baseline: str, candidate: str) -> Pair:
                 _read_report(Path(candidate)))
 
 
-def default_pairs(skipped: list[str]) -> list[Pair]:
+def default_pairs(skipped: list[str], superseded: list[str], runs: list[Path] | None = None) -> list[Pair]:
     """The project's shipped reports (each against itself and its suite's baseline) and its runs (each against
-    the baseline it was gated against). What cannot be read is appended to `skipped`, with why."""
+    the baseline it was gated against): `runs` when given, else the newest run under outputs/ and multirun/ of each
+    eval key, policy and baseline (the older ones are appended to `superseded`). What cannot be read is appended
+    to `skipped`, with why."""
     root = project_root()
     cache: dict[Path, RunReport | str] = {}
 
@@ -195,21 +208,39 @@ def default_pairs(skipped: list[str]) -> list[Pair]:
         named = cand.provenance.get("baseline") if isinstance(cand, RunReport) else None
         if isinstance(named, str) and named:
             add(root / named, candidate, "shipped, against its suite's baseline")
-    for folder in RUN_FOLDERS:
-        for candidate in sorted((root / folder).glob("**/report.json")):
-            named = saved_decision_field(candidate, "baseline")
-            cand = report(candidate)
-            if named is None and isinstance(cand, RunReport):
-                value = cand.provenance.get("baseline")
-                named = value if isinstance(value, str) and value else None
-            if named is None:
-                skipped.append(f"{shown(candidate)}: names no baseline (a run with baseline=none)")
-            elif named.startswith(GIT):
-                skipped.append(f"{shown(candidate)}: gated against {named}; give it with --pair {named} "
-                               f"{shown(candidate)}")
+    given = runs is not None
+    found = runs if runs is not None else [path for folder in RUN_FOLDERS
+                                            for path in sorted((root / folder).glob("**/report.json"))]
+    latest: dict[str, tuple[int, Path, str]] = {}  # one run per (eval key, policy, baseline): the newest
+    for candidate in found:
+        named = saved_decision_field(candidate, "baseline")
+        cand = report(candidate)
+        if named is None and isinstance(cand, RunReport):
+            value = cand.provenance.get("baseline")
+            named = value if isinstance(value, str) and value else None
+        if named is None:
+            skipped.append(f"{shown(candidate)}: names no baseline (a run with baseline=none)")
+        elif named.startswith(GIT):
+            skipped.append(f"{shown(candidate)}: gated against {named}; give it with --pair {named} "
+                           f"{shown(candidate)}")
+        elif given or not isinstance(cand, RunReport):
+            path = Path(named).expanduser()
+            add(path if path.is_absolute() else root / path, candidate, "a run")
+        else:
+            # ad-hoc runs of the same key against the same baseline under the same policy decide alike (a replay
+            # is deterministic): the newest stands for them
+            identity = json.dumps([cand.eval, cand.provenance.get("policy"), named], sort_keys=True, default=str)
+            stamp = candidate.stat().st_mtime_ns
+            if identity not in latest or (stamp, str(candidate)) > (latest[identity][0], str(latest[identity][1])):
+                older = latest.get(identity)
+                if older is not None:
+                    superseded.append(shown(older[1]))
+                latest[identity] = (stamp, candidate, named)
             else:
-                path = Path(named).expanduser()
-                add(path if path.is_absolute() else root / path, candidate, "a run")
+                superseded.append(shown(candidate))
+    for _, candidate, named in latest.values():
+        path = Path(named).expanduser()
+        add(path if path.is_absolute() else root / path, candidate, "a run")
     return pairs
 
 

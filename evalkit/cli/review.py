@@ -15,6 +15,7 @@ from typing import Any
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
+from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, one_line
 from evalkit.core.files import decode, read_bytes
 from evalkit.core.fingerprint import fingerprint
@@ -33,7 +34,7 @@ def _read_json(path: Path, what: str) -> tuple[Any, bytes]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog="python -m evalkit.review",
+        prog="evalkit review", epilog=epilog("review"),
         description="Apply human review decisions on presentation to a run report and write the reviewed "
                     "copy; the source report is never modified. Exit code: 0 written, 3 input or usage error.")
     parser.add_argument("--report", type=Path, required=True, help="run report whose pending cases were reviewed")

@@ -25,9 +25,11 @@ from evalkit.cli.guard import command, say
 from evalkit.cli.hydra_errors import config_error, missing_option, output_dir_error
 from evalkit.cli.masked import MaskedStream, mask_pattern_overrides, pattern_literals, scrub_hydra_files
 from evalkit.core.errors import EvalkitError, OutageError, one_line
+from evalkit.core.isolation import isolation_label
 
 if TYPE_CHECKING:
     from evalkit.core.config import RunConfig
+    from evalkit.core.policy import Policy
     from evalkit.live.redact import Redactor
 
 
@@ -103,6 +105,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
     from evalkit.core.key import changed_settings
     from evalkit.gate.decide import decide
     from evalkit.gate.decision import ExitCode, exit_code
+    from evalkit.gate.isolation import refuse_short_isolation
     from evalkit.render.junit import render_junit
     from evalkit.render.markdown import render_markdown
     from evalkit.render.report_page import render_report_html
@@ -128,7 +131,8 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
                     f"{result.report.dataset.get('split')}, {tests} (candidate programs, no model calls); "
                     f"units spent {budget_used.get('spent_units')}, unknown reservations "
                     f"{budget_used.get('unknown_reservations')}, denied cases {budget_used.get('denied_cases')}; "
-                    f"report {result.report_path}\nisolation: {result.report.provenance.get('isolation')}")
+                    f"report {result.report_path}\n"
+                    f"isolation: {isolation_label(result.report.provenance.get('isolation'))}")
     else:
         run_line = (f"run: suite {config.suite.name}, {tests} ({config.mode}, recording {result.recording_path.name}, "
                     f"{result.report.provenance.get('recording_provenance')}); report {result.report_path}")
@@ -145,30 +149,47 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
         say(redact(run_line))
         return ExitCode.GO
     name, base_report, base_sha = baseline
-    decision = decide(config.policy, base_report, result.report)
+    policy, policy_facts = _gate_policy(config, row.get("overrides", ()))
+    refuse_short_isolation(policy, {"baseline": base_report, "candidate": result.report})
+    decision = decide(policy, base_report, result.report)
     _, candidate_sha = read_text_sha256(result.report_path, "report")  # the report.json just written
-    facts = evidence(_run_policy(config, row.get("overrides", ())), report_identity(name, base_sha, base_report),
+    facts = evidence(policy_facts, report_identity(name, base_sha, base_report),
                      report_identity(str(result.report_path), candidate_sha, result.report))
     written = redact.scrub({"baseline": name, **decision.to_json(), "evidence": facts})
     write_atomic(Path(config.run.out) / "decision.json", json.dumps(written, indent=2, allow_nan=False) + "\n")
-    write_atomic(Path(config.run.out) / "decision.xml", redact(render_junit(decision, result.report, config.policy)))
+    write_atomic(Path(config.run.out) / "decision.xml", redact(render_junit(decision, result.report, policy)))
     write_atomic(Path(config.run.out) / "decision.md",
-                 redact(render_markdown(decision, result.report, config.policy.critical, facts, base_report)))
+                 redact(render_markdown(decision, result.report, policy.critical, facts, base_report)))
     write_atomic(Path(config.run.out) / "report.html",
-                 redact(render_report_html(result.report, decision, base_report, config.policy.critical, facts,
-                                           config.policy.critical_cases)))
+                 redact(render_report_html(result.report, decision, base_report, policy.critical, facts,
+                                           policy.critical_cases)))
     settings = changed_settings(base_report.eval, result.report.eval)
     row.update(decision=str(decision.decision), changed=render_changed(decision.changed, settings),
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
     if decision.statistics:
         row["paired"] = {k: decision.statistics[k] for k in ("difference", "interval", "groups", "seed", "resamples")}
-    say(redact(render_decision(decision, config.policy.critical, settings)))
+    say(redact(render_decision(decision, policy.critical, settings)))
     say(redact(render_sections(result.report)))
     say(redact(run_line))
     say(redact(f"baseline: {name}"))
     if not config.require_pass:  # report-only: everything above was written; only the exit code differs
         return ExitCode.GO
-    return exit_code(decision.decision, config.policy.review_fails)
+    return exit_code(decision.decision, policy.review_fails)
+
+
+def _gate_policy(config: RunConfig, overrides: Any) -> tuple[Policy, dict[str, Any]]:
+    """The policy the gate decides under, and its identity: the composed one, or with `policy_from=git:REF` the
+    same policy option as it is at REF (a pull request decided under its base branch's policy)."""
+    if config.policy_from is None:
+        return config.policy, _run_policy(config, overrides)
+    from evalkit.cli.base_policy import policy_at_ref
+    from evalkit.cli.evidence import policy_identity
+
+    option = config.choices.get("policy", "policy")
+    policy, where = policy_at_ref(config.policy_from, option, [str(o) for o in overrides])
+    at = f"as it is at {where['at']}" if where["at"] else "as evalkit ships it"
+    return policy, policy_identity(policy, fallback_name=option, source=where["source"],
+                                   chosen_by=f"policy_from={config.policy_from}: option {option!r} {at}")
 
 
 def _run_policy(config: RunConfig, overrides: Any) -> dict[str, Any]:

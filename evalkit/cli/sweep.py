@@ -15,10 +15,12 @@ from hydra.experimental.callback import Callback
 
 from evalkit.cli.guard import say
 from evalkit.core.atomic import write_atomic
+from evalkit.core.errors import EvalkitError
+from evalkit.core.report import read_reports
 from evalkit.core.untrusted import MAX_VALUE_CHARS, markdown
 from evalkit.gate.decision import ExitCode
 from evalkit.live.redact import Redactor
-from evalkit.render.sweep_page import render_summary_html
+from evalkit.render.sweep_page import JobCase, render_summary_html
 
 __all__ = ["SweepSummary", "JOB_FILE", "SUBMITIT_LAUNCHERS", "sweep_exit_code", "render_summary", "read_rows",
            "job_folders", "metric_columns"]
@@ -150,13 +152,33 @@ class SweepSummary(Callback):
         rows = read_rows(sweep_dir)  # one per folder, in the same order
         links = [folder.name if (folder / "report.html").is_file() else None for folder in folders]
         # each job masked its own row; mask again with the sweep's key variables, in case a job could not
-        rows = _redactor(config).scrub(rows)
+        rows = _redactor(config).scrub(rows)  # the cases' replies below are masked the same way
         table = render_summary(rows)
         write_atomic(sweep_dir / "summary.md", table + "\n")
         write_atomic(sweep_dir / "summary.json", json.dumps(rows, indent=2, allow_nan=False) + "\n")
-        write_atomic(sweep_dir / "summary.html", render_summary_html(rows, metric_columns(rows), links))
+        redact = _redactor(config)
+        cases = [_job_cases(folder / "report.json", redact) for folder in folders]
+        write_atomic(sweep_dir / "summary.html", render_summary_html(rows, metric_columns(rows), links, cases))
         say(f"\nsweep summary ({len(rows)} jobs, {sweep_dir / 'summary.md'}):\n{table}")
         raise SystemExit(sweep_exit_code([int(r["exit_code"]) for r in rows]))
+
+
+def _job_cases(report: Path, redact: Redactor) -> dict[str, JobCase] | None:
+    """A job's cases for the summary's matrix, by id; None when the job wrote no report that can be read (its
+    row says why)."""
+    if not report.is_file():
+        return None
+    try:
+        ((read, _),) = read_reports([report])
+    except EvalkitError:
+        return None
+    cases = {}
+    for case in read.cases:
+        passed = None if case.get("status") == "unscored" else case.get("passed")
+        output = case.get("output")
+        text = None if output is None else redact(output if isinstance(output, str) else json.dumps(output))
+        cases[str(case.get("id"))] = JobCase(passed if isinstance(passed, bool) else None, text)
+    return cases
 
 
 def _redactor(config: Any) -> Redactor:

@@ -13,8 +13,8 @@ from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.policy import Policy
 
 __all__ = ["BUILTIN_METRICS", "SliceSpec", "SweepSettings", "Mode", "Progress", "Price", "BudgetConfig", "ModelConfig",
-           "PromptConfig", "DatasetConfig", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig", "from_hydra",
-           "validate_config", "available_cpus", "WORKERS_PER_CPU", "env_names"]
+           "PromptConfig", "DatasetConfig", "ProgramLimits", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig",
+           "from_hydra", "validate_config", "available_cpus", "WORKERS_PER_CPU", "env_names"]
 
 
 class Mode(enum.StrEnum):
@@ -118,6 +118,21 @@ class SliceSpec(_Strict):
     """Only the cases whose fields equal these values (`{kind: rag}`)."""
 
 
+class ProgramLimits(_Strict):
+    """What one candidate run may use (evalkit.programs.sandbox). Hitting a limit fails that case, naming the limit;
+    the run goes on. The defaults suit small programs; raise them per suite (`suite.program.limits.memory_mb=2048`)."""
+
+    memory_mb: int = Field(1024, ge=64, le=1024 * 1024)
+    """Address space of each process of the program, in MiB (RLIMIT_AS): an allocation past it fails."""
+    cpu_s: int = Field(10, ge=1, le=24 * 3600)
+    """CPU seconds of each process (RLIMIT_CPU): a process spinning past it is killed."""
+    processes: int = Field(32, ge=4, le=4096)
+    """Processes of the sandbox's user at once, the launcher's own included (RLIMIT_NPROC): a fork past it fails."""
+    disk_mb: int = Field(64, ge=1, le=64 * 1024)
+    """What the task folder, and separately the private /tmp, may hold, in MiB (each a size-limited tmpfs, so it is
+    memory of this machine, not disk); also the largest single file (RLIMIT_FSIZE)."""
+
+
 class ProgramSpec(_Strict):
     """How a suite that evaluates a candidate program (instead of model calls) runs it for each case."""
 
@@ -129,6 +144,8 @@ class ProgramSpec(_Strict):
     """Files read back after the run as artefacts for the graders (and hashed into the report)."""
     private_fields: tuple[str, ...] = ("split", "origin", "group")
     """Case fields kept out of the public `task.json` the program reads."""
+    limits: ProgramLimits = Field(default_factory=ProgramLimits)
+    """Memory, CPU time, processes and disk each candidate run may use."""
 
 
 class SuiteConfig(_Strict):
@@ -284,6 +301,9 @@ class RunConfig(_Strict):
     mode: Mode = Mode.REPLAY
     baseline: str | None = "default"
     """`default` (the suite's shipped baseline), a report path, `git:REF:PATH`, or `none` to skip the gate."""
+    policy_from: str | None = None
+    """`git:REF`: decide under the composed policy option as it is at REF (`git:origin/main` in a pull request's
+    CI, so a change cannot lower the floor it is gated on); null: the policy as composed here."""
     require_pass: bool = True
     """Exit with the decision's code (1 block, 2 incomparable); false: still write every report and decision,
     but exit 0 whatever the decision (errors keep their code)."""

@@ -45,10 +45,13 @@ def _constant(name: str) -> NoReturn:
     raise _Refusal(f"{name} is not a JSON number; write a finite number, or null for a value that is missing")
 
 
-def parse_json(text: str | bytes, where: str, what: str = "file") -> Any:
-    """Parse JSON strictly; every refusal names `where` (the file) and says what to fix."""
+def parse_json(text: str | bytes, where: str, what: str = "file", *, constants_as_null: bool = False) -> Any:
+    """Parse JSON strictly; every refusal names `where` (the file) and says what to fix.
+
+    `constants_as_null` reads the bare `NaN`, `Infinity` and `-Infinity` a tool writes on purpose (Inspect's
+    logs) as null, a value that is missing; a number too large for a float is refused all the same."""
     with _nesting_bounded() as bounded:
-        data = _strict_loads(text, where, what, unique_object)
+        data = _strict_loads(text, where, what, unique_object, _null if constants_as_null else _constant)
     if not bounded:  # the parser could not bound the nesting: walk the value (numbers were checked as parsed)
         check_values(data, where, what)
     return data
@@ -73,9 +76,14 @@ def _unique_dropped(pairs: list[tuple[str, Any]]) -> None:
         unique_object(pairs)  # names the key given twice
 
 
-def _strict_loads(text: str | bytes, where: str, what: str, hook: Callable[[list[tuple[str, Any]]], Any]) -> Any:
+def _null(_name: str) -> None:
+    return None
+
+
+def _strict_loads(text: str | bytes, where: str, what: str, hook: Callable[[list[tuple[str, Any]]], Any],
+                  constant: Callable[[str], Any] = _constant) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=hook, parse_constant=_constant, parse_float=_finite)
+        return json.loads(text, object_pairs_hook=hook, parse_constant=constant, parse_float=_finite)
     except _Refusal as refusal:
         raise InputError(f"{where}: {refusal}") from None
     except json.JSONDecodeError as error:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.files import read_text
+from evalkit.core.isolation import Layer
 from evalkit.core.parsing import parse_json, parse_yaml
 
 __all__ = ["STRICT_DEFAULT", "PairedRule", "Policy", "RepeatsRule", "load_policy", "policy_from_mapping",
@@ -141,6 +142,11 @@ class Policy(BaseModel):
     paired: PairedRule | None = None
     """Estimate the task-success difference with a paired cluster bootstrap over the suite's groups and block
     when the interval's lower bound is below `margin`."""
+
+    require_isolation: tuple[Layer, ...] = ()
+    """Isolation layers (filesystem, network, pid, user, limits) every candidate program of both runs must have
+    had: a program run whose `provenance.isolation` does not state one of them held is refused (exit code 3), never
+    decided. Runs that call models run no candidate program and are not concerned."""
 
     repeats: RepeatsRule = Field(default_factory=RepeatsRule)
     """When both reports carry repeated samples per test: the significance level and what flaky baselines and

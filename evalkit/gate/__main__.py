@@ -3,5 +3,7 @@
 import sys
 
 from evalkit.cli.gate import main
+from evalkit.cli.main import deprecated
 
+deprecated("evalkit.gate")
 sys.exit(main())

@@ -74,7 +74,8 @@ def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateC
             continue
         try:
             run = run_program(program, candidate.args, task, files, spec.watch,
-                              timeout_s=candidate.timeout_s, max_response_bytes=candidate.max_response_bytes)
+                              timeout_s=candidate.timeout_s, max_response_bytes=candidate.max_response_bytes,
+                              limits=spec.limits)
         except InputError as error:
             raise InputError(f"case {case.id}: {error}") from None
         units: int | None = None

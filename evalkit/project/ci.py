@@ -9,11 +9,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-__all__ = ["PLACEHOLDER", "TEMPLATE", "WORKFLOW_PATH", "install_requirement", "repository_top", "workflow_text"]
+__all__ = ["COMMENT_PATH", "PLACEHOLDER", "TEMPLATE", "WORKFLOW_PATH", "comment_workflow_text", "install_requirement",
+           "repository_top", "workflow_text"]
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "ci" / "evalkit.yml.tmpl"
 WORKFLOW_PATH = Path(".github") / "workflows" / "evalkit.yml"
 """Where the workflow goes, relative to the repository's root."""
+COMMENT_TEMPLATE = TEMPLATE.with_name("evalkit-comment.yml.tmpl")
+COMMENT_PATH = WORKFLOW_PATH.with_name("evalkit-comment.yml")
+"""The workflow that posts the decision as a pull-request comment (fork-safe: it runs from the base branch)."""
 PLACEHOLDER = "evalkit @ git+https://github.com/OWNER/evalkit"
 """The requirement written when the running evalkit came from somewhere a CI runner cannot reach."""
 EDIT_NOTE = ("# EDIT: where the runner installs evalkit from (a git URL, a wheel's URL); "
@@ -29,6 +33,11 @@ def workflow_text(install: str) -> str:
     text = TEMPLATE.read_text(encoding="utf-8")
     assert text.count(MARKER) == 1, f"{TEMPLATE} must hold {MARKER} once"
     return text.replace(MARKER, value)
+
+
+def comment_workflow_text() -> str:
+    """The YAML of the workflow that posts each decision of the gate workflow on its pull request."""
+    return COMMENT_TEMPLATE.read_text(encoding="utf-8")
 
 
 def install_requirement(repository: Path | None = None) -> str:

@@ -21,11 +21,11 @@ from importlib.resources import files
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from evalkit.core.untrusted import visible
 
-__all__ = ["content_security_policy", "environment", "render_page", "is_sealed_page"]
+__all__ = ["breakable", "content_security_policy", "environment", "render_page", "is_sealed_page"]
 
 _TEMPLATES = "templates"
 _BLANK = "0" * 64
@@ -39,6 +39,7 @@ def environment() -> Environment:
     rather than an empty string."""
     env = Environment(loader=PackageLoader("evalkit.render", _TEMPLATES), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, finalize=_shown)
+    env.filters["breakable"] = breakable
     return env
 
 
@@ -48,6 +49,12 @@ def _shown(value: Any) -> Any:
     if isinstance(value, str) and not isinstance(value, Markup):
         return visible(value, keep="\n\r\t", controls_only=True)
     return value
+
+
+def breakable(text: object) -> Markup:
+    """A test id that may wrap where a reader expects it, before `::` and `[`, never mid-word: escaped first, so
+    the only markup added is the line-break opportunity `<wbr>`."""
+    return Markup(str(escape(text)).replace("::", "<wbr>::").replace("[", "<wbr>["))
 
 
 @cache

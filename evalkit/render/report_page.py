@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from evalkit.core.isolation import isolation_label
 from evalkit.core.key import changed_settings
 from evalkit.core.report import PASSING, RunReport
 from evalkit.gate.decide import is_critical
@@ -94,12 +95,12 @@ def render_report_html(candidate: RunReport, decision: Decision | None = None, b
     return render_page(
         "report.html.j2",
         suite=str(candidate.eval.get("suite") or candidate.provenance.get("suite") or "run"),
-        banner=_banner(decision),
+        banner=_banner(decision), tradeoff=_tradeoff(decision, baseline, candidate),
         policy=_policy(evidence),
         changed=_changed(decision, baseline, candidate),
         key=[(name, _key_text(value)) for name, value in candidate.eval.items() if name != "settings"],
         statistics=render_statistics(decision.statistics) if decision and decision.statistics else None,
-        tests=tests, counts=counts, filters=FILTERS, omitted_rows=omitted,
+        tests=tests, counts=counts, filters=FILTERS, omitted_rows=omitted, initial_filter=_initial_filter(counts),
         panels=panels, unshown_panels=unshown, gated=baseline is not None,
         metrics=_metrics(decision, candidate),
         slices=_slices(candidate),
@@ -119,6 +120,39 @@ def _banner(decision: Decision | None) -> dict[str, Any]:
             "reasons": [clip(r, MESSAGE_CHARS) for r in decision.reasons],
             "review": [clip(r, MESSAGE_CHARS) for r in decision.review_reasons],
             "warnings": [clip(w, MESSAGE_CHARS) for w in decision.warnings], "pass_line": pass_line}
+
+
+def _tradeoff(decision: Decision | None, baseline: RunReport | None,
+              candidate: RunReport) -> list[tuple[str, str, str]]:
+    """What the change traded, as the banner shows it: (label, value, tone) for regressed, fixed and critical
+    tests, then the pass rate and the case pass rate with their change from the baseline."""
+    if decision is None or baseline is None:
+        return []
+    critical = len(decision.critical_failures) + len(decision.missing_critical)
+    rows = [("regressed", str(len(decision.regressed)), "bad" if decision.regressed else "even"),
+            ("fixed", str(len(decision.fixed)), "good" if decision.fixed else "even"),
+            ("critical failing", str(critical), "bad" if critical else "even")]
+    before_rate = baseline.passed / len(baseline.outcomes) if baseline.outcomes else None
+    after_rate = candidate.passed / len(candidate.outcomes) if candidate.outcomes else None
+    for label, before, after in (("pass rate", before_rate, after_rate),
+                                 ("case pass rate", baseline.metrics.get("case_pass_rate"),
+                                  candidate.metrics.get("case_pass_rate"))):
+        if isinstance(after, int | float):
+            rows.append((label, *_with_delta(after, before)))
+    return rows
+
+
+def _with_delta(after: float, before: object) -> tuple[str, str]:
+    if not isinstance(before, int | float):
+        return f"{after:.3f}", "even"
+    delta = after - before
+    tone = "bad" if delta < -5e-4 else "good" if delta > 5e-4 else "even"
+    return f"{after:.3f} ({delta:+.3f})", tone
+
+
+def _initial_filter(counts: Mapping[str, int]) -> str:
+    """The table opens on what matters: the regressed tests, else the failing ones, else all."""
+    return next((name for name in ("regressed", "failing") if counts.get(name)), "all")
 
 
 def _policy(evidence: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -202,10 +236,25 @@ def _test_rows(candidate: RunReport, decision: Decision | None, baseline: RunRep
     else:
         omitted = 0
     messages = {**(decision.messages if decision else {}), **candidate.messages}
-    rows = [_Row(name[:ID_CHARS], max(len(name) - ID_CHARS, 0), _case_of(name)[:ID_CHARS], before.get(name, "absent"),
-                 after.get(name, "absent"), marks, *_cut(messages.get(name) or "", MESSAGE_CHARS))
+    # not gated: there is no baseline to be absent from, so its column says so neutrally
+    absent_before = "absent" if baseline is not None else "-"
+    tagged.sort(key=lambda row: _severity(row[1]))  # stable: the suite's order within each rank
+    rows = [_Row(name[:ID_CHARS], max(len(name) - ID_CHARS, 0), _case_of(name)[:ID_CHARS],
+                 before.get(name, absent_before), after.get(name, "absent"), marks,
+                 *_cut(messages.get(name) or "", MESSAGE_CHARS))
             for name, marks in tagged]
     return rows, counts, omitted
+
+
+_RANK = ("critical", "regressed", "failing", "new", "fixed")
+
+
+def _severity(marks: str) -> int:
+    """A row's rank in the table: failing critical tests first, then regressed, failing, new, fixed, the rest."""
+    tags = marks.split()
+    if "critical" in tags and "failing" in tags:
+        return 0
+    return next((rank for rank, tag in enumerate(_RANK[1:], start=1) if tag in tags), len(_RANK))
 
 
 class _Row(NamedTuple):
@@ -378,14 +427,16 @@ def _slices(report: RunReport) -> list[dict[str, Any]]:
 def _provenance(report: RunReport) -> list[tuple[str, Clipped]]:
     """Where the run's replies came from (authored or recorded), the run's mode, and for candidate programs the
     isolation that held, per case where the cases differ from the run's probe."""
-    rows = [(str(name), clip(value, MESSAGE_CHARS)) for name, value in report.provenance.items()]
+    run_label = isolation_label(report.provenance.get("isolation"))
+    rows = [(str(name), clip(run_label if name == "isolation" else value, MESSAGE_CHARS))
+            for name, value in report.provenance.items()]
     rows += [(f"candidate {name}", clip(value, MESSAGE_CHARS)) for name, value in report.candidate.items()]
     labels: dict[str, int] = {}
     for case in report.cases:
         program = case.get("program")
         if isinstance(program, Mapping) and isinstance(program.get("isolation"), str):
             labels[program["isolation"]] = labels.get(program["isolation"], 0) + 1
-    if labels and set(labels) != {report.provenance.get("isolation")}:
+    if labels and set(labels) != {run_label}:
         rows += [(f"isolation held for {count} case(s)", clip(label, MESSAGE_CHARS)) for label, count in labels.items()]
     return rows
 

@@ -1,20 +1,34 @@
-"""summary.html: a sweep's jobs as one sortable table, the suite's metrics as columns, each job linking its page."""
+"""summary.html: a sweep's jobs as one sortable table, the suite's metrics as columns, each job linking its page;
+then the cases × jobs matrix: each case's outcome and reply in every job, filterable to the cases where jobs
+disagree, as promptfoo's and Inspect's users compare prompts and models."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from evalkit.render.html import render_page
 
-__all__ = ["render_summary_html"]
+__all__ = ["MAX_MATRIX_ROWS", "JobCase", "render_summary_html"]
 
-_TEXT_CHARS = 2_000  # of an override list, a `changed` line or an error shown in a cell
+_TEXT_CHARS = 2_000  # of an override list, a `changed` line, an error or a reply shown in a cell
+MAX_MATRIX_ROWS = 2_000
+"""Cases in the matrix at most: those where jobs disagree first, then the others in the first job's order."""
 
 
-def render_summary_html(rows: list[dict[str, Any]], metrics: list[str], folders: list[str | None]) -> str:
+class JobCase(NamedTuple):
+    """One case as one job ran it: whether it passed (None: not scored) and its reply (None: none kept)."""
+
+    passed: bool | None
+    output: str | None
+
+
+def render_summary_html(rows: list[dict[str, Any]], metrics: list[str], folders: list[str | None],
+                        cases: Sequence[Mapping[str, JobCase] | None] = ()) -> str:
     """One row per job (its `job.json`): decision, pass rates, regressions, input tokens and the `metrics`
-    columns; `folders[i]` is job i's folder in the sweep (its report.html is linked), None when it has no page."""
+    columns; `folders[i]` is job i's folder in the sweep (its report.html is linked), None when it has no page.
+    `cases[i]` is job i's cases by id (None when its report could not be read): the matrix below the table."""
     jobs = []
     for row, folder in zip(rows, folders, strict=True):
         values: dict[str, Any] = row["metrics"] if isinstance(row.get("metrics"), dict) else {}
@@ -28,7 +42,35 @@ def render_summary_html(rows: list[dict[str, Any]], metrics: list[str], folders:
             + [_number(values.get(name)) for name in metrics],
             "link": f"{quote(folder)}/report.html" if folder is not None else None,
         })
-    return render_page("summary.html.j2", jobs=jobs, metrics=metrics)
+    matrix, omitted = _matrix(cases)
+    return render_page("summary.html.j2", jobs=jobs, metrics=metrics, matrix=matrix, omitted_cases=omitted,
+                       disagreeing=sum(1 for row in matrix if row["disagree"]))
+
+
+def _matrix(cases: Sequence[Mapping[str, JobCase] | None]) -> tuple[list[dict[str, Any]], int]:
+    """Rows of the cases × jobs matrix, and how many cases were left out. A case disagrees when the jobs that ran
+    it did not all pass it or all fail it."""
+    if len(cases) < 2:
+        return [], 0
+    order: dict[str, None] = {}
+    for job in cases:
+        order.update(dict.fromkeys(job or {}))
+    rows = []
+    for case_id in order:
+        cells = [None if job is None else job.get(case_id) for job in cases]
+        outcomes = {cell.passed for cell in cells if cell is not None and cell.passed is not None}
+        rows.append({"id": case_id[:_TEXT_CHARS], "disagree": len(outcomes) > 1, "cells": [_cell(c) for c in cells]})
+    rows.sort(key=lambda row: not row["disagree"])  # stable: the jobs' order within each group
+    return rows[:MAX_MATRIX_ROWS], max(len(rows) - MAX_MATRIX_ROWS, 0)
+
+
+def _cell(case: JobCase | None) -> dict[str, Any]:
+    if case is None:
+        return {"outcome": "absent", "output": None, "cut": 0}
+    outcome = "unscored" if case.passed is None else "passed" if case.passed else "failed"
+    output = case.output
+    cut = max(len(output) - _TEXT_CHARS, 0) if output is not None else 0
+    return {"outcome": outcome, "output": output[:_TEXT_CHARS] if output is not None else None, "cut": cut}
 
 
 def _number(value: Any) -> tuple[str, str]:

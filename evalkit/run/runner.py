@@ -35,7 +35,7 @@ from evalkit.live.providers import Provider, make_provider
 from evalkit.live.redact import MIN_SECRET, Redactor, credential_name
 from evalkit.programs.candidate import candidate_config, run_programs
 from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_changes, snapshot
-from evalkit.programs.sandbox import probe_isolation
+from evalkit.programs.isolation import probe_isolation
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
 from evalkit.run.destinations import check_run_destinations
@@ -176,9 +176,10 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     suite_dir = project_path(config.suite.path)
     key = build_key(suite=config.suite.name, dataset=data_set.identity(name), model="none", prompt_version="none",
                     prompt_text="", judge_model=_checks_fingerprint(suite_dir, program), components=components)
-    # The candidate runs as the same OS user: whatever it changed in the suite or in evalkit's code while it ran
-    # (a grader that always passes) must refuse the run, never become a decision. Checked again after the checks
-    # ran, for a descendant that escaped the kill of its process tree (see provenance.isolation).
+    # Where the candidate is not confined to its task folder it runs as evalkit's own OS user: whatever it changed
+    # in the suite or in evalkit's code while it ran (a grader that always passes) must refuse the run, never
+    # become a decision. Checked again after the checks ran, for a descendant that escaped the kill of its process
+    # tree (see provenance.isolation).
     before = snapshot(suite_dir)
     judging = judging_files(suite_dir, program)
     budget = UnitBudget(config.budget.max_units)
@@ -189,7 +190,7 @@ def _run_program_suite(config: RunConfig) -> RunResult:
         refuse_changes(judging, judging_files(suite_dir, program), suite_dir, program, "while the checks ran")
 
     provenance = {**_provenance(config, None, None), "run_kind": PROGRAM_RUN_KIND,
-                  "isolation": probe_isolation().label}
+                  "isolation": probe_isolation().to_json()}
     run_input = {
         "key": key.model_dump(mode="json"),
         "components": config.components,
@@ -207,7 +208,7 @@ def _run_program_suite(config: RunConfig) -> RunResult:
                     "purpose": data_set.purpose, "sha": data_set.sha, "cases": len(data_set.cases)},
         "candidate": {"option": option, "change": candidate.change, "program": candidate.program,
                       "args": list(candidate.args), "program_sha256": program_sha, "timeout_s": candidate.timeout_s,
-                      "max_response_bytes": candidate.max_response_bytes},
+                      "max_response_bytes": candidate.max_response_bytes, "limits": spec.limits.model_dump()},
         "execution": execution,
     }
     report, report_path = _check_and_report(config, suite_dir, run_input, redact, extra, verify)

@@ -20,6 +20,8 @@
   }
   Array.prototype.forEach.call(document.querySelectorAll(".filters[data-table]"), function (group) {
     group.hidden = false;
+    // the page opens on what matters (the regressed tests, else the failing ones); all are one click away
+    applyFilter(group, group.getAttribute("data-initial") || "all");
     group.addEventListener("click", function (event) {
       var button = event.target.closest("button[data-filter]");
       if (button) { applyFilter(group, button.getAttribute("data-filter")); }

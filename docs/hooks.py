@@ -1,0 +1,54 @@
+"""MkDocs hook: fill the reference pages from evalkit itself, so they cannot drift from the program.
+
+A page marks where generated text goes with an HTML comment: `<!-- evalkit:options MODULE:CLASS [PREFIX] -->`
+(a config model's options as a table), `<!-- evalkit:schema MODULE:CLASS -->` (its JSON Schema) and
+`<!-- evalkit:commands -->` (`evalkit --help` and every subcommand's `--help`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import json
+import re
+from typing import Any
+
+_MARK = re.compile(r"<!-- evalkit:(options|schema|commands)(?: ([\w.:]+))?(?: ([\w.]+))? -->")
+
+
+def _target(spec: str) -> Any:
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _commands() -> str:
+    from evalkit.cli.main import SUBCOMMANDS, usage
+
+    parts = ["```text\n" + usage() + "```\n"]
+    for name, sub in SUBCOMMANDS.items():
+        if name == "run":
+            continue  # Hydra's own help: see the configuration reference
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+            importlib.import_module(sub.module).main(["--help"])
+        parts.append(f"## evalkit {name}\n\n```text\n{out.getvalue()}```\n")
+    return "\n".join(parts)
+
+
+def _fill(match: re.Match[str]) -> str:
+    from evalkit.render.reference import options_table
+
+    kind, spec, prefix = match.group(1), match.group(2), match.group(3)
+    if kind == "commands":
+        return _commands()
+    target = _target(spec)
+    if kind == "options":
+        return options_table(target, f"{prefix}." if prefix else "")
+    schema = target() if callable(target) and not isinstance(target, type) else target.model_json_schema()
+    text = schema if isinstance(schema, str) else json.dumps(schema, indent=2, sort_keys=True)
+    return "```json\n" + text.rstrip("\n") + "\n```\n"
+
+
+def on_page_markdown(markdown: str, **_: Any) -> str:
+    return _MARK.sub(_fill, markdown)

@@ -1,0 +1,124 @@
+"""The `evalkit` console script: one command with every subcommand, each the same program as its `python -m` form."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pty
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from conftest import PROJECT_ROOT, evalkit_cli, evalkit_env
+
+from evalkit.cli.main import SUBCOMMANDS
+
+EVALKIT = Path(sys.executable).parent / "evalkit"
+BASELINE = "suites/issue_triage/runs/baseline.json"
+
+
+def evalkit(*args: str, cwd: Path = PROJECT_ROOT) -> subprocess.CompletedProcess[str]:
+    """Run the installed `evalkit` script as a user would."""
+    return subprocess.run([str(EVALKIT), *args], cwd=cwd, env=evalkit_env(), capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_the_console_script_is_installed_by_the_package():
+    assert EVALKIT.is_file(), "pip install -e . installs the `evalkit` script beside the interpreter"
+
+
+def test_help_lists_every_subcommand_and_each_has_a_main():
+    done = evalkit("--help")
+    assert done.returncode == 0, done.stderr
+    listed = [line.split()[0] for line in done.stdout.split("commands:\n")[1].split("\n\n")[0].splitlines()]
+    assert listed == list(SUBCOMMANDS)
+    for sub in SUBCOMMANDS.values():
+        assert callable(importlib.import_module(sub.module).main)
+
+
+def test_every_python_m_form_has_a_subcommand():
+    """A `python -m evalkit.X` module that no subcommand replaces would be a command the console script lost."""
+    package = PROJECT_ROOT / "evalkit"
+    legacy = {f"evalkit.{path.stem}" for path in package.glob("*.py") if path.stem not in ("__init__", "__main__")}
+    legacy |= {f"evalkit.{path.parent.name}" for path in package.glob("*/__main__.py")}
+    assert legacy == {sub.legacy for sub in SUBCOMMANDS.values()} - {"evalkit"}
+
+
+@pytest.mark.parametrize("name", [name for name in SUBCOMMANDS if name != "run"])
+def test_each_subcommand_help_ends_with_an_example_of_itself(name):
+    done = evalkit(name, "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: evalkit {name} ")
+    last = " ".join(done.stdout.split("\n\n")[-1].split())
+    assert last == f"example: {SUBCOMMANDS[name].example}"
+
+
+def test_run_help_is_hydras_with_evalkit_run_examples():
+    done = evalkit("run", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "Usage: evalkit run [GROUP=OPTION ...]" in done.stdout and "  evalkit run model=gemma4 prompt=v2" in done.stdout
+
+
+@pytest.mark.slow
+def test_evalkit_run_is_python_m_evalkit(tmp_path):
+    script = evalkit("run", f"hydra.run.dir={tmp_path / 'a'}")
+    module = evalkit_cli("evalkit", f"hydra.run.dir={tmp_path / 'b'}")
+    assert (script.returncode, module.returncode) == (0, 0), script.stderr + module.stderr
+    assert script.stdout.splitlines()[0] == module.stdout.splitlines()[0] == "decision: GO"
+    assert (tmp_path / "a" / "report.json").is_file()
+
+
+def test_gate_gives_the_same_decision_and_output_as_its_python_m_form():
+    script = evalkit("gate", BASELINE, BASELINE)
+    module = evalkit_cli("evalkit.gate", BASELINE, BASELINE)
+    assert script.returncode == module.returncode == 0
+    assert script.stdout == module.stdout and script.stdout.startswith("decision: GO")
+
+
+def test_a_usage_error_in_a_subcommand_keeps_the_input_error_code():
+    done = evalkit("gate", BASELINE)
+    assert done.returncode == 3 and "usage: evalkit gate" in done.stderr
+
+
+@pytest.mark.parametrize("args", [("nope",), ("--nope",), ()])
+def test_an_unknown_or_missing_command_is_an_input_error_never_a_decision(args):
+    done = evalkit(*args)
+    assert done.returncode == 3
+    if args:
+        assert len(done.stderr.strip().splitlines()) == 1 and "unknown command" in done.stderr
+    else:
+        assert done.stdout.startswith("usage: evalkit")
+
+
+def test_version_is_the_installed_distributions():
+    done = evalkit("--version")
+    assert done.returncode == 0 and done.stdout == f"evalkit {version('evalkit')}\n"
+
+
+def _on_a_terminal(*args: str) -> str:
+    """What a person at a terminal sees: the command's output through a pseudo-terminal."""
+    main, child = pty.openpty()
+    done = subprocess.run(args, cwd=PROJECT_ROOT, env=evalkit_env(), stdin=subprocess.DEVNULL, stdout=child,
+                          stderr=child, timeout=120)
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # EIO: the terminal's other end is closed and everything was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    assert done.returncode == 0
+    return b"".join(chunks).decode()
+
+
+def test_the_old_form_names_its_replacement_at_a_terminal_and_stays_one_line_for_scripts():
+    seen = _on_a_terminal(sys.executable, "-m", "evalkit.policy_diff", "--help")
+    assert "`python -m evalkit.policy_diff` is deprecated; use `evalkit policy-diff`" in seen
+    piped = evalkit_cli("evalkit.policy_diff", "--help")
+    assert piped.returncode == 0 and "deprecated" not in piped.stderr + piped.stdout
