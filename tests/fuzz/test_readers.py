@@ -22,8 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+# Each example is a file sent to a child process: Hypothesis's per-example deadline would measure that round trip,
+# so the harness bounds each read itself (READ_TIMEOUT_S). `quick` runs in CI (seconds on two cores); `long` on
+# demand: python -m pytest tests/fuzz -p hypothesis --hypothesis-profile=long
+settings.register_profile("quick", max_examples=25, deadline=None, derandomize=True, database=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("long", max_examples=1500, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests/corpus/adapt"
@@ -97,6 +105,14 @@ class Child:
     def close(self) -> None:
         self.process.kill()
         self.process.wait()
+
+
+@pytest.fixture
+def fuzz_settings(request: pytest.FixtureRequest) -> settings:
+    """The profile the harness runs under: `--hypothesis-profile=NAME` if given, else `quick`. Applied to the
+    harness's tests only, so the rest of the suite keeps its own Hypothesis settings."""
+    chosen = request.config.getoption("hypothesis_profile", None)
+    return settings.get_profile(chosen or "quick")
 
 
 @pytest.fixture(scope="module")
