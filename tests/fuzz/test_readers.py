@@ -22,16 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-
-# Each example is a file sent to a child process: Hypothesis's per-example deadline would measure that round trip,
-# so the harness bounds each read itself (READ_TIMEOUT_S). `quick` runs in CI (seconds on two cores); `long` on
-# demand: python -m pytest tests/fuzz -p hypothesis --hypothesis-profile=long
-settings.register_profile("quick", max_examples=25, deadline=None, derandomize=True, database=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("long", max_examples=1500, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests/corpus/adapt"
