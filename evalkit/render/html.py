@@ -54,7 +54,8 @@ def _shown(value: Any) -> Any:
 def breakable(text: object) -> Markup:
     """A test id that may wrap where a reader expects it, before `::` and `[`, never mid-word: escaped first, so
     the only markup added is the line-break opportunity `<wbr>`."""
-    return Markup(str(escape(text)).replace("::", "<wbr>::").replace("[", "<wbr>["))
+    shown = _shown(str(text))  # control characters as escapes first: the filter's Markup skips `finalize`
+    return Markup(str(escape(shown)).replace("::", "<wbr>::").replace("[", "<wbr>["))
 
 
 @cache
