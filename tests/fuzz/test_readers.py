@@ -132,8 +132,10 @@ def check(answer: dict[str, Any], reader: str, data: bytes) -> None:
 # JSON values of every type, including the awkward ones: huge integers, non-finite floats, deep nesting
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(max_size=40) | st.sampled_from(["", "\x00", "\x1b[2J", "\ud800", "../../etc/passwd", "9" * 5000]),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    | st.text(max_size=40) | st.sampled_from(["", "\x00", "\x1b[2J", "\ud800", "../../etc/passwd", "9" * 5000])
+    | st.sampled_from([[], {}]),
+    lambda inner: st.lists(inner, min_size=1, max_size=4)
+    | st.dictionaries(st.text(max_size=10), inner, min_size=1, max_size=4),
     max_leaves=12)
 
 
@@ -201,7 +203,20 @@ def mutated(draw: st.DrawFn, reader: str) -> bytes:
     return bytes(data)
 
 
-@pytest.mark.parametrize("reader", JSON_READERS)
+# What the harness found that is not fixed yet: each marked strictly, so the fix turns the marker into a failure
+# that says to remove it.
+FINDINGS = {
+    ("structured", "promptfoo"): "adapt.promptfoo: a result row that is not an object (null) ends in "
+                                 "AttributeError (exit 4) instead of one line, exit 3",
+}
+
+
+def _known(kind: str, readers: list[str]) -> list[Any]:
+    return [pytest.param(reader, marks=pytest.mark.xfail(reason=FINDINGS[(kind, reader)], strict=True))
+            if (kind, reader) in FINDINGS else reader for reader in readers]
+
+
+@pytest.mark.parametrize("reader", _known("structured", JSON_READERS))
 def test_structured_inputs_end_in_a_result_or_one_line(child: Child, reader: str, fuzz_settings: settings) -> None:
     @fuzz_settings
     @given(data=structured(reader))
@@ -211,7 +226,7 @@ def test_structured_inputs_end_in_a_result_or_one_line(child: Child, reader: str
     run()
 
 
-@pytest.mark.parametrize("reader", sorted(SEEDS))
+@pytest.mark.parametrize("reader", _known("mutated", sorted(SEEDS)))
 def test_mutated_inputs_end_in_a_result_or_one_line(child: Child, reader: str, fuzz_settings: settings) -> None:
     @fuzz_settings
     @given(data=mutated(reader))
