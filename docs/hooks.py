@@ -1,8 +1,9 @@
 """MkDocs hook: fill the reference pages from evalkit itself, so they cannot drift from the program.
 
 A page marks where generated text goes with an HTML comment: `<!-- evalkit:options MODULE:CLASS [PREFIX] -->`
-(a config model's options as a table), `<!-- evalkit:schema MODULE:CLASS -->` (its JSON Schema) and
-`<!-- evalkit:commands -->` (`evalkit --help` and every subcommand's `--help`).
+(a config model's options as a table), `<!-- evalkit:schema MODULE:CLASS -->` (its JSON Schema),
+`<!-- evalkit:commands -->` (`evalkit --help` and every subcommand's `--help`), `<!-- evalkit:rules -->` (the gate's
+rules, evalkit.gate.rules) and `<!-- evalkit:api -->` (every name `from evalkit import` offers).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import re
 from typing import Any
 
-_MARK = re.compile(r"<!-- evalkit:(options|schema|commands)(?: ([\w.:]+))?(?: ([\w.]+))? -->")
+_MARK = re.compile(r"<!-- evalkit:(options|schema|commands|rules|api)(?: ([\w.:]+))?(?: ([\w.]+))? -->")
 
 
 def _target(spec: str) -> Any:
@@ -36,12 +37,33 @@ def _commands() -> str:
     return "\n".join(parts)
 
 
+def _api() -> str:
+    import evalkit
+
+    lines = ["| name | from | what it is |", "|---|---|---|"]
+    for name in evalkit.__all__:
+        value = getattr(evalkit, name)
+        if callable(value) or isinstance(value, type):
+            what = " ".join((value.__doc__ or "").strip().split("\n\n")[0].split())
+        else:  # a constant: its value says what it is
+            what = f"the constant `{value!r}`" if isinstance(value, str) else "a constant (see the module)"
+        cell = what.replace("|", "\\|")
+        lines.append(f"| `{name}` | `{evalkit._WHERE[name]}` | {cell} |")
+    return "\n".join(lines) + "\n"
+
+
 def _fill(match: re.Match[str]) -> str:
     from evalkit.render.reference import options_table
 
     kind, spec, prefix = match.group(1), match.group(2), match.group(3)
     if kind == "commands":
         return _commands()
+    if kind == "rules":
+        from evalkit.gate.rules import reference
+
+        return reference()
+    if kind == "api":
+        return _api()
     target = _target(spec)
     if kind == "options":
         return options_table(target, f"{prefix}." if prefix else "")

@@ -24,14 +24,15 @@ settings.register_profile("long", max_examples=1500, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-pytest_plugins = ["pytester", "browser"]  # browser: Chromium for the HTML pages (tests/browser.py)
+# browser: Chromium for the HTML pages (tests/browser.py); no_hidden_skips: under CI=true a skip fails the run
+pytest_plugins = ["pytester", "browser", "helpers.no_hidden_skips"]
 
 KEY = {"dataset": "issue-triage@1", "dataset_sha": "aaa", "model": "m", "prompt_version": "v1",
        "prompt_sha": "p1", "judge_model": "j"}
 
 
 def report(outcomes: dict[str, str], **key: Any) -> dict[str, Any]:
-    """A run report in the seed's minimal format: an eval key and per-test outcomes."""
+    """A run report in its minimal form: an eval key and per-test outcomes."""
     tests = [{"nodeid": f"test_triage.py::{name}", "outcome": o} for name, o in outcomes.items()]
     return {"eval": {**KEY, **key}, "tests": tests}
 

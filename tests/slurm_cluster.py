@@ -14,7 +14,7 @@ Test sessions use it through `Cluster.session()`: started unless running, and at
 session started it and no other session (another pytest run on the same machine) still uses it. A cluster
 started by hand with `start` is left running for `stop`.
 
-What makes it work here (found by running it; see issue 13):
+What makes it work here (found by running it):
 - proctrack/linuxproc and task/none: no cgroups in a container;
 - DefMemPerCPU: otherwise a job that asks for no memory gets all of it and jobs run one at a time;
 - accounting (slurmdbd + MariaDB): without it submitit cannot tell that Slurm cancelled or killed a job,

@@ -142,6 +142,8 @@ def _python() -> str | None:
     return sys.executable if found and Path(found).parent == Path(sys.executable).parent else None
 
 
+@pytest.mark.slow
+@pytest.mark.external
 @pytest.mark.skipif(_python() is None, reason="deepeval is not installed (pip install deepeval in a separate venv, "
                                               "and set EVALKIT_DEEPEVAL_PYTHON to its python)")
 def test_regenerated_runs_map_to_the_same_tests_and_decisions(tmp_path: Path) -> None:

@@ -212,6 +212,7 @@ def _inspect_python() -> str | None:
 
 
 @pytest.mark.slow
+@pytest.mark.external
 @pytest.mark.skipif(_inspect_python() is None, reason="inspect-ai is not installed here and EVALKIT_INSPECT_PYTHON "
                                                       "names no Python that has it (scripts/test.sh sets one up)")
 def test_regenerated_logs_map_to_the_same_tests_and_decisions(tmp_path: Path) -> None:

@@ -151,6 +151,7 @@ def test_pytest_regenerates_files_that_map_alike(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.external
 @pytest.mark.skipif(shutil.which("mvn") is None, reason="Maven (mvn) is not installed (Debian: apt-get install maven)")
 def test_maven_surefire_regenerates_files_that_map_alike(tmp_path: Path) -> None:
     project = tmp_path / "maven"

@@ -161,6 +161,8 @@ def _lm_eval() -> str | None:
     return os.environ.get("EVALKIT_LM_EVAL") or shutil.which("lm_eval")
 
 
+@pytest.mark.slow
+@pytest.mark.external
 @pytest.mark.skipif(_lm_eval() is None, reason="lm-eval is not installed (pip install torch lm-eval in a separate "
                                                "venv, and set EVALKIT_LM_EVAL to its lm_eval)")
 def test_regenerated_outputs_map_to_the_same_tests_and_decisions(tmp_path: Path) -> None:

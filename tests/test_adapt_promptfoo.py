@@ -173,6 +173,8 @@ def _promptfoo() -> str | None:
     return os.environ.get("EVALKIT_PROMPTFOO") or shutil.which("promptfoo")
 
 
+@pytest.mark.slow
+@pytest.mark.external
 @pytest.mark.skipif(_promptfoo() is None, reason="promptfoo is not installed (npm install promptfoo, or set "
                                                  "EVALKIT_PROMPTFOO to its executable)")
 def test_regenerated_results_map_to_the_same_tests_and_decisions(tmp_path: Path) -> None:

@@ -8,9 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from docs_text import DOCS
 
 from evalkit.core.errors import InputError
-from evalkit.run import baseline
+from evalkit.project.git import fetch_advice, show
 from evalkit.run.baseline import load_baseline
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -84,7 +85,7 @@ def test_missing_ref_in_a_shallow_clone_names_the_fetch_that_brings_it(shallow):
     fetch = "git fetch --depth=1 origin +refs/heads/main:refs/remotes/origin/main"
     assert message == ("baseline=git:origin/main: origin/main is not in this clone (a shallow clone, as CI checkouts "
                        f"are by default, holds only the commits it was made from); fetch it with: {fetch}")
-    assert f"error: {message}" in (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")  # as the README shows
+    assert f"error: {message}" in DOCS  # as the docs show it
     # the advice works: run it and the same baseline loads
     _git(*fetch.split()[1:], cwd=shallow)
     name, report, _ = load_baseline("git:origin/main", SUITE_BASELINE, "issue_triage")
@@ -108,7 +109,7 @@ def test_missing_branch_name_is_fetched_into_its_remote_tracking_ref(shallow):
     ("main", [], "this clone has no remote to fetch it from: add one with git remote add origin URL"),
 ])
 def test_fetch_advice(ref, remotes, advice):
-    assert baseline._fetch_advice(ref, remotes) == advice
+    assert fetch_advice(ref, remotes) == advice
 
 
 def test_present_ref_with_a_missing_path_says_what_git_said(origin, monkeypatch):
@@ -123,7 +124,8 @@ def test_outside_a_git_repository_says_so(tmp_path, monkeypatch):
     (tmp_path / "conf" / "config.yaml").write_text("{}\n", encoding="utf-8")
     monkeypatch.setenv("EVALKIT_PROJECT", str(tmp_path))
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
-    with pytest.raises(InputError, match=r"^baseline=git:main: git show failed: fatal: not a git repository"):
+    with pytest.raises(InputError, match=r"^baseline=git:main: .* is not in a git repository, so git cannot read "
+                                         r"\./suites/issue_triage/runs/baseline.json at main$"):
         load_baseline("git:main", SUITE_BASELINE, "issue_triage")
 
 
@@ -135,7 +137,7 @@ def test_malformed_git_spec_is_refused(spec):
 
 @pytest.mark.parametrize("spec", ["git:--output=OUT:README.md", "git:--output=OUT", "git:-p:README.md"])
 def test_a_ref_that_looks_like_an_option_is_refused_and_nothing_is_written(origin, monkeypatch, spec):
-    # issue 10: `git show --output=FILE:README.md` made git write FILE
+    # `git show --output=FILE:README.md` would make git write FILE
     monkeypatch.setenv("EVALKIT_PROJECT", str(origin / "project"))
     monkeypatch.chdir(origin)
     before = sorted(p.name for p in origin.rglob("*") if ".git" not in p.parts)
@@ -148,8 +150,9 @@ def test_a_ref_that_looks_like_an_option_is_refused_and_nothing_is_written(origi
 def test_git_never_reads_a_ref_as_an_option(origin, monkeypatch):
     # the second guard, should the first be bypassed: `--end-of-options` before the ref
     monkeypatch.setenv("EVALKIT_PROJECT", str(origin / "project"))
-    done = baseline._git(["show", "--end-of-options", "--output=OUT:README.md"], origin / "project", "spec")
-    assert done.returncode != 0 and not (origin / "project" / "OUT").exists()
+    with pytest.raises(InputError, match=r"^spec: --output=OUT is not in this clone"):
+        show("--output=OUT", "README.md", origin / "project", "spec")
+    assert not (origin / "project" / "OUT").exists()
 
 
 @pytest.mark.parametrize(("spec", "message"), [

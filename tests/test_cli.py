@@ -104,7 +104,7 @@ def test_bad_git_baseline_is_an_input_error(run_evalkit):
 # --- bad input: one line on stderr, exit code 3, nothing half-written ---
 
 @pytest.mark.parametrize("args, message", [
-    (["model=nope"], "Could not find 'model/nope' (available: gemini-flash, gemma4, gpt-local, smollm2)"),
+    (["model=nope"], "Could not find 'model/nope' (available: azure-gpt4o, bedrock-claude, claude, deepseek, fireworks, gemini-flash, gemma4, gpt-local, groq, mistral, openrouter, smollm2, tgi, together, vllm)"),
     (["policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, version)"),
     (["+policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, version)"),
     (["policy.min_pass_rate=1.5"], "'policy.min_pass_rate': Input should be less than or equal to 1"),

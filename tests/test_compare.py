@@ -6,7 +6,7 @@ import pytest
 
 from evalkit.core.errors import InputError
 from evalkit.core.report import report_from_mapping
-from evalkit.gate.compare import MetricChange, compare_cases, compare_metrics, compare_runs
+from evalkit.gate.compare import Comparison, MetricChange, compare_cases, compare_metrics
 
 
 def test_metric_changes():
@@ -32,13 +32,13 @@ def test_case_changes():
                                             "e": "new"}
 
 
-def test_compare_runs_reads_report_metrics():
+def test_a_comparison_of_two_reports_reads_their_cases_and_metrics():
     key = {"dataset_sha": "a", "judge_model": "j"}
     base = report_from_mapping({"eval": key, "tests": [{"nodeid": "t", "outcome": "passed"}],
                                 "cases": [{"id": "x", "passed": True}], "metrics": {"m": {"mean": 0.9, "count": 3}}}, "b")
     cand = report_from_mapping({"eval": key, "tests": [{"nodeid": "t", "outcome": "failed"}],
                                 "cases": [{"id": "x", "passed": False}], "metrics": {"m": 0.8}}, "c")
-    comparison = compare_runs(base, cand)
+    comparison = Comparison(compare_cases(base.cases, cand.cases), compare_metrics(base.metrics, cand.metrics))
     assert comparison.regressed == ["x"] and comparison.improved == []
     assert comparison.metrics["m"].status == "regressed" and comparison.metrics["m"].delta == pytest.approx(-0.1)
 

@@ -71,7 +71,10 @@ def test_command_line_choices_replace_the_suites_defaults(hydra_conf):
 
 @pytest.mark.parametrize("override, message", [
     ("+policy.max_regresions=0", r"unknown key 'policy\.max_regresions' \(allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, version\)"),
-    ("+model.temprature=0", r"unknown key 'model\.temprature' \(allowed: api_key_env, base_url, model_file, name, options, price, provider, structured_output, timeout_s\)"),
+    ("+model.temprature=0", r"unknown key 'model\.temprature' \(allowed: api_key_env, api_version, base_url, deployment, model_file, name, options, price, provider, region, structured_output, timeout_s, token_env\)"),
+    ("model.provider=antropic", r"'model\.provider': Value error, provider 'antropic' is not installed \(installed: anthropic, azure, bedrock, gemini, llamacpp, ollama, openai\)"),
+    ("+model.deployment=prod", r"deployment: not a setting of the gemini provider \(it takes none of them\)"),
+    ("+model.structured_output=json_object", r"structured_output 'json_object' is not something the gemini provider sends \(sends schemas its own way; remove the setting\)"),
     ("mode=fast", r"'mode': Input should be 'replay', 'live' or 'record-missing'"),
     ("policy.min_pass_rate=2", r"'policy\.min_pass_rate': Input should be less than or equal to 1"),
     ("policy.max_regressions=few", r"'policy\.max_regressions': Input should be a valid integer"),

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 
 import pytest
 
-from evalkit.live.contract import BLOCKED_PREFIX, STOP_REASONS, StopKind, contract_problems, stop_kind
+from evalkit.live.contract import BLOCKED_PREFIX, StopKind, contract_problems, known_stop_reasons, stop_kind
 from evalkit.live.providers.base import Reply, Usage
 from evalkit.run.recording import Recording
 
@@ -16,7 +17,7 @@ RECORDED = Reply(text="You can return a new bike within 30 days of delivery.", s
                  usage=Usage(input_tokens=30, output_tokens=12))
 
 
-# --- the seed's printed examples ---
+# --- the printed examples ---
 
 def test_the_seed_replies():
     reworded = Reply(text="Thirty days from delivery.", stop_reason="stop", usage=Usage(input_tokens=30, output_tokens=6))
@@ -53,20 +54,36 @@ def test_provider_stop_reasons_map_to_the_vocabulary(reason, kind):
 def test_anything_else_is_unknown(reason):
     assert stop_kind(reason) is None
     assert contract_problems(Reply(text="x", stop_reason=reason)) == [
-        f"unknown stop_reason {reason!r} (known: {', '.join(sorted(STOP_REASONS))}, {BLOCKED_PREFIX}<reason>)"]
+        f"unknown stop_reason {reason!r} (known: {', '.join(sorted(known_stop_reasons()))}, {BLOCKED_PREFIX}<reason>)"]
 
 
 def test_the_vocabulary_is_small():
     assert [k.value for k in StopKind] == ["finished", "truncated", "filtered", "other"]
-    assert set(STOP_REASONS.values()) == set(StopKind)
-    assert all(reason == reason.lower().strip() for reason in STOP_REASONS)
+    assert set(known_stop_reasons().values()) == set(StopKind)
+    assert all(reason == reason.lower().strip() for reason in known_stop_reasons())
 
 
 def test_gemini_finish_reasons_are_lower_cased_sdk_values():
     genai = pytest.importorskip("google.genai.types")
     values = {str(r.value).lower() for r in genai.FinishReason}
-    gemini_known = [r for r in STOP_REASONS if r not in ("length", "content_filter", "tool_calls", "function_call")]
-    assert set(gemini_known) <= values, "a gemini stop reason in the table is not one the SDK reports"
+    from evalkit.live.providers.gemini import STOP_REASONS as GEMINI
+
+    assert set(GEMINI) <= values, "a gemini stop reason in the table is not one the SDK reports"
+
+
+def test_anthropic_stop_reasons_are_the_sdks():
+    types = pytest.importorskip("anthropic.types")
+    from evalkit.live.providers.anthropic import STOP_REASONS as ANTHROPIC
+
+    assert set(ANTHROPIC) == set(typing.get_args(types.StopReason))
+
+
+def test_bedrock_stop_reasons_are_the_converse_apis():
+    botocore_session = pytest.importorskip("botocore.session")
+    from evalkit.live.providers.bedrock import STOP_REASONS as BEDROCK
+
+    model = botocore_session.get_session().get_service_model("bedrock-runtime")
+    assert set(BEDROCK) == set(model.operation_model("Converse").output_shape.members["stopReason"].enum)
 
 
 def test_a_missing_stop_reason_is_a_problem():

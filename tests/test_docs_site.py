@@ -45,6 +45,21 @@ def test_every_policy_key_is_in_the_reference(site):
     assert '"additionalProperties": false' in text  # the schema a project's editor checks policies with
 
 
+def test_every_rule_is_in_the_policy_reference(site):
+    from evalkit.gate.rules import RULES
+
+    text = _text(site / "reference" / "policy" / "index.html")
+    # the summaries' inline code loses its backticks on the page
+    assert len(RULES) > 20 and all(rule.id in text and rule.summary.replace("`", "") in text for rule in RULES)
+
+
+def test_every_public_name_is_in_the_api_reference(site):
+    import evalkit
+
+    text = _text(site / "reference" / "api" / "index.html")
+    assert all(name in text for name in evalkit.__all__)
+
+
 def test_every_subcommand_help_is_in_the_reference(site):
     text = _text(site / "reference" / "commands" / "index.html")
     for name in SUBCOMMANDS:

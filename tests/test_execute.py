@@ -19,8 +19,9 @@ from evalkit.run.journal import Journal, read_journal
 from evalkit.run.recording import Provenance, Recording
 from evalkit.run.suite import SuiteTask
 
-MODEL = ModelConfig(name="m", provider="stand-in")
-JUDGE = ModelConfig(name="j", provider="stand-in")
+# The stand-in providers below are handed to the engine directly; a config's provider only has to be installed.
+MODEL = ModelConfig(name="m", provider="openai")
+JUDGE = ModelConfig(name="j", provider="openai")
 KEY = EvalKey(suite="s", dataset="d@1", dataset_sha="a", model="m", prompt_version="v1", prompt_sha="p")
 CASES = [Case(f"c{i}", {}) for i in range(20)]
 

@@ -13,7 +13,7 @@ from html_reports import BANGLA, RTL, SCRIPT, hostile_pair, large_pair
 
 from evalkit.render.report_page import render_report_html
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.external]
 
 # Each check below reads the page's state; `window.__pwned` is set only if hostile text ran as script.
 _PWNED = "() => window.__pwned === undefined ? null : String(window.__pwned)"

@@ -25,7 +25,7 @@ def _cases(xml: str) -> dict[tuple[str, str], ET.Element]:
 def _render(base: dict, cand: dict, policy: Policy | None = None) -> str:
     policy = policy or Policy(critical=("test_crit",))
     b, c = report_from_mapping(base, "base"), report_from_mapping(cand, "cand")
-    return render_junit(decide(policy, b, c), c, policy)
+    return render_junit(decide(policy, b, c), c)
 
 
 def test_names_split_as_pytest_junitxml_splits_them():

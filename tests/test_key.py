@@ -31,7 +31,7 @@ def test_key_version_1_is_pinned():
 
 
 def test_prompt_shas_match_the_seed():
-    # sha256 of the prompt text, as the seed's recorded runs give them
+    # sha256 of the prompt text, as the shipped recorded runs give them
     assert key_for("v1").prompt_sha == "01859a9d3df1"
     assert key_for("v2").prompt_sha == "573cd471224c"
 
@@ -51,8 +51,27 @@ def test_components_fingerprint_their_settings():
 
 def test_the_key_has_no_transport_fields():
     # base_url, timeouts, credentials and output paths must never orphan a recording
-    assert set(EvalKey.model_fields) == {"key_version", "suite", "dataset", "dataset_sha", "model",
-                                         "prompt_version", "prompt_sha", "judge_model", "components"}
+    assert set(EvalKey.model_fields) == {"key_version", "suite", "dataset", "dataset_sha", "model", "deployment",
+                                         "api_version", "prompt_version", "prompt_sha", "judge_model", "components"}
+
+
+def test_an_azure_deployment_and_api_version_join_the_key_and_name_the_recording():
+    plain = key_for(model="gpt-4o")
+    azure = build_key(suite="issue_triage", dataset=load_dataset(SUITE / "datasets/v1.json"), model="gpt-4o",
+                      deployment="triage-prod", api_version="2024-10-21", prompt_version="v1",
+                      prompt_text=(SUITE / "prompts/v1.txt").read_text(), judge_model="gemini-3.8-flash",
+                      components={})
+    assert azure.model_dump() == plain.model_dump() | {"deployment": "triage-prod", "api_version": "2024-10-21"}
+    newer = azure.model_copy(update={"api_version": "2025-04-01-preview"})
+    assert newer != azure
+    assert recording_path(azure, Path("r")) == Path("r/issue_triage/gpt-4o-triage-prod-2024-10-21-v1-issue-triage@1.json")
+    assert len({recording_path(k, Path("r")) for k in (plain, azure, newer)}) == 3
+
+
+def test_providers_without_deployments_leave_the_key_as_it_was():
+    # absent, not null: the keys and recordings of every other provider are byte for byte what they were
+    assert "deployment" not in key_for().model_dump(mode="json")
+    assert "api_version" not in key_for().model_dump_json()
 
 
 @pytest.mark.parametrize("text, safe", [("gemma4:e2b", "gemma4-e2b"), ("a/b\\c", "a-b-c"),

@@ -1,7 +1,7 @@
 """End-to-end live runs: `python -m evalkit mode=live|record-missing` against a fake Ollama server.
 
-Each run is a real CLI subprocess from the project root. The judge (Gemini by default, which has
-no live call path in this version) is replaced by `judge=local`, an option in an extra config
+Each run is a real CLI subprocess from the project root. The judge (Gemini by default, which would need a
+key and the network) is replaced by `judge=local`, an option in an extra config
 folder added with `hydra.searchpath`, pointing at the same loopback server.
 """
 
@@ -424,14 +424,15 @@ def test_a_server_that_cannot_be_reached_keeps_the_recording_and_says_so(evalkit
 # -- refusals ------------------------------------------------------------------------------------
 
 
-def test_live_run_of_a_model_without_live_provider_exits_3(evalkit: Evalkit) -> None:
-    run = evalkit("live", "model.provider=anthropic", model="gemini-flash", local_judge=False)
+def test_live_run_of_a_model_whose_provider_is_not_installed_exits_3(evalkit: Evalkit) -> None:
+    run = evalkit("live", "model.provider=cohere", model="gemini-flash", local_judge=False)
 
     assert run.code == 3, run.explain()
     lines = run.done.stderr.strip().splitlines()
     assert len(lines) == 1, run.done.stderr
     assert lines[0].startswith("error: ")
-    assert "anthropic" in lines[0] and "no live call path" in lines[0]
+    assert "provider 'cohere' is not installed (installed: anthropic, azure, bedrock, gemini, llamacpp, ollama, " \
+           "openai)" in lines[0]
     assert "Traceback" not in run.done.stderr
     assert not evalkit.recording.parent.exists() or not any(evalkit.recording.parent.iterdir())
 
@@ -447,12 +448,12 @@ def test_live_run_with_missing_credential_exits_3_before_calling(evalkit: Evalki
     assert server.requests == []
 
 
-def test_live_run_with_a_judge_without_live_provider_refuses_before_any_call(evalkit: Evalkit,
-                                                                              server: FakeOllama) -> None:
-    run = evalkit("live", "judge.provider=anthropic", url=server.url, local_judge=False)
+def test_live_run_with_a_judge_whose_provider_is_not_installed_refuses_before_any_call(evalkit: Evalkit,
+                                                                                         server: FakeOllama) -> None:
+    run = evalkit("live", "judge.provider=cohere", url=server.url, local_judge=False)
 
     assert run.code == 3, run.explain()
-    assert "no live call path" in run.done.stderr
+    assert "'judge.provider': Value error, provider 'cohere' is not installed" in run.done.stderr
     assert server.requests == [], f"{len(server.requests)} model calls were made and then thrown away"
 
 

@@ -132,7 +132,7 @@ def test_budget_denied_cases_stay_in_the_report_and_the_gate_blocks_the_incomple
     assert all(recorded[k]["failure"]["kind"] == "budget_denied" for k in denied if k.startswith("task/"))
 
 
-# -- issue 10: secrets in every form ---------------------------------------------------------------------------------
+# -- secrets in every form ------------------------------------------------------------------------------------------
 
 def encoded_forms(key: str) -> list[str]:
     import base64

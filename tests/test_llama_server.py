@@ -28,7 +28,7 @@ from evalkit.live.providers.llamacpp import bundled_model_file
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.external]
 
 SCHEMA: dict[str, Any] = {
     "title": "Triage", "type": "object",

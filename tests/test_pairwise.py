@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
-from pydantic import ValidationError
 
 from evalkit.core.errors import InputError
 from evalkit.judging.pairwise import (
@@ -12,20 +13,15 @@ from evalkit.judging.pairwise import (
     VERDICT_SCHEMA,
     PairOutcome,
     PairVerdict,
-    PairwiseResult,
     combine,
-    compare_pair,
-    compare_pairs,
-    pairwise_call_ids,
     pairwise_prompts,
     parse_verdict,
-    tally,
 )
 
 SHORT = "Returns take 30 days."
 PADDED = "Returns take 30 days. Returns take 30 days. We are happy to explain our returns."
 EQUAL_A, EQUAL_B = "Returns: 30 days.", "Refunds: 14 days."  # same length; only the first is current policy
-SEED_PAIRS = [(SHORT, PADDED), (PADDED, SHORT), (EQUAL_A, EQUAL_B), (SHORT, SHORT)]  # (new, old)
+PAIRS = [(SHORT, PADDED), (PADDED, SHORT), (EQUAL_A, EQUAL_B), (SHORT, SHORT)]  # (new, old)
 
 
 def toy_judge(first: str, second: str) -> str:
@@ -56,62 +52,72 @@ def content_judge(first: str, second: str) -> str:
     return "first" if a and not b else "second" if b and not a else "tie"
 
 
-# --- the seed's printed examples ---
+def both_orders(judge, new: str, old: str) -> PairVerdict:
+    """What a suite does: ask the judge with the new output first and with it second, then `combine`."""
+    return combine(judge(new, old), judge(old, new))
 
-# The two checks below pin the authored stand-in judge (defined above) to the biases the seed prints; they test
+
+def counts(judge, pairs) -> dict[str, int]:
+    verdicts = [both_orders(judge, new, old) for new, old in pairs]
+    outcomes = Counter(str(v.outcome) for v in verdicts)
+    return {"win": outcomes["win"], "tie": outcomes["tie"], "loss": outcomes["loss"],
+            "disagree": sum(v.disagree for v in verdicts)}
+
+
+# --- the printed examples ---
+
+# The two checks below pin the authored stand-in judge (defined above) to the biases it was written with; they test
 # the fixture, not evalkit, so that the evalkit checks after them are known to face a biased judge.
 
-def test_fixture_toy_judge_is_biased_as_the_seed_prints():
+def test_fixture_toy_judge_is_biased_by_position_and_length():
     assert (toy_judge(EQUAL_A, EQUAL_B), toy_judge(EQUAL_B, EQUAL_A)) == ("first", "first")  # position
     assert (toy_judge(SHORT, PADDED), toy_judge(PADDED, SHORT)) == ("second", "first")  # length
 
 
 def test_fixture_one_order_only_would_credit_the_new_output_three_times():
-    assert sum(toy_judge(new, old) == "first" for new, old in SEED_PAIRS) == 3
+    assert sum(toy_judge(new, old) == "first" for new, old in PAIRS) == 3
 
 
-def test_both_orders_reproduce_the_seed_counts():
-    result = compare_pairs(toy_judge, SEED_PAIRS)
-    assert result.model_dump() == {"win": 1, "tie": 2, "loss": 1, "disagree": 2, "n": 4}
+def test_both_orders_reproduce_the_printed_counts():
+    assert counts(toy_judge, PAIRS) == {"win": 1, "tie": 2, "loss": 1, "disagree": 2}
 
 
-def test_each_seed_pair_alone():
-    assert compare_pair(toy_judge, SHORT, PADDED) == PairVerdict(outcome=PairOutcome.LOSS, disagree=False)
-    assert compare_pair(toy_judge, PADDED, SHORT) == PairVerdict(outcome=PairOutcome.WIN, disagree=False)
-    assert compare_pair(toy_judge, EQUAL_A, EQUAL_B) == PairVerdict(outcome=PairOutcome.TIE, disagree=True)
-    assert compare_pair(toy_judge, SHORT, SHORT) == PairVerdict(outcome=PairOutcome.TIE, disagree=True)
+def test_each_pair_alone():
+    assert both_orders(toy_judge, SHORT, PADDED) == PairVerdict(outcome=PairOutcome.LOSS, disagree=False)
+    assert both_orders(toy_judge, PADDED, SHORT) == PairVerdict(outcome=PairOutcome.WIN, disagree=False)
+    assert both_orders(toy_judge, EQUAL_A, EQUAL_B) == PairVerdict(outcome=PairOutcome.TIE, disagree=True)
+    assert both_orders(toy_judge, SHORT, SHORT) == PairVerdict(outcome=PairOutcome.TIE, disagree=True)
 
 
 # --- biased stand-in judges ---
 
 @pytest.mark.parametrize("judge", [first_judge, second_judge])
-@pytest.mark.parametrize("new, old", SEED_PAIRS + [(EQUAL_B, EQUAL_A), ("", PADDED)])
+@pytest.mark.parametrize("new, old", PAIRS + [(EQUAL_B, EQUAL_A), ("", PADDED)])
 def test_a_position_biased_judge_never_decides_a_pair(judge, new, old):
-    assert compare_pair(judge, new, old) == PairVerdict(outcome=PairOutcome.TIE, disagree=True)
+    assert both_orders(judge, new, old) == PairVerdict(outcome=PairOutcome.TIE, disagree=True)
 
 
 def test_a_position_biased_judge_scores_only_disagreements():
-    result = compare_pairs(first_judge, SEED_PAIRS)
-    assert (result.win, result.loss, result.tie, result.disagree) == (0, 0, 4, 4)
+    assert counts(first_judge, PAIRS) == {"win": 0, "tie": 4, "loss": 0, "disagree": 4}
 
 
 def test_a_length_biased_judge_cannot_win_on_its_position_head_start():
     # The toy judge's 3-word head start is pure position bias: with lengths within it, the verdict flips.
     new, old = "Refunds take 14 days.", "Returns take 30 days from delivery."
     assert (toy_judge(new, old), toy_judge(old, new)) == ("first", "first")
-    assert compare_pair(toy_judge, new, old) == PairVerdict(outcome=PairOutcome.TIE, disagree=True)
+    assert both_orders(toy_judge, new, old) == PairVerdict(outcome=PairOutcome.TIE, disagree=True)
 
 
 def test_the_swap_does_not_remove_length_bias():
     # Documented limitation: a judge that prefers more words prefers them in both orders, so padding wins.
     # The order swap controls position only; the judge prompt asks the judge not to reward length.
-    assert compare_pair(longer_judge, PADDED, SHORT).outcome is PairOutcome.WIN
-    assert compare_pair(longer_judge, SHORT, PADDED).outcome is PairOutcome.LOSS
+    assert both_orders(longer_judge, PADDED, SHORT).outcome is PairOutcome.WIN
+    assert both_orders(longer_judge, SHORT, PADDED).outcome is PairOutcome.LOSS
 
 
 def test_a_judge_that_reads_content_wins_in_both_orders_whatever_the_length():
-    assert compare_pair(content_judge, EQUAL_A, EQUAL_B) == PairVerdict(outcome=PairOutcome.WIN, disagree=False)
-    assert compare_pair(content_judge, "Refunds: 14 days, as explained on our long returns page.", SHORT).outcome \
+    assert both_orders(content_judge, EQUAL_A, EQUAL_B) == PairVerdict(outcome=PairOutcome.WIN, disagree=False)
+    assert both_orders(content_judge, "Refunds: 14 days, as explained on our long returns page.", SHORT).outcome \
         is PairOutcome.LOSS
 
 
@@ -122,7 +128,7 @@ def test_the_judge_is_called_once_in_each_order():
         calls.append((first, second))
         return "tie"
 
-    assert compare_pair(recording_judge, "new", "old") == PairVerdict(outcome=PairOutcome.TIE, disagree=False)
+    assert both_orders(recording_judge, "new", "old") == PairVerdict(outcome=PairOutcome.TIE, disagree=False)
     assert calls == [("new", "old"), ("old", "new")]
 
 
@@ -139,12 +145,6 @@ def test_the_judge_is_called_once_in_each_order():
 ])
 def test_combine_every_verdict_pair(new_first, old_first, outcome, disagree):
     assert combine(new_first, old_first) == PairVerdict(outcome=outcome, disagree=disagree)
-
-
-def test_tally_counts_recorded_verdicts():
-    verdicts = [combine("first", "second"), combine("first", "first"), combine("tie", "tie")]
-    assert tally(verdicts).model_dump() == {"win": 1, "tie": 2, "loss": 0, "disagree": 1, "n": 3}
-    assert tally([]).model_dump() == {"win": 0, "tie": 0, "loss": 0, "disagree": 0, "n": 0}
 
 
 # --- parsing the judge's reply ---
@@ -174,7 +174,7 @@ def test_a_long_bad_verdict_is_shortened():
 
 def test_a_judge_returning_something_else_is_refused():
     with pytest.raises(InputError, match=r"judge verdict 'answer A' is not one of first, second, tie"):
-        compare_pair(lambda first, second: "answer A", "new", "old")
+        both_orders(lambda first, second: "answer A", "new", "old")
 
 
 def test_the_verdict_schema_names_the_three_verdicts():
@@ -200,33 +200,3 @@ def test_pairwise_prompts_swap_the_order():
 def test_pairwise_prompts_take_the_suites_instruction():
     prompts = pairwise_prompts("q", "a", "b", instruction="Which answer cites the returns page?")
     assert all("Which answer cites the returns page?\nReply with one word" in p for p in prompts.values())
-
-
-def test_pairwise_call_ids_end_with_the_case_id():
-    # evalkit names judge calls judge/<metric>/<case-id> and finds a call's case after the last '/'.
-    assert pairwise_call_ids("rc01") == ("judge/pairwise/new-first/rc01", "judge/pairwise/old-first/rc01")
-
-
-# --- the result ---
-
-def test_result_metrics_are_rates_over_n():
-    result = compare_pairs(toy_judge, SEED_PAIRS)
-    assert result.metrics() == {"pairwise.win_rate": 0.25, "pairwise.tie_rate": 0.5,
-                                "pairwise.loss_rate": 0.25, "pairwise.disagree_rate": 0.5}
-    assert PairwiseResult(win=0, tie=0, loss=0, disagree=0, n=0).metrics() == {}
-
-
-@pytest.mark.parametrize("counts", [
-    {"win": 1, "tie": 1, "loss": 1, "disagree": 0, "n": 4},
-    {"win": 0, "tie": 1, "loss": 0, "disagree": 2, "n": 1},
-    {"win": -1, "tie": 1, "loss": 0, "disagree": 0, "n": 0},
-])
-def test_inconsistent_counts_are_refused(counts):
-    with pytest.raises(ValidationError):
-        PairwiseResult(**counts)
-
-
-def test_result_is_frozen():
-    result = compare_pairs(toy_judge, SEED_PAIRS)
-    with pytest.raises(ValidationError, match="frozen"):
-        result.win = 4  # type: ignore[misc]

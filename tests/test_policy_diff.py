@@ -106,7 +106,7 @@ def test_shipped_pairs_of_the_examples_project_under_a_lower_floor(tmp_path: Pat
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["nope.yaml", "p"], "nope.yaml"),
-    (["git:HEAD:conf/policy/p.yaml", "git:no-such-ref:conf/policy/p.yaml"], "no-such-ref is not a commit"),
+    (["git:HEAD:conf/policy/p.yaml", "git:no-such-ref:conf/policy/p.yaml"], "no-such-ref is not in this clone"),
     (["git:HEAD:conf/policy/missing.yaml", "p"], "git show failed"),
     (["git:HEAD", "p"], "expected git:REF:PATH"),
     (["git:--output=x:conf/policy/p.yaml", "p"], "is not a git ref"),

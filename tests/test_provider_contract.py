@@ -26,16 +26,50 @@ import pytest
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
-from evalkit.live.providers import AVAILABLE, Message, Provider, Reply, Request, make_provider
+from evalkit.core.provider_specs import provider_spec, provider_specs
+from evalkit.live.providers import Message, Provider, Reply, Request, make_provider
 from evalkit.live.providers.base import CallFailure
 
 try:
-    from fakes import FakeError, FakeGemini, FakeOllama, FakeOpenAI, FakeReply, FakeServer, Fault, Faults
+    from fakes import (
+        PROTOCOLS,
+        FakeAnthropic,
+        FakeAzureOpenAI,
+        FakeBedrock,
+        FakeError,
+        FakeGemini,
+        FakeOllama,
+        FakeOpenAI,
+        FakeReply,
+        FakeServer,
+        Fault,
+        Faults,
+        RecordedRequest,
+        sigv4_problem,
+    )
 except ImportError:  # tests/ imported as a package
-    from tests.fakes import FakeError, FakeGemini, FakeOllama, FakeOpenAI, FakeReply, FakeServer, Fault, Faults
+    from tests.fakes import (
+        PROTOCOLS,
+        FakeAnthropic,
+        FakeAzureOpenAI,
+        FakeBedrock,
+        FakeError,
+        FakeGemini,
+        FakeOllama,
+        FakeOpenAI,
+        FakeReply,
+        FakeServer,
+        Fault,
+        Faults,
+        RecordedRequest,
+        sigv4_problem,
+    )
 
 KEY_ENV = "EVALKIT_TEST_PROVIDER_KEY"
 FAKE_KEY = "fake-key-not-a-secret-4711"
+AWS_KEY_ID = "AKIAFAKEKEYID0000001"
+"""Bedrock signs with an access key id and its secret (FAKE_KEY, in AWS_SECRET_ACCESS_KEY)."""
+REGION = "us-east-1"
 CLIENT_TIMEOUT_S = 1.5  # generous: a loaded CI machine must not turn a 500 into a timeout
 """The timeout fault holds a call for HANG_S; the client must give up after this."""
 HANG_S = 4.0
@@ -59,6 +93,40 @@ def _messages(body: dict[str, Any]) -> list[tuple[str, str]]:
     return [(m["role"], m["content"]) for m in body["messages"]]
 
 
+def _anthropic_messages(body: dict[str, Any]) -> list[tuple[str, str]]:
+    return ([("system", body["system"])] if "system" in body else []) + _messages(body)
+
+
+def _bedrock_messages(body: dict[str, Any]) -> list[tuple[str, str]]:
+    system = [("system", block["text"]) for block in body.get("system", [])]
+    return system + [(m["role"], block["text"]) for m in body["messages"] for block in m["content"]]
+
+
+def _bedrock_option(body: dict[str, Any], name: str) -> Any:
+    native = {"temperature": "temperature", "max_tokens": "maxTokens"}.get(name, name)
+    return body.get("inferenceConfig", {}).get(native, body.get("additionalModelRequestFields", {}).get(name))
+
+
+def _forced_tool_schema(body: dict[str, Any]) -> Any:
+    tools = body.get("tools") or []
+    chosen = (body.get("tool_choice") or {}).get("name")
+    return next((t["input_schema"] for t in tools if t["name"] == chosen), None)
+
+
+def _bedrock_tool_schema(body: dict[str, Any]) -> Any:
+    config = body.get("toolConfig") or {}
+    chosen = (config.get("toolChoice") or {}).get("tool", {}).get("name")
+    return next((t["toolSpec"]["inputSchema"]["json"] for t in config.get("tools", [])
+                 if t["toolSpec"]["name"] == chosen), None)
+
+
+def _aws_signature(request: RecordedRequest) -> str | None:
+    """The secret the request was signed with, when the signature checks out with FAKE_KEY."""
+    problem = sigv4_problem(request.method, request.path, request.headers, request.raw, access_key=AWS_KEY_ID,
+                            secret_key=FAKE_KEY, region=REGION)
+    return FAKE_KEY if problem is None else problem
+
+
 def _gemini_messages(body: dict[str, Any]) -> list[tuple[str, str]]:
     system = [("system", part["text"]) for part in body.get("systemInstruction", {}).get("parts", [])]
     return system + [("assistant" if c["role"] == "model" else c["role"], part["text"])
@@ -75,18 +143,31 @@ class Contract:
     messages: Callable[[dict[str, Any]], list[tuple[str, str]]]
     schema: Callable[[dict[str, Any]], Any]
     option: Callable[[dict[str, Any], str], Any]
-    credential: Callable[[dict[str, str]], str | None]
-    """The credential as the server received it, from the lower-cased headers."""
+    credential: Callable[[RecordedRequest], str | None]
+    """The credential as the server received it (from the lower-cased headers, or the secret a signature proves)."""
     length_stop: tuple[str, str]
     """The protocol's "ran out of tokens" stop reason, and what the provider maps it to."""
+    normal_stop: str = "stop"
+    """The stop reason of a structured reply that ended normally."""
+    settings: tuple[tuple[str, Any], ...] = ()
+    """Model settings the provider needs beyond name, base_url and api_key_env."""
+    options: tuple[tuple[str, Any], ...] = ()
+    """Options every request needs (Anthropic's max_tokens)."""
+    key_env: str = KEY_ENV
+    """Where the credential lives (named by api_key_env, or read by the provider from its own chain)."""
 
     def __str__(self) -> str:
         return self.provider
 
 
-def _bearer(headers: dict[str, str]) -> str | None:
-    value = headers.get("authorization")
+def _bearer(request: RecordedRequest) -> str | None:
+    value = request.headers.get("authorization")
     return value.removeprefix("Bearer ") if value else None
+
+
+def _anthropic_key(request: RecordedRequest) -> str | None:
+    """`x-api-key` in the API reference; anthropic 2.x sends the key as a bearer token."""
+    return request.headers.get("x-api-key") or _bearer(request)
 
 
 CONTRACTS = [
@@ -101,7 +182,20 @@ CONTRACTS = [
     Contract("gemini", FakeGemini, "gemini-3.8-flash", _gemini_messages,
              schema=lambda body: body.get("generationConfig", {}).get("responseJsonSchema"),
              option=lambda body, name: body.get("generationConfig", {}).get(name),
-             credential=lambda headers: headers.get("x-goog-api-key"), length_stop=("MAX_TOKENS", "max_tokens")),
+             credential=lambda request: request.headers.get("x-goog-api-key"),
+             length_stop=("MAX_TOKENS", "max_tokens")),
+    Contract("azure", FakeAzureOpenAI, "gpt-4o", _messages,
+             schema=lambda body: body.get("response_format", {}).get("json_schema", {}).get("schema"),
+             option=lambda body, name: body.get(name),
+             credential=lambda request: request.headers.get("api-key"), length_stop=("length", "length"),
+             settings=(("deployment", "triage-prod"), ("api_version", "2024-10-21"))),
+    Contract("anthropic", FakeAnthropic, "claude-sonnet-5", _anthropic_messages, schema=_forced_tool_schema,
+             option=lambda body, name: body.get(name), credential=_anthropic_key,
+             length_stop=("max_tokens", "max_tokens"), normal_stop="tool_use", options=(("max_tokens", 512),)),
+    Contract("bedrock", FakeBedrock, "anthropic.claude-3-5-haiku-20241022-v1:0", _bedrock_messages,
+             schema=_bedrock_tool_schema, option=_bedrock_option, credential=_aws_signature,
+             length_stop=("max_tokens", "max_tokens"), normal_stop="tool_use", settings=(("region", REGION),),
+             key_env="AWS_SECRET_ACCESS_KEY"),
 ]
 
 
@@ -118,8 +212,17 @@ def clean_client_env(monkeypatch: pytest.MonkeyPatch) -> None:
                  "OPENAI_PROJECT_ID", "OPENAI_CUSTOM_HEADERS", "GOOGLE_API_KEY", "GEMINI_API_KEY",
                  "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE", "GOOGLE_GENAI_API_VERSION",
                  "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_HTTP_CLIENT", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-                 "http_proxy", "https_proxy", "all_proxy", KEY_ENV):
+                 "http_proxy", "https_proxy", "all_proxy", KEY_ENV, "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+                 "ANTHROPIC_BASE_URL", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN", "AZURE_OPENAI_ENDPOINT",
+                 "OPENAI_API_VERSION", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                 "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
+                 "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_BEARER_TOKEN_BEDROCK"):
         monkeypatch.delenv(name, raising=False)
+    # boto3's chain: only the environment, never this machine's files or an instance role
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_KEY_ID)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/config")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 def reply_content(body: dict[str, Any]) -> str:
@@ -134,20 +237,21 @@ def server(contract: Contract) -> Iterator[FakeServer]:
 
 def config_for(contract: Contract, server: FakeServer, **changes: Any) -> ModelConfig:
     data: dict[str, Any] = {"name": contract.model, "provider": contract.provider, "base_url": server.base_url,
-                            "api_key_env": KEY_ENV, "timeout_s": 10.0}
+                            "api_key_env": KEY_ENV if contract.key_env == KEY_ENV else None, "timeout_s": 10.0,
+                            "options": dict(contract.options), **dict(contract.settings)}
     return ModelConfig(**(data | changes))
 
 
 def provider_for(contract: Contract, server: FakeServer, monkeypatch: pytest.MonkeyPatch,
                  **changes: Any) -> Provider:
-    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    monkeypatch.setenv(contract.key_env, FAKE_KEY)
     return make_provider(config_for(contract, server, **changes))
 
 
 def request_for(contract: Contract, **changes: Any) -> Request:
     data: dict[str, Any] = {"model": contract.model, "response_schema": SCHEMA,
                             "messages": (Message(role="system", content=SYSTEM), Message(role="user", content=USER)),
-                            "options": {"temperature": 0.2, "seed": 7}}
+                            "options": {"temperature": 0.2, "seed": 7, **dict(contract.options)}}
     return Request(**(data | changes))
 
 
@@ -167,7 +271,7 @@ options, concurrent calls, a missing runtime) run against a real small model in 
 
 
 def test_every_provider_is_under_contract() -> None:
-    assert sorted([c.provider for c in CONTRACTS] + list(IN_PROCESS)) == sorted(AVAILABLE)
+    assert sorted([c.provider for c in CONTRACTS] + list(IN_PROCESS)) == sorted(provider_specs())
     assert all((Path(__file__).parent / module).is_file() for module in IN_PROCESS.values())
 
 
@@ -186,7 +290,7 @@ def test_reply_maps_text_stop_reason_and_usage(contract: Contract, monkeypatch: 
 
 def test_normal_stop_is_stop(contract: Contract, server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
     reply = provider_for(contract, server, monkeypatch).complete(request_for(contract))
-    assert reply.stop_reason == "stop"
+    assert reply.stop_reason == contract.normal_stop
     # the fake server counts words: 4 + 6 in the messages, 11 in the reply
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (10, 11)
 
@@ -199,7 +303,8 @@ def test_request_carries_messages_schema_and_options(contract: Contract, server:
     assert contract.messages(body) == [("system", SYSTEM), ("user", USER)]
     assert contract.schema(body) == SCHEMA
     assert contract.option(body, "temperature") == 0.2
-    assert contract.option(body, "seed") == 7
+    # an API without seeds is not sent one (repeated samples still differ by it in their requests)
+    assert contract.option(body, "seed") == (7 if provider_spec(contract.provider).honours_seed else None)
 
 
 def test_no_schema_sends_no_schema(contract: Contract, server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -335,7 +440,7 @@ def test_connection_refused_is_retryable(contract: Contract, monkeypatch: pytest
         port = probe.getsockname()[1]
 
     class Closed:
-        base_url = f"http://127.0.0.1:{port}" + ("/v1" if contract.provider == "openai" else "")
+        base_url = f"http://127.0.0.1:{port}" + PROTOCOLS[contract.provider].base_path
 
     provider = provider_for(contract, Closed(), monkeypatch)  # type: ignore[arg-type]
     with pytest.raises(CallFailure) as raised:
@@ -381,7 +486,7 @@ def test_credential_is_sent_and_never_shown(contract: Contract, monkeypatch: pyt
         assert fake.requests == []  # constructing a provider does not touch the network
         with pytest.raises(CallFailure) as raised:
             provider.complete(request_for(contract))
-        received = fake.chat_requests[0].headers
+        received = fake.chat_requests[0]
 
     assert contract.credential(received) == FAKE_KEY
     assert FAKE_KEY not in str(raised.value)
@@ -392,25 +497,26 @@ def test_credential_is_sent_and_never_shown(contract: Contract, monkeypatch: pyt
 def test_missing_credential_is_refused_before_any_request(contract: Contract, server: FakeServer, value: str | None,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     if value is not None:
-        monkeypatch.setenv(KEY_ENV, value)
+        monkeypatch.setenv(contract.key_env, value)
     with pytest.raises(ProviderError) as raised:
         make_provider(config_for(contract, server))
-    assert KEY_ENV in str(raised.value)
+    assert contract.key_env in str(raised.value)
     assert contract.model in str(raised.value)
     assert server.requests == []
 
 
 def test_a_missing_sdk_says_how_to_install_it(contract: Contract, server: FakeServer,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    sdk = {"ollama": "ollama", "openai": "openai", "gemini": "google.genai"}[contract.provider]
+    sdk = {"ollama": "ollama", "openai": "openai", "azure": "openai", "gemini": "google.genai",
+           "anthropic": "anthropic", "bedrock": "boto3"}[contract.provider]
     monkeypatch.setitem(sys.modules, sdk, None)  # `import` now raises ImportError
-    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    monkeypatch.setenv(contract.key_env, FAKE_KEY)
     with pytest.raises(ProviderError) as refused:
         make_provider(config_for(contract, server))
     # the hint installs the extra's own requirements (as pyproject.toml lists them) into this interpreter;
     # `pip install 'evalkit[x]'` would fetch an unrelated project of that name from the package index
     extra = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
-        "project"]["optional-dependencies"][contract.provider]
+        "project"]["optional-dependencies"][provider_spec(contract.provider).extra]
     message = str(refused.value)
     assert f"Install with: {shlex.quote(sys.executable)} -m pip install " in message
     assert all(shlex.quote(requirement).replace(" ", "") in message.replace(" ", "") or requirement.split("<")[0].split(">")[0] in message

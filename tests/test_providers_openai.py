@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from evalkit.core.config import ModelConfig
-from evalkit.core.errors import ConfigError
 from evalkit.live.providers import Message, Request, make_provider
 from evalkit.live.providers.base import CallFailure
 from evalkit.live.providers.dialects import PROMPT_DIALECT, schema_name
@@ -113,11 +113,11 @@ def test_the_dialect_is_described_for_the_recording(server: FakeOpenAI) -> None:
 
 
 @pytest.mark.parametrize(("provider", "dialect"), [("ollama", "json_schema"), ("gemini", "prompt"),
-                                                   ("llamacpp", "json_schema")])
-def test_a_dialect_the_provider_cannot_send_is_refused(provider: str, dialect: str) -> None:
-    config = ModelConfig(name="m", provider=provider, structured_output=dialect)
-    with pytest.raises(ConfigError, match=f"structured_output '{dialect}' is not something the {provider} provider"):
-        make_provider(config)
+                                                   ("llamacpp", "json_schema"), ("anthropic", "json_schema"),
+                                                   ("bedrock", "prompt"), ("openai", "xml")])
+def test_a_dialect_the_provider_cannot_send_is_refused_when_the_config_is_made(provider: str, dialect: str) -> None:
+    with pytest.raises(ValidationError, match=f"structured_output '{dialect}' is not something the {provider} provider"):
+        ModelConfig(name="m", provider=provider, structured_output=dialect)
 
 
 def test_api_parameters_and_server_specific_options_go_into_the_body(server: FakeOpenAI) -> None:

@@ -1,4 +1,4 @@
-"""The quality lab end to end (seed 004): real candidate programs, graders on artefacts, the paired bootstrap and
+"""The quality lab end to end: real candidate programs, graders on artefacts, the paired bootstrap and
 the release-evidence policy, through `python -m evalkit` subprocesses; plus the suite's graders directly."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def cases(report: dict[str, Any], kind: str | None = None) -> list[dict[str, Any
     return [c for c in report["cases"] if kind is None or c["id"].endswith(f"-{kind}")]
 
 
-# -- the seed's table -------------------------------------------------------------------------------------------
+# -- the expected release table ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("candidate", "code", "difference", "interval", "failures"), [

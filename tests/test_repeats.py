@@ -1,5 +1,5 @@
 """Repeated runs: the statistics of evalkit.gate.repeats, the report's per-test counts, and decide() with both
-sides repeated (issue 11, items 5 and 6)."""
+sides repeated."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ def write(tmp_path, body: str, suffix: str = ".yaml"):
     return path
 
 
-# --- the shipped rubric and the seed's printed examples ---
+# --- the shipped rubric and its printed examples ---
 
 def test_every_shipped_rubric_loads():
     names = [p.stem for p in (Path(__file__).resolve().parents[1] / "conf" / "rubric").glob("*.yaml")]

@@ -20,6 +20,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from evalkit.core.call_id import CallId
 from evalkit.core.config import BudgetConfig, Mode, ModelConfig, RunSettings, validate_config
 from evalkit.core.dataset import Case
 from evalkit.core.errors import ConfigError, InputError, OutageError
@@ -33,7 +34,7 @@ from evalkit.live.providers.base import CallFailure, Message, Reply, Request, Us
 from evalkit.run.execute import LiveSetup, execute
 from evalkit.run.journal import Journal, read_journal
 from evalkit.run.recording import Provenance, Recording
-from evalkit.run.samples import sample_id, seeded, split_sample
+from evalkit.run.samples import seeded
 from evalkit.run.suite import SuiteTask
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
@@ -52,8 +53,8 @@ REQUEST = Request(model="m", messages=(Message(role="user", content="hi"),), opt
 
 
 def test_sample_zero_keeps_the_plain_call_id_and_others_are_numbered() -> None:
-    assert [sample_id("task/a", i) for i in range(3)] == ["task/a", "task/a#1", "task/a#2"]
-    assert [split_sample(cid) for cid in ("task/a", "task/a#12", "judge/m/a#3")] == [
+    assert [str(CallId.task("a", i)) for i in range(3)] == ["task/a", "task/a#1", "task/a#2"]
+    assert [(str(c.plain), c.sample) for c in map(CallId.parse, ("task/a", "task/a#12", "judge/m/a#3"))] == [
         ("task/a", 0), ("task/a", 12), ("judge/m/a", 3)]
 
 
@@ -141,7 +142,7 @@ def sampled(provider: SeedEcho, repeats: int, *, mode: Mode = Mode.LIVE, recordi
                    where="rec.json", version="test", live=live, repeats=repeats)
 
 
-ENGINE_MODEL = ModelConfig(name="m", provider="stand-in", options={"temperature": 0.9, "seed": 40})
+ENGINE_MODEL = ModelConfig(name="m", provider="openai", options={"temperature": 0.9, "seed": 40})
 ENGINE_KEY = EvalKey(suite="s", dataset="d@1", dataset_sha="a", model="m", prompt_version="v1", prompt_sha="p")
 
 
@@ -167,7 +168,7 @@ def test_raising_n_with_record_missing_records_only_the_new_samples() -> None:
     assert more.recording.provenance.samples == 4
     replayed = sampled(SeedEcho(), 3, mode=Mode.REPLAY, recording=more.recording)  # fewer than recorded: fine
     assert {cid: r.text for cid, r in replayed.calls.items()} == {
-        sample_id(f"task/{c}", i): f"{c}@{40 + i}" for c in "ab" for i in range(3)}
+        str(CallId.task(c, i)): f"{c}@{40 + i}" for c in "ab" for i in range(3)}
 
 
 # -- end to end: record, replay, gate ----------------------------------------------------------

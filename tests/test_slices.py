@@ -6,10 +6,10 @@ import pytest
 
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
-from evalkit.judging.slices import MISSING, Slice, language_of, language_of_field, slice_cases, slice_metrics
+from evalkit.judging.slices import MISSING, Slice, language_of, language_of_field, slice_cases
 
-LG01 = "ডেলিভারি ফ্রি পেতে কত টাকার অর্ডার করতে হয়?"  # the seed's lg01: Bangla question
-LG04 = "Express delivery কত দিনে পৌঁছায়?"  # the seed's lg04: mixed
+LG01 = "ডেলিভারি ফ্রি পেতে কত টাকার অর্ডার করতে হয়?"  # a Bangla question
+LG04 = "Express delivery কত দিনে পৌঁছায়?"  # mixed Bangla and English
 RC01 = "How long do I have to return a new bike?"  # an rc case: English
 
 
@@ -44,7 +44,7 @@ def test_language_of_field_reads_a_text_field():
         by(Case("x", {"input": 3}))
 
 
-# --- slice_cases: the seed's report, rebuilt by hand ---
+# --- slice_cases: a report rebuilt by hand ---
 
 SEED_CASES = [
     case("lg01", LG01), case("lg02", "রিটার্ন কত দিনের মধ্যে করতে হয়?"), case("lg03", "ড্রোন দিয়ে ডেলিভারি হয়?", "abstain"),
@@ -169,15 +169,3 @@ def test_passed_must_be_a_bool(bad):
 
 def test_no_cases_no_slices():
     assert slice_cases([], {}, "kind") == {}
-
-
-# --- metrics ---
-
-def test_slice_metrics_name_the_label_and_the_slice():
-    slices = slice_cases(SEED_CASES, SEED_RESULTS, language_of_field("input"))
-    metrics = slice_metrics(slices, "language")
-    assert metrics == {
-        "pass_rate[language=bn]": pytest.approx(2 / 3), "unsafe[language=bn]": 1.0,
-        "pass_rate[language=en]": pytest.approx(2 / 3), "unsafe[language=en]": 0.0,
-        "pass_rate[language=mixed]": 1.0, "unsafe[language=mixed]": 0.0,
-    }

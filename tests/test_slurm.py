@@ -19,7 +19,7 @@ from test_multirun import make_suite
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.external]
 
 SLURM = ["hydra/launcher=submitit_slurm", f"hydra.launcher.partition={PARTITION}", "hydra.launcher.timeout_min=5",
          "hydra.launcher.mem_gb=1", "hydra.launcher.signal_delay_s=5"]

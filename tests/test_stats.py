@@ -1,4 +1,4 @@
-"""Tests for evalkit.gate.stats: the estimand, determinism, pairing, the seed's table, refusals."""
+"""Tests for evalkit.gate.stats: the estimand, determinism, pairing, a table of expected figures, refusals."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def run(rows: Rows, **options: object) -> PairedStatistics:
 
 
 def acceptance(variant: str) -> Rows:
-    """The seed's fixture: 6 projects x (one file task, one answer task). The baseline gets the file task
+    """An authored fixture: 6 projects x (one file task, one answer task). The baseline gets the file task
     wrong in p1-p3 and every answer right."""
     rows: Rows = []
     for number in range(1, 7):

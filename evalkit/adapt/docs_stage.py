@@ -15,7 +15,7 @@ from typing import Any
 
 from evalkit.core.errors import InputError
 from evalkit.core.fingerprint import fingerprint
-from evalkit.core.parsing import check_values, parse_json, unique_object
+from evalkit.core.parsing import check_values, json_object, json_type, parse_json, unique_object
 from evalkit.core.policy import Policy
 from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import decide
@@ -88,19 +88,19 @@ def adapt_docs_stage(data: Any, where: str) -> dict[str, Any]:
 
     Every refusal is an InputError of one line naming `where`, the case and the metric.
     """
-    report = _object(data, where)
+    report = json_object(data, where)
     key = _key(report, where)
     threshold = _score(_require(report, "threshold", where), f"{where}: threshold")
     rows = _require(report, "rows", where)
     if not isinstance(rows, list):
-        raise InputError(f"{where}: 'rows' must be a list of cases, got {_json_type(rows)}")
+        raise InputError(f"{where}: 'rows' must be a list of cases, got {json_type(rows)}")
     if not rows:
         raise InputError(f"{where}: 'rows' is empty: the report has no cases, so there is nothing to gate")
 
     tests: list[dict[str, str]] = []
     applicability: dict[str, list[str]] = {}
     for index, row in enumerate(rows):
-        row = _object(row, f"{where}: rows[{index}]")
+        row = json_object(row, f"{where}: rows[{index}]")
         case = _case_id(row, f"{where}: rows[{index}]", seen=applicability)
         checks = _case_checks(row, case, threshold, f"{where}: case {case!r}")
         applicability[case] = sorted(checks)
@@ -113,7 +113,7 @@ def adapt_docs_stage(data: Any, where: str) -> dict[str, Any]:
     source = report.get("provenance")
     if source is not None and not isinstance(source, dict):
         raise InputError(f"{where}: 'provenance' must be an object saying where the report came from, "
-                         f"got {_json_type(source)}")
+                         f"got {json_type(source)}")
     return {
         "eval": {
             "suite": SUITE,
@@ -138,7 +138,7 @@ def adapt_docs_stage(data: Any, where: str) -> dict[str, Any]:
 
 
 def _key(report: Mapping[str, Any], where: str) -> Mapping[str, Any]:
-    key = _object(_require(report, "key", where), f"{where}: 'key'")
+    key = json_object(_require(report, "key", where), f"{where}: 'key'")
     for name in _KEY_TEXT:
         if not isinstance(key.get(name), str) or not key[name]:
             raise InputError(f"{where}: key.{name} is missing or empty; the key names "
@@ -183,11 +183,11 @@ def _case_checks(row: Mapping[str, Any], case: str, threshold: float, where: str
 
 
 def _tools_passed(value: Any, threshold: float, where: str) -> bool:
-    tools = _object(value, f"{where}: tools")
+    tools = json_object(value, f"{where}: tools")
     score = _score(_require(tools, "score", f"{where}: tools"), f"{where}: tools score")
     unexpected = _require(tools, "unexpected", f"{where}: tools")
     if not isinstance(unexpected, list):
-        raise InputError(f"{where}: tools.unexpected must be a list of tool names, got {_json_type(unexpected)}")
+        raise InputError(f"{where}: tools.unexpected must be a list of tool names, got {json_type(unexpected)}")
     passed = _require(tools, "pass", f"{where}: tools")
     if not isinstance(passed, bool):
         raise InputError(f"{where}: tools.pass must be true or false, got {_show(passed)}")
@@ -200,7 +200,7 @@ def _tools_passed(value: Any, threshold: float, where: str) -> bool:
 
 
 def _retrieval_passed(value: Any, threshold: float, where: str) -> bool:
-    retrieval = _object(value, f"{where}: retrieval")
+    retrieval = json_object(value, f"{where}: retrieval")
     hit = _require(retrieval, "hit", f"{where}: retrieval")
     if not isinstance(hit, bool):
         raise InputError(f"{where}: retrieval.hit must be true or false, got {_show(hit)}")
@@ -211,7 +211,7 @@ def _retrieval_passed(value: Any, threshold: float, where: str) -> bool:
 
 def _judged_scores(value: Any, case: str, where: str) -> dict[str, float]:
     """The judged metrics' scores; exactly the case's expected metrics, each with a score and a reason."""
-    judged = _object(value, f"{where}: judged")
+    judged = json_object(value, f"{where}: judged")
     expected = _NO_CONTEXT.get(case, _WITH_CONTEXT)
     names = ", ".join(sorted(expected))
     unexpected = sorted(set(judged) - expected)
@@ -223,9 +223,9 @@ def _judged_scores(value: Any, case: str, where: str) -> dict[str, float]:
     scores: dict[str, float] = {}
     for name, metric in judged.items():
         at = f"{where}: metric {name!r}"
-        metric = _object(metric, at)
+        metric = json_object(metric, at)
         if not isinstance(_require(metric, "reason", at), str):
-            raise InputError(f"{at}: the judge's reason must be text, got {_json_type(metric['reason'])}")
+            raise InputError(f"{at}: the judge's reason must be text, got {json_type(metric['reason'])}")
         scores[name] = _score(_require(metric, "score", at), f"{at} score")
     return scores
 
@@ -247,15 +247,6 @@ def _require(mapping: Mapping[str, Any], name: str, where: str) -> Any:
     return mapping[name]
 
 
-def _object(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, dict):
-        raise InputError(f"{where}: expected a JSON object, got {_json_type(value)}")
-    return value
-
-
-def _json_type(value: Any) -> str:
-    names = {dict: "an object", list: "a list", str: "text", bool: "a boolean", int: "a number", float: "a number"}
-    return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
 def _show(value: Any) -> str:

@@ -48,8 +48,10 @@ from evalkit.adapt.neutral import NeutralRun, to_run_report
 from evalkit.core.errors import ConfigError, InputError
 from evalkit.core.policy import Policy
 from evalkit.core.report import RunReport, report_from_mapping
-from evalkit.gate.decide import changed_components, decide
-from evalkit.gate.decision import Decision, Verdict
+from evalkit.gate.decide import changed_components, decide, refuse
+from evalkit.gate.decision import Decision
+from evalkit.gate.findings import Effect, Finding
+from evalkit.gate.rules import incomparable_finding
 
 __all__ = ["ENTRY_POINT_GROUP", "Adaptation", "Source", "available_sources", "gate_runs", "incomparable_fields",
            "load_source"]
@@ -152,19 +154,16 @@ def gate_runs(policy: Policy, baseline: NeutralRun, candidate: NeutralRun, *, ba
     cand_report = report_from_mapping(adapted_candidate, candidate_where)
     reasons = incomparable_fields(baseline, candidate)
     if reasons:  # named by field here; decide() would word them as evalkit's own suites' keys
-        changed = changed_components(base_report.eval, cand_report.eval)
-        if policy.on_incomparable == "review":
-            decision = Decision(Verdict.REVIEW, (), changed, review_reasons=tuple(reasons))
-        else:
-            verdict = Verdict.BLOCK if policy.on_incomparable == "block" else Verdict.INCOMPARABLE
-            decision = Decision(verdict, tuple(reasons), changed)
+        decision = refuse(policy, [incomparable_finding(policy, reason) for reason in reasons],
+                          changed_components(base_report.eval, cand_report.eval))
     else:
         decision = decide(policy, base_report, cand_report)
     before, after = _notes(baseline), _notes(candidate)
     notes = ([f"baseline and candidate: {note}" for note in before if note in after]
              + [f"baseline: {note}" for note in before if note not in after]
              + [f"candidate: {note}" for note in after if note not in before])
-    decision = dataclasses.replace(decision, warnings=(*decision.warnings, *notes))
+    decision = dataclasses.replace(decision, findings=(
+        *decision.findings, *(Finding("adapter_note", Effect.WARN, note, subject=note) for note in notes)))
     return Adaptation(adapted_baseline, adapted_candidate, base_report, cand_report, decision)
 
 

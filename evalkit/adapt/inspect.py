@@ -28,9 +28,10 @@ from typing import Any
 from evalkit.adapt.framework import Source
 from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs
 from evalkit.core.errors import InputError
+from evalkit.core.failure import first_line
 from evalkit.core.files import decode, read_bytes
 from evalkit.core.fingerprint import canonical_json, fingerprint, sha256
-from evalkit.core.parsing import parse_json
+from evalkit.core.parsing import json_object, parse_json
 
 __all__ = ["FORMAT_VERSION", "MAX_ID_CHARS", "MAX_MEMBER_BYTES", "SOURCE", "read_inspect_log", "run_from_log"]
 
@@ -66,7 +67,7 @@ def read_inspect_log(path: Path, pass_thresholds: Mapping[str, float] | None = N
     if data[:4] == b"PK\x03\x04" or path.suffix == ".eval":
         header, samples = _read_eval_zip(data, where)
     else:
-        log = _object(_parse(data, where, "log"), where, "the log")
+        log = json_object(_parse(data, where, "log"), f"{where}: the log")
         header, samples = log, log.get("samples")
         if samples is None:
             _check_header(header, where)  # a failed run's own reason first, if it is one
@@ -89,7 +90,8 @@ def _read_eval_zip(data: bytes, where: str) -> tuple[Mapping[str, Any], Any]:
     if "header.json" not in names:
         raise InputError(f"{where}: the .eval log has no header.json: the run has not finished (or was killed); "
                          "gate a finished log")
-    header = _object(_parse(_member(archive, data, "header.json", where), where, "header.json"), where, "header")
+    header = json_object(_parse(_member(archive, data, "header.json", where), where, "header.json"),
+                         f"{where}: header")
     _check_header(header, where)
     if "summaries.json" in names:
         samples = _parse(_member(archive, data, "summaries.json", where), where, "summaries.json")
@@ -239,7 +241,7 @@ def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_
     inputs: dict[str, Any] = {}
     for index, sample in enumerate(samples):
         at = f"{where}: samples[{index}]"
-        sample = _object(sample, where, f"samples[{index}]")
+        sample = json_object(sample, f"{where}: samples[{index}]")
         sid = _sample_id(sample.get("id"), at)
         epoch = sample.get("epoch", 1)
         if type(epoch) is not int or epoch < 1:
@@ -257,7 +259,7 @@ def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_
             raise InputError(f"{at}: sample {sid!r} (epoch {epoch}) has no scores and no error; every sample of a "
                              "finished run is scored or errored: was the log edited, or scored with --no-score?")
         else:
-            epochs[epoch] = _scores(_object(scores, where, f"sample {sid!r} scores"), sid, at, thresholds)
+            epochs[epoch] = _scores(json_object(scores, f"{where}: sample {sid!r} scores"), sid, at, thresholds)
 
     counts = {len(epochs) for epochs in by_sample.values()}
     if len(counts) > 1:
@@ -361,7 +363,7 @@ def _scores(scores: Mapping[str, Any], sid: str, where: str,
     """Each score (a dict value: each of its keys) -> (full credit?, why not, in one line)."""
     out: dict[str, tuple[bool, str | None]] = {}
     for name, score in scores.items():
-        score = _object(score, where, f"sample {sid!r} score {name!r}")
+        score = json_object(score, f"{where}: sample {sid!r} score {name!r}")
         value = score.get("value")
         if isinstance(value, dict):
             for part, item in value.items():
@@ -521,14 +523,10 @@ def _text(value: Any, where: str, field: str) -> str:
     return value
 
 
-def _object(value: Any, where: str, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, dict):
-        raise InputError(f"{where}: {what} is not a JSON object")
-    return value
 
 
 def _line(text: Any) -> str:
-    return str(text).strip().splitlines()[0][:200] if str(text).strip() else ""
+    return first_line(str(text), 200) or ""
 
 
 SOURCE = Source(

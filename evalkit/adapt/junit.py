@@ -31,6 +31,7 @@ from pathlib import Path
 from evalkit.adapt.framework import Source
 from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey
 from evalkit.core.errors import InputError
+from evalkit.core.failure import first_line
 from evalkit.core.files import read_bytes
 from evalkit.core.fingerprint import fingerprint, sha256
 
@@ -250,9 +251,9 @@ def _outcome(case: ET.Element) -> tuple[str, str | None]:
 
 def _message(element: ET.Element) -> str | None:
     for text in (element.get("message"), element.text):
-        if text and text.strip():
-            line = text.strip().splitlines()[0]
-            return line if len(line) <= 300 else line[:297] + "..."
+        line = first_line(text) if text else None
+        if line:
+            return line
     return element.get("type")
 
 

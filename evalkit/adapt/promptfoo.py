@@ -26,7 +26,7 @@ from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprin
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
 from evalkit.core.fingerprint import canonical_json, fingerprint
-from evalkit.core.parsing import parse_json
+from evalkit.core.parsing import json_object, parse_json
 
 __all__ = ["FORMAT_VERSION", "SOURCE", "read_promptfoo"]
 
@@ -40,9 +40,9 @@ def read_promptfoo(path: Path) -> NeutralRun:
     """Read promptfoo's `-o results.json` output (format version 3) into a neutral run."""
     text, digest = read_text_sha256(path, "promptfoo results")
     where = str(path)
-    data = _object(parse_json(text, where, "promptfoo results"), where, "the file")
+    data = json_object(parse_json(text, where, "promptfoo results"), where, _NOT_RESULTS)
     refuse_lone_surrogates(data, where)
-    results = _object(data.get("results"), where, "results")
+    results = json_object(data.get("results"), f"{where}: results", _NOT_RESULTS)
     version = results.get("version")
     if version != FORMAT_VERSION:
         raise InputError(f"{where}: results.version is {version!r}; evalkit reads promptfoo results version "
@@ -59,8 +59,8 @@ def read_promptfoo(path: Path) -> NeutralRun:
     cases: dict[str, Mapping[str, Any]] = {}
     dataset: dict[str, Mapping[str, Any]] = {}  # by test, whatever prompts and providers ran it
     for index, row in enumerate(rows):
-        row = _object(row, where, f"results.results[{index}]")
-        case = _object(row.get("testCase"), where, f"results.results[{index}].testCase")
+        row = json_object(row, f"{where}: results.results[{index}]", _NOT_RESULTS)
+        case = json_object(row.get("testCase"), f"{where}: results.results[{index}].testCase", _NOT_RESULTS)
         sample = dataset_id = _sample_id(row, case)
         if many:
             sample = f"{sample}|{_prompt(row, where)}|{_provider(row, where)}"
@@ -117,11 +117,9 @@ def read_promptfoo(path: Path) -> NeutralRun:
         provenance={"file_sha256": digest, "format_version": version, "run_id": data.get("evalId")})
 
 
-def _object(value: Any, where: str, field: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise InputError(f"{where}: {field} is not a JSON object; is this the output of `promptfoo eval -o "
-                         "results.json`?")
-    return value
+
+
+_NOT_RESULTS = "; is this the output of `promptfoo eval -o results.json`?"
 
 
 def _optional_object(data: Mapping[str, Any], field: str) -> dict[str, Any]:

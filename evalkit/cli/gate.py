@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                              "--markdown another path")
         outputs[args.out] = (json.dumps({**decision.to_json(), "evidence": facts}, indent=2, allow_nan=False) + "\n",
                              "decision (--out)")
-        outputs[junit] = (render_junit(decision, candidate, policy), "decision as JUnit XML (beside --out)")
+        outputs[junit] = (render_junit(decision, candidate), "decision as JUnit XML (beside --out)")
     if args.markdown:
         outputs[args.markdown] = (render_markdown(decision, candidate, policy.critical, facts, baseline),
                                   "decision (--markdown)")

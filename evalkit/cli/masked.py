@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from evalkit.core.errors import EvalkitError
+
 if TYPE_CHECKING:
     from evalkit.live.redact import Redactor
 
@@ -30,9 +32,12 @@ class MaskedStream(io.TextIOBase):
     @staticmethod
     def from_project(conf_dir: Path, argv: list[str]) -> Callable[[str], str]:
         from evalkit.core.config import env_names
+        from evalkit.core.provider_specs import provider_specs
         from evalkit.live.redact import Redactor, credential_name
 
-        names = set(re.findall(r"api_key_env=([\w.-]+)", " ".join(argv)))
+        typed = " ".join(argv)
+        names = set(re.findall(r"(?:api_key|token)_env=([\w.-]+)", typed))
+        providers = set(re.findall(r"provider=([\w.-]+)", typed))
         # a credential read through `${oc.env:...}` is shown resolved by `--cfg job --resolve`, before any job
         read = env_names(argv)
         for path in [*conf_dir.rglob("*.yaml"), *Path(__file__).parents[1].joinpath("conf").rglob("*.yaml")]:
@@ -40,8 +45,15 @@ class MaskedStream(io.TextIOBase):
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
-            names |= set(re.findall(r"api_key_env:\s*['\"]?([\w.-]+)", text))
+            names |= set(re.findall(r"(?:api_key|token)_env:\s*['\"]?([\w.-]+)", text))
+            providers |= set(re.findall(r"provider:\s*['\"]?([\w.-]+)", text))
             read |= env_names(text)
+        try:
+            specs = provider_specs()
+        except EvalkitError:  # a broken plugin is reported once the config is composed
+            specs = {}
+        for provider in providers & set(specs):  # variables a provider reads by itself (Bedrock's AWS chain)
+            names |= set(specs[provider].credential_env)
         return Redactor(sorted(names | {name for name in read if credential_name(name)})).values
 
     def write(self, text: str) -> int:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -32,20 +31,20 @@ from evalkit.cli.evidence import saved_decision_field
 from evalkit.cli.guard import command, say
 from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
-from evalkit.core.files import max_input_bytes, read_text
+from evalkit.core.files import decode, read_text
 from evalkit.core.parsing import parse_json, parse_yaml
 from evalkit.core.policy import Policy, load_policy, policy_from_mapping, policy_sha256
 from evalkit.core.report import RunReport, parse_report
-from evalkit.core.untrusted import markdown, terminal
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Decision, ExitCode, exit_code
+from evalkit.gate.findings import Effect
+from evalkit.project.git import GIT, show, split_spec
 from evalkit.project.options import find_option
 from evalkit.project.paths import find_project, project_root, shown
-from evalkit.run.baseline import git_object_problem, git_spec_problem, load_baseline
+from evalkit.run.baseline import load_baseline
 
 __all__ = ["main", "read_policy", "Pair", "default_pairs"]
 
-GIT = "git:"
 RUN_FOLDERS = ("outputs", "multirun")
 
 
@@ -114,40 +113,13 @@ def read_policy(spec: str) -> Policy:
     """A policy from a file, an option name or `git:REF:PATH`; every refusal is one line naming `spec`."""
     if not spec.startswith(GIT):
         return load_policy(find_option("policy", spec))
-    ref, sep, path = spec[len(GIT):].partition(":")
-    if not ref or not sep or not path:
+    ref, path = split_spec(spec, spec, "expected git:REF:PATH, e.g. git:origin/main:conf/policy/triage.yaml")
+    if not path:
         raise InputError(f"{spec}: expected git:REF:PATH, e.g. git:origin/main:conf/policy/triage.yaml")
-    problem = git_spec_problem(ref)  # an option (`--output=FILE` would write FILE) or a range
-    if problem:
-        raise InputError(f"{spec}: {problem}")
-    root = find_project() or Path.cwd()
     # git runs in the project root: PATH is in the repository, `./PATH` relative to the project (as for baselines)
-    done = _git(["show", "--end-of-options", f"{ref}:{path}"], root, spec)
-    if done.returncode != 0:
-        if _git(["rev-parse", "--git-dir"], root, spec).returncode != 0:
-            raise InputError(f"{spec}: {root} is not in a git repository, so git cannot read {path} at {ref}")
-        if _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], root,
-                spec).returncode != 0:
-            raise InputError(f"{spec}: {ref} is not a commit in this repository (a branch, tag or commit that this "
-                             "clone holds; fetch it first if it is a remote's)")
-        first = (done.stderr.strip().splitlines() or ["unknown error"])[0]
-        raise InputError(f"{spec}: git show failed: {first}")
-    problem = git_object_problem(ref, path, root)
-    if problem:
-        raise InputError(f"{spec}: {problem}; a policy is a YAML or JSON file")
-    if len(done.stdout.encode("utf-8")) > max_input_bytes():
-        raise InputError(f"{spec}: the policy is larger than {max_input_bytes()} bytes; a policy is a short file")
-    text = done.stdout
+    text = decode(show(ref, path, find_project() or Path.cwd(), spec), spec, "policy")
     data = parse_json(text, spec, "policy") if path.endswith(".json") else parse_yaml(text, spec, "policy")
     return policy_from_mapping(data, spec)
-
-
-def _git(args: list[str], cwd: Path, spec: str) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=60,
-                              errors="replace")
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise InputError(f"{spec}: cannot run git ({error}); install git, or give the policy as a file") from None
 
 
 def _option_name(spec: str) -> str | None:
@@ -265,17 +237,17 @@ def render(old_spec: str, old: Policy, new_spec: str, new: Policy, pairs: list[P
     keys = _changed_keys(old, new)
     lines += ["- rules changed: " + (", ".join(f"`{k}` {_value(a)} → {_value(b)}" for k, (a, b) in keys.items())
                                      if keys else "none (the two policies are the same rules)")]
-    lines += [f"- decided again: {markdown(scope)}", ""]
+    lines += [f"- decided again: {scope}", ""]
     changed, same = [], 0
     for pair in pairs:
         before, after = decide(old, pair.baseline_report, pair.candidate_report), \
             decide(new, pair.baseline_report, pair.candidate_report)
-        gone, came = _reasons(before) - _reasons(after), _reasons(after) - _reasons(before)
+        gone, came = _findings_only_in(before, after), _findings_only_in(after, before)
         codes = int(exit_code(before.decision, old.review_fails)), int(exit_code(after.decision, new.review_fails))
         if before.decision == after.decision and not gone and not came and codes[0] == codes[1]:
             same += 1
             continue
-        changed.append((pair, before, after, codes, sorted(gone), sorted(came)))
+        changed.append((pair, before, after, codes, gone, came))
     changed.sort(key=lambda row: row[1].decision == row[2].decision)  # changed decisions first, else as found
     flips = sum(1 for _, b, a, *_ in changed if b.decision != a.decision)
     lines.append(f"**{flips} decision(s) change**, {len(changed) - flips} keep their decision with other reasons, "
@@ -287,17 +259,22 @@ def render(old_spec: str, old: Policy, new_spec: str, new: Policy, pairs: list[P
         for pair, before, after, codes, disappear, appear in changed:
             verdict = (f"**{str(before.decision).upper()} → {str(after.decision).upper()}**"
                        if before.decision != after.decision else f"{str(after.decision).upper()} (same)")
-            lines.append(f"| {markdown(pair.suite)} | `{_cell(pair.baseline)}` | `{_cell(pair.candidate)}` | "
-                         f"{verdict} | {codes[0]} → {codes[1]} | {_list(disappear)} | {_list(appear)} |")
+            lines.append(f"| {_cell(pair.suite)} | `{_cell(pair.baseline)}` | `{_cell(pair.candidate)}` | {verdict} | "
+                         f"{codes[0]} → {codes[1]} | {_list(disappear)} | {_list(appear)} |")
         lines.append("")
     if skipped:
         lines += [f"<details><summary>Not decided ({len(skipped)})</summary>", ""]
-        lines += [f"- {markdown(line)}" for line in skipped] + ["", "</details>", ""]
+        lines += [f"- {_cell(line)}" for line in skipped] + ["", "</details>", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _reasons(decision: Decision) -> set[str]:
-    return set(decision.reasons) | {f"review: {r}" for r in decision.review_reasons}
+def _findings_only_in(decision: Decision, other: Decision) -> list[str]:
+    """The findings that decide (block or review) under one policy and not the other, told apart by rule, effect,
+    subject and tests, never by wording: a finding whose figures differ (the same regressions against another
+    limit) is the same finding. Shown sorted, review findings marked `review:`."""
+    theirs = {f.identity for f in other.findings}
+    return sorted(f"review: {f.message}" if f.effect is Effect.REVIEW else f.message for f in decision.findings
+                  if f.effect is not Effect.WARN and f.identity not in theirs)
 
 
 def _changed_keys(old: Policy, new: Policy) -> dict[str, tuple[Any, Any]]:
@@ -310,10 +287,10 @@ def _value(value: Any) -> str:
 
 
 def _list(reasons: list[str]) -> str:
-    return "<br>".join(markdown(r) for r in reasons) or "-"
+    return "<br>".join(_cell(r) for r in reasons) or "-"
 
 
 def _cell(text: str) -> str:
-    """Report data inside a code span in a Markdown table cell: no line breaks or control characters, no column
-    separators, no backtick to close the span (markup inside a code span is shown, never read)."""
-    return terminal(text).replace("|", "\\|").replace("`", "'")
+    """Report data inside a Markdown table cell: no line breaks, no column separators, no raw HTML."""
+    return (text.replace("\r", " ").replace("\n", " ").replace("|", "\\|").replace("`", "'")
+            .replace("<", "&lt;").replace(">", "&gt;"))

@@ -157,7 +157,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor) -> int:
                      report_identity(str(result.report_path), candidate_sha, result.report))
     written = redact.scrub({"baseline": name, **decision.to_json(), "evidence": facts})
     write_atomic(Path(config.run.out) / "decision.json", json.dumps(written, indent=2, allow_nan=False) + "\n")
-    write_atomic(Path(config.run.out) / "decision.xml", redact(render_junit(decision, result.report, policy)))
+    write_atomic(Path(config.run.out) / "decision.xml", redact(render_junit(decision, result.report)))
     write_atomic(Path(config.run.out) / "decision.md",
                  redact(render_markdown(decision, result.report, policy.critical, facts, base_report)))
     write_atomic(Path(config.run.out) / "report.html",

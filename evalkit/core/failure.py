@@ -10,7 +10,7 @@ import ast
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MESSAGE_CHARS", "failure_message"]
+__all__ = ["MESSAGE_CHARS", "failure_message", "first_line"]
 
 STAGES = ("setup", "call", "teardown")
 MESSAGE_CHARS = 300
@@ -26,13 +26,13 @@ def failure_message(test: Mapping[str, Any]) -> str | None:
             continue
         line = _crash_line(entry.get("crash")) or _longrepr_line(entry.get("longrepr"))
         if line:
-            return line if len(line) <= MESSAGE_CHARS else line[:MESSAGE_CHARS - 3] + "..."
+            return first_line(line)
     return None
 
 
 def _crash_line(crash: Any) -> str | None:
     message = crash.get("message") if isinstance(crash, Mapping) else None
-    return _first_line(message) if isinstance(message, str) else None
+    return first_line(message) if isinstance(message, str) else None
 
 
 def _longrepr_line(longrepr: Any) -> str | None:
@@ -46,12 +46,15 @@ def _longrepr_line(longrepr: Any) -> str | None:
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             parsed = None
         if isinstance(parsed, tuple) and len(parsed) == 3 and isinstance(parsed[2], str):
-            return _first_line(parsed[2])
+            return first_line(parsed[2])
     for line in longrepr.splitlines():
         if line.startswith("E ") and line[1:].strip():
             return line[1:].strip()
-    return _first_line(longrepr)
+    return first_line(longrepr)
 
 
-def _first_line(text: str) -> str | None:
-    return next((line.strip() for line in text.splitlines() if line.strip()), None)
+def first_line(text: str, limit: int = MESSAGE_CHARS) -> str | None:
+    """The first line of `text` that is not blank, stripped, cut to `limit` characters (ending in "..."); None
+    when every line is blank. What a report or a message keeps of a longer text."""
+    line = next((line.strip() for line in text.splitlines() if line.strip()), None)
+    return line if line is None or len(line) <= limit else line[:limit - 3] + "..."

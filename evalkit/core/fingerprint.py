@@ -8,7 +8,7 @@ from typing import Any
 
 __all__ = ["SHA_LENGTH", "canonical_json", "fingerprint", "sha256"]
 
-SHA_LENGTH = 12  # short, as in the seed's keys; 48 bits tell versions of one file apart
+SHA_LENGTH = 12  # short enough to read in a key; 48 bits tell versions of one file apart
 
 
 def canonical_json(value: Any) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from evalkit.core.dataset import Dataset
 from evalkit.core.fingerprint import fingerprint
@@ -36,6 +36,10 @@ class EvalKey(BaseModel):
     dataset_sha: str
     """Fingerprint of the dataset file's bytes."""
     model: str
+    deployment: str | None = None
+    """Azure OpenAI's deployment (the model it serves, under the name calls go to); absent for other providers."""
+    api_version: str | None = None
+    """Azure OpenAI's `api-version` (it changes what the API accepts and returns); absent for other providers."""
     prompt_version: str
     prompt_sha: str
     """Fingerprint of the prompt text."""
@@ -44,15 +48,30 @@ class EvalKey(BaseModel):
     components: dict[str, str] = {}
     """Suite-declared components: group name -> `option@fingerprint`."""
 
+    @model_serializer(mode="wrap")
+    def _without_absent_settings(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a provider without deployments leaves no trace, so the keys of every other run stay as they were
+        data: dict[str, Any] = handler(self)
+        for name in _PROVIDER_FIELDS:
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+
+_PROVIDER_FIELDS = ("deployment", "api_version")
+
 
 def build_key(*, suite: str, dataset: Dataset, model: str, prompt_version: str, prompt_text: str,
-              judge_model: str | None, components: dict[str, tuple[str, dict[str, Any]]]) -> EvalKey:
+              judge_model: str | None, components: dict[str, tuple[str, dict[str, Any]]],
+              deployment: str | None = None, api_version: str | None = None) -> EvalKey:
     """The key of a run. `components` maps group -> (chosen option, composed settings)."""
     return EvalKey(
         suite=suite,
         dataset=dataset.label,
         dataset_sha=dataset.sha,
         model=model,
+        deployment=deployment,
+        api_version=api_version,
         prompt_version=prompt_version,
         prompt_sha=fingerprint(prompt_text),
         judge_model=judge_model,
@@ -115,6 +134,6 @@ def safe_name(text: str) -> str:
 
 def recording_path(key: EvalKey, root: Path) -> Path:
     """Where the recording of `key` lives: one file per model x prompt x dataset version (x components)."""
-    parts = [key.model, key.prompt_version, key.dataset]
+    parts = [key.model, *(v for v in (key.deployment, key.api_version) if v), key.prompt_version, key.dataset]
     parts += [f"{group}-{value.rsplit('@', 1)[-1][:8]}" for group, value in key.components.items()]
     return root / safe_name(key.suite) / ("-".join(safe_name(p) for p in parts) + ".json")

@@ -21,7 +21,8 @@ import yaml
 
 from evalkit.core.errors import InputError
 
-__all__ = ["MAX_DEPTH", "UniqueKeyLoader", "check_json", "parse_json", "parse_yaml", "unique_object"]
+__all__ = ["MAX_DEPTH", "UniqueKeyLoader", "check_json", "json_object", "json_type", "parse_json", "parse_yaml",
+           "unique_object"]
 
 MAX_DEPTH = 100
 """How deeply objects and lists may nest in an input file (evalkit's own files nest fewer than ten levels)."""
@@ -230,3 +231,17 @@ def _too_deep(where: str, what: str) -> str:
 def _short(value: Any, limit: int = 80, *, quote: bool = True) -> str:
     text = repr(value) if quote else str(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def json_type(value: Any) -> str:
+    """What a parsed JSON value is, in words for an error message (`a list`, `text`, `null`)."""
+    names = {dict: "an object", list: "a list", str: "text", bool: "a boolean", int: "a number", float: "a number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def json_object(value: Any, where: str, hint: str = "") -> dict[str, Any]:
+    """`value` when it is a JSON object; otherwise an InputError naming `where` and what it is instead, followed
+    by `hint` (what the file probably is not)."""
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: expected a JSON object, got {json_type(value)}{hint}")
+    return value

@@ -188,7 +188,8 @@ def load_policy(path: Path) -> Policy:
     return policy_from_mapping(data, str(path))
 
 
-def policy_schema() -> str:
-    """The JSON schema of policy files, as shipped in conf/policy/policy.schema.json."""
-    return json.dumps(Policy.model_json_schema(), indent=2) + "\n"
+def policy_schema(model: type[Policy] = Policy) -> str:
+    """The JSON schema of policy files, as shipped in conf/policy/policy.schema.json; `model` is a policy with
+    fields of its own (a rule added outside evalkit), whose schema then lists them too."""
+    return json.dumps(model.model_json_schema(), indent=2) + "\n"
 

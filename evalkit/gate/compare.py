@@ -1,6 +1,6 @@
 """Comparison detail between two runs: per case improved / regressed / unchanged, and per metric
-before, after, delta and status. Pure. The gate uses the metric comparison (`compare_metrics`); the run and
-case comparisons are for callers that want the detail (they are not in the decision).
+before, after, delta and status. Pure. The gate uses the metric comparison (`compare_metrics`);
+`python -m evalkit.compare` shows both.
 
 All metrics are read as higher-is-better. A metric that can no longer be measured (None) ranks
 below every number, so a drop to None is a regression, never an unchanged row.
@@ -12,9 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evalkit.core.report import RunReport
-
-__all__ = ["MetricChange", "Comparison", "compare_runs", "compare_metrics", "compare_cases"]
+__all__ = ["MetricChange", "Comparison", "compare_metrics", "compare_cases"]
 
 Status = Literal["improved", "regressed", "unchanged"]
 
@@ -73,8 +71,3 @@ def compare_cases(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[s
             out[case] = ("improved" if now[case] and not was[case] else
                          "regressed" if was[case] and not now[case] else "unchanged")
     return out
-
-
-def compare_runs(baseline: RunReport, candidate: RunReport) -> Comparison:
-    return Comparison(compare_cases(baseline.cases, candidate.cases),
-                      compare_metrics(baseline.metrics, candidate.metrics))

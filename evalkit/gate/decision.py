@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit.gate.findings import Effect, Finding
+
 __all__ = ["Verdict", "ExitCode", "exit_code", "Decision"]
 
 
@@ -42,7 +44,9 @@ class Decision:
     """The gate's answer with everything a reviewer needs to check it."""
 
     decision: Verdict
-    reasons: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    """What each rule found, in the rules' order (evalkit.gate.rules): the reasons, review reasons and warnings
+    below are their messages."""
     changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     """Key components that differ: name -> (baseline, candidate)."""
     pass_rate: float | None = None
@@ -52,8 +56,6 @@ class Decision:
     missing_critical: tuple[str, ...] = ()
     tests: int = 0
     passed: int = 0
-    review_reasons: tuple[str, ...] = ()
-    """Reasons that call for a person's review; they decide only when nothing blocks."""
     metrics: dict[str, Any] = field(default_factory=dict)
     """Per metric: before, after, delta, status (see evalkit.gate.compare)."""
     statistics: dict[str, Any] | None = None
@@ -61,9 +63,6 @@ class Decision:
     asks for one."""
     failures: tuple[dict[str, Any], ...] = ()
     """Graded suites: candidate cases failing task, quality or safety, with both sides' reasons."""
-    warnings: tuple[str, ...] = ()
-    """What a reviewer should know that does not decide: a critical name matching no test, a baseline whose run
-    had problems."""
     outcomes: dict[str, int] = field(default_factory=dict)
     """The candidate's tests per outcome (passed, failed, error, skipped, xfailed, xpassed), plugins' outcomes
     read by what they mean."""
@@ -79,6 +78,25 @@ class Decision:
     repeats: dict[str, Any] | None = None
     """When both sides sampled each test several times: alpha, the significantly regressed tests (Fisher p),
     unreliable_baseline, insufficient_data, and the suite's paired bootstrap of per-case pass fractions."""
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why it blocks (or, for incomparable, why the runs cannot be compared)."""
+        return self._messages(Effect.BLOCK)
+
+    @property
+    def review_reasons(self) -> tuple[str, ...]:
+        """Reasons that call for a person's review; they decide only when nothing blocks."""
+        return self._messages(Effect.REVIEW)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What a reviewer should know that does not decide: a critical name matching no test, a baseline whose
+        run had problems."""
+        return self._messages(Effect.WARN)
+
+    def _messages(self, effect: Effect) -> tuple[str, ...]:
+        return tuple(finding.message for finding in self.findings if finding.effect is effect)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,4 +119,5 @@ class Decision:
             "ran_pass_rate": self.ran_pass_rate,
             "new_failing": list(self.new_failing),
             "messages": self.messages,
+            "findings": [finding.to_json() for finding in self.findings],
         } | ({"repeats": self.repeats} if self.repeats is not None else {})

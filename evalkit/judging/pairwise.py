@@ -10,22 +10,17 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict
 
 from evalkit.core.errors import InputError
 
-__all__ = ["NEW_FIRST", "OLD_FIRST", "VERDICT_SCHEMA", "Judge", "PairOutcome", "PairVerdict", "PairwiseResult",
-           "Verdict", "combine", "compare_pair", "compare_pairs", "pairwise_call_ids", "pairwise_prompts",
-           "parse_verdict", "tally"]
+__all__ = ["NEW_FIRST", "OLD_FIRST", "VERDICT_SCHEMA", "PairOutcome", "PairVerdict", "Verdict", "combine",
+           "pairwise_prompts", "parse_verdict"]
 
 Verdict = Literal["first", "second", "tie"]
 """Which of the two answers the judge prefers, by position."""
-
-Judge = Callable[[str, str], str]
-"""Any callable (first, second) -> verdict text: "first", "second" or "tie" (see `parse_verdict`)."""
 
 NEW_FIRST = "pairwise/new-first"
 """The judge metric (a suite's `build_judge` key) of the call that shows the new output first."""
@@ -69,36 +64,6 @@ class PairVerdict(BaseModel):
     """The judge's preference flipped with the order (the outcome is then a tie)."""
 
 
-class PairwiseResult(BaseModel):
-    """Counts over a run's pairs, for the new output against the old."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    win: int = Field(ge=0)
-    """Pairs where the judge picked the new output in both orders."""
-    tie: int = Field(ge=0)
-    """Pairs judged a tie in both orders, or whose verdict flipped with the order."""
-    loss: int = Field(ge=0)
-    """Pairs where the judge picked the old output in both orders."""
-    disagree: int = Field(ge=0)
-    """The ties whose verdict flipped with the order: a measure of the judge's position bias."""
-    n: int = Field(ge=0)
-    """All pairs compared; win + tie + loss."""
-
-    @model_validator(mode="after")
-    def _adds_up(self) -> PairwiseResult:
-        if self.win + self.tie + self.loss != self.n or self.disagree > self.tie:
-            raise ValueError(f"win {self.win} + tie {self.tie} + loss {self.loss} must be n {self.n}, "
-                             f"and disagree {self.disagree} at most tie")
-        return self
-
-    def metrics(self) -> dict[str, float]:
-        """Run metrics for a policy: rates over n (empty when no pair was compared)."""
-        if self.n == 0:
-            return {}
-        return {f"pairwise.{name}_rate": getattr(self, name) / self.n for name in ("win", "tie", "loss", "disagree")}
-
-
 def parse_verdict(text: str) -> Verdict:
     """A judge's verdict from its reply: the bare word `first`, `second` or `tie` (any case, surrounding
     whitespace allowed), or a JSON object `{"verdict": ...}` following VERDICT_SCHEMA. Anything else is refused."""
@@ -130,28 +95,6 @@ _AS_NEW = {"first": PairOutcome.WIN, "second": PairOutcome.LOSS, "tie": PairOutc
 _SWAPPED = {"first": PairOutcome.LOSS, "second": PairOutcome.WIN, "tie": PairOutcome.TIE}
 
 
-def compare_pair(judge: Judge, new: str, old: str) -> PairVerdict:
-    """Ask `judge` twice, new output first and then old output first, and combine the two verdicts."""
-    return combine(judge(new, old), judge(old, new))
-
-
-def compare_pairs(judge: Judge, pairs: Iterable[tuple[str, str]]) -> PairwiseResult:
-    """Compare every (new, old) pair in both orders and count the outcomes."""
-    return tally(compare_pair(judge, new, old) for new, old in pairs)
-
-
-def tally(verdicts: Iterable[PairVerdict]) -> PairwiseResult:
-    """Count pair verdicts (e.g. ones `combine` built from recorded judge replies)."""
-    done = list(verdicts)
-    return PairwiseResult(
-        win=sum(v.outcome is PairOutcome.WIN for v in done),
-        tie=sum(v.outcome is PairOutcome.TIE for v in done),
-        loss=sum(v.outcome is PairOutcome.LOSS for v in done),
-        disagree=sum(v.disagree for v in done),
-        n=len(done),
-    )
-
-
 def pairwise_prompts(question: str, new: str, old: str, instruction: str = DEFAULT_INSTRUCTION) -> dict[str, str]:
     """The two judge prompts, keyed by judge metric: NEW_FIRST shows the new output first, OLD_FIRST the old.
 
@@ -165,8 +108,3 @@ def pairwise_prompts(question: str, new: str, old: str, instruction: str = DEFAU
                 f"{instruction}\nReply with one word: first, second or tie.")
 
     return {NEW_FIRST: prompt(new, old), OLD_FIRST: prompt(old, new)}
-
-
-def pairwise_call_ids(case_id: str) -> tuple[str, str]:
-    """The call ids of one case's two judge calls (new output first, old output first)."""
-    return f"judge/{NEW_FIRST}/{case_id}", f"judge/{OLD_FIRST}/{case_id}"

@@ -14,14 +14,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 
-__all__ = ["MISSING", "Language", "Slice", "language_of", "language_of_field", "slice_cases", "slice_metrics"]
+__all__ = ["MISSING", "Language", "Slice", "language_of", "language_of_field", "slice_cases"]
 
 Language = Literal["bn", "en", "mixed"]
 
 MISSING = "(missing)"
 """The slice of cases that lack the field sliced by (they stay in a denominator; nothing is dropped)."""
 
-# Any character of the Unicode Bengali block (letters, vowel signs, digits, the taka sign), as the seed does.
+# Any character of the Unicode Bengali block (letters, vowel signs, digits, the taka sign): one makes a
+# text Bangla or mixed.
 _BANGLA = re.compile(r"[\u0980-\u09ff]")
 _LATIN = re.compile(r"[A-Za-z]")
 
@@ -99,16 +100,6 @@ def slice_cases(cases: Iterable[Case], results: Mapping[str, Mapping[str, Any]],
                                 and not _check_passed(results[i], abstention_check))),
         )
     return slices
-
-
-def slice_metrics(slices: Mapping[str, Slice], label: str) -> dict[str, float]:
-    """Per-slice numbers named as metrics: `pass_rate[<label>=<slice>]` and `unsafe[<label>=<slice>]` (a count,
-    lower is better). Not added to run reports: evalkit does not yet let a policy floor them."""
-    metrics: dict[str, float] = {}
-    for name, piece in slices.items():
-        metrics[f"pass_rate[{label}={name}]"] = piece.pass_rate
-        metrics[f"unsafe[{label}={name}]"] = float(len(piece.unsafe))
-    return metrics
 
 
 def _field_key(field: str) -> Callable[[Case], str]:

@@ -6,12 +6,14 @@ the baseline had and the candidate lacks when that matters (a regression or a mi
 named `evalkit::decision` that carries the decision itself. What the JUnit readers count as a failure is what
 the gate counts against the candidate, so a CI page that goes red on failures agrees with the gate:
 
-- `<failure>`: a regressed test, a critical test that does not pass or is missing, and a new failing test
-  when the policy blocks on those (`new_failing: block`); `type` says which, `message` says why;
+- `<failure>`: a test that a blocking finding of the decision names (evalkit.gate.rules): more regressions than
+  the policy allows, a critical test that does not pass or is missing, a new failing test when the policy blocks
+  on those (`new_failing: block`), and any rule of the policy's own; `type` is the rule's id, `message` says why;
 - `<skipped>`: a test pytest skipped or an expected failure (xfail), with pytest's reason, as pytest's own
   `--junitxml` writes them;
-- a test that did not pass but does not count against the candidate (it failed on the baseline too, or it is
-  new and the policy only reviews or lists new failures) is not a failure: its outcome and why are properties
+- a test that did not pass but does not count against the candidate (it failed on the baseline too, it is new
+  and the policy only reviews or lists new failures, or its regression is within what the policy allows or only
+  reviewed) is not a failure: its outcome and why are properties
   of its testcase (`outcome`, `evalkit.status`) and its message is its `<system-out>`;
 - `evalkit::decision` fails when the decision is block (the message is the reasons) and errors when it is
   incomparable, so a block that no single test explains (a metric floor, the pass rate) is still red.
@@ -29,13 +31,13 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
 from itertools import chain
 
 from evalkit.core.nodeid import name_parts
-from evalkit.core.policy import Policy
 from evalkit.core.report import PASSING, RunReport
 from evalkit.gate.decision import Decision, Verdict
+from evalkit.gate.findings import Effect
+from evalkit.gate.rules import rules_for
 
 __all__ = ["render_junit", "xml_safe", "junit_names"]
 
@@ -76,15 +78,15 @@ def _module(path: str) -> str:
     return stem.replace("\\", "/").replace("/", ".")
 
 
-def render_junit(decision: Decision, candidate: RunReport, policy: Policy) -> str:
+def render_junit(decision: Decision, candidate: RunReport) -> str:
     """The decision and the candidate's tests as a JUnit XML document (UTF-8, with its XML declaration)."""
-    failures = _failures(decision, policy)
+    failures = _failures(decision)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     properties = ET.Element("properties")
     for name, value in _suite_properties(decision):
         ET.SubElement(properties, "property", name=name, value=xml_safe(value))
     cases = [_element(properties)]
-    absent = [n for n in (*decision.regressed, *decision.missing_critical) if n not in candidate.outcomes]
+    absent = [n for n in failures if n not in candidate.outcomes]
     modules: dict[str, str] = {}
     # Most tests pass and most ids need no escaping: one C-speed scan of all ids decides whether any does, and
     # passing tests are then written directly (an ElementTree of a million tests would take seconds and memory).
@@ -151,27 +153,31 @@ def _attribute(text: str) -> str:
     return _ATTRIBUTE.sub(lambda m: _ENTITIES[m.group()], text) if _ATTRIBUTE.search(text) else text
 
 
-def _failures(decision: Decision, policy: Policy) -> dict[str, tuple[str, str]]:
-    """nodeid -> (failure type, why) for the tests that count against the candidate; the first reason wins."""
+def _failures(decision: Decision) -> dict[str, tuple[str, str]]:
+    """nodeid -> (rule id, why) for the tests a blocking finding names: what counts against the candidate.
+    Where several findings name one test, the later rule says more about it (a critical test that regressed is
+    a critical failure), so the last one wins."""
     out: dict[str, tuple[str, str]] = {}
-    groups: list[tuple[Iterable[str], str, str]] = [
-        (decision.critical_failures, "critical", "critical test does not pass"),
-        (decision.missing_critical, "missing_critical", "critical test absent from the candidate"),
-        (decision.regressed, "regression", "regressed: passed on the baseline"),
-    ]
-    if policy.new_failing == "block":
-        groups.append((decision.new_failing, "new_failing", "new failing test (new_failing: block)"))
-    for names, kind, why in groups:
-        for name in names:
-            out.setdefault(name, (kind, why))
+    for finding in decision.findings:
+        if finding.effect is Effect.BLOCK:
+            rule = rules_for(finding.rule)
+            why = rule.per_test if rule is not None and rule.per_test else finding.message
+            out.update(dict.fromkeys(finding.tests, (finding.rule, why)))
     return out
 
 
 def _not_counted(nodeid: str, decision: Decision) -> str:
+    review = [f.message for f in decision.findings if f.effect is Effect.REVIEW and nodeid in f.tests]
+    return _why_not_counted(nodeid, decision) + "".join(f"; for review: {message}" for message in review)
+
+
+def _why_not_counted(nodeid: str, decision: Decision) -> str:
     if nodeid in decision.new_failing:
         return "new failing test; the policy reviews or lists these (new_failing), it does not block on them"
     if decision.decision is Verdict.INCOMPARABLE:
         return "not compared: the runs are incomparable"
+    if nodeid in decision.regressed:
+        return "regressed, within what the policy allows or only reviews (max_regressions, regressions)"
     return "known failure: did not pass on the baseline either"
 
 
@@ -180,6 +186,7 @@ def _suite_properties(decision: Decision) -> list[tuple[str, str]]:
     props += [("evalkit.reason", reason) for reason in decision.reasons]
     props += [("evalkit.review_reason", reason) for reason in decision.review_reasons]
     props += [("evalkit.warning", warning) for warning in decision.warnings]
+    props += [("evalkit.finding", f"{finding.effect} {finding.rule}") for finding in decision.findings]
     props += [("evalkit.changed", f"{name} {old} -> {new}") for name, (old, new) in decision.changed.items()]
     if decision.pass_rate is not None:
         props.append(("evalkit.pass_rate", f"{decision.pass_rate:.6g}"))

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
 
+from evalkit.core.call_id import CallId
 from evalkit.core.config import Mode, ModelConfig, RunSettings
 from evalkit.core.dataset import Case
 from evalkit.core.errors import EvalkitError, InputError, OutageError, one_line
@@ -29,7 +30,7 @@ from evalkit.live.providers.base import CallFailure, Provider, Reply, Request
 from evalkit.live.retry import RetryPolicy, backoff_seconds
 from evalkit.run.journal import Journal
 from evalkit.run.recording import Entry, Failure, FailureKind, Hit, Provenance, Recording, lookup, request_fingerprint
-from evalkit.run.samples import sample_id, seeded, split_sample
+from evalkit.run.samples import seeded
 from evalkit.run.suite import SuiteTask
 
 __all__ = ["CallResult", "Execution", "LiveSetup", "execute", "UNSCORED"]
@@ -99,7 +100,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     for case in cases:
         request = _built(task.build_task, case, prompt, model)
         for sample in range(repeats):
-            call_id = sample_id(f"task/{case.id}", sample)
+            call_id = str(CallId.task(case.id, sample))
             planned.append((call_id, seeded(request, sample, repeats, call_id), "model"))
     calls = caller.wave(planned)
     caller.raise_outage()
@@ -108,10 +109,10 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
         planned = []
         for case in cases:
             for sample in range(repeats):  # each sample's reply is judged on its own
-                task_id = sample_id(f"task/{case.id}", sample)
+                task_id = str(CallId.task(case.id, sample))
                 output = calls[task_id]
                 for metric, request in _built(task.build_judge, case, output.text or "", judge).items():
-                    call_id = sample_id(f"judge/{metric}/{case.id}", sample)
+                    call_id = str(CallId.judge(metric, case.id, sample))
                     if output.text is None:
                         calls[call_id] = CallResult("blocked", reason=f"{call_id} needs {task_id}, which has no reply")
                     else:
@@ -311,7 +312,7 @@ class _Caller:
         good = {cid: e for cid, e in self.recording.calls.items() if e.failure is None}
         new = {cid: good[cid] if e.failure is not None and cid in good else e for cid, e in self.new_entries.items()}
         # how many samples of a call the file now holds (it may keep more than this run asked for); None for one
-        most = max((split_sample(call_id)[1] for call_id in kept | new), default=0) + 1
+        most = max((CallId.parse(call_id).sample for call_id in kept | new), default=0) + 1
         samples = most if most > 1 else None
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         if kept and self.recording.provenance.kind == "authored":
@@ -343,8 +344,9 @@ def cost_section(calls: Mapping[str, CallResult], requests: Mapping[str, Request
     """Calls and tokens of the model under test (task calls), and of the judge apart from them, from the
     provider's usage where it reported some and estimated (characters / 4) where not; says how many were
     estimated. Never a quality figure."""
-    task = _usage({cid: r for cid, r in calls.items() if cid.startswith("task/")}, requests)
-    judge = _usage({cid: r for cid, r in calls.items() if not cid.startswith("task/")}, requests)
+    kinds = {cid: CallId.parse(cid).kind for cid in calls}
+    task = _usage({cid: r for cid, r in calls.items() if kinds[cid] == "task"}, requests)
+    judge = _usage({cid: r for cid, r in calls.items() if kinds[cid] != "task"}, requests)
     return {"model_calls": task["calls"], "input_tokens": task["input_tokens"],
             "output_tokens": task["output_tokens"], "estimated_calls": task["estimated_calls"],
             "judge_calls": judge["calls"], "judge_input_tokens": judge["input_tokens"],

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from evalkit.core.call_id import CallId
 from evalkit.core.config import BUILTIN_METRICS
 from evalkit.core.dataset import Case
 from evalkit.core.key import with_settings
@@ -30,7 +31,6 @@ from evalkit.judging.slices import language_of_field, slice_cases
 from evalkit.programs.candidate import is_scorable
 from evalkit.programs.grade import Grade
 from evalkit.run.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
-from evalkit.run.samples import sample_id, split_sample
 from evalkit.run.workers import RECORDED, SHARD_OPTION, register_for_workers
 
 RUN_OPTION = "--evalkit-run"
@@ -124,7 +124,7 @@ class _EvalRun:
             cases = [c for c in cases if select(c)]
         if marker is not None and "judged" in marker.kwargs:  # only cases this run made that judge call for
             metric = marker.kwargs["judged"]
-            cases = [c for c in cases if f"judge/{metric}/{c.id}" in self.run.calls]
+            cases = [c for c in cases if str(CallId.judge(metric, c.id)) in self.run.calls]
         metafunc.parametrize("case", cases, ids=[c.id for c in cases])
 
     @pytest.hookimpl(wrapper=True)
@@ -163,13 +163,13 @@ class _EvalRun:
     @pytest.fixture
     def task_reply(self, case: Case) -> str:
         """The model's reply text for this case (`task/<case-id>`)."""
-        return self.run.text_of(sample_id(f"task/{case.id}", self.sample))
+        return self.run.text_of(str(CallId.task(case.id, self.sample)))
 
     @pytest.fixture
     def judge_reply(self, case: Case) -> Callable[[str], str]:
         """`judge_reply(metric)`: the judge's reply text for this case (`judge/<metric>/<case-id>`)."""
         sample = self.sample
-        return lambda metric: self.run.text_of(sample_id(f"judge/{metric}/{case.id}", sample))
+        return lambda metric: self.run.text_of(str(CallId.judge(metric, case.id, sample)))
 
     @pytest.fixture
     def record_metric(self, case: Case, request: pytest.FixtureRequest) -> Callable[[str, float | None], None]:
@@ -342,12 +342,12 @@ class EvalBlock:
             check = test["nodeid"].split("::")[-1].split("[", 1)[0]
             by_case[case_id]["checks"][check] = test["outcome"]
         for call_id, call in self.run.calls.items():
-            plain, sample = split_sample(call_id)
-            case_id = plain.rsplit("/", 1)[-1]  # task/<case>, judge/<metric ...>/<case>, each `#<i>` for sample i
+            which = CallId.parse(call_id)
+            case_id = which.case
             if case_id in by_case:
                 by_case[case_id]["calls"][call_id] = call["status"]
-                if sample == 0:
-                    _keep_reply(by_case[case_id], call_id, case_id, call.get("text"))
+                if which.sample == 0:
+                    _keep_reply(by_case[case_id], which, call.get("text"))
                 if call["reason"]:
                     by_case[case_id]["problems"].append(call["reason"])
                 if call["status"] in UNSCORED:
@@ -420,16 +420,15 @@ def _sample_means(by_case: dict[str, dict[int, dict[str, float | None]]]) -> dic
     return out
 
 
-def _keep_reply(entry: dict[str, Any], call_id: str, case_id: str, text: str | None) -> None:
+def _keep_reply(entry: dict[str, Any], call_id: CallId, text: str | None) -> None:
     """The case's task reply as `output`, each judge reply under `judge_replies[<metric>]`, cut to REPLY_CHARS.
 
     The texts come from run-input.json, which the runner wrote redacted, so cutting cannot split a secret that
     redaction would then miss; the report's strings are redacted again, one by one, when it is written."""
-    if call_id == f"task/{case_id}":
+    if call_id.kind == "task":
         entry["output"] = cap_reply(text)
-    elif call_id.startswith("judge/"):
-        metric = call_id[len("judge/"):-len(case_id) - 1]
-        entry.setdefault("judge_replies", {})[metric] = cap_reply(text)
+    else:
+        entry.setdefault("judge_replies", {})[call_id.metric] = cap_reply(text)
 
 
 def cap_reply(text: str | None) -> str | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.atomic import write_atomic
+from evalkit.core.call_id import CallId
 from evalkit.core.config import Mode, ModelConfig, RunConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.errors import InputError, ProviderError, RecordingError
@@ -26,6 +27,7 @@ from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
 from evalkit.core.key import EvalKey, build_key, recording_path
 from evalkit.core.outputs import refuse_link
+from evalkit.core.provider_specs import provider_spec
 from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.core.version import __version__
 from evalkit.live.budget import Budget, UnitBudget
@@ -44,7 +46,6 @@ from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journ
 from evalkit.run.manifest import load_manifest_dataset
 from evalkit.run.plugin import RUN_OPTION, EvalBlock, RunInput
 from evalkit.run.recording import Provenance, Recording, load_recording, save_recording
-from evalkit.run.samples import split_sample
 from evalkit.run.suite import load_task
 from evalkit.run.workers import RECORDED, merge_shards, shard_args, worker_count
 
@@ -85,6 +86,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
     key = build_key(
         suite=config.suite.name, dataset=dataset, model=config.model.name,
+        deployment=config.model.deployment, api_version=config.model.api_version,
         prompt_version=config.prompt.version, prompt_text=prompt_text,
         judge_model=config.judge.name if config.judge else None,
         components={g: (config.choices.get(g, g), s) for g, s in config.components.items()},
@@ -244,9 +246,15 @@ def baseline_replies(baseline: RunReport | None, recordings: Path) -> dict[str, 
         return {}
     recording = load_recording(path)
     # sample 0 of each case: the reply a run with N = 1 would have made (evalkit.run.samples)
-    return {call_id.split("/", 1)[1]: entry.reply.text for call_id, entry in recording.calls.items()
-            if call_id.startswith("task/") and split_sample(call_id)[1] == 0 and entry.reply is not None
-            and entry.reply.text is not None}
+    out = {}
+    for call_id, entry in recording.calls.items():
+        try:
+            which = CallId.parse(call_id)
+        except InputError:  # a key no run of this evalkit makes is no baseline reply; replay refuses it by name
+            continue
+        if which == CallId.task(which.case) and entry.reply is not None and entry.reply.text is not None:
+            out[which.case] = entry.reply.text
+    return out
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -272,10 +280,16 @@ def redactor_for(config: RunConfig) -> Redactor:
 
 
 def _key_variables(config: RunConfig) -> list[str]:
-    """The environment variables holding the run's credentials: `api_key_env` of the model and the judge, and any
-    variable named like a credential that the config reads through `${oc.env:...}`."""
-    named = [m.api_key_env for m in (config.model, config.judge) if m is not None and m.api_key_env]
-    return named + [name for name in config.env_read if credential_name(name)]
+    """The environment variables holding the run's credentials: `api_key_env` and `token_env` of the model and the
+    judge, those their providers read by themselves (Bedrock's AWS chain), and any variable named like a credential
+    that the config reads through `${oc.env:...}`."""
+    names: list[str] = []
+    for model in (config.model, config.judge):
+        if model is not None:
+            names += [n for n in (model.api_key_env, model.token_env) if n]
+            names += provider_spec(model.provider).credential_env
+    names += [name for name in config.env_read if credential_name(name)]
+    return list(dict.fromkeys(names))
 
 
 def refuse_short_keys(config: RunConfig, redact: Redactor) -> None:

@@ -1,10 +1,10 @@
 """Repeated samples of a run's calls (`run.repeats=N`): the call id of each sample and the seed it is sent with.
 
-Sample 0 of a call keeps the call's plain id (`task/<case>`, `judge/<metric>/<case>`) and, with N = 1, its request
-unchanged, so single runs and every recording made before repeats existed stay byte-identical. Sample i > 0 is
-`<id>#<i>` (a case id never holds `#`, evalkit.core.dataset). With N > 1 every task sample is sent with seed
-`options.seed + i` (seed 0 when none is set): the samples differ only by their seed, and a rerun with the same
-seeds asks exactly the same requests (a server that honours seeds answers them alike).
+Sample 0 of a call keeps the call's plain id (`task/<case>`, `judge/<metric>/<case>`: evalkit.core.call_id) and,
+with N = 1, its request unchanged, so single runs and every recording made before repeats existed stay
+byte-identical. Sample i > 0 is `<id>#<i>` (a case id never holds `#`, evalkit.core.dataset). With N > 1 every
+task sample is sent with seed `options.seed + i` (seed 0 when none is set): the samples differ only by their seed,
+and a rerun with the same seeds asks exactly the same requests (a server that honours seeds answers them alike).
 
 The number of samples is not part of the eval key: the key names what is measured (model, prompt, dataset,
 judge), N how many times. One recording then serves every N (a run with N = 3 replays samples 0-2 of a recording
@@ -19,22 +19,7 @@ from __future__ import annotations
 from evalkit.core.errors import InputError
 from evalkit.live.providers.base import Request
 
-__all__ = ["SAMPLE_MARK", "sample_id", "split_sample", "seeded"]
-
-SAMPLE_MARK = "#"
-
-
-def sample_id(call_id: str, sample: int) -> str:
-    """The call id of sample `sample` of a call: the plain id for sample 0, `<id>#<sample>` for the others."""
-    return call_id if sample == 0 else f"{call_id}{SAMPLE_MARK}{sample}"
-
-
-def split_sample(call_id: str) -> tuple[str, int]:
-    """(plain call id, sample number) of a call id; `task/a#3` -> (`task/a`, 3), `task/a` -> (`task/a`, 0)."""
-    plain, mark, number = call_id.rpartition(SAMPLE_MARK)
-    if mark and number.isdigit():
-        return plain, int(number)
-    return call_id, 0
+__all__ = ["seeded"]
 
 
 def seeded(request: Request, sample: int, repeats: int, call_id: str) -> Request:

@@ -15,9 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from retriever import Retrieval, retrieve
 
-from evalkit import Case, Message, ModelConfig, Request
-from evalkit.judging.pairwise import VERDICT_SCHEMA, pairwise_prompts
-from evalkit.judging.rubric import load_rubric
+from evalkit import VERDICT_SCHEMA, Case, Message, ModelConfig, Request, load_rubric, pairwise_prompts
 
 CITATIONS = "cited_ids"
 """The citation field the desk's reply parser (and so every check) reads; reply_format=sources renames it."""

@@ -15,9 +15,7 @@ from conftest import Outcome
 from retriever import Retrieval
 from task import RUBRIC, TOOLS, Ratings, ToolPlan
 
-from evalkit import Case
-from evalkit.judging.pairwise import NEW_FIRST, OLD_FIRST, combine
-from evalkit.judging.slices import language_of
+from evalkit import NEW_FIRST, OLD_FIRST, Case, combine, language_of
 
 
 @pytest.mark.cases(lambda case: case.kind == "rag" and case.expect == "answer")

@@ -15,7 +15,7 @@ from typing import Any
 
 import graders
 
-from evalkit.run.manifest import load_manifest_dataset
+from evalkit import load_manifest_dataset
 
 GRADERS = {"naive": graders.naive_grade, "contract": graders.grade}
 """name -> grader(case, reference, response, artifacts) returning a bool or an evalkit.Grade."""

@@ -1,4 +1,5 @@
-"""Loopback fake model servers (Ollama, OpenAI-compatible, Gemini) with seeded fault injection.
+"""Loopback fake model servers (Ollama, OpenAI-compatible, Azure OpenAI, Gemini, Anthropic, Bedrock Converse)
+with seeded fault injection.
 
 Used in-process by the provider tests (`with FakeOpenAI(reply) as server: ...`) and as a separate
 process by benchmarks (`python -m tests.fakes.serve --protocol ollama --port-file F`).
@@ -8,6 +9,9 @@ from .faults import Fault, Faults
 from .protocols import PROTOCOLS, FakeReply, Protocol
 from .server import (
     LOOPBACK,
+    FakeAnthropic,
+    FakeAzureOpenAI,
+    FakeBedrock,
     FakeError,
     FakeGemini,
     FakeOllama,
@@ -17,6 +21,8 @@ from .server import (
     RecordedRequest,
     ReplyFunction,
 )
+from .sigv4 import sigv4_problem
 
-__all__ = ["Fault", "Faults", "PROTOCOLS", "FakeReply", "Protocol", "LOOPBACK", "FakeError", "FakeGemini",
-           "FakeOllama", "FakeOpenAI", "FakeServer", "RawReply", "RecordedRequest", "ReplyFunction"]
+__all__ = ["Fault", "Faults", "PROTOCOLS", "FakeReply", "Protocol", "LOOPBACK", "FakeAnthropic", "FakeAzureOpenAI",
+           "FakeBedrock", "FakeError", "FakeGemini", "FakeOllama", "FakeOpenAI", "FakeServer", "RawReply",
+           "RecordedRequest", "ReplyFunction", "sigv4_problem"]

@@ -1,4 +1,4 @@
-"""The three wire protocols a fake server speaks: what a call looks like, what a reply and an error look like.
+"""The wire protocols a fake server speaks: what a call looks like, what a reply and an error look like.
 
 Each is written against what the official client sends and parses (read from the installed SDKs):
 
@@ -13,11 +13,13 @@ Each is written against what the official client sends and parses (read from the
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FakeReply", "Protocol", "Ollama", "OpenAI", "Gemini", "PROTOCOLS", "word_count"]
+__all__ = ["FakeReply", "Protocol", "Ollama", "OpenAI", "Gemini", "AzureOpenAI", "Anthropic", "BedrockConverse",
+           "PROTOCOLS", "word_count"]
 
 CREATED = 1767225600  # 2026-01-01T00:00:00Z: replies are the same on every run
 
@@ -211,4 +213,138 @@ class Gemini(Protocol):
         return {"error": {"code": status, "message": message, "status": self._statuses.get(status, "UNKNOWN")}}
 
 
-PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (Ollama(), OpenAI(), Gemini())}
+class AzureOpenAI(OpenAI):
+    """Azure OpenAI: OpenAI's chat completions under `/openai/deployments/{deployment}/chat/completions`, with the
+    API version as the `api-version` query parameter (refused without one, as Azure does) and the key in the
+    `api-key` header (or an Entra ID token as `Authorization: Bearer`). The client's base URL is the endpoint."""
+
+    name = "azure"
+    base_path = ""
+    _call = re.compile(r"^/openai/deployments/([^/]+)/chat/completions$")
+
+    def is_call(self, method: str, path: str) -> bool:
+        return method == "POST" and self._call.match(_path(path)) is not None
+
+    def refuse(self, path: str, body: Any) -> str | None:
+        if "api-version=" not in path.partition("?")[2]:
+            return "Missing required query parameter: api-version"
+        return super().refuse(path, body)
+
+
+class Anthropic(Protocol):
+    """Anthropic's Messages API, `POST /v1/messages`. The reply shapes are those of Anthropic's documented examples
+    (a `message` with `text` or `tool_use` content blocks, `stop_reason`, `usage` with the cache counts), and errors
+    are `{"type": "error", "error": {"type": "overloaded_error" | "rate_limit_error" | ..., "message"}}`. A call
+    that forces a tool (`tool_choice: {type: tool, name}`) is answered with that tool's `tool_use` block, whose
+    input is the reply content parsed as JSON (content that is not a JSON object comes back as text instead)."""
+
+    name = "anthropic"
+    _error_types = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+                    529: "overloaded_error"}
+
+    def is_call(self, method: str, path: str) -> bool:
+        return method == "POST" and _path(path) == "/v1/messages"
+
+    def refuse(self, path: str, body: Any) -> str | None:
+        if not isinstance(body, dict):
+            return "There was an issue with the format or content of your request."
+        for field in ("model", "max_tokens", "messages"):
+            if field not in body:
+                return f"{field}: Field required"
+        if any(isinstance(m, dict) and m.get("role") == "system" for m in body["messages"]):
+            return "messages: Unexpected role \"system\". The Messages API accepts a top-level `system` parameter"
+        if body.get("stream"):
+            return "this fake server only answers non-streaming requests"
+        return None
+
+    def texts(self, body: dict[str, Any]) -> list[object]:
+        system = body.get("system")
+        return [system, *super().texts(body)]
+
+    def reply(self, path: str, body: dict[str, Any], reply: FakeReply, n: int) -> dict[str, Any]:
+        input_tokens, output_tokens = self.counts(body, reply)
+        forced = body.get("tool_choice") if isinstance(body.get("tool_choice"), dict) else {}
+        tool_input = _json_object(reply.content) if forced.get("type") == "tool" else None
+        if tool_input is not None:
+            content: list[dict[str, Any]] = [{"type": "tool_use", "id": f"toolu_fake{n:08d}", "name": forced["name"],
+                                              "input": tool_input}]
+        else:
+            content = [{"type": "text", "text": reply.content}]
+        return {
+            "id": f"msg_fake{n:08d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": content,
+            "stop_reason": reply.stop_reason or ("tool_use" if tool_input is not None else "end_turn"),
+            "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        }
+
+    def error(self, status: int, message: str) -> dict[str, Any]:
+        kind = self._error_types.get(status, "api_error" if status >= 500 else "invalid_request_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+class BedrockConverse(Protocol):
+    """Amazon Bedrock's Converse API, `POST /model/{modelId}/converse`, as botocore's service model describes it
+    and the API reference's examples show it: `output.message.content` with `text` or `toolUse` blocks,
+    `stopReason`, `usage` and `metrics`; errors are `{"__type": "ThrottlingException", "message"}` (botocore reads
+    the code from `__type`). A call that forces a tool (`toolConfig.toolChoice.tool.name`) is answered with that
+    tool's `toolUse` block. Every call must carry a SigV4 signature (checked in evalkit's tests by `sigv4`)."""
+
+    name = "bedrock"
+    _call = re.compile(r"^/model/([^/]+)/converse$")
+    _codes = {400: "ValidationException", 403: "AccessDeniedException", 404: "ResourceNotFoundException",
+              408: "ModelTimeoutException", 424: "ModelErrorException", 429: "ThrottlingException",
+              500: "InternalServerException", 503: "ServiceUnavailableException"}
+
+    def is_call(self, method: str, path: str) -> bool:
+        return method == "POST" and self._call.match(_path(path)) is not None
+
+    def refuse(self, path: str, body: Any) -> str | None:
+        if not isinstance(body, dict):
+            return "Malformed input request, please reformat your input and try again."
+        if not isinstance(body.get("messages"), list) or not body["messages"]:
+            return "A conversation must start with a user message."
+        return None
+
+    def texts(self, body: dict[str, Any]) -> list[object]:
+        blocks = [*(body.get("system") or []),
+                  *(c for m in body.get("messages") or [] if isinstance(m, dict) for c in m.get("content") or [])]
+        return [b.get("text") for b in blocks if isinstance(b, dict)]
+
+    def reply(self, path: str, body: dict[str, Any], reply: FakeReply, n: int) -> dict[str, Any]:
+        input_tokens, output_tokens = self.counts(body, reply)
+        choice = ((body.get("toolConfig") or {}).get("toolChoice") or {}).get("tool") or {}
+        tool_input = _json_object(reply.content) if choice.get("name") else None
+        if tool_input is not None:
+            content: list[dict[str, Any]] = [{"toolUse": {"toolUseId": f"tooluse_fake{n:08d}",
+                                                          "name": choice["name"], "input": tool_input}}]
+        else:
+            content = [{"text": reply.content}]
+        return {
+            "output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": reply.stop_reason or ("tool_use" if tool_input is not None else "end_turn"),
+            "usage": {"inputTokens": input_tokens, "outputTokens": output_tokens,
+                      "totalTokens": input_tokens + output_tokens},
+            "metrics": {"latencyMs": 120},
+        }
+
+    def error(self, status: int, message: str) -> dict[str, Any]:
+        code = self._codes.get(status, "InternalServerException" if status >= 500 else "ValidationException")
+        return {"__type": code, "message": message}
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (Ollama(), OpenAI(), Gemini(), AzureOpenAI(), Anthropic(),
+                                                      BedrockConverse())}

@@ -29,7 +29,8 @@ from typing import Any
 from .faults import Fault, Faults
 from .protocols import PROTOCOLS, FakeReply, Protocol
 
-__all__ = ["FakeServer", "FakeOllama", "FakeOpenAI", "FakeGemini", "FakeError", "RawReply", "RecordedRequest",
+__all__ = ["FakeServer", "FakeOllama", "FakeOpenAI", "FakeGemini", "FakeAzureOpenAI", "FakeAnthropic", "FakeBedrock",
+           "FakeError", "RawReply", "RecordedRequest",
            "ReplyFunction", "LOOPBACK"]
 
 LOOPBACK = "127.0.0.1"
@@ -257,6 +258,27 @@ class FakeGemini(FakeServer):
 
     def __init__(self, reply: ReplyFunction, **settings: Any) -> None:
         super().__init__("gemini", reply, **settings)
+
+
+class FakeAzureOpenAI(FakeServer):
+    """Azure OpenAI's POST /openai/deployments/{deployment}/chat/completions?api-version=...; clients take `url`."""
+
+    def __init__(self, reply: ReplyFunction, **settings: Any) -> None:
+        super().__init__("azure", reply, **settings)
+
+
+class FakeAnthropic(FakeServer):
+    """Anthropic's POST /v1/messages; clients take `url` as their base URL."""
+
+    def __init__(self, reply: ReplyFunction, **settings: Any) -> None:
+        super().__init__("anthropic", reply, **settings)
+
+
+class FakeBedrock(FakeServer):
+    """Bedrock's POST /model/{modelId}/converse; boto3 takes `url` as its `endpoint_url`."""
+
+    def __init__(self, reply: ReplyFunction, **settings: Any) -> None:
+        super().__init__("bedrock", reply, **settings)
 
 
 class _Server(ThreadingHTTPServer):

@@ -44,7 +44,12 @@ class Usage(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     input_tokens: int | None = Field(None, ge=0)
+    """Input tokens as the provider counts them (Anthropic and Bedrock leave cache reads and writes out)."""
     output_tokens: int | None = Field(None, ge=0)
+    cache_read_tokens: int | None = Field(None, ge=0)
+    """Input tokens read from the provider's prompt cache, where it reports them apart (billed at a lower price)."""
+    cache_write_tokens: int | None = Field(None, ge=0)
+    """Input tokens written to the provider's prompt cache, where it reports them apart."""
 
 
 class Reply(BaseModel):

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
+from evalkit.core.provider_specs import ProviderSpec, StopKindName
 from evalkit.live.contract import BLOCKED_PREFIX
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from google import genai
     from google.genai import types
 
-__all__ = ["GeminiProvider", "create", "GENERATION_OPTIONS", "THINKING_OPTIONS"]
+__all__ = ["GeminiProvider", "create", "GENERATION_OPTIONS", "THINKING_OPTIONS", "STOP_REASONS", "SPEC"]
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
 API_VERSION = "v1beta"
@@ -171,3 +172,18 @@ def _httpx_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception],
 
 def create(config: ModelConfig) -> GeminiProvider:
     return GeminiProvider(config)
+
+
+STOP_REASONS: dict[str, StopKindName] = {
+    "stop": "finished", "max_tokens": "truncated",
+    "safety": "filtered", "recitation": "filtered", "blocklist": "filtered", "prohibited_content": "filtered",
+    "spii": "filtered", "image_safety": "filtered", "image_prohibited_content": "filtered",
+    "image_recitation": "filtered", "model_armor": "filtered",
+    "other": "other", "language": "other", "malformed_function_call": "other", "unexpected_tool_call": "other",
+    "too_many_tool_calls": "other",
+}
+"""Gemini's FinishReason values, lower-cased; `finish_reason_unspecified` is deliberately absent (it says nothing).
+A prompt Gemini refused to answer is reported as `blocked: <reason>` (evalkit.live.contract.BLOCKED_PREFIX)."""
+
+SPEC = ProviderSpec(name="gemini", factory=create, stop_reasons=STOP_REASONS, extra="gemini",
+                    requirements=("google-genai",))

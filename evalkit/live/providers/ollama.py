@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from evalkit.core.config import ModelConfig
+from evalkit.core.provider_specs import ProviderSpec
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.install import missing_client
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     import httpx
     import ollama
 
-__all__ = ["OllamaProvider", "create"]
+__all__ = ["OllamaProvider", "create", "SPEC"]
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 
@@ -131,3 +132,8 @@ def _server_message(body: str) -> str:
 
 def create(config: ModelConfig) -> OllamaProvider:
     return OllamaProvider(config)
+
+
+SPEC = ProviderSpec(name="ollama", factory=create, stop_reasons={"stop": "finished", "length": "truncated"},
+                    extra="ollama", requirements=("ollama",))
+"""`format` is Ollama's one way to send a schema; `done_reason` is `stop` or `length`."""

@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from evalkit.core.config import ModelConfig
+from evalkit.core.provider_specs import ProviderSpec, StopKindName
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.dialects import response_format, schema_message
@@ -15,7 +16,7 @@ from evalkit.live.providers.install import missing_client
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["OpenAIProvider", "create", "NAMED_OPTIONS"]
+__all__ = ["OpenAIProvider", "create", "NAMED_OPTIONS", "DIALECTS", "STOP_REASONS", "SPEC"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_KEY = "not-needed"
@@ -31,6 +32,10 @@ RESERVED = frozenset({"model", "messages", "response_format", "stream"})
 
 DEFAULT_DIALECT = "json_schema"
 """What OpenAI, vLLM and llama.cpp's `llama-server` take; llama-cpp-python's server needs `json_object`."""
+DIALECTS = (DEFAULT_DIALECT, "json_object", "prompt")
+STOP_REASONS: dict[str, StopKindName] = {"stop": "finished", "length": "truncated", "content_filter": "filtered",
+                                         "tool_calls": "other", "function_call": "other"}
+"""Chat completions' `finish_reason`s (`function_call`: the deprecated form of `tool_calls`)."""
 
 
 class OpenAIProvider:
@@ -49,14 +54,17 @@ class OpenAIProvider:
         self._openai = openai
         self._completion_type = ChatCompletion
         self._name = config.name
+        self._provider = config.provider  # `openai`, or `azure` through the subclass
         self._base_url = config.base_url or DEFAULT_BASE_URL
         self._timeout_s = config.timeout_s
         self._secret = api_key(config)  # the value never leaves this object
         self._dialect = config.structured_output or DEFAULT_DIALECT
+        self._client: openai.OpenAI = self._make_client(config)
+
+    def _make_client(self, config: ModelConfig) -> openai.OpenAI:
         # An explicit base URL: the config, not OPENAI_BASE_URL in the environment, says where calls go.
-        self._client: openai.OpenAI = openai.OpenAI(
-            base_url=self._base_url, api_key=self._secret or NO_KEY,
-            timeout=config.timeout_s, max_retries=0)  # the runner owns retries
+        return self._openai.OpenAI(base_url=self._base_url, api_key=self._secret or NO_KEY,
+                                   timeout=config.timeout_s, max_retries=0)  # the runner owns retries
 
     def complete(self, request: Request) -> Reply:
         reserved = sorted(RESERVED & set(request.options))
@@ -81,7 +89,7 @@ class OpenAIProvider:
 
     def describe(self) -> dict[str, Any]:
         """What a recording's provenance says about the replies' source (nothing secret, no address)."""
-        return {"provider": "openai", "structured_output": self._dialect}
+        return {"provider": self._provider, "structured_output": self._dialect}
 
     def _reply(self, completion: Any, latency_ms: float) -> Reply:
         # A 200 whose body is not a chat completion: the SDK hands back the raw text (non-JSON
@@ -136,3 +144,7 @@ def _server_message(error: openai.APIStatusError) -> str:
 
 def create(config: ModelConfig) -> OpenAIProvider:
     return OpenAIProvider(config)
+
+
+SPEC = ProviderSpec(name="openai", factory=create, dialects=DIALECTS, stop_reasons=STOP_REASONS, extra="openai",
+                    requirements=("openai",))

@@ -1,0 +1,136 @@
+"""What the policy's rules read: two run reports compared once, under one policy. Pure.
+
+Each comparison is computed the first time a rule asks for it, so a decision refused before its tests are compared
+(another dataset, the wrong split) never walks them, and a report without graded cases never pairs grades.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from evalkit.core.nodeid import matches_critical
+from evalkit.core.policy import Policy
+from evalkit.core.report import FAILING, PASSING, RunReport
+from evalkit.gate.compare import MetricChange, compare_metrics
+from evalkit.gate.release import Grades, grades, paired_bootstrap
+from evalkit.gate.repeats import RepeatsOutcome, compare_repeats
+from evalkit.gate.stats import PairedStatistics
+
+__all__ = ["Compared", "TestChanges", "is_critical", "sampled", "unmatched_critical"]
+
+
+def is_critical(nodeid: str, prefixes: tuple[str, ...]) -> bool:
+    """A test is critical when its name, or a class it is in, starts with one of the policy's prefixes
+    (evalkit.core.nodeid.matches_critical: parameters in `[...]` never take part)."""
+    return matches_critical(nodeid, prefixes)
+
+
+def unmatched_critical(prefixes: tuple[str, ...], *sides: Iterable[str]) -> list[str]:
+    """The policy's critical entries that name no test on any side: most likely a typo, so said as a warning."""
+    out = []
+    for prefix in prefixes:
+        # a substring scan first (C speed over millions of ids); only ids that contain the entry are parsed
+        bare = prefix.split("::")[-1] if "::" in prefix else prefix
+        if not any(is_critical(nodeid, (prefix,)) for side in sides for nodeid in side if bare in nodeid):
+            out.append(prefix)
+    return out
+
+
+def sampled(report: RunReport) -> bool:
+    """Whether a report sampled tests more than once: counts of one sample each are single runs (N = 1)."""
+    return any(counts.runs > 1 for counts in report.repeats.values())
+
+
+@dataclass(frozen=True)
+class TestChanges:
+    """Per test, baseline against candidate (sorted test ids), and the candidate's own pass rates."""
+
+    regressed: tuple[str, ...]
+    fixed: tuple[str, ...]
+    critical_failures: tuple[str, ...]
+    missing_critical: tuple[str, ...]
+    new_failing: tuple[str, ...]
+    passed: int
+    outcomes: dict[str, int]
+    """The candidate's tests per outcome."""
+    pass_rate: float
+    """Passing / all tests: a skip or an xfail lowers it."""
+    ran_pass_rate: float | None
+    """Passing / (passing + failed + error), None when no such test ran."""
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A baseline and a candidate under a policy, compared lazily."""
+
+    policy: Policy
+    baseline: RunReport
+    candidate: RunReport
+
+    @cached_property
+    def repeated(self) -> RepeatsOutcome | None:
+        """The statistical comparison, when both sides sampled their tests several times."""
+        if not (sampled(self.baseline) and sampled(self.candidate)):
+            return None
+        rule = self.policy.repeats
+        return compare_repeats(self.baseline.repeats, self.candidate.repeats, alpha=rule.alpha,
+                               min_repeats=rule.min_repeats, seed=rule.seed, resamples=rule.resamples)
+
+    @cached_property
+    def tests(self) -> TestChanges:
+        before, after = self.baseline.outcomes, self.candidate.outcomes
+        critical = self.policy.critical
+        regressed, fixed, missing_critical = [], [], []
+        for name, outcome in before.items():  # one pass each way: reports can hold millions of tests
+            now = after.get(name)
+            if outcome in PASSING:
+                if now not in PASSING:
+                    regressed.append(name)
+            elif now in PASSING:
+                fixed.append(name)
+            if now is None and is_critical(name, critical):
+                missing_critical.append(name)
+        failing = [name for name, outcome in after.items() if outcome not in PASSING]
+        repeated = self.repeated
+        if repeated is not None:
+            # a test sampled on both sides regresses only when its drop is significant (evalkit.gate.repeats)
+            both, was = self.candidate.repeats, self.baseline.repeats
+            regressed = [name for name in regressed if name not in both or name not in was]
+            regressed += [name for name in repeated.regressed if name not in regressed]
+            fixed = [name for name in fixed if name not in both or name not in was]
+        counts = Counter(after.values())
+        passed = len(after) - len(failing)
+        ran = passed + sum(counts[o] for o in FAILING)
+        return TestChanges(
+            regressed=tuple(sorted(regressed)), fixed=tuple(sorted(fixed)),
+            critical_failures=tuple(sorted(name for name in failing if is_critical(name, critical))),
+            missing_critical=tuple(sorted(missing_critical)),
+            new_failing=tuple(sorted(name for name in failing if name not in before)),
+            passed=passed, outcomes=dict(sorted(counts.items())),
+            # an empty candidate loads only with problems that block
+            pass_rate=passed / len(after) if after else 0.0, ran_pass_rate=passed / ran if ran else None)
+
+    @cached_property
+    def metrics(self) -> dict[str, MetricChange]:
+        return compare_metrics(self.baseline.metrics, self.candidate.metrics)
+
+    @cached_property
+    def grades(self) -> Grades:
+        """Graded cases paired by case id, for the release-evidence rules."""
+        return grades(self.baseline, self.candidate)
+
+    @cached_property
+    def paired(self) -> PairedStatistics | None:
+        """The paired cluster bootstrap of task success the policy's `paired` asks for, None when it asks for
+        none or no case is scored on both sides."""
+        rule = self.policy.paired
+        return None if rule is None else paired_bootstrap(rule, self.grades)
+
+    @cached_property
+    def cases(self) -> Mapping[str, Mapping[str, Any]]:
+        """The candidate's cases by id."""
+        return {str(c.get("id")): c for c in self.candidate.cases}

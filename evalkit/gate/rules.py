@@ -1,0 +1,418 @@
+"""The policy's rules: one small function per rule, in the order their findings are listed. Pure.
+
+A rule reads a `Compared` (two reports under one policy) and yields findings (evalkit.gate.findings): its id, its
+effect, the tests or cases concerned, the figures, and the message rendered from them. `decide` runs the list;
+renderers, JUnit output and `policy-diff` read the findings, so a new rule is a policy field (evalkit.core.policy)
+plus one function registered here with `@rule`, and nothing else changes.
+
+Three stages: `precondition` rules are decided first, and when one finds something the reports are not compared
+at all (a run on the wrong split, another dataset or judge); `comparison` rules decide over the compared tests,
+metrics and grades; `warning` rules only inform.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Literal
+
+from evalkit.core.policy import Policy
+from evalkit.gate.comparable import incomparability
+from evalkit.gate.compared import Compared, sampled, unmatched_critical
+from evalkit.gate.findings import Effect, Finding
+from evalkit.gate.release import scored, why_unpaired
+from evalkit.gate.repeats import wilson_interval
+
+__all__ = ["RULES", "Rule", "Stage", "registered", "rule", "incomparable_finding", "rules_for", "reference",
+           "repeat_messages"]
+
+Stage = Literal["precondition", "comparison", "warning"]
+Check = Callable[[Compared], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered rule: its id, the policy fields that configure it, and its check."""
+
+    id: str
+    fields: tuple[str, ...]
+    check: Check
+    stage: Stage = "comparison"
+    per_test: str = ""
+    """How a test it blocks on is described in JUnit output (`regressed: passed on the baseline`); without it
+    the finding's message is used."""
+    graded: bool = False
+    """Whether it reads graded cases (program suites): a policy that enables one lists the failing cases."""
+
+    @property
+    def summary(self) -> str:
+        """The first paragraph of the check's docstring, on one line: what the rule does, for the docs reference."""
+        return " ".join((self.check.__doc__ or "").strip().split("\n\n")[0].split())
+
+    def enabled(self, policy: Policy) -> bool:
+        """Whether the policy turns the rule on: a rule without fields always runs."""
+        return not self.fields or any(getattr(policy, name, None) for name in self.fields)
+
+
+RULES: list[Rule] = []
+"""Every rule, in the order their findings are listed (which is the order of a decision's reasons)."""
+
+
+def rule(rule_id: str, *fields: str, stage: Stage = "comparison", per_test: str = "",
+         graded: bool = False) -> Callable[[Check], Check]:
+    """Register the decorated function as the rule `rule_id`, configured by the policy's `fields`."""
+    def register(check: Check) -> Check:
+        if any(existing.id == rule_id for existing in RULES):
+            raise ValueError(f"rule {rule_id!r} is registered twice")
+        RULES.append(Rule(rule_id, fields, check, stage, per_test, graded))
+        return check
+    return register
+
+
+@contextmanager
+def registered(extra: Rule) -> Iterator[Rule]:
+    """Run with one more rule in the list (a policy's own rule under test), removed again afterwards."""
+    RULES.append(extra)
+    try:
+        yield extra
+    finally:
+        RULES.remove(extra)
+
+
+def rules_for(rule_id: str) -> Rule | None:
+    return next((r for r in RULES if r.id == rule_id), None)
+
+
+def reference() -> str:
+    """The rules as a Markdown table for the docs: id, stage, the policy fields that configure it, what it does."""
+    lines = ["| rule | stage | policy fields | what it finds |", "|---|---|---|---|"]
+    lines += [f"| `{r.id}` | {r.stage} | {', '.join(f'`{name}`' for name in r.fields) or '(always)'} | {r.summary} |"
+              for r in RULES]
+    return "\n".join(lines) + "\n"
+
+
+def _few(items: Sequence[str], shown: int = 3) -> str:
+    return ", ".join(items[:shown]) + (f", ... {len(items) - shown} more" if len(items) > shown else "")
+
+
+def _effect(setting: str) -> Effect | None:
+    """A policy's block / review / ignore setting as the effect of what it applies to (None: ignored)."""
+    return None if setting == "ignore" else Effect(setting)
+
+
+# --- preconditions: when one fires, the reports are not compared -------------------------------------------
+
+@rule("not_acceptance_split", "require_split", stage="precondition")
+def not_acceptance_split(c: Compared) -> Iterator[Finding]:
+    """Only a run on the policy's split can pass: any other split blocks, whatever the baseline."""
+    policy, dataset = c.policy, c.candidate.dataset
+    if policy.require_split is None or dataset.get("split") == policy.require_split:
+        return
+    split = dataset.get("split")
+    ran = f"split {split}" if split else "every split at once" if dataset else "a dataset without splits"
+    yield Finding("not_acceptance_split", Effect.BLOCK,
+                  f"not_acceptance_split: the candidate ran {ran}; this policy releases only on the "
+                  f"{policy.require_split} split (rerun with split={policy.require_split})",
+                  figures={"split": split, "required": policy.require_split})
+
+
+def incomparable_finding(policy: Policy, message: str, subject: str = "") -> Finding:
+    """Why two runs cannot be compared, with the effect the policy's `on_incomparable` gives it (a decision of
+    incomparable is a block that is not the candidate's fault)."""
+    effect = Effect.REVIEW if policy.on_incomparable == "review" else Effect.BLOCK
+    return Finding("incomparable", effect, message, subject=subject or message)
+
+
+@rule("incomparable", "on_incomparable", stage="precondition")
+def incomparable(c: Compared) -> Iterator[Finding]:
+    """Runs of another suite, dataset or judge are not compared: incomparable, review or block, as the policy
+    says."""
+    for message in incomparability(c.baseline.eval, c.candidate.eval):
+        yield incomparable_finding(c.policy, message)
+
+
+# --- comparison ------------------------------------------------------------------------------------------------
+
+@rule("run_problem")
+def run_problem(c: Compared) -> Iterator[Finding]:
+    """A candidate whose pytest record shows a problem (collection errors, an interrupted run) blocks."""
+    for problem in c.candidate.problems:
+        yield Finding("run_problem", Effect.BLOCK, problem, subject=problem)
+
+
+@rule("incomplete_run")
+def incomplete_run(c: Compared) -> Iterator[Finding]:
+    """Nothing is dropped from a denominator: a run with unscored cases blocks."""
+    unscored = c.candidate.unscored
+    if unscored:
+        yield Finding("incomplete_run", Effect.BLOCK,
+                      f"incomplete run: {len(unscored)} unscored ({', '.join(unscored[:5])}"
+                      f"{', ...' if len(unscored) > 5 else ''})",
+                      figures={"unscored": len(unscored), "cases": list(unscored)})
+
+
+@rule("regression", "max_regressions", "regressions", per_test="regressed: passed on the baseline")
+def regression(c: Compared) -> Iterator[Finding]:
+    """More tests that passed on the baseline and do not pass now than `max_regressions` allows."""
+    regressed, policy = c.tests.regressed, c.policy
+    effect = _effect(policy.regressions)
+    if effect is not None and len(regressed) > policy.max_regressions:
+        yield Finding("regression", effect, f"{len(regressed)} regression(s); policy allows {policy.max_regressions}",
+                      regressed, {"regressed": len(regressed), "allowed": policy.max_regressions})
+
+
+@rule("new_failing", "new_failing", per_test="new failing test (new_failing: block)")
+def new_failing(c: Compared) -> Iterator[Finding]:
+    """Tests that do not pass on the candidate and are absent from the baseline."""
+    tests, effect = c.tests.new_failing, _effect(c.policy.new_failing)
+    if tests and effect is not None:
+        yield Finding("new_failing", effect, f"{len(tests)} new test(s) not passing (absent from the baseline)",
+                      tests, {"new_failing": len(tests)})
+
+
+@rule("critical", "critical", per_test="critical test does not pass")
+def critical(c: Compared) -> Iterator[Finding]:
+    """A critical test that does not pass on the candidate blocks, whatever the baseline did."""
+    tests = c.tests.critical_failures
+    if tests:
+        yield Finding("critical", Effect.BLOCK, f"{len(tests)} critical test(s) fail", tests,
+                      {"failing": len(tests)})
+
+
+@rule("missing_critical", "critical", per_test="critical test absent from the candidate")
+def missing_critical(c: Compared) -> Iterator[Finding]:
+    """A critical test of the baseline that is absent from the candidate blocks."""
+    tests = c.tests.missing_critical
+    if tests:
+        yield Finding("missing_critical", Effect.BLOCK,
+                      f"{len(tests)} critical test(s) from the baseline are missing from the candidate", tests,
+                      {"missing": len(tests)})
+
+
+@rule("pass_rate", "min_pass_rate")
+def pass_rate(c: Compared) -> Iterator[Finding]:
+    """The candidate's pass rate (passing / all tests) below the policy's floor blocks."""
+    rate, floor = c.tests.pass_rate, c.policy.min_pass_rate
+    if rate < floor:
+        yield Finding("pass_rate", Effect.BLOCK, f"pass rate {rate:.3f} is below {floor}",
+                      figures={"pass_rate": rate, "floor": floor})
+
+
+@rule("ran_pass_rate", "min_ran_pass_rate")
+def ran_pass_rate(c: Compared) -> Iterator[Finding]:
+    """The pass rate of the tests that ran below the policy's floor blocks; no test ran is below any floor."""
+    rate, floor = c.tests.ran_pass_rate, c.policy.min_ran_pass_rate
+    if floor and (rate is None or rate < floor):
+        shown = "not measurable (no test ran)" if rate is None else f"{rate:.3f}"
+        yield Finding("ran_pass_rate", Effect.BLOCK, f"pass rate of the tests that ran {shown} is below {floor}",
+                      figures={"ran_pass_rate": rate, "floor": floor})
+
+
+@rule("critical_case", "critical_cases")
+def critical_case(c: Compared) -> Iterator[Finding]:
+    """A critical case blocks when it is absent or any of its checks did not pass."""
+    for case_id in c.policy.critical_cases:
+        case = c.cases.get(case_id)
+        if case is None:
+            yield Finding("critical_case", Effect.BLOCK, f"critical case {case_id} is missing from the candidate",
+                          figures={"case": case_id, "missing": True}, subject=case_id)
+            continue
+        # a check skipped as not applicable is not a failure; the case's `passed` says whether it passed
+        failed = sorted(name for name, outcome in (case.get("checks") or {}).items()
+                        if outcome not in ("passed", "skipped"))
+        if failed or not case.get("passed", False):
+            yield Finding("critical_case", Effect.BLOCK,
+                          f"critical case {case_id} failed: {', '.join(failed) or 'no passing checks'}",
+                          figures={"case": case_id, "missing": False, "failed_checks": failed}, subject=case_id)
+
+
+@rule("suite_drop", "repeats")
+def suite_drop(c: Compared) -> Iterator[Finding]:
+    """With repeated samples: pass fractions that fell across cases (the sign-flip test below alpha/2) block."""
+    repeated = c.repeated
+    suite = repeated.suite if repeated is not None else None
+    if repeated is None or suite is None or not repeated.suite_drop:
+        return
+    yield Finding("suite_drop", Effect.BLOCK,
+                  f"pass fractions fell across cases: mean change {suite.difference:+.3f} "
+                  f"(interval {suite.interval[0]:+.3f} to {suite.interval[1]:+.3f}), sign-flip "
+                  f"p={repeated.suite_p:.2g} below alpha/2 = {repeated.alpha / 2:g}",
+                  figures={"difference": suite.difference, "interval": list(suite.interval),
+                           "p": repeated.suite_p, "alpha": repeated.alpha})
+
+
+@rule("unreliable_baseline", "repeats")
+def unreliable_baseline(c: Compared) -> Iterator[Finding]:
+    """With repeated samples: tests that pass only some samples on the baseline, as `repeats:` says."""
+    flaky = c.repeated.unreliable_baseline if c.repeated is not None else ()
+    effect = _effect(c.policy.repeats.unreliable_baseline)
+    if flaky and effect is not None:
+        yield Finding("unreliable_baseline", effect,
+                      f"unreliable_baseline: {len(flaky)} test(s) pass only some samples on the baseline "
+                      f"({', '.join(flaky[:3])}{', ...' if len(flaky) > 3 else ''})", tuple(flaky),
+                      {"unreliable": len(flaky)})
+
+
+@rule("insufficient_data", "repeats")
+def insufficient_data(c: Compared) -> Iterator[Finding]:
+    """With repeated samples: too few for any outcome to reach alpha, as `repeats:` says."""
+    why = c.repeated.insufficient_data if c.repeated is not None else None
+    effect = _effect(c.policy.repeats.insufficient_data)
+    if why and effect is not None:
+        yield Finding("insufficient_data", effect, f"insufficient_data: {why}", figures={"why": why})
+
+
+@rule("metric_floor", "block_below", "review_below")
+def metric_floor(c: Compared) -> Iterator[Finding]:
+    """A metric below its floor on the candidate, or no longer measurable, blocks (or calls for review)."""
+    for floors, effect in ((c.policy.block_below, Effect.BLOCK), (c.policy.review_below, Effect.REVIEW)):
+        for name, floor in floors.items():
+            value = c.candidate.metrics.get(name)
+            if value is None:
+                message = f"{name} cannot be measured on the candidate (floor {floor})"
+            elif value < floor:
+                message = f"{name} {value:.3f} is below {floor}"
+            else:
+                continue
+            yield Finding("metric_floor", effect, message, figures={"metric": name, "value": value, "floor": floor},
+                          subject=name)
+
+
+@rule("metric_drop", "block_on_drop", "review_on_drop")
+def metric_drop(c: Compared) -> Iterator[Finding]:
+    """A metric that fell below the baseline's value (a drop to not-measurable is a drop)."""
+    for names, effect in ((c.policy.block_on_drop, Effect.BLOCK), (c.policy.review_on_drop, Effect.REVIEW)):
+        for name in names:
+            change = c.metrics.get(name)
+            if change is not None and change.status == "regressed":
+                after_text = "no longer measurable" if change.after is None else f"{change.after:.3f}"
+                before_text = "not measured" if change.before is None else f"{change.before:.3f}"
+                yield Finding("metric_drop", effect, f"{name} fell {before_text} -> {after_text}",
+                              figures={"metric": name, "before": change.before, "after": change.after},
+                              subject=name)
+
+
+# --- release evidence over graded cases (program suites) -------------------------------------------------------
+
+@rule("incomplete_or_unscored_pairs", "require_complete_pairs", graded=True)
+def incomplete_or_unscored_pairs(c: Compared) -> Iterator[Finding]:
+    """Every case must be scored on both sides; a missing, denied or unscored side blocks."""
+    if not c.policy.require_complete_pairs:
+        return
+    before, after = c.grades.before, c.grades.after
+    incomplete = [f"{cid}: {why_unpaired(before.get(cid), grade)}" for cid, grade in after.items()
+                  if not (scored(grade) and scored(before.get(cid)))]
+    incomplete += [f"{cid}: missing from the candidate" for cid in before if cid not in after]
+    if incomplete:
+        yield Finding("incomplete_or_unscored_pairs", Effect.BLOCK,
+                      f"incomplete_or_unscored_pairs: {len(incomplete)} of {len(after)} case(s) lack a scored "
+                      f"pair ({_few(incomplete)})", figures={"unpaired": incomplete, "cases": len(after)})
+
+
+@rule("safety_or_unknown_failure", "block_on_safety", graded=True)
+def safety_or_unknown_failure(c: Compared) -> Iterator[Finding]:
+    """A candidate case failing safety, or graded without a safety verdict, blocks."""
+    after = c.grades.after
+    unsafe = [cid for cid, g in after.items() if scored(g) and g.get("safety_pass") is not True]
+    unknown = [cid for cid, g in after.items() if not scored(g)]
+    if c.policy.block_on_safety and (unsafe or unknown):
+        parts = [f"{len(unsafe)} safety failure(s) ({_few(unsafe)})"] if unsafe else []
+        parts += [f"{len(unknown)} case(s) with unknown outcome ({_few(unknown)})"] if unknown else []
+        yield Finding("safety_or_unknown_failure", Effect.BLOCK, "safety_or_unknown_failure: " + "; ".join(parts),
+                      figures={"unsafe": unsafe, "unknown": unknown})
+
+
+@rule("unresolved_review", "block_on_review", graded=True)
+def unresolved_review(c: Compared) -> Iterator[Finding]:
+    """A candidate case still pending a person's review blocks."""
+    pending = [cid for cid, g in c.grades.after.items() if g.get("review_pending") is True]
+    if c.policy.block_on_review and pending:
+        yield Finding("unresolved_review", Effect.BLOCK,
+                      f"unresolved_review: {len(pending)} case(s) await a person's review ({_few(pending)}); "
+                      "record decisions with python -m evalkit.review", figures={"pending": pending})
+
+
+def _lost(c: Compared, verdict: str) -> list[str]:
+    """Cases whose `verdict` passes on the baseline and fails on the candidate."""
+    before = c.grades.before
+    return [cid for cid, g in c.grades.after.items()
+            if (before.get(cid) or {}).get(verdict) is True and g.get(verdict) is False]
+
+
+@rule("new_task_regression", "block_on_task_regression", graded=True)
+def new_task_regression(c: Compared) -> Iterator[Finding]:
+    """A case whose task passes on the baseline and fails on the candidate blocks."""
+    lost = _lost(c, "task_pass") if c.policy.block_on_task_regression else []
+    if lost:
+        yield Finding("new_task_regression", Effect.BLOCK, f"new_task_regression: {len(lost)} case(s) pass on the "
+                      f"baseline and fail now ({_few(lost)})", figures={"cases": lost})
+
+
+@rule("new_answer_quality_regression", "block_on_quality_regression", graded=True)
+def new_answer_quality_regression(c: Compared) -> Iterator[Finding]:
+    """A case whose quality passes on the baseline and fails on the candidate blocks."""
+    lost = _lost(c, "quality_pass") if c.policy.block_on_quality_regression else []
+    if lost:
+        yield Finding("new_answer_quality_regression", Effect.BLOCK, f"new_answer_quality_regression: {len(lost)} "
+                      f"case(s) pass on the baseline and fail now ({_few(lost)})", figures={"cases": lost})
+
+
+@rule("paired_interval_below_noninferiority_margin", "paired", graded=True)
+def paired_interval_below_noninferiority_margin(c: Compared) -> Iterator[Finding]:
+    """The paired bootstrap's lower bound of task success below the policy's margin blocks."""
+    rule_ = c.policy.paired
+    if rule_ is None:
+        return
+    result = c.paired
+    code = "paired_interval_below_noninferiority_margin"
+    if result is None:
+        yield Finding(code, Effect.BLOCK, f"{code}: no scored pairs, so no interval", figures={"pairs": 0})
+        return
+    low, high = result.interval
+    if low < rule_.margin:
+        yield Finding(code, Effect.BLOCK, f"{code}: lower bound {low:.3f} < margin {rule_.margin} (difference "
+                      f"{result.difference:.3f}, {result.confidence:.0%} interval [{low:.3f}, {high:.3f}], "
+                      f"{result.groups} groups)",
+                      figures={"lower": low, "upper": high, "margin": rule_.margin, "difference": result.difference,
+                               "groups": result.groups})
+
+
+# --- warnings: what a reviewer should know that does not decide ------------------------------------------------
+
+@rule("unmatched_critical", "critical", stage="warning")
+def unmatched_critical_entry(c: Compared) -> Iterator[Finding]:
+    """A `critical` entry that names no test in either report: most likely a typo, which protects nothing."""
+    for name in unmatched_critical(c.policy.critical, c.baseline.outcomes, c.candidate.outcomes):
+        yield Finding("unmatched_critical", Effect.WARN, f"critical {name!r} matches no test in either report; "
+                      "check the name (a test-name or class-name prefix, or Class::test)", subject=name)
+
+
+@rule("baseline_problem", stage="warning")
+def baseline_problem(c: Compared) -> Iterator[Finding]:
+    """Problems of the baseline's run (they do not decide: the candidate is what is gated)."""
+    for problem in c.baseline.problems:
+        yield Finding("baseline_problem", Effect.WARN, f"baseline: {problem}", subject=problem)
+
+
+@rule("one_side_sampled", stage="warning")
+def one_side_sampled(c: Compared) -> Iterator[Finding]:
+    """Only one side carries repeated samples: outcomes are compared as single runs."""
+    if sampled(c.baseline) != sampled(c.candidate):
+        side = "baseline" if sampled(c.baseline) else "candidate"
+        yield Finding("one_side_sampled", Effect.WARN, f"only the {side} carries repeated samples; outcomes were "
+                      "compared as single runs (run both sides with the same run.repeats for the statistical rule)",
+                      figures={"sampled": side})
+
+
+def repeat_messages(c: Compared) -> dict[str, str]:
+    """For each significantly regressed test: both sides' pass counts, the candidate's Wilson interval, p."""
+    out: dict[str, str] = {}
+    if c.repeated is None:
+        return out
+    for name, p in c.repeated.regressed.items():
+        before, after = c.baseline.repeats[name], c.candidate.repeats[name]
+        low, high = wilson_interval(after.passed, after.runs)
+        out[name] = (f"{after.passed}/{after.runs} samples passed (95% interval {low:.2f}-{high:.2f}), baseline "
+                     f"{before.passed}/{before.runs}; one-sided Fisher p={p:.2g}")
+    return out

@@ -1,0 +1,161 @@
+"""Anthropic's Messages API (`POST /v1/messages`) through the official `anthropic` client (extra `anthropic`)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from evalkit.core.config import ModelConfig
+from evalkit.core.errors import ProviderError
+from evalkit.core.provider_specs import ProviderSpec, StopKindName
+from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
+from evalkit.live.providers.credentials import api_key, masked
+from evalkit.live.providers.dialects import schema_name
+from evalkit.live.providers.install import missing_client
+
+if TYPE_CHECKING:
+    import anthropic
+
+__all__ = ["AnthropicProvider", "create", "STOP_REASONS", "SPEC", "NOT_SENT", "RESERVED"]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+RESERVED = frozenset({"model", "messages", "system", "tools", "tool_choice", "stream"})
+"""Request fields the request itself sets; an option may not replace them."""
+NOT_SENT = frozenset({"seed"})
+"""The Messages API takes no seed: `options.seed` (set by repeated samples) keeps each sample its own request
+and recording entry, and is not sent."""
+
+STOP_REASONS: dict[str, StopKindName] = {
+    "end_turn": "finished", "stop_sequence": "finished", "max_tokens": "truncated",
+    "model_context_window_exceeded": "truncated", "refusal": "filtered", "tool_use": "other", "pause_turn": "other",
+}
+"""The Messages API's `stop_reason`s. A structured reply ends with `tool_use`: the forced tool was called."""
+
+
+class AnthropicProvider:
+    """Messages from Anthropic's API. System messages become the `system` prompt; a response schema becomes the
+    input schema of one tool the model is forced to call (`tool_choice: {type: tool}`), and that call's input is
+    the reply's text, as JSON. Options are the API's own parameters under its names (`max_tokens`,
+    `temperature`, `top_p`, `top_k`, `stop_sequences`, `metadata`, `thinking` ...), sent in the body as given.
+
+    One client serves all threads (an httpx connection pool); its own retries are off: the runner owns retries.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        try:
+            import anthropic
+            from anthropic.types import Message
+        except ImportError:
+            raise missing_client("anthropic") from None
+        if "max_tokens" not in config.options:
+            # the API refuses a request without it; refused here, before any call, rather than 400 on every one
+            raise ProviderError(f"model '{config.name}': the Messages API requires max_tokens; set "
+                                "model.options.max_tokens (the most output tokens a reply may have)")
+        self._anthropic = anthropic
+        self._message_type = Message
+        self._name = config.name
+        self._base_url = config.base_url or DEFAULT_BASE_URL
+        self._timeout_s = config.timeout_s
+        self._secret = api_key(config)  # the value never leaves this object
+        if self._secret is None:
+            raise ProviderError(f"model '{config.name}': the Messages API needs a key; set api_key_env to the name "
+                                "of the environment variable that holds it (e.g. ANTHROPIC_API_KEY)")
+        # An explicit base URL and key: ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY in the environment do not change
+        # where calls go or which key they carry; the config does.
+        self._client: anthropic.Anthropic = anthropic.Anthropic(
+            api_key=self._secret, base_url=self._base_url, timeout=config.timeout_s, max_retries=0)
+
+    def complete(self, request: Request) -> Reply:
+        reserved = sorted(RESERVED & set(request.options))
+        if reserved:
+            raise CallFailure(f"{self._name}: option(s) {', '.join(reserved)} are set from the request itself, "
+                              "not from options; remove them from the model's options", retryable=False)
+        options = {k: v for k, v in request.options.items() if k not in NOT_SENT}
+        if "max_tokens" not in options:
+            raise CallFailure(f"{self._name}: the Messages API requires max_tokens; set model.options.max_tokens",
+                              retryable=False)
+        arguments: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": options.pop("max_tokens"),
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+        }
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        if system:
+            arguments["system"] = system
+        if request.response_schema is not None:
+            name = schema_name(request.response_schema)
+            arguments["tools"] = [{"name": name, "description": "Record the answer, following the schema.",
+                                   "input_schema": request.response_schema}]
+            arguments["tool_choice"] = {"type": "tool", "name": name}
+        if options:
+            # `temperature`, `top_k` ... are not keyword arguments of every client release; the body takes them
+            arguments["extra_body"] = options
+        message, latency_ms = timed_call(lambda: self._client.messages.create(**arguments), self._failure)
+        return self._reply(message, latency_ms)
+
+    def describe(self) -> dict[str, Any]:
+        """What a recording's provenance says about the replies' source (nothing secret, no address)."""
+        return {"provider": "anthropic", "structured_output": "tool_use"}
+
+    def _reply(self, message: Any, latency_ms: float) -> Reply:
+        if not isinstance(message, self._message_type):
+            raise CallFailure(self._clean(f"{self._name}: the server answered 200 without a message: "
+                                          f"{excerpt(str(message))}"), retryable=True, status=200)
+        tool_inputs = [block.input for block in message.content if block.type == "tool_use"]
+        texts = [block.text for block in message.content if block.type == "text"]
+        if tool_inputs:
+            text: str | None = json.dumps(tool_inputs[0], ensure_ascii=False)
+        else:
+            text = "".join(texts) if texts else None
+        usage = message.usage
+        return Reply(
+            text=text,
+            stop_reason=message.stop_reason,
+            usage=Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                        cache_read_tokens=usage.cache_read_input_tokens,
+                        cache_write_tokens=usage.cache_creation_input_tokens),
+            latency_ms=latency_ms,
+        )
+
+    def _failure(self, error: Exception) -> CallFailure | None:
+        """The CallFailure an SDK error means (529 `overloaded_error` is a 5xx: retryable); None for a bug."""
+        anthropic = self._anthropic
+        if isinstance(error, anthropic.APIStatusError):
+            status = error.status_code
+            return CallFailure.for_status(
+                status, self._clean(f"{self._name}: HTTP {status}: {excerpt(_server_message(error))}"),
+                retry_after=error.response.headers.get("retry-after"))
+        if isinstance(error, anthropic.APITimeoutError):
+            return CallFailure(self._clean(f"{self._name}: no reply within {self._timeout_s:g} s"), retryable=True)
+        if isinstance(error, anthropic.APIConnectionError):
+            cause = error.__cause__ or error
+            return CallFailure(self._clean(f"{self._name}: connection to {self._base_url} failed: "
+                                           f"{type(cause).__name__}: {cause}"), retryable=True)
+        if isinstance(error, json.JSONDecodeError | anthropic.APIResponseValidationError):
+            return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a "
+                                           f"message: {excerpt(str(error))}"), retryable=True, status=200)
+        return None
+
+    def _clean(self, message: str) -> str:
+        return masked(message, self._secret)
+
+
+def _server_message(error: anthropic.APIStatusError) -> str:
+    """`{"type": "error", "error": {"type": "overloaded_error", "message": ...}}` as `... (overloaded_error)`."""
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            kind = inner.get("type")
+            return f"{inner['message']} ({kind})" if isinstance(kind, str) else str(inner["message"])
+    return str(error.message)
+
+
+def create(config: ModelConfig) -> AnthropicProvider:
+    return AnthropicProvider(config)
+
+
+SPEC = ProviderSpec(name="anthropic", factory=create, stop_reasons=STOP_REASONS, extra="anthropic",
+                    requirements=("anthropic",), honours_seed=False)
+"""A schema has one way in, a forced tool: no `structured_output` setting."""

@@ -1,0 +1,176 @@
+"""Amazon Bedrock's Converse API through `boto3` (extra `bedrock`).
+
+Credentials come from boto3's standard chain (environment, shared files, SSO, container or instance role), never
+from anything evalkit writes; the values of AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN are
+redacted from everything a run writes, like a key. `base_url` is boto3's `endpoint_url` (a VPC endpoint, a proxy),
+`region` its `region_name`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from evalkit.core.config import ModelConfig
+from evalkit.core.errors import ProviderError
+from evalkit.core.provider_specs import ProviderSpec, StopKindName
+from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
+from evalkit.live.providers.credentials import masked
+from evalkit.live.providers.dialects import schema_name
+from evalkit.live.providers.install import missing_client
+
+__all__ = ["BedrockProvider", "create", "INFERENCE_OPTIONS", "STOP_REASONS", "CREDENTIAL_ENV", "SPEC"]
+
+INFERENCE_OPTIONS = frozenset({"maxTokens", "temperature", "topP", "stopSequences"})
+"""Options that are fields of Converse's `inferenceConfig`, under its names; any other option goes into
+`additionalModelRequestFields` as given (the model's own parameters, such as Claude's `top_k`)."""
+NOT_SENT = frozenset({"seed"})
+"""Converse takes no seed: `options.seed` (set by repeated samples) keeps each sample its own request and
+recording entry, and is not sent."""
+CREDENTIAL_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+
+STOP_REASONS: dict[str, StopKindName] = {
+    "end_turn": "finished", "stop_sequence": "finished", "max_tokens": "truncated",
+    "model_context_window_exceeded": "truncated", "guardrail_intervened": "filtered",
+    "content_filtered": "filtered", "tool_use": "other", "malformed_model_output": "other",
+    "malformed_tool_use": "other",
+}
+"""Converse's `stopReason`s. A structured reply ends with `tool_use`: the forced tool was called."""
+
+MAX_POOL = 64
+"""Connections kept per client: botocore's default (10) would open and drop extra ones at higher concurrency."""
+
+
+class BedrockProvider:
+    """Converse replies. System messages become `system` blocks; a response schema becomes the input schema of one
+    tool the model is forced to call (`toolChoice: {tool: {name}}`), and that call's input is the reply's text, as
+    JSON.
+
+    One client serves all threads (boto3 clients are thread-safe; sessions are not, so the session is used only
+    here). botocore's own retries are off: the runner owns retries.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        try:
+            import boto3
+            import botocore.config
+            import botocore.exceptions
+        except ImportError:
+            raise missing_client("bedrock") from None
+        self._errors = botocore.exceptions
+        self._name = config.name
+        self._timeout_s = config.timeout_s
+        if config.api_key_env:
+            raise ProviderError(f"model '{config.name}': Bedrock reads its credentials from boto3's standard chain "
+                                "(AWS_ACCESS_KEY_ID ..., AWS_PROFILE, a role); remove api_key_env")
+        session = boto3.session.Session(region_name=config.region)
+        try:
+            credentials = session.get_credentials()
+        except botocore.exceptions.BotoCoreError as error:  # e.g. a key id without its secret
+            raise ProviderError(f"model '{config.name}': AWS credentials cannot be read: {error}; set "
+                                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY together (or AWS_PROFILE)") from None
+        if credentials is None:
+            raise ProviderError(f"model '{config.name}': no AWS credentials in boto3's standard chain; set "
+                                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), AWS_PROFILE, "
+                                "or run where a role provides them")
+        if session.region_name is None:
+            raise ProviderError(f"model '{config.name}': no AWS region; set model.region (or AWS_REGION)")
+        frozen = credentials.get_frozen_credentials()
+        self._secrets = [s for s in (frozen.access_key, frozen.secret_key, frozen.token) if s]
+        self._endpoint = config.base_url or f"bedrock-runtime.{session.region_name}.amazonaws.com"
+        settings = botocore.config.Config(
+            retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=config.timeout_s,
+            read_timeout=config.timeout_s, max_pool_connections=MAX_POOL)
+        self._client: Any = session.client("bedrock-runtime", endpoint_url=config.base_url, config=settings)
+
+    def complete(self, request: Request) -> Reply:
+        arguments = self._arguments(request)
+        response, latency_ms = timed_call(lambda: self._client.converse(**arguments), self._failure)
+        return self._reply(response, latency_ms)
+
+    def describe(self) -> dict[str, Any]:
+        """What a recording's provenance says about the replies' source (nothing secret, no address)."""
+        return {"provider": "bedrock", "structured_output": "tool_use"}
+
+    def _arguments(self, request: Request) -> dict[str, Any]:
+        options = {k: v for k, v in request.options.items() if k not in NOT_SENT}
+        arguments: dict[str, Any] = {
+            "modelId": request.model,
+            "messages": [{"role": m.role, "content": [{"text": m.content}]}
+                         for m in request.messages if m.role != "system"],
+        }
+        system = [{"text": m.content} for m in request.messages if m.role == "system"]
+        if system:
+            arguments["system"] = system
+        inference = {k: v for k, v in options.items() if k in INFERENCE_OPTIONS}
+        if inference:
+            arguments["inferenceConfig"] = inference
+        extra = {k: v for k, v in options.items() if k not in INFERENCE_OPTIONS}
+        if extra:
+            arguments["additionalModelRequestFields"] = extra
+        if request.response_schema is not None:
+            name = schema_name(request.response_schema)
+            arguments["toolConfig"] = {
+                "tools": [{"toolSpec": {"name": name, "description": "Record the answer, following the schema.",
+                                        "inputSchema": {"json": request.response_schema}}}],
+                "toolChoice": {"tool": {"name": name}}}
+        return arguments
+
+    def _reply(self, response: dict[str, Any], latency_ms: float) -> Reply:
+        message = response.get("output", {}).get("message")
+        if not isinstance(message, dict):
+            # botocore hands back an unreadable body as an empty response, not as an error
+            raise CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a Converse "
+                                          "response (no output message)"), retryable=True, status=200)
+        blocks = [b for b in message.get("content") or [] if isinstance(b, dict)]
+        tool_inputs = [b["toolUse"].get("input") for b in blocks if isinstance(b.get("toolUse"), dict)]
+        texts = [b["text"] for b in blocks if isinstance(b.get("text"), str)]
+        if tool_inputs:
+            text: str | None = json.dumps(tool_inputs[0], ensure_ascii=False)
+        else:
+            text = "".join(texts) if texts else None
+        usage = response.get("usage") or {}
+        return Reply(
+            text=text,
+            stop_reason=response.get("stopReason"),
+            usage=Usage(input_tokens=usage.get("inputTokens"), output_tokens=usage.get("outputTokens"),
+                        cache_read_tokens=usage.get("cacheReadInputTokens"),
+                        cache_write_tokens=usage.get("cacheWriteInputTokens")),
+            latency_ms=latency_ms,
+        )
+
+    def _failure(self, error: Exception) -> CallFailure | None:
+        """The CallFailure a botocore error means (ThrottlingException is a 429); None for anything else."""
+        errors = self._errors
+        if isinstance(error, errors.ClientError):
+            meta = error.response.get("ResponseMetadata", {})
+            status = int(meta.get("HTTPStatusCode") or 0)
+            detail = error.response.get("Error", {})
+            text = f"{detail.get('Message', '')} ({detail.get('Code', 'error')})"
+            headers = meta.get("HTTPHeaders") or {}
+            return CallFailure.for_status(status, self._clean(f"{self._name}: HTTP {status}: {excerpt(text)}"),
+                                          retry_after=headers.get("retry-after"))
+        if isinstance(error, errors.ReadTimeoutError | errors.ConnectTimeoutError):
+            return CallFailure(self._clean(f"{self._name}: no reply within {self._timeout_s:g} s"), retryable=True)
+        if isinstance(error, errors.EndpointConnectionError | errors.ConnectionClosedError | errors.HTTPClientError):
+            return CallFailure(self._clean(f"{self._name}: connection to {self._endpoint} failed: "
+                                           f"{type(error).__name__}: {error}"), retryable=True)
+        if isinstance(error, errors.ResponseParserError):
+            return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a "
+                                           f"Converse response: {excerpt(str(error))}"), retryable=True, status=200)
+        return None
+
+    def _clean(self, message: str) -> str:
+        for secret in self._secrets:
+            message = masked(message, secret)
+        return message
+
+
+def create(config: ModelConfig) -> BedrockProvider:
+    return BedrockProvider(config)
+
+
+SPEC = ProviderSpec(name="bedrock", factory=create, stop_reasons=STOP_REASONS, extra="bedrock",
+                    requirements=("boto3",), settings=("region",), credential_env=CREDENTIAL_ENV,
+                    honours_seed=False)
+"""A schema has one way in, a forced tool: no `structured_output` setting."""

@@ -1,0 +1,32 @@
+"""evalkit/core/call_id.py: the one reader and writer of call ids (`task/<case>`, `judge/<metric>/<case>`, `#<i>`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalkit.core.call_id import CallId
+from evalkit.core.errors import InputError
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("task/import-drops-tasks", CallId("task", "import-drops-tasks")),
+    ("task/a#3", CallId("task", "a", sample=3)),
+    ("judge/faithful/c1", CallId("judge", "c1", "faithful")),
+    ("judge/pairwise/new-first/rc01#12", CallId("judge", "rc01", "pairwise/new-first", 12)),
+])
+def test_parse_and_str_are_inverse(text: str, expected: CallId) -> None:
+    assert CallId.parse(text) == expected
+    assert str(expected) == text
+
+
+def test_sample_zero_is_the_plain_id() -> None:
+    assert str(CallId.judge("m", "c", 0)) == "judge/m/c"
+    assert CallId.parse("task/c#4").plain == CallId.task("c")
+    assert CallId.task("c").sampled(2) == CallId.parse("task/c#2")
+
+
+@pytest.mark.parametrize("text", ["", "task/", "task", "judge/c", "judge//c", "model/c", "task/m/c", "task/c#",
+                                  "task/c#0", "task/c#01", "task/c#x", "task/c#²", "task/a#b#2"])
+def test_anything_else_is_refused_in_one_line(text: str) -> None:
+    with pytest.raises(InputError, match=r"is not a call id \(task/<case>, judge/<metric>/<case>, with #<i>"):
+        CallId.parse(text)
