@@ -98,7 +98,7 @@ def _outputs(capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
                                                     [Pair("b" + FORGED, "c<img src=y>", baseline, candidate)],
                                                     FORGED, [HOSTILE[2], FORGED])),
         "html": redact(render_report_html(candidate, decision, baseline, policy.critical, facts)),
-        "junit": redact(render_junit(decision, candidate, policy)),
+        "junit": redact(render_junit(decision, candidate)),
         "annotations": redact("\n".join(f"::error title={annotation('evalkit: ' + name, True)}::{annotation(name)}"
                                         for name in names)),
     }
