@@ -84,10 +84,11 @@ def write_outputs(outputs: Mapping[Path, tuple[str, str]], *, inputs: Mapping[st
         raise InputError(f"{error.filename}: cannot write the {what} ({error.strerror or error}){rest}") from None
 
 
-def say(text: str) -> None:
+def say(text: str, *, machine: bool = False) -> None:
     """Print to stdout, each line shown as the terminal sanitiser shows untrusted text (control characters
-    visible, long lines cut); a reader that went away (`| head`) must not turn a decision into a crash."""
+    visible, long lines cut); `machine` output (JSON, whose encoder escapes control characters itself) is printed
+    whole. A reader that went away (`| head`) must not turn a decision into a crash."""
     try:
-        print("\n".join(terminal(line) for line in text.split("\n")), flush=True)
+        print(text if machine else "\n".join(terminal(line) for line in text.split("\n")), flush=True)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
