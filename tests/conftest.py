@@ -11,8 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+
+# The fuzz harness's profiles (tests/fuzz), registered before Hypothesis reads `--hypothesis-profile`: `quick` in
+# CI (seconds on two cores), `long` on demand. Each example is a file read in a child process, so the harness
+# bounds each read itself instead of Hypothesis's per-example deadline. Loaded by the harness's tests only.
+settings.register_profile("quick", max_examples=25, deadline=None, derandomize=True, database=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("long", max_examples=1500, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 # browser: Chromium for the HTML pages (tests/browser.py); no_hidden_skips: under CI=true a skip fails the run

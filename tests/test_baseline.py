@@ -153,3 +153,17 @@ def test_git_never_reads_a_ref_as_an_option(origin, monkeypatch):
     with pytest.raises(InputError, match=r"^spec: --output=OUT is not in this clone"):
         show("--output=OUT", "README.md", origin / "project", "spec")
     assert not (origin / "project" / "OUT").exists()
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("git:main:project/suites", r"project/suites is a folder at main, not a file; name the file inside it"),
+    ("git:main..pr:project/x.json", r"'main..pr' is a range of commits; name one commit"),
+    ("git:HEAD~1000000:project/x.json", r"HEAD~1000000 is not in this clone; the repository's whole history is in "
+                                        r"this clone and holds no such commit"),
+])
+def test_unclear_git_baselines_say_what_is_wrong(origin, monkeypatch, spec, message):
+    monkeypatch.setenv("EVALKIT_PROJECT", str(origin / "project"))
+    monkeypatch.chdir(origin)
+    with pytest.raises(InputError, match=message) as refused:
+        load_baseline(spec, SUITE_BASELINE, "issue_triage")
+    assert "unshallow" not in str(refused.value) and "JSON" not in str(refused.value)

@@ -302,7 +302,8 @@ def test_annotations_carry_failure_messages_escaped_and_survive_a_bad_decision_f
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "::error title=evalkit%3A BLOCK (evalkit-run/0)::1 regression(s); policy allows 0",
-        "::error title=evalkit%3A regressed test (evalkit-run/0)::t.py::test_a[x,y:z]: assert 100%25 == 2%0Anext line",
+        # a line break from report data is shown, never decoded into a second line of the annotation
+        "::error title=evalkit%3A regressed test (evalkit-run/0)::t.py::test_a[x,y:z]: assert 100%25 == 2\\nnext line",
         "::error title=evalkit%3A critical test fails (evalkit-run/0)::t.py::test_b",
         "::warning title=evalkit::cannot annotate from evalkit-run/1/decision.json: 'list' object has no attribute 'get'",
     ]

@@ -173,6 +173,23 @@ def test_it_replaces_its_own_page_and_never_another_file(project: Path, tmp_path
     assert done.returncode == 3 and report_path.read_bytes() == before
 
 
+def test_a_file_that_only_mentions_the_page_or_was_edited_is_never_replaced(project: Path, tmp_path: Path):
+    # a hand-written file naming the seal and the old marker, as this repository's README does
+    readme = tmp_path / "README.md"
+    readme.write_text('# notes\n<section data-evalkit-page="history">\n'
+                      f'<meta name="evalkit-seal" content="history sha256:{"0" * 64}">\n')
+    before = readme.read_bytes()
+    done = _run(project, "--html", str(readme))
+    assert done.returncode == 3 and "not a history page evalkit wrote" in done.stderr
+    assert readme.read_bytes() == before
+    page = tmp_path / "h.html"
+    assert _run(project, "--html", str(page)).returncode == 0
+    edited = page.read_text().replace("</h1>", "</h1><p>my own note</p>", 1)
+    page.write_text(edited)
+    done = _run(project, "--html", str(page))
+    assert done.returncode == 3 and page.read_text() == edited
+
+
 def test_unreadable_reports_found_by_searching_are_skipped_with_a_note(project: Path):
     broken = project / "outputs/2026-11-30/e"
     broken.mkdir()

@@ -150,6 +150,9 @@ REPORT_VARIANTS: dict[str, Maker] = {
     "case-without-id": _report_with(cases=[{"grade": {}}]),
     "grade-not-object": _report_with(cases=[{"id": "a", "grade": [True]}]),
     "grade-flag-string": _report_with(cases=[{"id": "a", "grade": {"task_pass": "yes"}}]),
+    "test-id-of-5-mb": _report_with(tests=[{"nodeid": "t.py::test_" + "x" * 5_000_000, "outcome": "passed"}]),
+    "grade-scored-without-task-pass": _report_with(cases=[{"id": "a", "grade": {"status": "scored",
+                                                                               "quality_pass": True}}]),
     "provenance-list": _report_with(provenance=["recordings/x.json"]),
     "execution-string": _report_with(execution="fast"),
     "tests-object": _report_with(tests={"a": "passed"}),
@@ -314,10 +317,16 @@ OVERRIDES = [
     ["mode=sideways"], ["policy=nope"], ["prompt.version=" + "v" * 300], ["split=acceptance"],
     ["suite=quality_lab", "candidate.max_response_bytes=1e20"], ["suite=quality_lab", "candidate.timeout_s=-1"],
     ["budget.max_calls=-5"], ["dataset.file=/dev/zero"], ["prompt.file=/dev/zero"], ["run.recordings=/dev/null"],
+    # more workers than the machine could ever run: a hang building shards, or thousands of open files
+    ["run.workers=99999999999999999999"], ["run.workers=100000"],
 ]
 CALIBRATE_ARGS = [["suite=../../x"], ["suite=../conf/suite/quality_lab"], ["suite=/etc/hostname"],
                   ["suite=nope"], ["suite=quality_lab", "--bogus"], [], ["suite=a\nb"]]
-NEW_ARGS = [["suite", "../escape"], ["suite", "Bad Name"], ["suite", "a\nb"], ["nothing"], ["suite"], ["--bogus"]]
+# Hydra's flags that take a value, given none (last, or before another flag): its argparse would exit 2, the
+# incomparable code
+VALUELESS_FLAGS = [["-p"], ["--package"], ["-cp"], ["--config-path"], ["-cn"], ["--config-name"], ["-cd"],
+                   ["--config-dir"], ["--experimental-rerun"], ["-cn", "--cfg=job"]]
+NEW_ARGS = [["suite", "a" * 300], ["suite", "../escape"], ["suite", "Bad Name"], ["suite", "a\nb"], ["nothing"], ["suite"], ["--bogus"]]
 
 
 # ------------------------------------------------------------------------------------------------ checks
@@ -409,6 +418,16 @@ def test_a_hostile_command_line_is_refused_in_one_line(overrides: list[str], tmp
     assert not (tmp_path / "run" / "decision.json").exists()
 
 
+@pytest.mark.parametrize("argv", VALUELESS_FLAGS, ids=[" ".join(a) for a in VALUELESS_FLAGS])
+def test_a_flag_without_its_value_is_refused_not_read_as_incomparable(argv: list[str], tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "argv", ["evalkit", *argv])
+    code = run_cli.main()
+    line = _refused_in_one_line(code, capsys.readouterr().err, "", argv[0])
+    assert "takes a value" in line
+
+
 @pytest.mark.parametrize("argv", CALIBRATE_ARGS, ids=[" ".join(a)[:40] or "(none)" for a in CALIBRATE_ARGS])
 def test_calibrate_refuses_a_suite_outside_its_options(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     try:
@@ -448,10 +467,10 @@ def test_a_suite_path_outside_the_project_is_never_imported(tmp_path: Path,
 
 
 def test_the_corpus_is_large() -> None:
-    """The number of hostile inputs tried, printed (pytest -s) and held above 300."""
-    total = len(CASES) + len(OVERRIDES) + len(CALIBRATE_ARGS) + len(NEW_ARGS) + 1
+    """The number of hostile inputs tried, printed (pytest -s) and held above the README's "over 500"."""
+    total = len(CASES) + len(OVERRIDES) + len(VALUELESS_FLAGS) + len(CALIBRATE_ARGS) + len(NEW_ARGS) + 1
     print(f"hostile corpus: {total} inputs across {len(KINDS)} file kinds and the command lines")
-    assert total >= 300
+    assert total >= 500
 
 
 def test_a_line_break_in_report_data_never_forges_a_line_of_the_decision() -> None:

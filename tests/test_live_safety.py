@@ -252,3 +252,36 @@ def test_secret_patterns_matching_the_empty_string_are_refused(tmp_path: Path, p
     done = plain_run(tmp_path, f"hydra.run.dir={tmp_path / 'job'}", f"run.secret_patterns=[{pattern}]")
     assert done.returncode == 3, done.stdout + done.stderr
     assert "run.secret_patterns" in done.stderr and "Traceback" not in done.stderr
+
+
+HF_VALUE = "hf_Zq8pLr3TnV6wXy2Bc4Dm"  # an authored token of the shape, in no real account
+
+
+@pytest.mark.parametrize("override", ["model.name=${oc.env:HF_TOKEN}",
+                                      "model.base_url='http://h/v1?t=${oc.env:HF_TOKEN}'"])
+def test_a_credential_read_through_oc_env_is_refused_once_resolved(tmp_path: Path, override: str) -> None:
+    # the override's text holds only the variable's name: the check on what was typed cannot see the key
+    done = plain_run(tmp_path, f"hydra.run.dir={tmp_path / 'job'}", override, env={"HF_TOKEN": HF_VALUE})
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "the value of $HF_TOKEN" in done.stderr
+    assert HF_VALUE not in done.stdout + done.stderr
+    for path in tmp_path.rglob("*"):
+        assert not path.is_file() or HF_VALUE not in path.read_text(errors="replace"), f"the key leaked into {path}"
+        assert HF_VALUE not in path.name
+    shown = plain_run(tmp_path, "--cfg", "job", "--resolve", override, env={"HF_TOKEN": HF_VALUE})
+    assert shown.returncode == 0 and HF_VALUE not in shown.stdout + shown.stderr
+    assert "[REDACTED]" in shown.stdout
+
+
+@pytest.mark.parametrize("sweep", [False, True])
+def test_secret_patterns_are_not_copied_into_what_hydra_saves(tmp_path: Path, sweep: bool) -> None:
+    secret = "no-known-shape-9f3a71c2e8"  # the README's advice: a pattern that is the secret itself
+    where = ["-m", f"hydra.sweep.dir={tmp_path / 'sweep'}", "prompt=v1,v2"] if sweep else \
+        [f"hydra.run.dir={tmp_path / 'job'}"]
+    done = plain_run(tmp_path, *where, f"run.secret_patterns=[{secret}]")
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "overrides.yaml" for p in written) and any(p.name == "config.yaml" for p in written)
+    for path in written:
+        assert secret not in path.read_text(errors="replace"), f"the pattern leaked into {path}"
+    assert secret not in done.stdout + done.stderr

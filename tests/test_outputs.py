@@ -239,3 +239,28 @@ def test_a_symbolic_link_in_the_run_folder_is_never_followed(run_evalkit, tmp_pa
     done = run_evalkit("baseline=none")
     refused(done, "pytest.log", "is a symbolic link")
     assert target.read_text() == "keep\n"
+
+
+def test_gate_writes_its_json_and_xml_all_or_nothing_on_a_full_disk(reports: tuple[Path, Path], tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import errno
+
+    from evalkit.cli import gate as gate_cli
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:  # the disk fills up while the second file of the pair is written
+        synced.append(fd)
+        if len(synced) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    out = tmp_path / "d.json"
+    code = gate_cli.main([str(reports[0]), str(reports[1]), "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 3 and len(err) == 1, err
+    assert str(tmp_path / "d.xml") in err[0] and "nothing of the set was written" in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["B.json", "C.json"]  # no d.json, no temp file

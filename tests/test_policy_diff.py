@@ -110,6 +110,8 @@ def test_shipped_pairs_of_the_examples_project_under_a_lower_floor(tmp_path: Pat
     (["git:HEAD:conf/policy/missing.yaml", "p"], "git show failed"),
     (["git:HEAD", "p"], "expected git:REF:PATH"),
     (["git:--output=x:conf/policy/p.yaml", "p"], "is not a git ref"),
+    (["git:HEAD:conf", "p"], "conf is a folder at HEAD, not a file"),
+    (["git:HEAD..HEAD:conf/policy/p.yaml", "p"], "is a range of commits"),
     (["p", "p", "--pair", "missing.json", "suites/s/runs/baseline.json"], "missing.json"),
     (["p", "p", "--pair", "conf/config.yaml", "suites/s/runs/baseline.json"], "conf/config.yaml"),
 ])

@@ -22,7 +22,7 @@ from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.cli.guard import command, say, write_output
 from evalkit.cli.main import epilog
-from evalkit.core.errors import EvalkitError, InputError
+from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
 from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
@@ -172,7 +172,7 @@ def _docs_stage_main(args: argparse.Namespace) -> int:
     try:
         result = _docs_stage(args.baseline, args.candidate, args.out)
     except EvalkitError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {one_line(str(error))}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
     print(json.dumps(result.decision.to_json(), indent=2))
     return exit_code(result.decision.decision, DOCS_STAGE_POLICY.review_fails)

@@ -9,16 +9,26 @@ search path, and the project's conf/ chosen here.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalkit.core.errors import EvalkitError
 
-__all__ = ["PACKAGE_SEARCHPATH", "check_flags", "keep_package_conf", "primary_config", "refuse_credentials"]
+if TYPE_CHECKING:
+    from evalkit.core.config import RunConfig
+
+__all__ = ["PACKAGE_SEARCHPATH", "check_flags", "keep_package_conf", "primary_config", "refuse_credentials",
+           "refuse_resolved_credentials"]
 
 
 # Hydra's own flags (hydra/_internal/utils.py get_args_parser); any other `-x` is refused before Hydra sees it
 _FLAGS = {"--help", "-h", "--hydra-help", "--version", "--cfg", "-c", "--resolve", "--package", "-p", "--run",
           "-r", "--multirun", "-m", "--shell-completion", "-sc", "--config-path", "-cp", "--config-name", "-cn",
           "--config-dir", "-cd", "--experimental-rerun", "--info", "-i"}
+
+
+# Hydra's flags that take a value: given last, without one, its argparse would exit 2 (incomparable)
+_VALUED = {"--package", "-p", "--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd",
+           "--experimental-rerun"}
 
 
 _INFO = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")  # Hydra's --info choices
@@ -32,6 +42,9 @@ def check_flags(argv: list[str]) -> None:
             value = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
             if value not in ("job", "hydra", "all"):
                 raise EvalkitError(f"command line: {flag} takes job, hydra or all (got {value[:40]!r})")
+        if flag in _VALUED and not eq and (index + 1 >= len(argv) or argv[index + 1].startswith("-")):
+            raise EvalkitError(f"command line: {flag} takes a value (e.g. {flag}=VALUE or {flag} VALUE), and none "
+                               "was given")
         if flag in ("--info", "-i"):  # an optional value: the next argument, unless it is another flag
             following = argv[index + 1] if index + 1 < len(argv) else None
             value = value if eq else following if following is not None and not following.startswith("-") else ""
@@ -58,6 +71,20 @@ def refuse_credentials(argv: list[str]) -> None:
                              "job.json and sweep summaries and shown, so evalkit refuses credentials there: put the "
                              "key in an environment variable and name it with model.api_key_env (or "
                              "judge.api_key_env)")
+
+
+def refuse_resolved_credentials(config: RunConfig) -> None:
+    """Refuse a composed config whose resolved values hold a credential (`model.name=${oc.env:HF_TOKEN}`): the
+    value would reach the eval key, the recording's name, the reports and the terminal, none of which may hold it.
+    Checked after interpolation, since the text typed holds only the variable's name."""
+    from evalkit.core.errors import InputError
+    from evalkit.live.redact import config_credential
+
+    found = config_credential(config.model_dump(mode="json", exclude={"env_read"}))
+    if found:
+        raise InputError(f"config {found} once resolved; config values are written to reports, recordings and "
+                         "the terminal, so evalkit refuses credentials there: name the key's variable with "
+                         "model.api_key_env (or judge.api_key_env) instead")
 
 
 _HELP_FLAGS = ("--help", "-h", "--hydra-help")

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     data = comparison_json(comparison, unit, changed_components(baseline.eval, candidate.eval), reasons)
     if args.json:
         say(json.dumps({"baseline": str(args.baseline), "candidate": str(args.candidate), **data}, indent=2,
-                       allow_nan=False, ensure_ascii=False))
+                       allow_nan=False, ensure_ascii=False), machine=True)
     else:
         say(render_comparison(data, str(args.baseline), str(args.candidate)))
     return ExitCode.INCOMPARABLE if reasons else ExitCode.GO

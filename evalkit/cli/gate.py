@@ -13,11 +13,11 @@ from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import evidence, policy_identity, report_identity
-from evalkit.cli.guard import command, say, write_output
+from evalkit.cli.guard import command, say, write_outputs
 from evalkit.cli.main import epilog
 from evalkit.core.errors import InputError
 from evalkit.core.key import changed_settings
-from evalkit.core.outputs import refuse_input, refuse_link, same_file
+from evalkit.core.outputs import same_file
 from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
 from evalkit.core.report import RunReport, read_reports
 from evalkit.gate.decide import decide
@@ -72,10 +72,11 @@ def main(argv: list[str] | None = None) -> int:
                      report_identity(str(args.candidate), candidate_sha, candidate))
     inputs = _inputs(args)
     if args.html:  # refused before anything is written
-        outputs = [path for path in (args.out, args.out and _junit_path(args.out), args.markdown) if path]
-        if any(same_file(args.html, other) for other in outputs):
+        others = [path for path in (args.out, args.out and _junit_path(args.out), args.markdown) if path]
+        if any(same_file(args.html, other) for other in others):
             raise InputError(f"{args.html}: --html names a file another output of this command writes; give it "
                              "its own path")
+    outputs: dict[Path, tuple[str, str]] = {}
     if args.out:
         junit = _junit_path(args.out)
         if args.markdown and same_file(args.out, args.markdown):
@@ -83,19 +84,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.markdown and same_file(junit, args.markdown):
             raise InputError(f"{args.markdown}: --markdown names {junit}, where --out writes its JUnit XML; give "
                              "--markdown another path")
-        # refused before the JSON is written, so a refusal leaves no half of the pair behind
-        refuse_input(junit, inputs, "decision as JUnit XML (beside --out)")
-        refuse_link(junit, "decision as JUnit XML (beside --out)")
-        write_output(args.out, json.dumps({**decision.to_json(), "evidence": facts}, indent=2, allow_nan=False) + "\n",
-                     "decision (--out)", inputs=inputs)
-        write_output(junit, render_junit(decision, candidate), "decision as JUnit XML (beside --out)",
-                     inputs=inputs)
+        outputs[args.out] = (json.dumps({**decision.to_json(), "evidence": facts}, indent=2, allow_nan=False) + "\n",
+                             "decision (--out)")
+        outputs[junit] = (render_junit(decision, candidate), "decision as JUnit XML (beside --out)")
     if args.markdown:
-        write_output(args.markdown, render_markdown(decision, candidate, policy.critical, facts, baseline),
-                     "decision (--markdown)", inputs=inputs)
+        outputs[args.markdown] = (render_markdown(decision, candidate, policy.critical, facts, baseline),
+                                  "decision (--markdown)")
     if args.html:
-        write_output(args.html, render_report_html(candidate, decision, baseline, policy.critical, facts,
-                                                   policy.critical_cases), "decision as HTML (--html)", inputs=inputs)
+        outputs[args.html] = (render_report_html(candidate, decision, baseline, policy.critical, facts,
+                                                 policy.critical_cases), "decision as HTML (--html)")
+    # every output is checked before any is written, and they are written all or nothing: a refusal or a full disk
+    # must not leave a decision.json for a CI step to pick up without its other files
+    write_outputs(outputs, inputs=inputs)
     say(render_decision(decision, policy.critical, changed_settings(baseline.eval, candidate.eval)))
     say(render_policy(identity))
     if not args.require_pass:

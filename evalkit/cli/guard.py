@@ -16,12 +16,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import ParamSpec
 
-from evalkit.core.atomic import write_atomic
+from evalkit.core.atomic import write_atomic_set
 from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.outputs import refuse_input, refuse_link
+from evalkit.core.untrusted import terminal
 from evalkit.gate.decision import ExitCode
 
-__all__ = ["command", "write_output", "say"]
+__all__ = ["command", "write_output", "write_outputs", "say"]
 
 P = ParamSpec("P")
 
@@ -59,22 +60,35 @@ def write_output(path: Path, text: str, what: str, *, inputs: Mapping[str, Path]
     the command's `inputs` (named by what they are: {"the candidate report": path}; also through links), a
     symbolic link, a folder, a folder that does not exist (unless `make_folder`: a command that documents making
     its run folder), or a place that cannot be written."""
-    refuse_input(path, inputs or {}, what)
-    refuse_link(path, what)
-    if not make_folder and not path.parent.is_dir():
-        raise InputError(f"{path}: cannot write the {what}: the folder {path.parent} does not exist; "
-                         "create it first or choose another path")
-    if path.is_dir():
-        raise InputError(f"{path}: cannot write the {what}: it is a folder; name a file")
+    write_outputs({path: (text, what)}, inputs=inputs, make_folder=make_folder)
+
+
+def write_outputs(outputs: Mapping[Path, tuple[str, str]], *, inputs: Mapping[str, Path] | None = None,
+                  make_folder: bool = False) -> None:
+    """Write a set of output files ({path: (text, what it is)}) all or nothing, each checked as `write_output`
+    checks one: a CI step must never find half of the set (a decision.json without its decision.xml) after a full
+    disk."""
+    for path, (_, what) in outputs.items():
+        refuse_input(path, inputs or {}, what)
+        refuse_link(path, what)
+        if not make_folder and not path.parent.is_dir():
+            raise InputError(f"{path}: cannot write the {what}: the folder {path.parent} does not exist; "
+                             "create it first or choose another path")
+        if path.is_dir():
+            raise InputError(f"{path}: cannot write the {what}: it is a folder; name a file")
     try:
-        write_atomic(path, text)
+        write_atomic_set({path: text for path, (text, _) in outputs.items()})
     except OSError as error:
-        raise InputError(f"{path}: cannot write the {what} ({error.strerror or error})") from None
+        what = next((what for path, (_, what) in outputs.items() if str(path) == error.filename), "output")
+        rest = " (nothing of the set was written)" if len(outputs) > 1 else ""
+        raise InputError(f"{error.filename}: cannot write the {what} ({error.strerror or error}){rest}") from None
 
 
-def say(text: str) -> None:
-    """Print to stdout; a reader that went away (`| head`) must not turn a decision into a crash."""
+def say(text: str, *, machine: bool = False) -> None:
+    """Print to stdout, each line shown as the terminal sanitiser shows untrusted text (control characters
+    visible, long lines cut); `machine` output (JSON, whose encoder escapes control characters itself) is printed
+    whole. A reader that went away (`| head`) must not turn a decision into a crash."""
     try:
-        print(text, flush=True)
+        print(text if machine else "\n".join(terminal(line) for line in text.split("\n")), flush=True)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -10,7 +10,8 @@ identities scored as failures) measured nothing: it is left out, with a note, ne
 
 Where the page goes: `--html PATH`, by default `history.html` in the project's `outputs/` (the current folder
 outside a project). It is a view, not evidence: it replaces only a history page evalkit wrote before (recognised
-by its marker), never another file, a run's file, a link or one of its inputs.
+by its seal: a digest of its own bytes, which a hand-written file cannot carry by accident), never another file, a
+run's file, a link or one of its inputs.
 
 Exit codes: 0 shown, 3 input or usage error (a path that does not exist, a file given that is not a run report,
 no runs found, a suite with no runs), 4 internal error.
@@ -33,7 +34,8 @@ from evalkit.core.files import read_bytes, read_text
 from evalkit.core.parsing import parse_json
 from evalkit.core.report import report_from_mapping
 from evalkit.project.paths import find_project, shown
-from evalkit.render.history import MARKER, HistoryRun, render_history_html, render_history_text
+from evalkit.render.history import PAGE_KIND, HistoryRun, render_history_html, render_history_text
+from evalkit.render.html import is_sealed_page
 
 __all__ = ["main", "collect_runs"]
 
@@ -168,6 +170,6 @@ def _one_suite(runs: list[HistoryRun], suite: str | None, notes: list[str]) -> t
 def _refuse_foreign(page: Path) -> None:
     """The page may replace an earlier history page, never another file (a run's evidence, someone's notes)."""
     if page.is_file() and not page.is_symlink():
-        if MARKER.encode("ascii") not in read_bytes(page, "existing file"):
+        if not is_sealed_page(read_bytes(page, "existing file"), PAGE_KIND):
             raise InputError(f"{page}: exists and is not a history page evalkit wrote; evalkit replaces only its "
-                             "own pages: choose another path with --html")
+                             "own unedited pages: choose another path with --html")

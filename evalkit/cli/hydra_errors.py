@@ -12,8 +12,10 @@ __all__ = ["config_error", "missing_option", "output_dir_error"]
 
 
 def output_dir_error(error: OSError) -> str:
-    where = error.filename or "an output folder"
-    return one_line(f"cannot create the run folder {where} ({error.strerror or error}); hydra.run.dir and "
+    if error.filename is None:  # Hydra names no path for some failures: say which setting to look at
+        return one_line(f"cannot write Hydra's run or sweep folder (hydra.run.dir / hydra.sweep.dir): "
+                        f"{error.strerror or error}; free space or name folders that can be created (not files)")
+    return one_line(f"cannot create the run folder {error.filename} ({error.strerror or error}); hydra.run.dir and "
                     "hydra.sweep.dir must name folders that can be created (not files)")
 
 

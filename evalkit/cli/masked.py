@@ -15,7 +15,10 @@ from evalkit.core.errors import EvalkitError
 if TYPE_CHECKING:
     from evalkit.live.redact import Redactor
 
-__all__ = ["MaskedStream", "scrub_hydra_files"]
+__all__ = ["MaskedStream", "scrub_hydra_files", "mask_pattern_overrides", "pattern_literals"]
+
+PATTERNS_KEY = "run.secret_patterns"
+_PATTERN_OVERRIDE = re.compile(r"^([+~]{0,2}run\.secret_patterns)=.*", re.S)
 
 
 class MaskedStream(io.TextIOBase):
@@ -28,12 +31,15 @@ class MaskedStream(io.TextIOBase):
 
     @staticmethod
     def from_project(conf_dir: Path, argv: list[str]) -> Callable[[str], str]:
+        from evalkit.core.config import env_names
         from evalkit.core.provider_specs import provider_specs
-        from evalkit.live.redact import Redactor
+        from evalkit.live.redact import Redactor, credential_name
 
         typed = " ".join(argv)
         names = set(re.findall(r"(?:api_key|token)_env=([\w.-]+)", typed))
         providers = set(re.findall(r"provider=([\w.-]+)", typed))
+        # a credential read through `${oc.env:...}` is shown resolved by `--cfg job --resolve`, before any job
+        read = env_names(argv)
         for path in [*conf_dir.rglob("*.yaml"), *Path(__file__).parents[1].joinpath("conf").rglob("*.yaml")]:
             try:
                 text = path.read_text(encoding="utf-8")
@@ -41,13 +47,14 @@ class MaskedStream(io.TextIOBase):
                 continue
             names |= set(re.findall(r"(?:api_key|token)_env:\s*['\"]?([\w.-]+)", text))
             providers |= set(re.findall(r"provider:\s*['\"]?([\w.-]+)", text))
+            read |= env_names(text)
         try:
             specs = provider_specs()
         except EvalkitError:  # a broken plugin is reported once the config is composed
             specs = {}
         for provider in providers & set(specs):  # variables a provider reads by itself (Bedrock's AWS chain)
             names |= set(specs[provider].credential_env)
-        return Redactor(sorted(names)).values
+        return Redactor(sorted(names | {name for name in read if credential_name(name)})).values
 
     def write(self, text: str) -> int:
         shown = text
@@ -79,10 +86,44 @@ class MaskedStream(io.TextIOBase):
         return self._stream.encoding
 
 
+def mask_pattern_overrides(overrides: list[str]) -> list[str]:
+    """The overrides with the text of `run.secret_patterns=[...]` masked: a pattern written for a secret of no
+    known shape is often the secret itself."""
+    from evalkit.live.redact import MASK
+
+    return [_PATTERN_OVERRIDE.sub(rf"\1=[{MASK}]", item) for item in overrides]
+
+
+def pattern_literals(argv: list[str]) -> Callable[[str], str]:
+    """Masks the text of each `run.secret_patterns` entry given on the command line, wherever it is shown:
+    Hydra logs a sweep's overrides before any job starts. Entries shorter than the shortest key evalkit redacts
+    would mask ordinary words, so only their override is masked (by `mask_pattern_overrides`)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    from evalkit.live.redact import MASK, MIN_SECRET
+
+    literals: set[str] = set()
+    for arg in argv:
+        if not _PATTERN_OVERRIDE.match(arg):
+            continue
+        try:
+            value = OverridesParser.create().parse_override(arg).value()
+        except (HydraException, ValueError):
+            continue  # Hydra refuses it in its own words, before any job runs
+        entries = value if isinstance(value, list) else [value]
+        literals |= {entry for entry in entries if isinstance(entry, str) and len(entry) >= MIN_SECRET}
+    if not literals:
+        return lambda text: text
+    found = re.compile("|".join(re.escape(item) for item in sorted(literals, key=len, reverse=True)))
+    return lambda text: found.sub(MASK, text)
+
+
 def scrub_hydra_files(hydra_cfg: Any, multirun: bool, redact: Redactor) -> None:
     """Rewrite the YAML files Hydra wrote before the job started (`.hydra/*.yaml`, a sweep's `multirun.yaml`)
-    with the run's key values masked, when a config or override put one there. Credential-shaped overrides never
-    get this far (main refuses them); this catches a key value that only the composed config names."""
+    with the run's key values masked, when a config or override put one there, and the run's secret patterns
+    masked wherever they are (an override, the composed config). Credential-shaped overrides never get this far
+    (main refuses them); this catches a key value that only the composed config names."""
     import yaml
 
     from evalkit.core.atomic import write_atomic
@@ -96,6 +137,23 @@ def scrub_hydra_files(hydra_cfg: Any, multirun: bool, redact: Redactor) -> None:
             text = path.read_text(encoding="utf-8")
         except OSError:
             continue
-        if redact.values(text) != text:
-            data = redact.scrub(yaml.safe_load(text), messages=False)
+        if redact.values(text) != text or PATTERNS_KEY.split(".")[1] in text:
+            data = _mask_patterns(redact.scrub(yaml.safe_load(text), messages=False))
             write_atomic(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+
+
+def _mask_patterns(data: Any) -> Any:
+    """YAML data with `run.secret_patterns` masked: the composed config's list and every override setting it."""
+    from evalkit.live.redact import MASK
+
+    if isinstance(data, str):
+        return mask_pattern_overrides([data])[0]
+    if isinstance(data, list):
+        return [_mask_patterns(item) for item in data]
+    if not isinstance(data, dict):
+        return data
+    masked = {key: _mask_patterns(value) for key, value in data.items()}
+    run = masked.get("run")
+    if isinstance(run, dict) and isinstance(run.get("secret_patterns"), list):
+        masked["run"] = {**run, "secret_patterns": [MASK] * len(run["secret_patterns"])}
+    return masked

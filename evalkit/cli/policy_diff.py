@@ -35,6 +35,7 @@ from evalkit.core.files import decode, read_text
 from evalkit.core.parsing import parse_json, parse_yaml
 from evalkit.core.policy import Policy, load_policy, policy_from_mapping, policy_sha256
 from evalkit.core.report import RunReport, parse_report
+from evalkit.core.untrusted import markdown, terminal
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Decision, ExitCode, exit_code
 from evalkit.gate.findings import Effect
@@ -237,7 +238,7 @@ def render(old_spec: str, old: Policy, new_spec: str, new: Policy, pairs: list[P
     keys = _changed_keys(old, new)
     lines += ["- rules changed: " + (", ".join(f"`{k}` {_value(a)} → {_value(b)}" for k, (a, b) in keys.items())
                                      if keys else "none (the two policies are the same rules)")]
-    lines += [f"- decided again: {scope}", ""]
+    lines += [f"- decided again: {markdown(scope)}", ""]
     changed, same = [], 0
     for pair in pairs:
         before, after = decide(old, pair.baseline_report, pair.candidate_report), \
@@ -259,12 +260,12 @@ def render(old_spec: str, old: Policy, new_spec: str, new: Policy, pairs: list[P
         for pair, before, after, codes, disappear, appear in changed:
             verdict = (f"**{str(before.decision).upper()} → {str(after.decision).upper()}**"
                        if before.decision != after.decision else f"{str(after.decision).upper()} (same)")
-            lines.append(f"| {_cell(pair.suite)} | `{_cell(pair.baseline)}` | `{_cell(pair.candidate)}` | {verdict} | "
-                         f"{codes[0]} → {codes[1]} | {_list(disappear)} | {_list(appear)} |")
+            lines.append(f"| {markdown(pair.suite)} | `{_cell(pair.baseline)}` | `{_cell(pair.candidate)}` | "
+                         f"{verdict} | {codes[0]} → {codes[1]} | {_list(disappear)} | {_list(appear)} |")
         lines.append("")
     if skipped:
         lines += [f"<details><summary>Not decided ({len(skipped)})</summary>", ""]
-        lines += [f"- {_cell(line)}" for line in skipped] + ["", "</details>", ""]
+        lines += [f"- {markdown(line)}" for line in skipped] + ["", "</details>", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -287,10 +288,10 @@ def _value(value: Any) -> str:
 
 
 def _list(reasons: list[str]) -> str:
-    return "<br>".join(_cell(r) for r in reasons) or "-"
+    return "<br>".join(markdown(r) for r in reasons) or "-"
 
 
 def _cell(text: str) -> str:
-    """Report data inside a Markdown table cell: no line breaks, no column separators, no raw HTML."""
-    return (text.replace("\r", " ").replace("\n", " ").replace("|", "\\|").replace("`", "'")
-            .replace("<", "&lt;").replace(">", "&gt;"))
+    """Report data inside a code span in a Markdown table cell: no line breaks or control characters, no column
+    separators, no backtick to close the span (markup inside a code span is shown, never read)."""
+    return terminal(text).replace("|", "\\|").replace("`", "'")

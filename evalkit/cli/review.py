@@ -16,7 +16,7 @@ from typing import Any
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
 from evalkit.cli.main import epilog
-from evalkit.core.errors import EvalkitError
+from evalkit.core.errors import EvalkitError, one_line
 from evalkit.core.files import decode, read_bytes
 from evalkit.core.fingerprint import fingerprint
 from evalkit.core.outputs import refuse_input
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         write_output(args.out, json.dumps(reviewed, indent=1, ensure_ascii=False) + "\n", "reviewed report",
                      inputs=inputs)
     except EvalkitError as error:
-        print(f"evalkit.review: error: {error}", file=sys.stderr)
+        print(f"evalkit.review: error: {one_line(str(error))}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
     given = reviewed["review_audit"][-1]["decisions"]
     rejected = sum(1 for d in given if d["decision"] == PresentationVerdict.REJECT)

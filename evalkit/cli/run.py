@@ -15,10 +15,16 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit.cli.command_line import check_flags, keep_package_conf, primary_config, refuse_credentials
+from evalkit.cli.command_line import (
+    check_flags,
+    keep_package_conf,
+    primary_config,
+    refuse_credentials,
+    refuse_resolved_credentials,
+)
 from evalkit.cli.guard import command, say
 from evalkit.cli.hydra_errors import config_error, missing_option, output_dir_error
-from evalkit.cli.masked import MaskedStream, scrub_hydra_files
+from evalkit.cli.masked import MaskedStream, mask_pattern_overrides, pattern_literals, scrub_hydra_files
 from evalkit.core.errors import EvalkitError, OutageError, one_line
 from evalkit.core.isolation import isolation_label
 
@@ -52,8 +58,8 @@ def _job(cfg: Any) -> None:
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     # the overrides as typed: iterating them through OmegaConf would resolve `${...}` inside them
     typed = OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
-    row: dict[str, Any] = {"job": hydra_cfg.job.num if multirun else 0,
-                           "overrides": [str(o) for o in typed] if isinstance(typed, list) else []}
+    row: dict[str, Any] = {"job": hydra_cfg.job.num if multirun else 0, "overrides": mask_pattern_overrides(
+        [str(o) for o in typed] if isinstance(typed, list) else [])}
     # a refusal's command repeats the run's own: its overrides, and where it found its config options
     given = OmegaConf.to_container(hydra_cfg.overrides.hydra, resolve=False)
     searched = [str(o) for o in given if str(o).startswith("hydra.searchpath=")] if isinstance(given, list) else []
@@ -61,12 +67,13 @@ def _job(cfg: Any) -> None:
     try:
         config = from_hydra(cfg)
         redact = redactor_for(config)
+        refuse_resolved_credentials(config)
         redact.install_log_filter()
-        MaskedStream.redactors = [*MaskedStream.redactors[:1], redact]
+        MaskedStream.redactors = [*MaskedStream.redactors[:2], redact]
         scrub_hydra_files(hydra_cfg, multirun, redact)
         code = _run(config, row, redact, searched)
     except OutageError as error:  # the server failed, not the model: never a decision
-        message = redact(str(error))
+        message = one_line(redact(str(error)))
         print(f"outage: {message}", file=sys.stderr)
         code, row["error"] = ExitCode.OUTAGE, message
     except EvalkitError as error:
@@ -75,8 +82,10 @@ def _job(cfg: Any) -> None:
         code, row["error"] = ExitCode.INPUT_ERROR, message
     except Exception as error:  # a crash must never read as a decision
         if isinstance(error, OSError) and error.errno in _NO_SPACE:  # the machine's fault, not a bug: one line
-            message = redact(f"{error.filename or 'a file of this run'}: cannot write it ({error.strerror}); free "
-                             "space and run again (a live run: continue with +run.resume=true)")
+            # written through evalkit.core.atomic, a failed write names the file it was to become
+            where = error.filename or "a file in the run folder (the disk is full)"
+            message = one_line(redact(f"{where}: cannot write it ({error.strerror}); free space and run again (a "
+                                      "live run: continue with +run.resume=true)"))
             print(f"error: {message}", file=sys.stderr)
             code, row["error"] = ExitCode.INPUT_ERROR, message
         else:
@@ -236,13 +245,13 @@ def main() -> int:
     app = hydra.main(config_path=str(conf_dir), config_name=config_name, version_base="1.3")(_job)
     # Hydra logs a sweep's overrides before its first job knows the run's key variables: mask, from the start,
     # the values of every variable any config or override names in api_key_env.
-    MaskedStream.redactors = [MaskedStream.from_project(conf_dir, sys.argv[1:])]
+    MaskedStream.redactors = [MaskedStream.from_project(conf_dir, sys.argv[1:]), pattern_literals(sys.argv[1:])]
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = MaskedStream(sys.stdout), MaskedStream(sys.stderr)
     try:
         app()
     except MissingConfigException as error:
-        print(f"error: {missing_option(error)}", file=sys.stderr)
+        print(f"error: {one_line(missing_option(error))}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
     except (HydraException, OmegaConfBaseException) as error:
         print(f"error: {one_line(config_error(error))}", file=sys.stderr)

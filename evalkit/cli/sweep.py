@@ -13,9 +13,11 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
+from evalkit.cli.guard import say
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import EvalkitError
 from evalkit.core.report import read_reports
+from evalkit.core.untrusted import MAX_VALUE_CHARS, markdown
 from evalkit.gate.decision import ExitCode
 from evalkit.live.redact import Redactor
 from evalkit.render.sweep_page import JobCase, render_summary_html
@@ -51,7 +53,7 @@ def render_summary(rows: list[dict[str, Any]]) -> str:
     paired = any(row.get("paired") for row in rows)  # only sweeps whose policy asks for the bootstrap
     if paired:
         header.append("paired difference [interval]")
-    header += metrics
+    header += [markdown(name, MAX_VALUE_CHARS) for name in metrics]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         rate, case_rate = row.get("pass_rate"), row.get("case_pass_rate")
@@ -68,7 +70,8 @@ def render_summary(rows: list[dict[str, Any]]) -> str:
         cells += [_metric(values.get(name)) for name in metrics]
         if row.get("error"):
             cells[3] = "ERROR: " + row["error"]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        # every cell can hold text from a job's report or overrides: never a tag, link or cell of its own
+        lines.append("| " + " | ".join(markdown(cell) for cell in cells) + " |")
     return "\n".join(lines)
 
 
@@ -156,7 +159,7 @@ class SweepSummary(Callback):
         redact = _redactor(config)
         cases = [_job_cases(folder / "report.json", redact) for folder in folders]
         write_atomic(sweep_dir / "summary.html", render_summary_html(rows, metric_columns(rows), links, cases))
-        print(f"\nsweep summary ({len(rows)} jobs, {sweep_dir / 'summary.md'}):\n{table}")
+        say(f"\nsweep summary ({len(rows)} jobs, {sweep_dir / 'summary.md'}):\n{table}")
         raise SystemExit(sweep_exit_code([int(r["exit_code"]) for r in rows]))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import os
 from typing import Any, Literal
 
 import regex  # type: ignore[import-untyped]  # (no stubs shipped)
@@ -13,7 +14,7 @@ from evalkit.core.policy import Policy
 
 __all__ = ["BUILTIN_METRICS", "SliceSpec", "SweepSettings", "Mode", "Progress", "Price", "BudgetConfig", "ModelConfig",
            "PromptConfig", "DatasetConfig", "ProgramLimits", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig",
-           "from_hydra", "validate_config"]
+           "from_hydra", "validate_config", "available_cpus", "WORKERS_PER_CPU", "env_names"]
 
 
 class Mode(enum.StrEnum):
@@ -294,7 +295,15 @@ class RunSettings(_Strict):
     @classmethod
     def _workers(cls, value: Any) -> Any:
         # one line for every wrong value (a union would list one complaint per member)
-        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        if value == "auto":
+            return value
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            # each worker is a process with its files open: far more than the CPUs only exhausts the machine
+            # (a huge number would hang building the list of shards before anything is refused)
+            most = available_cpus() * WORKERS_PER_CPU
+            if value > most:
+                raise ValueError(f"run.workers={str(value)[:30]} is more than {most} ({WORKERS_PER_CPU} per CPU this "
+                                 "process may use); use auto or a smaller number")
             return value
         raise ValueError("run.workers is a whole number of processes (at least 1) or auto")
 
@@ -306,6 +315,19 @@ class RunSettings(_Strict):
             raise ValueError(f"run.repeats={self.repeats} runs the checks in one process: set run.workers=1 "
                              "(sampling several times on several workers is not supported yet)")
         return self
+
+
+WORKERS_PER_CPU = 4
+"""The most `run.workers` per CPU this process may use: checks that wait on files or subprocesses gain from a few
+more processes than CPUs, never from thousands."""
+
+
+def available_cpus() -> int:
+    """The CPUs this process may use: a CPU set limited by taskset or a Slurm allocation counts, not the machine."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 class SweepSettings(_Strict):
@@ -347,6 +369,21 @@ class RunConfig(_Strict):
     """The suite-declared components, by group name, as composed (validated by the suite)."""
     choices: dict[str, str] = Field(default_factory=dict)
     """Which option of each config group was chosen (from Hydra's runtime.choices)."""
+    env_read: tuple[str, ...] = ()
+    """The environment variables the composed config reads through `${oc.env:NAME}` (found when it crosses from
+    Hydra, never written by hand): those named like credentials are redacted like `api_key_env`'s."""
+
+
+ENV_INTERPOLATION = regex.compile(r"\$\{\s*oc\.env\s*:\s*['\"]?([^,}'\"\s]+)")
+"""An `${oc.env:NAME}` or `${oc.env:NAME,default}` interpolation, capturing NAME."""
+
+
+def env_names(data: Any) -> set[str]:
+    """The environment variables that unresolved config data (or a command line) reads through `oc.env`."""
+    if isinstance(data, str):
+        return set(ENV_INTERPOLATION.findall(data))
+    items = data.values() if isinstance(data, dict) else data if isinstance(data, list | tuple) else ()
+    return set().union(*(env_names(item) for item in items))
 
 
 def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tuple[str, ...] = ()) -> RunConfig:
@@ -487,5 +524,6 @@ def from_hydra(cfg: Any) -> RunConfig:
     # the overrides as typed: reading them through OmegaConf would resolve `${...}` inside them
     typed = OmegaConf.to_container(HydraConfig.get().overrides.task, resolve=False)
     overrides = tuple(str(o) for o in typed) if isinstance(typed, list) else ()
-    return validate_config({str(k): v for k, v in data.items()}, choices, overrides)
+    read = sorted(env_names(OmegaConf.to_container(cfg, resolve=False)))
+    return validate_config({**{str(k): v for k, v in data.items()}, "env_read": read}, choices, overrides)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from evalkit.core.untrusted import terminal
+
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
@@ -41,9 +43,9 @@ MAX_MESSAGE_CHARS = 1000
 
 
 def one_line(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """`message` as one line (line breaks from data shown as `\\n`), cut at `limit` characters."""
-    text = message.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r")
-    return text if len(text) <= limit else text[:limit - 20] + f"... ({len(text):,} characters)"
+    """`message` as one line, cut at `limit` characters: line breaks and other control characters from data are
+    shown as escapes (`\\n`, `\\x1b`), so no file name or value can forge a line or drive the terminal."""
+    return terminal(message.replace("\r\n", "\n"), limit)
 
 
 def describe_validation(error: ValidationError, model: type[BaseModel], where: str) -> str:

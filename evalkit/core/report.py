@@ -109,6 +109,7 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
         outcomes = {}
     if len(outcomes) != len(tests) or not all(isinstance(nodeid, str) for nodeid in outcomes):
         outcomes = _read_tests(tests, where)
+    _check_ids(outcomes, where)
     # outcomes holds the tests in report order, one each (duplicates are refused above): pair them, no lookups
     messages = {nodeid: line for test, (nodeid, outcome) in zip(tests, outcomes.items(), strict=True)
                 if outcome not in PASSING and (line := failure_message(test)) is not None}
@@ -177,6 +178,18 @@ def _repeats(tests: list[Any], outcomes: Mapping[str, str], where: str) -> dict[
     return out
 
 
+MAX_TEST_ID_CHARS = 4096
+"""The longest test id a run report may hold: far above any pytest node id with parameters, far below what would
+flood a terminal, a pull-request comment or a JUnit file."""
+
+
+def _check_ids(outcomes: Mapping[str, str], where: str) -> None:
+    longest = max(outcomes, key=len, default="")
+    if len(longest) > MAX_TEST_ID_CHARS:
+        raise InputError(f"{where}: the test id {longest[:80]!r}... has {len(longest):,} characters; a test id may "
+                         f"have at most {MAX_TEST_ID_CHARS:,}")
+
+
 _GRADE_FLAGS = ("task_pass", "quality_pass", "safety_pass", "review_pending")
 
 
@@ -205,6 +218,9 @@ def _check_case(index: int, case: Any, where: str) -> None:
     for flag in _GRADE_FLAGS:
         if grade.get(flag) is not None and not isinstance(grade[flag], bool):
             raise InputError(f"{where}: case {case['id'][:100]!r}: grade '{flag}' must be true, false or null")
+    if grade.get("status") == "scored" and "task_pass" not in grade:  # the gate pairs scored cases by it
+        raise InputError(f"{where}: case {case['id'][:100]!r}: a scored grade needs 'task_pass' (true or false); "
+                         "mark a case that could not be scored status 'unscored' with a reason")
 
 
 class CaseTexts(Sequence[Mapping[str, Any]]):
@@ -466,6 +482,7 @@ def _read_fast(text: str | bytes, where: str) -> RunReport | None:
         return None                                              # or refuses
     if len(outcomes) != len(raws):
         return None  # a test id given twice: the careful path names it
+    _check_ids(outcomes, where)
     del raws
     if repeated:
         repeated = [{}] * (len(outcomes) - len(repeated)) + repeated

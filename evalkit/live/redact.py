@@ -19,10 +19,12 @@ them, and live runs refuse them.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import logging
 import os
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
@@ -30,9 +32,10 @@ from urllib.parse import quote, quote_plus
 import regex  # type: ignore[import-untyped]  # (no stubs shipped; used in _user_pattern only)
 
 from evalkit.core.errors import ConfigError
+from evalkit.core.untrusted import markdown, visible
 
 __all__ = ["Redactor", "DEFAULT_PATTERNS", "MASK", "MIN_SECRET", "MESSAGE_KEYS", "secret_variants",
-           "override_credential"]
+           "override_credential", "credential_name", "config_credential"]
 
 MASK = "[REDACTED]"
 MIN_SECRET = 8  # shorter key values would redact ordinary words
@@ -60,7 +63,12 @@ def secret_variants(value: str) -> tuple[list[str], list[str]]:
     Base64 at byte offsets 0, 1 and 2 keeps only the characters that depend on the key's bytes alone, so the key is
     found inside any longer base64 text (`user:key`, a JSON body) whatever precedes it."""
     caseless = {value, quote(value, safe=""), quote(value), quote_plus(value), value.encode("utf-8").hex(),
-                json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+                json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+                # as each output kind escapes it: a key holding `&`, `<` or `"` is still found once escaped
+                html.escape(value), html.escape(value, quote=False), markdown(value, len(value) * 8),
+                value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
+                .replace("'", "&#39;"),  # as Jinja2's autoescape writes it
+                visible(value)}
     exact: set[str] = set()
     # base64 of the key as is, and as written inside JSON or a URL that was then encoded (a Basic header, a body)
     for form in {value, json.dumps(value)[1:-1], quote(value, safe="")}:
@@ -99,8 +107,33 @@ class Redactor:
         self._patterns = [_user_pattern(p) for p in patterns]
 
     def values(self, text: str) -> str:
-        """The text with the key values (in every encoding) masked: what a reply the checks grade may lose."""
-        return text if self._values is None else self._values.sub(MASK, text)
+        """The text with the key values (in every encoding) masked: what a reply the checks grade may lose. A key
+        written with fullwidth letters or joined by zero-width characters reads the same on screen: it is found
+        in the text's NFKC form without format characters, and masked where it stands."""
+        if self._values is None:
+            return text
+        text = self._values.sub(MASK, text)
+        return text if text.isascii() else self._normalised(text)
+
+    def _normalised(self, text: str) -> str:
+        assert self._values is not None
+        parts: list[str] = []
+        origin: list[int] = []  # the index in `text` of each character of the normalised text
+        for index, char in enumerate(text):
+            if unicodedata.category(char) == "Cf":  # zero-width space and joiners, word joiner, BOM, soft hyphen
+                continue
+            form = unicodedata.normalize("NFKC", char)
+            parts.append(form)
+            origin += [index] * len(form)
+        spans = [(origin[m.start()], origin[m.end() - 1] + 1) for m in self._values.finditer("".join(parts))
+                 if m.end() > m.start()]
+        if not spans:
+            return text
+        out, last = [], 0
+        for start, end in spans:
+            out += [text[last:start], MASK]
+            last = end
+        return "".join(out) + text[last:]
 
     def __call__(self, text: str) -> str:
         """A message with the key values, credential shapes and `run.secret_patterns` masked."""
@@ -200,3 +233,34 @@ def override_credential(override: str, environ: Mapping[str, str] | None = None)
         if Redactor([name], environ=env).values(override) != override:
             return f"the value of ${name}"
     return None
+
+
+def credential_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a credential (HF_TOKEN, GEMINI_API_KEY ...)."""
+    return _CREDENTIAL_NAME.search(name) is not None
+
+
+def config_credential(data: Any, environ: Mapping[str, str] | None = None) -> str | None:
+    """Where a resolved config value holds a credential and which (`model.name: the value of $HF_TOKEN`), or
+    None. The override check reads only what was typed; `${oc.env:HF_TOKEN}` becomes the key only here."""
+    env = os.environ if environ is None else environ
+    names = sorted(n for n, v in env.items() if _CREDENTIAL_NAME.search(n) and len(v) >= MIN_SECRET
+                   and not v.startswith("/"))
+    each = [(name, Redactor([name], environ=env)) for name in names]
+    shapes = [(what, re.compile(shape)) for what, shape in _OVERRIDE_SHAPES]
+
+    def walk(value: Any, where: str) -> str | None:
+        if isinstance(value, str):
+            found = next((what for what, shape in shapes if shape.search(value)), None)
+            found = found or next((f"the value of ${name}" for name, redactor in each
+                                   if redactor.values(value) != value), None)
+            return f"{where or '(top level)'}: {found}" if found else None
+        items = (value.items() if isinstance(value, Mapping)
+                 else enumerate(value) if isinstance(value, list | tuple) else ())
+        for key, item in items:
+            found = walk(item, f"{where}.{key}" if where else str(key))
+            if found:
+                return found
+        return None
+
+    return walk(data, "")

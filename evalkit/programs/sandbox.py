@@ -81,8 +81,10 @@ def run_program(program: Path, args: Sequence[str], task: bytes, files: Mapping[
     `files` (name -> text) are written beside the program; `watch` names the files whose text after the run is
     evidence. `isolation` defaults to the best this machine allows (probe_isolation).
     """
-    if not program.is_file():
+    if not program.exists():
         raise InputError(f"{program}: candidate program not found")
+    if not program.is_file():  # a device (/dev/zero), a FIFO or a folder: copying it would never end or fail
+        raise InputError(f"{program}: the candidate program is not a regular file; name a script file")
     for name in [*files, *watch]:
         _check_name(name, program.name)
     limits = limits or ProgramLimits()

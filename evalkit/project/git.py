@@ -28,6 +28,9 @@ def split_spec(spec: str, label: str, usage: str) -> tuple[str, str]:
         raise InputError(f"{label}: {usage}")
     if ref.startswith("-"):  # `git show --output=FILE` would write FILE: a ref is never read as an option
         raise InputError(f"{label}: {ref!r} is not a git ref (refs never start with '-')")
+    if ".." in ref:  # git would show a range's commits, not a file
+        raise InputError(f"{label}: {ref!r} is a range of commits; name one commit (a branch, tag or commit), e.g. "
+                         "git:origin/main:PATH")
     if _CONTROL.search(spec):
         raise InputError(f"{label}: a git ref or path cannot hold control characters; name the ref and path as "
                          "git:REF:PATH")
@@ -46,6 +49,9 @@ def show(ref: str, path: str, cwd: Path, label: str) -> bytes:
             raise InputError(_missing_ref(label, ref, cwd))
         first = (_text(done.stderr).strip().splitlines() or ["unknown error"])[0]
         raise InputError(f"{label}: git show failed: {first}")
+    kind = _text(_git(["cat-file", "-t", f"{ref}:{path}"], cwd, label).stdout).strip()
+    if kind == "tree":  # git shows a folder as a listing of its names, which no reader should try to parse
+        raise InputError(f"{label}: {path} is a folder at {ref}, not a file; name the file inside it")
     if len(done.stdout) > max_input_bytes():
         raise InputError(f"{label}: {path} at {ref} is larger than {max_input_bytes()} bytes (EVALKIT_MAX_INPUT_BYTES "
                          "raises the limit)")
@@ -69,12 +75,15 @@ def _missing_ref(label: str, ref: str, cwd: Path) -> str:
     why = (" (a shallow clone, as CI checkouts are by default, holds only the commits it was made from)"
            if shallow else "")
     remotes = _text(_git(["remote"], cwd, label).stdout).split()
-    return f"{label}: {ref} is not in this clone{why}; {fetch_advice(ref, remotes)}"
+    return f"{label}: {ref} is not in this clone{why}; {fetch_advice(ref, remotes, shallow)}"
 
 
-def fetch_advice(ref: str, remotes: list[str]) -> str:
+def fetch_advice(ref: str, remotes: list[str], shallow: bool = True) -> str:
     """The fetch that makes REF resolvable. An explicit refspec also works in single-branch clones
-    (`git clone --depth 1`), where `git fetch origin main` would update only FETCH_HEAD."""
+    (`git clone --depth 1`), where `git fetch origin main` would update only FETCH_HEAD. In a full clone, history
+    relative to a commit (`HEAD~1000000`) that is missing cannot be fetched: it does not exist."""
+    if not shallow and re.search(r"[~^@{}:]", ref):
+        return "the repository's whole history is in this clone and holds no such commit; name one it has"
     if not remotes:
         return "this clone has no remote to fetch it from: add one with git remote add origin URL"
     short = ref.removeprefix("refs/remotes/")

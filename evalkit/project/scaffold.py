@@ -91,7 +91,14 @@ def parse_labels(text: str) -> tuple[str, ...]:
     return labels
 
 
+MAX_SUITE_NAME = 64
+"""The longest suite name: it names a folder, a file (test_<name>.py) and a config option, within every
+filesystem's 255-byte name limit."""
+
+
 def check_suite_name(name: str) -> None:
+    if len(name) > MAX_SUITE_NAME:
+        raise InputError(f"suite name {name[:40]!r}... has {len(name)} characters; use at most {MAX_SUITE_NAME}")
     if not SUITE_NAME.match(name):
         raise InputError(f"suite name {name!r}: use lower-case letters, digits and _ , starting with a letter "
                          "(it names a folder, a config option and the test module test_<name>.py)")

@@ -23,10 +23,11 @@ from evalkit.render.html import render_page
 from evalkit.render.text import render_changed
 
 __all__ = ["HistoryRun", "Series", "history_rows", "key_notes", "render_history_text", "render_history_html",
-           "MARKER"]
+           "PAGE_KIND"]
 
-MARKER = 'data-evalkit-page="history"'
-"""Written in every history page: how evalkit recognises a page of its own that it may replace (and no other)."""
+PAGE_KIND = "history"
+"""The seal's kind in every history page (evalkit.render.html): how evalkit recognises a page of its own that it
+may replace, and no other file."""
 # Colours of the eval keys (points, lines, legend) and their bands; Okabe-Ito, readable by colour-blind readers.
 _COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 _BANDS = ("#e8f1f8", "#fbeee6", "#e6f5f1", "#f8eef4", "#fcf3e0", "#eaf5fc", "#fcfae3", "#eeeeee")
@@ -238,5 +239,5 @@ def render_history_html(suite: str, runs: Sequence[HistoryRun], notes: Sequence[
              "band": _BANDS[(int(label[1:]) - 1) % len(_BANDS)]} for label, text in key_notes(runs)]
     charts = [_chart(one, labels) for one in series if any(v is not None for v in one.values)]
     unmeasured = [one.name for one in series if all(v is None for v in one.values)]
-    return render_page("history.html.j2", suite=suite, header=header, rows=rows, charts=charts, keys=keys,
-                       notes=list(notes), unmeasured=unmeasured, count=len(runs))
+    return render_page("history.html.j2", kind=PAGE_KIND, suite=suite, header=header, rows=rows, charts=charts,
+                       keys=keys, notes=list(notes), unmeasured=unmeasured, count=len(runs))

@@ -1,4 +1,7 @@
-"""A decision as Markdown, for a pull-request comment: verdict first, then reasons and sections."""
+"""A decision as Markdown, for a pull-request comment: verdict first, then reasons and sections.
+
+Every string from a report, a policy or an adapted file passes through evalkit.core.untrusted's `markdown` (or
+sits in a code span): a pull-request comment must never fetch an image, open a link or forge a line."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from typing import Any
 
 from evalkit.core.key import changed_settings
 from evalkit.core.report import RunReport
+from evalkit.core.untrusted import MAX_VALUE_CHARS, markdown, terminal
 from evalkit.gate.decision import Decision
 from evalkit.render.answers import render_answers
 from evalkit.render.confusion import confusion_markdown
@@ -25,20 +29,20 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
     for title, items in (("Reasons", decision.reasons), ("For review", decision.review_reasons),
                          ("Warnings", decision.warnings)):
         if items:
-            lines += [f"**{title}**", ""] + [f"- {_one_line(item)}" for item in items] + [""]
+            lines += [f"**{title}**", ""] + [f"- {markdown(item)}" for item in items] + [""]
     if decision.changed:
         settings = changed_settings(baseline.eval, candidate.eval) if baseline and candidate else None
-        lines += [f"**Changed:** {_one_line(render_changed(decision.changed, settings))}", ""]
+        lines += [f"**Changed:** {markdown(render_changed(decision.changed, settings))}", ""]
     if decision.statistics:
-        lines += [f"**Paired statistics:** {render_statistics(decision.statistics)}", ""]
+        lines += [f"**Paired statistics:** {render_statistics(decision.statistics)}", ""]  # numbers, evalkit's words
     if decision.failures:
         lines += [f"<details><summary>Failures ({len(decision.failures)})</summary>", ""]
-        lines += [f"- {_one_line(render_failure(f))}" for f in decision.failures] + ["", "</details>", ""]
+        lines += [f"- {markdown(render_failure(f))}" for f in decision.failures] + ["", "</details>", ""]
     if decision.pass_rate is not None:
         lines += [f"**Pass rate:** {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests)", ""]
     for title, names in decision_lists(decision, critical):
         lines += [f"<details><summary>{title.capitalize()} ({len(names)})</summary>", ""]
-        lines += [_one_line(f"- {_code(name)}{' (critical)' if marked else ''}{f': {_code(why)}' if why else ''}")
+        lines += [f"- {_code(name)}{' (critical)' if marked else ''}{f': {_code(why)}' if why else ''}"
                   for name, marked, why in names]
         lines += ["", "</details>", ""]
     if baseline is not None and candidate is not None and decision.regressed:
@@ -46,14 +50,16 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
     changes = [(name, m) for name, m in decision.metrics.items() if m.get("status") != "unchanged"]
     if changes:
         lines += ["| metric | before | after | delta | status |", "|---|---|---|---|---|"]
-        lines += [f"| {name} | {_num(m['before'])} | {_num(m['after'])} | {_num(m['delta'])} | {m['status']} |"
+        lines += [f"| {markdown(name, MAX_VALUE_CHARS)} | {_num(m['before'])} | {_num(m['after'])} | "
+                  f"{_num(m['delta'])} | {markdown(str(m['status']))} |"
                   for name, m in changes]
         lines.append("")
     if candidate is not None:
         for title, rows in sections(candidate).items():
             lines += [f"**{title.capitalize()}**", ""]
             if rows:
-                lines += ["| | |", "|---|---|"] + [f"| {label} | {value} |" for label, value in rows]
+                lines += ["| | |", "|---|---|"] + [f"| {markdown(str(label))} | {markdown(str(value))} |"
+                                                   for label, value in rows]
             else:
                 lines.append("not measured")
             lines.append("")
@@ -74,13 +80,14 @@ def render_policy(policy: Mapping[str, Any]) -> str:
 
 def _evidence(evidence: Mapping[str, Any]) -> list[str]:
     """What decided: the policy in the open, the compared reports' hashes and keys folded below it."""
-    lines = [f"**Decided by:** {render_policy(evidence['policy'])}", "",
+    lines = [f"**Decided by:** {markdown(render_policy(evidence['policy']))}", "",
              "<details><summary>Compared reports</summary>", ""]
     for side in ("baseline", "candidate"):
         report = evidence[side]
         key = ", ".join(f"{name} {_key_value(value)}" for name, value in report.get("eval", {}).items()
                         if value not in ({}, None))
-        lines.append(f"- {side}: `{report.get('path')}` sha256 `{report.get('sha256')}`; eval key: {key}")
+        lines.append(f"- {side}: {_code(str(report.get('path')))} sha256 {_code(str(report.get('sha256')))}; "
+                     f"eval key: {markdown(key)}")
     return lines + [f"- evalkit {evidence.get('evalkit_version')}", "", "</details>", ""]
 
 
@@ -90,13 +97,10 @@ def _key_value(value: object) -> str:
     return str(value)
 
 
-def _one_line(text: str) -> str:
-    """A list item of report data kept on its line: a line break in a test id or reason must not forge a line."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
 def _code(text: str) -> str:
-    """Inline code that holds any text: the fence is longer than any run of backticks inside."""
+    """Inline code that holds any text (markup inside a code span is shown, never read): the fence is longer than
+    any run of backticks inside, and control characters are shown as escapes so no line can be forged."""
+    text = terminal(text)
     fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""  # CommonMark strips one space each side
     return f"{fence}{pad}{text}{pad}{fence}"

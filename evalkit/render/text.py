@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from evalkit.core.untrusted import terminal
 from evalkit.gate.decision import Decision
 from evalkit.render.sections import decision_lists
 
@@ -78,9 +79,6 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = (),
         lines.append(f"{title} ({len(names)}):")
         lines += [f"  - {name}{'  (critical)' if marked else ''}{f' -- {why}' if why else ''}"
                   for name, marked, why in names]
-    # a list item holds report data (test ids, reasons): a line break in it must not forge a line of its own
-    return "\n".join(_one_line(line) if line.startswith("  - ") else line for line in lines)
-
-
-def _one_line(text: str) -> str:
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    # every line holds report data (test ids, reasons, model names): nothing in it may forge a line of its own,
+    # clear the screen or colour a verdict
+    return "\n".join(terminal(line) for line in lines)

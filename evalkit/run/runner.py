@@ -34,7 +34,7 @@ from evalkit.live.budget import Budget, UnitBudget
 from evalkit.live.contract import contract_problems
 from evalkit.live.progress import progress_enabled
 from evalkit.live.providers import Provider, make_provider
-from evalkit.live.redact import MIN_SECRET, Redactor
+from evalkit.live.redact import MIN_SECRET, Redactor, credential_name
 from evalkit.programs.candidate import candidate_config, run_programs
 from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_changes, snapshot
 from evalkit.programs.isolation import probe_isolation
@@ -290,12 +290,14 @@ def redactor_for(config: RunConfig) -> Redactor:
 
 def _key_variables(config: RunConfig) -> list[str]:
     """The environment variables holding the run's credentials: `api_key_env` and `token_env` of the model and the
-    judge, and those their providers read by themselves (Bedrock's AWS chain)."""
+    judge, those their providers read by themselves (Bedrock's AWS chain), and any variable named like a credential
+    that the config reads through `${oc.env:...}`."""
     names: list[str] = []
     for model in (config.model, config.judge):
         if model is not None:
             names += [n for n in (model.api_key_env, model.token_env) if n]
             names += provider_spec(model.provider).credential_env
+    names += [name for name in config.env_read if credential_name(name)]
     return list(dict.fromkeys(names))
 
 

@@ -15,11 +15,11 @@ runner refuse the run, naming the shard, as it refuses one process that could no
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
 
+from evalkit.core.config import available_cpus
 from evalkit.core.errors import InputError
 
 __all__ = ["SHARD_OPTION", "RECORDED", "worker_count", "shard_args", "parse_shard", "shard_block",
@@ -34,12 +34,7 @@ _NO_TESTS = 5  # pytest's exit code for a session that ran no test: a shard whos
 
 def worker_count(setting: int | str) -> int:
     """How many processes run the checks: `run.workers` as a number, or `auto`, the CPUs this process may use."""
-    if setting != "auto":
-        return int(setting)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))  # a CPU set limited by taskset or a Slurm allocation
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    return int(setting) if setting != "auto" else available_cpus()
 
 
 def shard_args(shard: int, shards: int) -> list[str]:

@@ -1,0 +1,246 @@
+"""Fuzzing every reader of untrusted input: reports, policies, recordings, journals, datasets, manifests, the
+docs-stage reader and the five adapters (Inspect, promptfoo, DeepEval, lm-eval, JUnit).
+
+Each reader gets structured inputs (a real file of its kind with one value replaced by any JSON value) and
+mutated ones (its bytes cut, flipped, repeated or spliced). Whatever it gets, it must end in one of two ways: a
+result, or an EvalkitError (what the commands print as one line with exit 3). The reads run in a child process
+under a memory limit, each within a time bound, so a reader that crashes, hangs or balloons fails the test
+instead of the machine. The seed files are the project's own shipped files and the adapters' recorded corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests/corpus/adapt"
+MEMORY_LIMIT = 3 * 1024**3
+"""Address space the child may use: far above any read of these seeds, far below what would hurt the machine."""
+READ_TIMEOUT_S = 30.0
+"""The longest one read may take on a loaded two-core machine; a hang is reported as one."""
+MAX_LINE = 1000  # evalkit's longest error line (evalkit.core.errors.MAX_MESSAGE_CHARS)
+
+_recording = ROOT / "recordings/issue_triage/gemini-3.8-flash-v1-issue-triage@1.json"
+_call, _entry = next(iter(json.loads(_recording.read_text(encoding="utf-8"))["calls"].items()))
+SEEDS: dict[str, tuple[str, bytes]] = {  # reader -> (file name the reader expects, seed bytes)
+    "report": ("report.json", (ROOT / "suites/issue_triage/runs/baseline.json").read_bytes()),
+    "policy": ("policy.yaml", (ROOT / "conf/policy/triage.yaml").read_bytes()),
+    "recording": ("recording.json", _recording.read_bytes()),
+    "journal": ("rec.json.journal.jsonl", (json.dumps({"call_id": _call, "entry": _entry}) + "\n").encode()),
+    "dataset": ("dataset.json", (ROOT / "suites/issue_triage/datasets/v1.json").read_bytes()),
+    "manifest": ("manifest.json", (ROOT / "suites/quality_lab/data/manifest.json").read_bytes()),
+    "docs_stage": ("stage.json", (ROOT / "suites/docs_stages/fixtures/gemma4-e2b.json").read_bytes()),
+    "inspect": ("log.eval", (CORPUS / "inspect/baseline.eval").read_bytes()),
+    "promptfoo": ("results.json", (CORPUS / "promptfoo/baseline.json").read_bytes()),
+    "deepeval": ("run.json", (CORPUS / "deepeval/baseline.json").read_bytes()),
+    "lm_eval": ("results.json", next((CORPUS / "lm_eval/baseline").glob("results_*.json")).read_bytes()),
+    "junit": ("junit.xml", (CORPUS / "junit/pytest/baseline.xml").read_bytes()),
+}
+JSON_READERS = [name for name, (file, _) in SEEDS.items() if file.endswith((".json", ".jsonl"))]
+
+
+class Child:
+    """One worker process (tests/fuzz/worker.py) under the memory limit, reused for every read."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.process = self._start()
+
+    def _start(self) -> subprocess.Popen[str]:
+        def limit() -> None:
+            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+        process = subprocess.Popen([sys.executable, str(Path(__file__).with_name("worker.py"))], cwd=self.folder,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                                   preexec_fn=limit)
+        assert self._answer(process, 120.0) == {"outcome": "ready"}
+        return process
+
+    @staticmethod
+    def _answer(process: subprocess.Popen[str], timeout: float) -> dict[str, Any] | None:
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], timeout)
+        line = process.stdout.readline() if ready else ""
+        return json.loads(line) if line else None
+
+    def read(self, reader: str, data: bytes) -> dict[str, Any]:
+        name = SEEDS[reader][0]
+        target = self.folder / reader / name
+        target.parent.mkdir(exist_ok=True)
+        target.write_bytes(data)
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"reader": reader, "path": str(target)}) + "\n")
+        self.process.stdin.flush()
+        answer = self._answer(self.process, READ_TIMEOUT_S)
+        if answer is None:  # hung past the bound, or died (out of memory): a fresh child for the next read
+            self.process.kill()
+            self.process.wait()
+            code = self.process.returncode
+            self.process = self._start()
+            return {"outcome": "crash", "error": f"no answer within {READ_TIMEOUT_S} s (exit {code})"}
+        return answer
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def fuzz_settings(request: pytest.FixtureRequest) -> settings:
+    """The profile the harness runs under: `--hypothesis-profile=NAME` if given, else `quick`. Applied to the
+    harness's tests only, so the rest of the suite keeps its own Hypothesis settings."""
+    chosen = request.config.getoption("hypothesis_profile", None)
+    return settings.get_profile(chosen or "quick")
+
+
+@pytest.fixture(scope="module")
+def child(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Child]:
+    folder = tmp_path_factory.mktemp("fuzz")
+    # a manifest names its data files beside it: the reader gets the real ones to resolve
+    (folder / "manifest").mkdir()
+    for data in (ROOT / "suites/quality_lab/data").iterdir():
+        if data.name != "manifest.json":
+            shutil.copyfile(data, folder / "manifest" / data.name)
+    worker = Child(folder)
+    yield worker
+    worker.close()
+
+
+def check(answer: dict[str, Any], reader: str, data: bytes) -> None:
+    """A result, or one refusal line of evalkit's length: anything else is a finding."""
+    assert answer["outcome"] in ("result", "refused"), (
+        f"{reader} on {data[:200]!r}... ({len(data)} bytes): {answer.get('error')}\n{answer.get('traceback', '')}")
+    if answer["outcome"] == "refused":
+        line = answer["line"]
+        assert "\n" not in line and len(line) <= MAX_LINE, line
+
+
+# JSON values of every type, including the awkward ones: huge integers, non-finite floats, deep nesting
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=40) | st.sampled_from(["", "\x00", "\x1b[2J", "\ud800", "../../etc/passwd", "9" * 5000])
+    | st.sampled_from([[], {}]),
+    lambda inner: st.lists(inner, min_size=1, max_size=4)
+    | st.dictionaries(st.text(max_size=10), inner, min_size=1, max_size=4),
+    max_leaves=12)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON document a value sits (the document itself included)."""
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value[:5]):
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+def _replace(document: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(document, dict):
+        return {**document, head: _replace(document[head], rest, new)}
+    copy = list(document)
+    copy[head] = _replace(copy[head], rest, new)
+    return copy
+
+
+@st.composite
+def structured(draw: st.DrawFn, reader: str) -> bytes:
+    """The seed with one value, anywhere in it, replaced by any JSON value (or its key dropped)."""
+    text = SEEDS[reader][1].decode("utf-8")
+    lines = text.splitlines() if reader == "journal" else [text]
+    document = json.loads(lines[0])
+    path = draw(st.sampled_from(_paths(document)))
+    if path and draw(st.booleans()) and isinstance(parent := _get(document, path[:-1]), dict):
+        changed = _replace(document, path[:-1], {k: v for k, v in parent.items() if k != path[-1]})
+    else:
+        changed = _replace(document, path, draw(json_values))
+    return json.dumps(changed, allow_nan=True, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass")
+
+
+def _get(document: Any, path: tuple[Any, ...]) -> Any:
+    for part in path:
+        document = document[part]
+    return document
+
+
+@st.composite
+def mutated(draw: st.DrawFn, reader: str) -> bytes:
+    """The seed's bytes with a few random edits: cut, flipped, a span repeated, or foreign bytes spliced in."""
+    data = bytearray(SEEDS[reader][1])
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, max(0, len(data) - 1)))
+        kind = draw(st.sampled_from(["cut", "flip", "repeat", "splice"]))
+        if kind == "cut":
+            del data[at:]
+        elif kind == "flip" and data:
+            data[at] ^= draw(st.integers(1, 255))
+        elif kind == "repeat":
+            span = bytes(data[at:at + draw(st.integers(1, 64))])
+            data[at:at] = span * draw(st.integers(1, 50))
+        else:
+            data[at:at] = draw(st.binary(min_size=1, max_size=16)
+                               | st.sampled_from([b"\xef\xbb\xbf", b'"value": 1, "value": 0', b"1e400", b"\x00",
+                                                  b"<!DOCTYPE x [<!ENTITY a 'b'>]>", b"\xff\xfe"]))
+    return bytes(data)
+
+
+# What the harness found that is not fixed yet: each marked strictly, so the fix turns the marker into a failure
+# that says to remove it.
+FINDINGS = {
+    ("structured", "promptfoo"): "adapt.promptfoo: a result row that is not an object (null) ends in "
+                                 "AttributeError (exit 4) instead of one line, exit 3",
+}
+
+
+def _known(kind: str, readers: list[str]) -> list[Any]:
+    return [pytest.param(reader, marks=pytest.mark.xfail(reason=FINDINGS[(kind, reader)], strict=True))
+            if (kind, reader) in FINDINGS else reader for reader in readers]
+
+
+@pytest.mark.parametrize("reader", _known("structured", JSON_READERS))
+def test_structured_inputs_end_in_a_result_or_one_line(child: Child, reader: str, fuzz_settings: settings) -> None:
+    @fuzz_settings
+    @given(data=structured(reader))
+    def run(data: bytes) -> None:
+        check(child.read(reader, data), reader, data)
+
+    run()
+
+
+@pytest.mark.parametrize("reader", _known("mutated", sorted(SEEDS)))
+def test_mutated_inputs_end_in_a_result_or_one_line(child: Child, reader: str, fuzz_settings: settings) -> None:
+    @fuzz_settings
+    @given(data=mutated(reader))
+    def run(data: bytes) -> None:
+        check(child.read(reader, data), reader, data)
+
+    run()
+
+
+def test_the_harness_sees_a_crash(child: Child) -> None:
+    """The harness itself can fail: a file the reader cannot even be handed (a folder in its place) is reported,
+    and a seed is read as a result."""
+    assert child.read("report", SEEDS["report"][1])["outcome"] == "result"
+    assert child.read("dataset", b"{")["outcome"] == "refused"
+    crash = {"outcome": "crash", "error": "KeyError: 'x'"}
+    with pytest.raises(AssertionError, match="KeyError"):
+        check(crash, "report", b"{}")
