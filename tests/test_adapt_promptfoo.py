@@ -232,3 +232,12 @@ def test_different_tests_sharing_vars_and_no_description_are_refused_saying_so(t
                                                                                   "value": "x"}), describe=False)
     with pytest.raises(InputError, match="2 different tests that share their vars, and have no description"):
         read_promptfoo(path)
+
+
+def test_a_null_result_row_is_one_line_not_a_crash(tmp_path):
+    """Found by the fuzz harness (tests/fuzz): a row that is not an object once ended in AttributeError, exit 4."""
+    path = tmp_path / "results.json"
+    path.write_text('{"results": {"version": 3, "results": [null], "stats": {"successes": 1, "failures": 0, '
+                    '"errors": 0}}}', encoding="utf-8")
+    with pytest.raises(InputError, match=r"results\.results\[0\]"):
+        read_promptfoo(path)

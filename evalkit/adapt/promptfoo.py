@@ -51,6 +51,8 @@ def read_promptfoo(path: Path) -> NeutralRun:
     rows = results.get("results")
     if not isinstance(rows, list) or not rows:
         raise InputError(f"{where}: results.results holds no rows; was the eval cancelled before it wrote any?")
+    # every row an object before any is read (a null row is a broken file, not a crash)
+    rows = [json_object(row, f"{where}: results.results[{index}]", _NOT_RESULTS) for index, row in enumerate(rows)]
     config = _optional_object(data, "config")
     _check_complete(results, rows, where)
     repeat = _repeat(data, where)
@@ -59,7 +61,6 @@ def read_promptfoo(path: Path) -> NeutralRun:
     cases: dict[str, Mapping[str, Any]] = {}
     dataset: dict[str, Mapping[str, Any]] = {}  # by test, whatever prompts and providers ran it
     for index, row in enumerate(rows):
-        row = json_object(row, f"{where}: results.results[{index}]", _NOT_RESULTS)
         case = json_object(row.get("testCase"), f"{where}: results.results[{index}].testCase", _NOT_RESULTS)
         sample = dataset_id = _sample_id(row, case)
         if many:
