@@ -448,3 +448,12 @@ def test_cli_usage_errors_exit_3_not_2(args):
     done = adapt_cli(*args)
     assert done.returncode == 3
     assert "error:" in done.stderr.splitlines()[-1]
+
+
+def test_a_lone_surrogate_is_one_line_not_a_crash():
+    """Found by the fuzz harness's long profile: half a UTF-16 pair in a value once crashed the fingerprint (exit 4)."""
+    from evalkit.adapt.docs_stage import parse_docs_stage
+    from evalkit.core.errors import InputError
+
+    with pytest.raises(InputError, match=r"stage\.json: the file holds a lone surrogate \(\\ud800\)"):
+        parse_docs_stage('{"model": "m\\ud800"}', "stage.json")

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evalkit.adapt.neutral import refuse_lone_surrogates
 from evalkit.core.errors import InputError
 from evalkit.core.fingerprint import fingerprint
 from evalkit.core.parsing import check_values, json_object, json_type, parse_json, unique_object
@@ -56,6 +57,7 @@ def parse_docs_stage(text: str, where: str) -> Any:
         return parse_json(text, where, "stage report")
     _refuse_non_finite(data, where)  # NaN and Infinity named by the case they sit in
     check_values(data, where, "stage report")
+    refuse_lone_surrogates(data, where)  # half a character (`\ud800`) cannot be fingerprinted or written back
     return data
 
 
