@@ -85,8 +85,9 @@ def test_filters_show_each_kind_of_test_and_a_failing_case_expands(open_page, tm
     assert changed + "\n" in result.stdout  # the terminal names the setting too, and so does decision.md
     assert "**Changed:** " + changed.removeprefix("changed: ") in (path / "decision.md").read_text()
     report = json.loads((path / "report.json").read_text())
-    assert report["eval"]["settings"] == {"retriever": {"k": 3, "min_score": 0.3, "min_margin": 0},
-                                          "reply_format": report["eval"]["settings"]["reply_format"]}
+    settings = report["eval"]["settings"]  # each component's settings, the model's and the judge's beside them
+    assert settings["retriever"] == {"k": 3, "min_score": 0.3, "min_margin": 0}
+    assert set(settings) == {"retriever", "reply_format", "model", "judge"}
     assert all("input" in case for case in report["cases"])
     opened = open_page(path / "report.html")
     page = opened.page

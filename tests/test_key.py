@@ -87,7 +87,8 @@ def test_an_azure_deployment_and_api_version_join_the_key_and_name_the_recording
     azure = build_key(suite="issue_triage", dataset=load_dataset(SUITE / "datasets/v1.json"), model="gpt-4o",
                       deployment="triage-prod", api_version="2024-10-21", prompt_version="v1",
                       prompt_text=(SUITE / "prompts/v1.txt").read_text(), judge_model="gemini-3.8-flash",
-                      components={})
+                      components={}, model_settings=reply_settings({"temperature": 0, "thinking_level": "low"}, None),
+                      judge_settings=reply_settings({"temperature": 0}, None))
     assert azure.model_dump() == plain.model_dump() | {"deployment": "triage-prod", "api_version": "2024-10-21"}
     newer = azure.model_copy(update={"api_version": "2025-04-01-preview"})
     assert newer != azure

@@ -4,6 +4,7 @@ cancelled with scancel or killed at its time limit is an error row, never a hang
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -70,7 +71,9 @@ def test_a_slurm_sweep_equals_the_basic_launchers(slurm, tmp_path):
     assert len(list((tmp_path / "slurm" / ".submitit").glob("*_[0-3]"))) == 4
     jobs = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "JobID,State", "--name", "evalkit", "-S", "now-1hour"],
                           env=slurm.env(), capture_output=True, text=True, timeout=30).stdout
-    submitted = next(p.name for p in (tmp_path / "slurm" / ".submitit").iterdir() if "_" in p.name)
+    # a task's folder (`<job>_<index>`), not submitit's `.submission_file_<hash>.sh` beside them
+    submitted = next(p.name for p in (tmp_path / "slurm" / ".submitit").iterdir()
+                     if p.is_dir() and re.fullmatch(r"\d+_\d+", p.name))
     assert f"{submitted}|COMPLETED" in jobs
 
 

@@ -62,16 +62,16 @@ def render_summary(rows: list[dict[str, Any]]) -> str:
                  "-" if rate is None else f"{rate:.3f}", "-" if case_rate is None else f"{case_rate:.3f}",
                  "-" if row.get("regressed") is None else str(row["regressed"]),
                  "-" if row.get("input_tokens") is None else str(row["input_tokens"])]
-        if paired:
-            stats = row.get("paired")
-            cells.append(f"{stats['difference']:.3f} [{stats['interval'][0]:.3f}, {stats['interval'][1]:.3f}]"
-                         if stats else "-")
-        values: dict[str, Any] = row["metrics"] if isinstance(row.get("metrics"), dict) else {}
-        cells += [_metric(values.get(name)) for name in metrics]
         if row.get("error"):
             cells[3] = "ERROR: " + row["error"]
+        values: dict[str, Any] = row["metrics"] if isinstance(row.get("metrics"), dict) else {}
         # every cell can hold text from a job's report or overrides: never a tag, link or cell of its own
-        lines.append("| " + " | ".join(markdown(cell) for cell in cells) + " |")
+        shown = [markdown(cell) for cell in (*cells, *(_metric(values.get(name)) for name in metrics))]
+        if paired:  # numbers evalkit formats itself, so the brackets stay brackets in a terminal too
+            stats = row.get("paired")
+            shown.insert(len(cells), f"{stats['difference']:.3f} [{stats['interval'][0]:.3f}, "
+                                     f"{stats['interval'][1]:.3f}]" if stats else "-")
+        lines.append("| " + " | ".join(shown) + " |")
     return "\n".join(lines)
 
 
