@@ -36,7 +36,7 @@ LLAMA_VERSION=0.3.36
 LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF"
 LLAMA_WHEELS="${EVALKIT_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/evalkit/wheels}/llama-cpp-python-$LLAMA_VERSION-portable"
 if ! compgen -G "$LLAMA_WHEELS/llama_cpp_python-$LLAMA_VERSION-*.whl" >/dev/null; then
-  echo "scripts/test.sh: building llama-cpp-python $LLAMA_VERSION portably ($LLAMA_CMAKE_ARGS; ~10 minutes on 2 cores)" >&2
+  echo "scripts/test.sh: building llama-cpp-python $LLAMA_VERSION portably ($LLAMA_CMAKE_ARGS; some minutes: 5 on 2 idle cores when measured)" >&2
   mkdir -p "$LLAMA_WHEELS"
   CMAKE_ARGS="$LLAMA_CMAKE_ARGS" .venv/bin/pip wheel -q --no-cache-dir --no-deps -w "$LLAMA_WHEELS" \
     "llama-cpp-python==$LLAMA_VERSION"

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 import yaml
+from fakes import FakeError as FakeOllamaError
+from fakes import FakeOllama
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case, load_dataset
@@ -29,13 +31,6 @@ from evalkit.run.recording import load_recording, request_fingerprint
 from evalkit.run.suite import load_task
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
-
-try:
-    from fakes import FakeError as FakeOllamaError
-    from fakes import FakeOllama
-except ImportError:  # tests/ imported as a package
-    from tests.fakes import FakeError as FakeOllamaError
-    from tests.fakes import FakeOllama
 
 pytestmark = pytest.mark.slow
 

@@ -22,13 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import FakeAnthropic, FakeAzureOpenAI, FakeBedrock, FakeError, FakeServer
 
 from evalkit.core.dataset import Case, load_dataset
-
-try:
-    from fakes import FakeAnthropic, FakeAzureOpenAI, FakeBedrock, FakeError, FakeServer
-except ImportError:  # tests/ imported as a package
-    from tests.fakes import FakeAnthropic, FakeAzureOpenAI, FakeBedrock, FakeError, FakeServer
 
 pytestmark = pytest.mark.slow
 

@@ -23,47 +23,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import (
+    PROTOCOLS,
+    FakeAnthropic,
+    FakeAzureOpenAI,
+    FakeBedrock,
+    FakeError,
+    FakeGemini,
+    FakeOllama,
+    FakeOpenAI,
+    FakeReply,
+    FakeServer,
+    Fault,
+    Faults,
+    RecordedRequest,
+    sigv4_problem,
+)
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
 from evalkit.core.provider_specs import provider_spec, provider_specs
 from evalkit.live.providers import Message, Provider, Reply, Request, make_provider
 from evalkit.live.providers.base import CallFailure
-
-try:
-    from fakes import (
-        PROTOCOLS,
-        FakeAnthropic,
-        FakeAzureOpenAI,
-        FakeBedrock,
-        FakeError,
-        FakeGemini,
-        FakeOllama,
-        FakeOpenAI,
-        FakeReply,
-        FakeServer,
-        Fault,
-        Faults,
-        RecordedRequest,
-        sigv4_problem,
-    )
-except ImportError:  # tests/ imported as a package
-    from tests.fakes import (
-        PROTOCOLS,
-        FakeAnthropic,
-        FakeAzureOpenAI,
-        FakeBedrock,
-        FakeError,
-        FakeGemini,
-        FakeOllama,
-        FakeOpenAI,
-        FakeReply,
-        FakeServer,
-        Fault,
-        Faults,
-        RecordedRequest,
-        sigv4_problem,
-    )
 
 KEY_ENV = "EVALKIT_TEST_PROVIDER_KEY"
 FAKE_KEY = "fake-key-not-a-secret-4711"

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fakes import FakeAnthropic, FakeError, FakeReply, RawReply
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
@@ -21,11 +22,6 @@ from evalkit.live.contract import StopKind, contract_problems, stop_kind
 from evalkit.live.providers import Message, Request, make_provider
 from evalkit.live.providers.anthropic import AnthropicProvider
 from evalkit.live.providers.base import CallFailure
-
-try:
-    from fakes import FakeAnthropic, FakeError, FakeReply, RawReply
-except ImportError:  # tests/ imported as a package
-    from tests.fakes import FakeAnthropic, FakeError, FakeReply, RawReply
 
 KEY_ENV = "EVALKIT_TEST_ANTHROPIC_KEY"
 KEY = "sk-ant-test-not-a-secret-0042"

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fakes import FakeAzureOpenAI, FakeError
 from pydantic import ValidationError
 
 from evalkit.core.config import ModelConfig
@@ -16,11 +17,6 @@ from evalkit.core.errors import ProviderError
 from evalkit.live.providers import Message, Request, make_provider
 from evalkit.live.providers.azure import AzureOpenAIProvider
 from evalkit.live.providers.base import CallFailure
-
-try:
-    from fakes import FakeAzureOpenAI, FakeError
-except ImportError:  # tests/ imported as a package
-    from tests.fakes import FakeAzureOpenAI, FakeError
 
 KEY_ENV, KEY = "EVALKIT_TEST_AZURE_KEY", "azure-key-not-a-secret-0042"
 TOKEN_ENV, TOKEN = "EVALKIT_TEST_AZURE_TOKEN", "eyJ0eXAiOiJKV1QifQ.entra-token-not-a-secret"

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fakes import FakeBedrock, FakeError, RawReply, sigv4_problem
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
@@ -19,11 +20,6 @@ from evalkit.live.contract import StopKind, stop_kind
 from evalkit.live.providers import Message, Request, make_provider
 from evalkit.live.providers.base import CallFailure
 from evalkit.live.providers.bedrock import BedrockProvider
-
-try:
-    from fakes import FakeBedrock, FakeError, RawReply, sigv4_problem
-except ImportError:  # tests/ imported as a package
-    from tests.fakes import FakeBedrock, FakeError, RawReply, sigv4_problem
 
 KEY_ID, SECRET, TOKEN = "AKIAFAKEKEYID0000042", "fake/secret+not/a+secret/0042", "FwoGZXIvYXdzEFAKE-session-token"
 REGION = "eu-west-3"

@@ -13,17 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fakes import FakeGemini, FakeReply, RawReply
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
 from evalkit.live.providers import Message, Request, make_provider
 from evalkit.live.providers.base import CallFailure
 from evalkit.live.providers.gemini import API_VERSION, NO_KEY, GeminiProvider
-
-try:
-    from fakes import FakeGemini, FakeReply, RawReply
-except ImportError:  # tests/ imported as a package
-    from tests.fakes import FakeGemini, FakeReply, RawReply
 
 KEY_ENV = "EVALKIT_TEST_GEMINI_KEY"
 FAKE_KEY = "fake-gemini-key-not-a-secret"

@@ -10,17 +10,13 @@ import time
 from typing import Any
 
 import pytest
+from fakes import FakeError, FakeOllama, FakeReply
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
 from evalkit.live.providers import Message, Reply, Request, make_provider
 from evalkit.live.providers.base import CallFailure
 from evalkit.live.providers.ollama import OllamaProvider
-
-try:
-    from fakes import FakeError, FakeOllama, FakeReply
-except ImportError:  # tests/ imported as a package
-    from tests.fakes import FakeError, FakeOllama, FakeReply
 
 KEY_ENV = "EVALKIT_TEST_OLLAMA_TOKEN"
 FAKE_KEY = "fake-token-not-a-secret-0123"

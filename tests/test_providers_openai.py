@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fakes import FakeOpenAI, FakeReply, RawReply
 from pydantic import ValidationError
 
 from evalkit.core.config import ModelConfig
@@ -20,11 +21,6 @@ from evalkit.live.providers import Message, Request, make_provider
 from evalkit.live.providers.base import CallFailure
 from evalkit.live.providers.dialects import PROMPT_DIALECT, schema_name
 from evalkit.live.providers.openai import DEFAULT_BASE_URL, NO_KEY, OpenAIProvider
-
-try:
-    from fakes import FakeOpenAI, FakeReply, RawReply
-except ImportError:  # tests/ imported as a package
-    from tests.fakes import FakeOpenAI, FakeReply, RawReply
 
 KEY_ENV = "EVALKIT_TEST_OPENAI_KEY"
 SCHEMA: dict[str, Any] = {"title": "Triage", "type": "object", "properties": {"label": {"type": "string"}},

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import FakeOpenAI
+from fakes.flaky import JUDGE_MODEL, flaky_model, is_right, write_suite
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
@@ -38,13 +40,6 @@ from evalkit.run.samples import seeded
 from evalkit.run.suite import SuiteTask
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
-
-try:
-    from fakes import FakeOpenAI
-    from fakes.flaky import JUDGE_MODEL, flaky_model, is_right, write_suite
-except ImportError:  # tests/ imported as a package
-    from tests.fakes import FakeOpenAI
-    from tests.fakes.flaky import JUDGE_MODEL, flaky_model, is_right, write_suite
 
 REQUEST = Request(model="m", messages=(Message(role="user", content="hi"),), options={"temperature": 0.7, "seed": 5})
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
+from evalkit.cli.guard import command
 from evalkit.gate.decision import ExitCode
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "deprecated", "epilog", "main", "usage"]
@@ -93,6 +94,7 @@ def _entry(name: str) -> Callable[..., int]:
     return entry
 
 
+@command
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch `evalkit COMMAND ARGS` to the command's module; usage errors exit 3, never a decision's code."""
     args = list(sys.argv[1:] if argv is None else argv)
