@@ -8,11 +8,16 @@ import hashlib
 import html
 import re
 
-from html_reports import BANGLA, MEGABYTE, RTL, SCRIPT, hostile_pair, large_pair
+from html_reports import BANGLA, KEY, MEGABYTE, RTL, SCRIPT, hostile_pair, large_pair
 
 from evalkit.cli.sweep import metric_columns, render_summary
 from evalkit.core.key import ABSENT, changed_settings, with_settings
+from evalkit.core.policy import Policy
+from evalkit.core.report import report_from_mapping
+from evalkit.gate.compared import critical_of
+from evalkit.gate.decide import decide
 from evalkit.render.html import content_security_policy, environment, render_page
+from evalkit.render.markdown import render_markdown
 from evalkit.render.report_page import MAX_PANELS, SHOWN_CHARS, diff_sides, render_report_html
 from evalkit.render.sweep_page import render_summary_html
 from evalkit.render.text import render_changed
@@ -229,3 +234,20 @@ def test_a_sweep_of_one_job_has_no_matrix():
 
     page = render_summary_html([{"job": 0, "decision": "go"}], [], ["0"], [{"a": JobCase(True, "x")}])
     assert "matrix-table" not in page
+
+
+def test_a_check_that_checks_yaml_marks_critical_is_tagged_critical_like_the_policys():
+    def side(outcome: str) -> dict[str, object]:
+        return {"eval": KEY, "critical_checks": ["reply_is_json"],
+                "tests": [{"nodeid": "checks.yaml::reply_is_json[c1]", "outcome": outcome},
+                          {"nodeid": "checks.yaml::label_matches[c1]", "outcome": outcome}]}
+
+    baseline, candidate = report_from_mapping(side("passed"), "b"), report_from_mapping(side("failed"), "c")
+    policy = Policy(max_regressions=5)
+    decision = decide(policy, baseline, candidate)
+    critical = critical_of(policy, baseline, candidate)
+    assert critical == ("reply_is_json",)
+    page = render_report_html(candidate, decision, baseline, critical)
+    assert page.count('<tr data-tags="regressed critical failing">') == 1  # reply_is_json, not label_matches
+    assert page.count('<tr data-tags="regressed failing">') == 1
+    assert "`checks.yaml::reply_is_json[c1]` (critical)" in render_markdown(decision, candidate, critical)

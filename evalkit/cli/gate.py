@@ -20,6 +20,7 @@ from evalkit.core.key import changed_settings
 from evalkit.core.outputs import same_file
 from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
 from evalkit.core.report import RunReport, read_reports
+from evalkit.gate.compared import critical_of
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import ExitCode, exit_code
 from evalkit.gate.isolation import refuse_short_isolation
@@ -87,16 +88,17 @@ def main(argv: list[str] | None = None) -> int:
         outputs[args.out] = (json.dumps({**decision.to_json(), "evidence": facts}, indent=2, allow_nan=False) + "\n",
                              "decision (--out)")
         outputs[junit] = (render_junit(decision, candidate), "decision as JUnit XML (beside --out)")
+    critical = critical_of(policy, baseline, candidate)
     if args.markdown:
-        outputs[args.markdown] = (render_markdown(decision, candidate, policy.critical, facts, baseline),
+        outputs[args.markdown] = (render_markdown(decision, candidate, critical, facts, baseline),
                                   "decision (--markdown)")
     if args.html:
-        outputs[args.html] = (render_report_html(candidate, decision, baseline, policy.critical, facts,
+        outputs[args.html] = (render_report_html(candidate, decision, baseline, critical, facts,
                                                  policy.critical_cases), "decision as HTML (--html)")
     # every output is checked before any is written, and they are written all or nothing: a refusal or a full disk
     # must not leave a decision.json for a CI step to pick up without its other files
     write_outputs(outputs, inputs=inputs)
-    say(render_decision(decision, policy.critical, changed_settings(baseline.eval, candidate.eval)))
+    say(render_decision(decision, critical, changed_settings(baseline.eval, candidate.eval)))
     say(render_policy(identity))
     if not args.require_pass:
         return ExitCode.GO

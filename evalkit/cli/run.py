@@ -115,6 +115,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     from evalkit.core.config import BUILTIN_METRICS
     from evalkit.core.files import read_text_sha256
     from evalkit.core.key import changed_settings
+    from evalkit.gate.compared import critical_of
     from evalkit.gate.decide import decide
     from evalkit.gate.decision import ExitCode, exit_code
     from evalkit.gate.isolation import refuse_short_isolation
@@ -174,17 +175,18 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     written = redact.scrub({"baseline": name, **decision.to_json(), "evidence": facts})
     write_atomic(Path(config.run.out) / "decision.json", json.dumps(written, indent=2, allow_nan=False) + "\n")
     write_atomic(Path(config.run.out) / "decision.xml", redact(render_junit(decision, result.report)))
+    critical = critical_of(policy, base_report, result.report)
     write_atomic(Path(config.run.out) / "decision.md",
-                 redact(render_markdown(decision, result.report, policy.critical, facts, base_report)))
+                 redact(render_markdown(decision, result.report, critical, facts, base_report)))
     write_atomic(Path(config.run.out) / "report.html",
-                 redact(render_report_html(result.report, decision, base_report, policy.critical, facts,
+                 redact(render_report_html(result.report, decision, base_report, critical, facts,
                                            policy.critical_cases)))
     settings = changed_settings(base_report.eval, result.report.eval)
     row.update(decision=str(decision.decision), changed=render_changed(decision.changed, settings),
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
     if decision.statistics:
         row["paired"] = {k: decision.statistics[k] for k in ("difference", "interval", "groups", "seed", "resamples")}
-    say(redact(render_decision(decision, policy.critical, settings)))
+    say(redact(render_decision(decision, critical, settings)))
     say(redact(render_sections(result.report)))
     say(redact(run_line))
     say(redact(f"baseline: {name}"))

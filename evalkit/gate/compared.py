@@ -20,13 +20,20 @@ from evalkit.gate.release import Grades, grades, paired_bootstrap
 from evalkit.gate.repeats import RepeatsOutcome, compare_repeats
 from evalkit.gate.stats import PairedStatistics
 
-__all__ = ["Compared", "TestChanges", "is_critical", "sampled", "unmatched_critical"]
+__all__ = ["Compared", "TestChanges", "critical_of", "is_critical", "sampled", "unmatched_critical"]
 
 
 def is_critical(nodeid: str, prefixes: tuple[str, ...]) -> bool:
     """A test is critical when its name, or a class it is in, starts with one of the policy's prefixes
     (evalkit.core.nodeid.matches_critical: parameters in `[...]` never take part)."""
     return matches_critical(nodeid, prefixes)
+
+
+def critical_of(policy: Policy, *reports: RunReport | None) -> tuple[str, ...]:
+    """The critical tests of a comparison: the policy's, then those a suite's checks.yaml marks critical in any
+    of the reports, as if the policy listed them (so the gate and every page tag the same tests)."""
+    declared = (name for report in reports if report is not None for name in report.critical)
+    return (*policy.critical, *dict.fromkeys(declared))
 
 
 def unmatched_critical(prefixes: tuple[str, ...], *sides: Iterable[str]) -> list[str]:
@@ -83,8 +90,7 @@ class Compared:
     @cached_property
     def tests(self) -> TestChanges:
         before, after = self.baseline.outcomes, self.candidate.outcomes
-        # checks a suite's checks.yaml marks critical are critical on either side, as if the policy listed them
-        critical = (*self.policy.critical, *dict.fromkeys((*self.baseline.critical, *self.candidate.critical)))
+        critical = critical_of(self.policy, self.baseline, self.candidate)
         regressed, fixed, missing_critical = [], [], []
         for name, outcome in before.items():  # one pass each way: reports can hold millions of tests
             now = after.get(name)

@@ -320,8 +320,9 @@ class _Caller:
         if not self.outages:
             return
         sent = sum(1 for e in self.new_entries.values() if e.failure is None)
-        journal = (" the journal keeps the calls that succeeded; fix the server and continue with "
-                   "+run.resume=true" if self.live is not None and self.live.journal is not None else "")
+        journaled = self.live is not None and self.live.journal is not None
+        journal = (" the journal keeps the calls that succeeded; fix the cause named first (the server, or the "
+                   "local runtime) and continue with +run.resume=true" if journaled else "")
         raise OutageError(f"{self.outages[0]} ({len(self.outages)} call(s) failed, {sent} succeeded, the rest "
                           f"not started; nothing was gated, the recording is unchanged;{journal})")
 
