@@ -1,4 +1,4 @@
-"""`python -m evalkit [overrides]` (evalkit.cli.run): compose -> run -> decide -> render -> exit code.
+"""`evalkit run [overrides]` (evalkit.cli.run): compose -> run -> decide -> render -> exit code.
 
 Exit codes: 0 go (and review), 1 block, 2 incomparable, 3 input or usage error, 4 internal error, 5 outage.
 With `-m`, every job writes `job.json` and the sweep exits with its most severe job; a single run writes it only
@@ -225,6 +225,15 @@ def _run_policy(config: RunConfig, overrides: Any) -> dict[str, Any]:
                            chosen_by=why, overrides=keys)
 
 
+def _help(argv: list[str]) -> int:
+    from evalkit.cli.run_help import run_help
+    from evalkit.project.paths import PACKAGE_CONF, find_project
+
+    root = find_project()
+    print(run_help(root / "conf" if root is not None else None, PACKAGE_CONF, argv), end="")
+    return 0
+
+
 @command
 def main() -> int:
     """Run Hydra with evalkit's error handling: one line per refusal, decision codes kept distinct."""
@@ -240,6 +249,8 @@ def main() -> int:
     try:
         check_flags(sys.argv[1:])
         refuse_credentials(sys.argv[1:])
+        if any(arg in ("--help", "-h") for arg in sys.argv[1:]):  # Hydra's lists one config folder only
+            return _help(sys.argv[1:])
         conf_dir, config_name = primary_config(sys.argv[1:])
     except EvalkitError as error:
         print(f"error: {one_line(str(error))}", file=sys.stderr)

@@ -130,7 +130,7 @@ def _check_format(value: Any, where: str) -> None:
 def _check_key(key: Any, where: str) -> None:
     if not isinstance(key, dict):
         raise InputError(f"{where}: not a run report: no 'eval' block with the eval key "
-                         "(produce it with `python -m evalkit`, or add it in pytest_json_modifyreport)")
+                         "(produce it with `evalkit run`, or add it in pytest_json_modifyreport)")
 
 
 def _check_ran(tests: list[Any], data: Mapping[str, Any], where: str) -> None:
@@ -147,7 +147,7 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
     provenance = data.get("provenance") or {}
     if not isinstance(provenance, dict):
         raise InputError(f"{where}: 'provenance' is {type(provenance).__name__}; it must be an object "
-                         "(or absent): regenerate the report with `python -m evalkit`")
+                         "(or absent): regenerate the report with `evalkit run`")
     for name in ("slices", "execution", "dataset", "candidate"):
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")

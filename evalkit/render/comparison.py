@@ -1,4 +1,4 @@
-"""Two runs compared (`python -m evalkit.compare`): per case improved, regressed, unchanged, new and missing, and
+"""Two runs compared (`evalkit compare`): per case improved, regressed, unchanged, new and missing, and
 per metric before, after and delta, as terminal text or JSON. Values to strings; no decision is made here."""
 
 from __future__ import annotations

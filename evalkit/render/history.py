@@ -1,4 +1,4 @@
-"""One suite over many runs (`python -m evalkit.history`): a terminal table and an HTML page with inline SVG charts.
+"""One suite over many runs (`evalkit history`): a terminal table and an HTML page with inline SVG charts.
 
 Each run is one row: when it ran, its eval key, its decision, pass rates, the suite's metrics, cost and latency.
 Runs of different eval keys are never joined silently: every distinct key gets a label (K1, K2 ... in order of

@@ -38,7 +38,7 @@ MACHINE_FIELDS = ("environment", "root")  # about the machine, not the eval: dro
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("evalkit")
     group.addoption(RUN_OPTION, default=None, metavar="FILE",
-                    help="run the suite's checks over the calls in FILE (written by `python -m evalkit`)")
+                    help="run the suite's checks over the calls in FILE (written by `evalkit run`)")
     group.addoption(SHARD_OPTION, default=None, metavar="K/N",
                     help="run only shard K of N of the collected checks, writing a partial report for the runner "
                          "to merge (run.workers=N)")

@@ -467,8 +467,8 @@ def _provenance(config: RunConfig, rec_path: Path | None, recording: Provenance 
         "git_commit": _git_commit(),
         "python": platform.python_version(),
         "mode": str(config.mode),
-        # which suite the run belongs to, the baseline it would replace (python -m evalkit.bless) and the policy
-        # it composed (python -m evalkit.gate without --policy)
+        # which suite the run belongs to, the baseline it would replace (evalkit bless) and the policy
+        # it composed (evalkit gate without --policy)
         "suite": config.suite.name,
         "baseline": config.suite.baseline,
         "policy": config.choices.get("policy"),
