@@ -32,10 +32,24 @@ def test_sweep_runs_four_jobs_and_writes_one_summary(run_evalkit, tmp_path):
                                "low -> (absent); model.options.seed (absent) -> 7; model.options.think (absent) -> false) "
                                "| BLOCK | 0.961 | 0.833 | 2 |") for line in table)
     assert "sweep summary (4 jobs" in done.stdout
+    # each job printed one line while it ran, and the summary table came last
+    jobs = [line for line in done.stdout.splitlines() if line.startswith("job ")]
+    assert [line.split(":", 1)[0] for line in jobs] == [
+        "job 0 model=gemini-flash prompt=v1", "job 1 model=gemini-flash prompt=v2", "job 2 model=gemma4 prompt=v1",
+        "job 3 model=gemma4 prompt=v2"]
+    assert ": BLOCK, 49 of 51 tests passed, 2 regressed; report " in jobs[2]
+    assert "QUALITY" not in done.stdout and done.stdout.index("sweep summary") > done.stdout.index(jobs[-1])
     readme = docs_text().split("### Sweeps", 1)[1].split("```", 2)[1]
     shown = [line for line in readme.splitlines() if line.startswith("|")]
     assert shown == table  # the README's table is this sweep's table
     assert all((sweep / str(n) / "report.json").is_file() for n in range(4))
+
+
+def test_a_sweep_with_v_prints_each_jobs_full_blocks(run_evalkit, tmp_path):
+    done = run_evalkit("-m", "prompt=v1,v2", "-v")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("QUALITY") == 2 and done.stdout.count("decision: GO") == 2
+    assert not any(line.startswith("job ") for line in done.stdout.splitlines())
 
 
 def test_a_failing_job_does_not_stop_the_sweep(run_evalkit, tmp_path):

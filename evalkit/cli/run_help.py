@@ -38,7 +38,8 @@ def run_help(project_conf: Path | None, package_conf: Path, argv: list[str]) -> 
             groups[group][option] = groups[group].get(option, False) or is_own
     lines = ["evalkit: turn a change to an LLM application into a release decision.", "",
              "Usage: evalkit run [GROUP=OPTION ...] [key=value ...]     "
-             "(-m to sweep: model=a,b; `python -m evalkit` is the same)", _EXITS, "",
+             "(-m to sweep: model=a,b; `python -m evalkit` is the same)",
+             "A sweep prints one line per job, then its summary table; -v prints each job's full blocks.", _EXITS, "",
              "Config groups (choose one option of each; * marks this project's own options, the others ship "
              "with evalkit):"]
     for group in sorted(groups):
