@@ -251,3 +251,23 @@ def test_a_check_that_checks_yaml_marks_critical_is_tagged_critical_like_the_pol
     assert page.count('<tr data-tags="regressed critical failing">') == 1  # reply_is_json, not label_matches
     assert page.count('<tr data-tags="regressed failing">') == 1
     assert "`checks.yaml::reply_is_json[c1]` (critical)" in render_markdown(decision, candidate, critical)
+
+
+def test_a_changed_prompt_shows_its_diff_escaped_and_the_changed_row_points_at_it():
+    from conftest import report
+
+    def with_prompt(text: str, sha: str) -> dict[str, object]:
+        data = report({"test_a": "passed"}, prompt_sha=sha)
+        data["texts"] = {"prompt": {"version": "v", "path": "p.txt", "sha256": sha * 8, "text": text, "cut": 0}}
+        return data
+
+    baseline = report_from_mapping(with_prompt("Answer.\nBe brief.", "aaaa"), "b")
+    candidate = report_from_mapping(with_prompt("Answer.\nBe brief. <script>alert(1)</script>", "bbbb"), "c")
+    decision = decide(Policy(), baseline, candidate)
+    page = render_report_html(candidate, decision, baseline)
+    assert '<span class="remove">-Be brief.</span>' in page
+    assert '<span class="add">+Be brief. &lt;script&gt;alert(1)&lt;/script&gt;</span>' in page
+    assert "the prompt&#39;s text: its diff is below" in page
+    old = report_from_mapping(report({"test_a": "passed"}, prompt_sha="aaaa"), "old")  # kept no texts
+    assert "the baseline&#39;s report keeps no prompt text" in render_report_html(
+        candidate, decide(Policy(), old, candidate), old)

@@ -210,10 +210,14 @@ def test_an_unknown_sweep_metric_is_refused_naming_the_known_ones(tmp_path):
     assert "recall_at_k" in done.stderr
 
 
-def test_a_blocked_change_shows_its_regressed_tests_without_scrolling(open_page, tmp_path):
-    """At 1,400 × 900, the window a reviewer opens the page in: the banner's trade-off and every regressed test's
-    row are in view before any scrolling, and test ids wrap at `::` and `[`, not mid-word."""
-    done = evalkit_cli("evalkit", "model=gemma4", f"hydra.run.dir={tmp_path / 'run'}")
+def test_a_blocked_change_shows_its_regressed_tests_and_prompt_diff_without_scrolling(open_page, tmp_path):
+    """At 1,400 × 900, the window a reviewer opens the page in: the banner's trade-off, the prompt's diff and every
+    regressed test's row are in view before any scrolling, and test ids wrap at `::` and `[`, not mid-word."""
+    base = tmp_path / "base.json"
+    done = evalkit_cli("evalkit", "prompt=v2", "baseline=none", f"run.save_report={base}",
+                       f"hydra.run.dir={tmp_path / 'base'}")
+    assert done.returncode == 0, done.stderr
+    done = evalkit_cli("evalkit", "model=gemma4", f"baseline={base}", f"hydra.run.dir={tmp_path / 'run'}")
     assert done.returncode == 1, done.stderr
     decision = json.loads((tmp_path / "run" / "decision.json").read_text())
     opened = open_page(tmp_path / "run" / "report.html")
@@ -221,6 +225,10 @@ def test_a_blocked_change_shows_its_regressed_tests_without_scrolling(open_page,
     page.set_viewport_size({"width": 1400, "height": 900})
     page.screenshot(path=str(tmp_path / "report-1400x900.png"))
     assert page.locator(".tradeoff").is_visible()
+    diff = page.locator(".text-diff pre.diff")
+    box = diff.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= 900, box
+    assert "-Tasks that are dropped, deleted or lost without the user asking count as data loss." in diff.inner_text()
     rows = page.locator("#test-table tbody tr:visible")
     assert rows.count() == len(decision["regressed"]) > 0
     for index in range(rows.count()):

@@ -22,7 +22,7 @@ from evalkit.core.errors import InputError
 from evalkit.core.failure import failure_message
 from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
 from evalkit.core.parsing import check_json, parse_json
-from evalkit.core.report_format import FORMATS, Repeats, check_repeats
+from evalkit.core.report_format import FORMATS, Repeats, Text, check_repeats
 
 __all__ = ["CaseTexts", "Counts", "RunReport", "report_from_mapping", "load_report", "parse_report", "read_reports"]
 
@@ -81,6 +81,9 @@ class RunReport:
     policy's `critical:` entries."""
     classification: Mapping[str, Any] = field(default_factory=dict)
     """Per classification check: its labels, confusion matrix (expected -> predicted -> cases) and case count."""
+    texts: Mapping[str, Any] = field(default_factory=dict)
+    """The texts the run measured (`prompt`, `program`): version, path, SHA-256 and the text, for a reviewer's diff
+    (evalkit.core.report_format.Text); absent from reports written before they were kept."""
 
     @property
     def passed(self) -> int:
@@ -148,14 +151,25 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
     if not isinstance(provenance, dict):
         raise InputError(f"{where}: 'provenance' is {type(provenance).__name__}; it must be an object "
                          "(or absent): regenerate the report with `evalkit run`")
-    for name in ("slices", "execution", "dataset", "candidate"):
+    for name in ("slices", "execution", "dataset", "candidate", "texts"):
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")
     return RunReport(data["eval"], outcomes, cases, provenance, _metrics(data.get("metrics"), where),
                      _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
                      _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages,
                      repeats=repeats, critical=_critical(data.get("critical_checks"), where),
-                     classification=_mapping(data.get("classification")))
+                     classification=_mapping(data.get("classification")), texts=_texts(data.get("texts"), where))
+
+
+def _texts(value: Any, where: str) -> Mapping[str, Any]:
+    """The report's texts, each checked against its model, so a page never meets a text that is not one."""
+    if value is None:
+        return {}
+    try:
+        checked = msgspec.convert(value, dict[str, Text])
+    except msgspec.ValidationError as error:
+        raise InputError(f"{where}: 'texts' is not a map of measured texts ({error})") from None
+    return {name: msgspec.to_builtins(text) for name, text in checked.items()}
 
 
 def _critical(value: Any, where: str) -> tuple[str, ...]:
@@ -455,6 +469,7 @@ class _Report(msgspec.Struct):
     candidate: Any = None
     critical_checks: Any = None
     classification: Any = None
+    texts: Any = None
 
 
 _REPORT, _TEST = msgspec.json.Decoder(_Report), msgspec.json.Decoder(_Test)

@@ -19,7 +19,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 __all__ = ["FORMAT", "FORMATS", "CaseEntry", "CaseRepeats", "Classification", "MetricSummary", "Repeats",
-           "RunReportFormat", "TestEntry", "check_repeats", "run_report_schema"]
+           "RunReportFormat", "TestEntry", "Text", "check_repeats", "run_report_schema"]
 
 FORMAT: Final = "evalkit-run-report/1"
 FORMATS: Final = (FORMAT,)
@@ -93,6 +93,17 @@ class Classification(msgspec.Struct, forbid_unknown_fields=True):
     cases: int
 
 
+class Text(msgspec.Struct, forbid_unknown_fields=True):
+    """A text the run measured (its prompt, a candidate program): its version and file, the SHA-256 of the whole
+    text, the text itself up to 20,000 characters and how many were cut."""
+
+    version: str | None
+    path: str
+    sha256: str
+    text: str
+    cut: int = 0
+
+
 class RunReportFormat(msgspec.Struct, kw_only=True):
     """A run report as evalkit writes it: pytest-json-report's fields (kept as they are) and the eval block."""
 
@@ -111,6 +122,8 @@ class RunReportFormat(msgspec.Struct, kw_only=True):
     """Call statistics, latency, cost and budget sections."""
     dataset: dict[str, Any] = {}
     candidate: dict[str, Any] = {}
+    texts: dict[str, Text] = {}
+    """The texts the run measured, by what they are (`prompt`, `program`), for the diff a reviewer reads."""
     exitcode: int | None = None
     summary: dict[str, Any] = {}
 

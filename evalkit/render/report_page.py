@@ -27,6 +27,7 @@ from evalkit.render.markdown import render_policy
 from evalkit.render.numbers import number
 from evalkit.render.sections import sections
 from evalkit.render.text import render_setting, render_statistics
+from evalkit.render.text_diff import text_diffs
 
 __all__ = ["MAX_PANELS", "MAX_TEST_ROWS", "SHOWN_CHARS", "Clipped", "clip", "diff_sides", "render_report_html"]
 
@@ -100,6 +101,7 @@ def render_report_html(candidate: RunReport, decision: Decision | None = None, b
         banner=_banner(decision), tradeoff=_tradeoff(decision, baseline, candidate),
         policy=_policy(evidence),
         changed=_changed(decision, baseline, candidate),
+        text_diffs=text_diffs(baseline.texts, candidate.texts) if baseline is not None else [],
         key=[(name, _key_text(value)) for name, value in candidate.eval.items() if name != "settings"],
         statistics=render_statistics(decision.statistics) if decision and decision.statistics else None,
         tests=tests, counts=counts, filters=FILTERS, omitted_rows=omitted, initial_filter=_initial_filter(counts),
@@ -183,7 +185,11 @@ def _changed(decision: Decision | None, baseline: RunReport | None, candidate: R
         mine = [(s, render_setting(old), render_setting(new)) for s, (old, new) in settings.items()
                 if group is not None and s.startswith(f"{group}.")]
         told.update(s for s, _, _ in mine)
-        out.append({"name": name, "before": _key_text(before), "after": _key_text(after), "settings": mine})
+        texts = "program" if name == "components.candidate" else "prompt" if name.startswith("prompt") else None
+        note = (f"the {texts}'s text: its diff is below" if texts in candidate.texts else
+                f"its settings: components.{name} below" if f"components.{name}" in decision.changed else "")
+        out.append({"name": name, "before": _key_text(before), "after": _key_text(after), "settings": mine,
+                    "note": note})
     rest = [(s, render_setting(old), render_setting(new)) for s, (old, new) in settings.items() if s not in told]
     if rest:
         out.append({"name": "settings", "before": "", "after": "", "settings": rest})

@@ -12,6 +12,7 @@ metric is the mean over the samples that measured it.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any, Final
 
@@ -25,7 +26,8 @@ from evalkit.programs.grade import Grade
 from evalkit.run.execute import UNSCORED  # a case with such a call is reported unscored
 from evalkit.run.run_input import RunInput
 
-__all__ = ["CLASSIFIED", "REPLY_CHARS", "REPORT_FORMAT", "EvalBlock", "aggregate_metrics", "cap_reply"]
+__all__ = ["CLASSIFIED", "REPLY_CHARS", "REPORT_FORMAT", "TEXT_CHARS", "EvalBlock", "aggregate_metrics", "cap_reply",
+           "kept_text"]
 
 REPORT_FORMAT: Final = "evalkit-run-report/1"
 CLASSIFIED: Final = "classified"
@@ -33,6 +35,9 @@ CLASSIFIED: Final = "classified"
 REPLY_CHARS: Final = 2000
 """A reply kept in a case's entry is cut after this many characters (with a marker): enough to see the answer,
 not a copy of the recording."""
+TEXT_CHARS: Final = 20_000
+"""A text the run measured (its prompt, a candidate program) is kept in the report up to this many characters, so
+that a later gate can show a reviewer its diff against the baseline's; its SHA-256 is of the whole text."""
 
 
 class EvalBlock:
@@ -212,6 +217,13 @@ def _keep_reply(entry: dict[str, Any], call_id: CallId, text: str | None) -> Non
         entry["output"] = cap_reply(text)
     else:
         entry.setdefault("judge_replies", {})[call_id.metric] = cap_reply(text)
+
+
+def kept_text(text: str, version: str | None, path: str) -> dict[str, Any]:
+    """A measured text as the report's `texts` block keeps it: which version and file, the SHA-256 of the whole
+    text, the text up to TEXT_CHARS, and how many characters were cut."""
+    return {"version": version, "path": path, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            "text": text[:TEXT_CHARS], "cut": max(0, len(text) - TEXT_CHARS)}
 
 
 def cap_reply(text: str | None) -> str | None:

@@ -44,7 +44,7 @@ from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
 from evalkit.run.declared import read_checks, with_rubric_judges
 from evalkit.run.destinations import check_run_destinations
-from evalkit.run.eval_block import EvalBlock
+from evalkit.run.eval_block import EvalBlock, kept_text
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
@@ -132,7 +132,9 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
                               contract=contract_problems(r.reply) if r.reply else [])
                for cid, r in execution.calls.items()},
         repeats=config.run.repeats)  # the checks run on every sample (evalkit.run.sample_protocol)
-    report, report_path = _check_and_report(config, suite_dir, run_input, redact, {"execution": execution.stats})
+    texts = {"prompt": kept_text(prompt_text, config.prompt.version, shown(prompt_path))}
+    report, report_path = _check_and_report(config, suite_dir, run_input, redact,
+                                            {"execution": execution.stats, "texts": texts})
     return RunResult(key, report, report_path, rec_path, execution.stats)
 
 
@@ -213,6 +215,10 @@ def _run_program_suite(config: RunConfig) -> RunResult:
                       "max_response_bytes": candidate.max_response_bytes, "limits": spec.limits.model_dump()},
         "execution": execution,
     }
+    try:  # a script's text, for the reviewer's diff; a binary program is named by its SHA-256 alone
+        extra["texts"] = {"program": kept_text(program.read_bytes().decode("utf-8"), option, candidate.program)}
+    except (OSError, UnicodeDecodeError):
+        pass
     report, report_path = _check_and_report(config, suite_dir, run_input, redact, extra, verify)
     return RunResult(key, report, report_path, None, execution)
 
