@@ -119,7 +119,7 @@ def test_results_of_lm_eval_0_4_0_to_0_4_8_are_recognised_by_their_fields(tmp_pa
 def test_a_run_as_lm_eval_0_4_0_to_0_4_2_wrote_it_reads_the_same(tmp_path: Path) -> None:
     """Derived from the real baseline: `results.json` without what 0.4.3 added, and the samples as those versions
     logged them, `<model_args>_<task>.jsonl` holding one indented JSON array, no metrics list, no filter and no
-    hashes (real runs of this shape: tests/corpus/wild/lm_eval/pr1668-wmdp/)."""
+    hashes (real runs of this shape sit on pull-request branches of lm-evaluation-harness, #1668 and #1764)."""
     results, samples = copy(tmp_path)
     edit_results(results, lambda data: [data.pop(field) for field in (
         "lm_eval_version", "higher_is_better", "n-samples", "task_hashes", "model_name_sanitized")])

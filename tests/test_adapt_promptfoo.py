@@ -229,9 +229,9 @@ def test_a_test_written_twice_identically_is_read_as_repeats_and_said(tmp_path: 
 
 
 def test_different_tests_sharing_vars_and_no_description_are_told_apart_by_their_test_case(tmp_path: Path) -> None:
-    """A red team's strategies run one attack's vars several ways, each an undescribed test of its own (promptfoo's
-    own GitHub action and red-team example write such files: tests/corpus/wild/promptfoo/). Here the copy of the
-    first test gains an assertion, and its result."""
+    """A red team's strategies run one attack's vars several ways, each an undescribed test of its own (as in the
+    output.json committed in promptfoo/promptfoo-action, and promptfoo's redteam-tracing example). Here the copy of
+    the first test gains an assertion, and its result."""
     def another_assertion(row: dict[str, Any]) -> None:
         assertion = {"type": "icontains", "value": "x"}
         row["testCase"]["assert"].append(assertion)
@@ -252,16 +252,15 @@ def test_different_tests_sharing_vars_and_no_description_are_told_apart_by_their
 
 
 def test_results_from_before_promptfoo_0_101_count_errors_among_failures(tmp_path: Path) -> None:
-    """promptfoo 0.92 to 0.100 wrote format version 3 without `stats.errors` (tests/corpus/wild/promptfoo/promptfoo/
-    2024-10-07__examples__simple-cli__output.json is one); the real baseline with that count removed reads the
-    same."""
+    """promptfoo 0.92 to 0.100 wrote format version 3 without `stats.errors` (promptfoo's examples/simple-cli/
+    output.json of October 2024 is one); the real baseline with that count removed reads the same."""
     path = derived(tmp_path, lambda data: data["results"]["stats"].pop("errors"), "baseline")
     assert outcomes(read_promptfoo(path)) == outcomes(read("baseline"))
 
 
 def test_results_in_a_format_before_version_3_are_refused_naming_it(tmp_path: Path) -> None:
     """promptfoo before 0.92 put its rows at the top level, beside a `table` (format 1 and 2, or no version in its
-    first weeks); the real baseline rewritten so, as the corpus's 2023-2024 examples hold it."""
+    first weeks); the real baseline rewritten so, as promptfoo's examples of 2023 and 2024 hold it."""
     def older(data: dict[str, Any]) -> None:
         results = data.pop("results")
         data.update(version=2, results=results["results"], stats=results["stats"], table={"head": {}, "body": []})
