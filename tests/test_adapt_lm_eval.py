@@ -107,12 +107,60 @@ def test_an_old_results_format_is_refused_naming_the_version(tmp_path: Path) -> 
 
 
 def test_results_of_lm_eval_0_4_0_to_0_4_8_are_recognised_by_their_fields(tmp_path: Path) -> None:
-    # those versions wrote the same results and samples, without the lm_eval_version 0.4.9 added
+    # 0.4.7 and 0.4.8 wrote these results and samples without the lm_eval_version 0.4.9 added (0.4.0-0.4.6 logged
+    # their samples otherwise: the tests below)
     results, _ = copy(tmp_path)
     edit_results(results, lambda data: data.pop("lm_eval_version"))
     run = read_lm_eval(results)
     assert run.tool == "lm-eval 0.4 (before 0.4.9, which records its version)"
     assert outcomes(run) == outcomes(read("baseline"))
+
+
+def test_a_run_as_lm_eval_0_4_0_to_0_4_2_wrote_it_reads_the_same(tmp_path: Path) -> None:
+    """Derived from the real baseline: `results.json` without what 0.4.3 added, and the samples as those versions
+    logged them, `<model_args>_<task>.jsonl` holding one indented JSON array, no metrics list, no filter and no
+    hashes (real runs of this shape sit on pull-request branches of lm-evaluation-harness, #1668 and #1764)."""
+    results, samples = copy(tmp_path)
+    edit_results(results, lambda data: [data.pop(field) for field in (
+        "lm_eval_version", "higher_is_better", "n-samples", "task_hashes", "model_name_sanitized")])
+    edit_results(results, lambda data: data["config"].update(model_args="pretrained=tiny/model"))
+    rows = [json.loads(line) for line in samples.read_text().splitlines()]
+    for row in rows:
+        for field in ("metrics", "filter", "doc_hash", "prompt_hash", "target_hash"):
+            row.pop(field)
+    (results.parent / "pretrained__tiny__model_capitals.jsonl").write_text(json.dumps(rows, indent=2))
+    samples.unlink()
+    old = results.rename(results.parent / "results.json")
+    run, baseline = read_lm_eval(old.parent), read("baseline")
+    assert outcomes(run) == outcomes(baseline)
+    assert run.key.dataset_sha == baseline.key.dataset_sha  # the documents' hashes, computed as lm-eval computes them
+
+
+def test_samples_of_0_4_0_to_0_4_6_under_two_filters_are_told_apart_by_their_order(tmp_path: Path) -> None:
+    """Before 0.4.7 a sample named neither its metrics nor its filter: a task under several filters logged every
+    document once per filter, in the order of its filter_list. Derived from the real baseline, given two filters,
+    the second scoring the first document the other way."""
+    results, samples = copy(tmp_path)
+    edit_results(results, lambda data: data["configs"]["capitals"].update(
+        filter_list=[{"name": "strict", "filter": []}, {"name": "loose", "filter": []}]))
+    edit_results(results, lambda data: data["n-samples"].pop("capitals"))
+
+    def two_filters(rows: list[dict[str, Any]]) -> None:
+        first = [{k: v for k, v in row.items() if k not in ("metrics", "filter")} for row in rows]
+        second = json.loads(json.dumps(first))
+        second[0]["acc"] = 1 - second[0]["acc"]
+        rows[:] = first + second
+
+    edit_samples(samples, two_filters)
+    run = outcomes(read_lm_eval(results))
+    plain = outcomes(read("baseline"))
+    assert {k.replace("acc,strict", "acc") for k in run if ",strict" in k} == set(plain)
+    assert {k.replace("acc,loose", "acc") for k in run if ",loose" in k} == set(plain)
+    first = min(plain, key=lambda k: int(k.split("[")[1].rstrip("]")))
+    assert run[first.replace("acc", "acc,strict")] == plain[first] != run[first.replace("acc", "acc,loose")]
+    edit_samples(samples, lambda rows: rows.append(rows[0]))  # a third copy of a document: two runs in one file
+    with pytest.raises(InputError, match="logs document 0 twice under filter 'loose'"):
+        read_lm_eval(results)
 
 
 def test_missing_samples_ask_for_log_samples(tmp_path: Path) -> None:

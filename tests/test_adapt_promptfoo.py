@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -227,11 +228,45 @@ def test_a_test_written_twice_identically_is_read_as_repeats_and_said(tmp_path: 
     assert any("read as repeats of one test: 'france' (2 times)" in note for note in run.notes)
 
 
-def test_different_tests_sharing_vars_and_no_description_are_refused_saying_so(tmp_path: Path) -> None:
-    path = _written_twice(tmp_path, lambda row: row["testCase"]["assert"].append({"type": "icontains",
-                                                                                  "value": "x"}), describe=False)
-    with pytest.raises(InputError, match="2 different tests that share their vars, and have no description"):
-        read_promptfoo(path)
+def test_different_tests_sharing_vars_and_no_description_are_told_apart_by_their_test_case(tmp_path: Path) -> None:
+    """A red team's strategies run one attack's vars several ways, each an undescribed test of its own (as in the
+    output.json committed in promptfoo/promptfoo-action, and promptfoo's redteam-tracing example). Here the copy of
+    the first test gains an assertion, and its result."""
+    def another_assertion(row: dict[str, Any]) -> None:
+        assertion = {"type": "icontains", "value": "x"}
+        row["testCase"]["assert"].append(assertion)
+        row["gradingResult"]["componentResults"].append({"pass": True, "score": 1, "reason": "ok",
+                                                         "assertion": assertion})
+
+    path = _written_twice(tmp_path, another_assertion, describe=False)
+    run = read_promptfoo(path)
+    ids = {test.case for test in run.tests if test.case.startswith("vars:")}
+    assert len(ids) == 2 and all(re.fullmatch(r"vars:[0-9a-f]+/test:[0-9a-f]+", case) for case in ids)
+    assert len({case.split("/")[0] for case in ids}) == 1  # the same vars, two tests
+    assert not any(test.repeats for test in run.tests)
+    assert any("told apart by a fingerprint of its whole test case" in note for note in run.notes)
+    (tmp_path / "again").mkdir()
+    plain = read_promptfoo(_written_twice(tmp_path / "again", describe=False))  # written twice identically
+    assert all(test.repeats == (test.repeats[0], 2) for test in plain.tests if test.repeats) and any(
+        test.repeats for test in plain.tests)
+
+
+def test_results_from_before_promptfoo_0_101_count_errors_among_failures(tmp_path: Path) -> None:
+    """promptfoo 0.92 to 0.100 wrote format version 3 without `stats.errors` (promptfoo's examples/simple-cli/
+    output.json of October 2024 is one); the real baseline with that count removed reads the same."""
+    path = derived(tmp_path, lambda data: data["results"]["stats"].pop("errors"), "baseline")
+    assert outcomes(read_promptfoo(path)) == outcomes(read("baseline"))
+
+
+def test_results_in_a_format_before_version_3_are_refused_naming_it(tmp_path: Path) -> None:
+    """promptfoo before 0.92 put its rows at the top level, beside a `table` (format 1 and 2, or no version in its
+    first weeks); the real baseline rewritten so, as promptfoo's examples of 2023 and 2024 hold it."""
+    def older(data: dict[str, Any]) -> None:
+        results = data.pop("results")
+        data.update(version=2, results=results["results"], stats=results["stats"], table={"head": {}, "body": []})
+
+    with pytest.raises(InputError, match=r"format version 2, its rows at the top level, as promptfoo before 0\.92"):
+        read_promptfoo(derived(tmp_path, older, "baseline"))
 
 
 def test_a_null_result_row_is_one_line_not_a_crash(tmp_path):

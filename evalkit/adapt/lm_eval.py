@@ -13,12 +13,20 @@ arguments; the prompt is each task's template, description, delimiters, system i
 the seeds and generation arguments are shown as changed. lm-eval 0.4.0 to 0.4.8 record no `lm_eval_version`:
 their results are recognised by the fields every 0.4 writes (configs, versions, n-shot); results
 of the v0 harness (`results` and `versions` only), or of a recorded version before 0.4, are refused, naming it.
+Older 0.4 releases logged samples differently, and each is read as it was written: 0.4.0 to 0.4.2 wrote
+`results.json` (or the file `--output_path` named) with one `<model_args>_<task>.jsonl` per task beside it (the
+model arguments' `/` and `=` written `__`), a JSON array of samples; 0.4.0 to 0.4.6 logged no `metrics` and no
+`filter` in a sample, so a sample's metrics are those of the task's config (`metric_list`) and results it holds,
+and a task run under several filters logs each document once per filter, in the order of its `filter_list`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +50,8 @@ _DATASET_FIELDS = ("dataset_path", "dataset_name", "test_split", "validation_spl
 
 
 def read_lm_eval(path: Path) -> NeutralRun:
-    """Read a `results_<time>.json` (or the folder holding one) and its `samples_<task>_<time>.jsonl` files."""
+    """Read a `results_<time>.json` (or the folder holding one) and its `samples_<task>_<time>.jsonl` files (or
+    lm-eval 0.4.0-0.4.2's `results.json` and `<model_args>_<task>.jsonl`)."""
     results_path = _results_file(path)
     text, digest = read_text_sha256(results_path, "lm-eval results")
     where = str(results_path)
@@ -63,9 +72,10 @@ def read_lm_eval(path: Path) -> NeutralRun:
         config = configs[task]
         if not isinstance(config, dict):
             raise InputError(f"{where}: configs[{task!r}] is not an object")
-        rows, sample_digests[task] = _samples(results_path.parent / f"samples_{task}_{stamp}.jsonl", task)
+        rows, sample_digests[task] = _samples(_samples_path(results_path, task, data), task)
         better = _mapping(_mapping(data, "higher_is_better"), task)
-        found, seen_hashes, others = _task_tests(rows, task, better, several, str(results_path.parent))
+        logged = _Logged(_metric_names(config, data, task), _filter_names(config, data, task))
+        found, seen_hashes, others = _task_tests(rows, task, logged, better, several, str(results_path.parent))
         _check_count(data, task, {row[0] for row in seen_hashes}, where)
         tests.extend(found)
         hashes.extend([task, *row] for row in seen_hashes)
@@ -110,10 +120,11 @@ def _mapping(data: Mapping[str, Any], field: str) -> dict[str, Any]:
 
 
 def _results_file(path: Path) -> Path:
-    """The results file: `path` itself, or the one `results_*.json` in the folder or its model subfolder."""
+    """The results file: `path` itself, or the one `results_*.json` (0.4.0-0.4.2: `results.json`) in the folder or
+    its model subfolder."""
     if not path.is_dir():
         return path
-    found = sorted({*path.glob("results_*.json"), *path.glob("*/results_*.json")})
+    found = sorted({*path.glob("results_*.json"), *path.glob("*/results_*.json"), *path.glob("results.json")})
     if len(found) != 1:
         what = "no results_*.json" if not found else f"{len(found)} results files ({found[0].name}, ...)"
         raise InputError(f"{path}: {what} in the folder or its model subfolder; name the results_<time>.json "
@@ -141,12 +152,35 @@ def _version(data: Mapping[str, Any], where: str) -> str:
     return str(version)
 
 
+_STAMPED = re.compile(r"results_(.+)\.json")
+
+
+def _samples_path(results_path: Path, task: str, data: Mapping[str, Any]) -> Path:
+    """Where lm-eval logged the task's samples: `samples_<task>_<time>.jsonl` beside `results_<time>.json` (0.4.3 and
+    later), else `<model_args>_<task>.jsonl` beside the results file (0.4.0-0.4.2, `/` and `=` written `__`)."""
+    stamped = _STAMPED.fullmatch(results_path.name)
+    current = results_path.parent / f"samples_{task}_{stamped[1]}.jsonl" if stamped else None
+    model_args = _mapping(data, "config").get("model_args")
+    early = (results_path.parent / f"{re.sub('/|=', '__', model_args)}_{task}.jsonl"
+             if isinstance(model_args, str) else None)
+    if current is not None and (current.exists() or early is None or not early.exists()):
+        return current
+    return early or results_path.parent / f"samples_{task}.jsonl"
+
+
 def _samples(path: Path, task: str) -> tuple[list[dict[str, Any]], str]:
-    """The task's logged samples, one object per line, and the file's SHA-256."""
+    """The task's logged samples, one object per line (0.4.0-0.4.2: one JSON array), and the file's SHA-256."""
     if not path.exists():
         raise InputError(f"{path}: missing; the samples of task {task!r} are needed to gate per document: rerun "
-                         "lm_eval with --log_samples and keep the samples_<task>_<time>.jsonl beside the results")
+                         f"lm_eval with --log_samples and keep the {path.name} it writes beside the results")
     text, digest = read_text_sha256(path, "lm-eval samples")
+    if text.lstrip().startswith("["):  # lm-eval 0.4.0-0.4.2 dumped the samples as one indented JSON array
+        listed = parse_json(text, str(path), "lm-eval samples")
+        if not isinstance(listed, list) or not all(isinstance(row, dict) for row in listed):
+            raise InputError(f"{path}: not a list of sample objects; is the samples file truncated?")
+        if not listed:
+            raise InputError(f"{path}: no samples; was the run cancelled before it logged any?")
+        return listed, digest
     rows = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
@@ -159,16 +193,52 @@ def _samples(path: Path, task: str) -> tuple[list[dict[str, Any]], str]:
     return rows, digest
 
 
-def _task_tests(rows: list[dict[str, Any]], task: str, better: Mapping[str, Any], several: bool,
-                where: str) -> tuple[list[AdaptedTest], set[tuple[int, str, str]], set[str]]:
+@dataclass(frozen=True)
+class _Logged:
+    """What a task's samples hold when they do not say it themselves (lm-eval before 0.4.7): its metric names, and
+    its filters in the order each document was logged under them."""
+
+    metrics: tuple[str, ...]
+    filters: tuple[str, ...]
+
+
+def _metric_names(config: Mapping[str, Any], data: Mapping[str, Any], task: str) -> tuple[str, ...]:
+    """The task's metrics: its config's `metric_list`, then any other its results report (`acc,none` -> acc)."""
+    listed = config.get("metric_list")
+    names = [m.get("metric") for m in listed if isinstance(m, dict)] if isinstance(listed, list) else []
+    names += [key.split(",", 1)[0] for key in _mapping(_mapping(data, "results"), task) if "," in key]
+    return tuple(dict.fromkeys(n for n in names if isinstance(n, str) and not n.endswith("_stderr")))
+
+
+def _filter_names(config: Mapping[str, Any], data: Mapping[str, Any], task: str) -> tuple[str, ...]:
+    """The task's filters in the order lm-eval applied them: its config's `filter_list`, else its results' keys."""
+    listed = config.get("filter_list")
+    names = [f.get("name") for f in listed if isinstance(f, dict)] if isinstance(listed, list) else []
+    if not names:
+        names = [key.split(",", 1)[1] for key in _mapping(_mapping(data, "results"), task)
+                 if "," in key and not key.split(",", 1)[0].endswith("_stderr")]
+    return tuple(dict.fromkeys(str(n) for n in names)) or ("none",)
+
+
+def _task_tests(rows: list[dict[str, Any]], task: str, logged: _Logged, better: Mapping[str, Any],
+                several: bool, where: str) -> tuple[list[AdaptedTest], set[tuple[int, str, str]], set[str]]:
     """The task's tests, its documents' (doc_id, doc_hash, target_hash), and its metrics not gated per document."""
     tests = []
     seen: set[tuple[int, str]] = set()
+    times: dict[object, int] = {}  # how often each document was logged so far: its filter, before lm-eval 0.4.7
     hashes: set[tuple[int, str, str]] = set()
     others: set[str] = set()
     for row in rows:
-        doc, kind = row.get("doc_id"), row.get("filter", "none")
-        metrics = row.get("metrics")
+        doc, kind, metrics = row.get("doc_id"), row.get("filter"), row.get("metrics")
+        if "metrics" not in row and "filter" not in row:  # lm-eval 0.4.0-0.4.6: the config says what was logged
+            metrics = [name for name in logged.metrics if name in row]
+            times[doc] = times.get(doc, -1) + 1  # a copy beyond the last filter is a duplicate, refused below
+            kind = logged.filters[min(times[doc], len(logged.filters) - 1)]
+            if not metrics:
+                raise InputError(f"{where}: task {task!r}, document {doc}: the sample holds none of the task's metrics "
+                                 f"({', '.join(logged.metrics) or 'none listed'}): a sample without scores cannot be "
+                                 "gated")
+        kind = "none" if kind is None else kind
         if not isinstance(doc, int) or not isinstance(metrics, list) or not metrics:
             raise InputError(f"{where}: a sample of task {task!r} has no doc_id or no metrics list; is the samples "
                              "file truncated?")
@@ -176,7 +246,7 @@ def _task_tests(rows: list[dict[str, Any]], task: str, better: Mapping[str, Any]
             raise InputError(f"{where}: task {task!r} logs document {doc} twice under filter {kind!r}; duplicate "
                              "samples (two runs' samples in one file?) cannot be paired")
         seen.add((doc, str(kind)))
-        hashes.add((doc, str(row.get("doc_hash")), str(row.get("target_hash"))))
+        hashes.add((doc, *_document_hashes(row)))
         case = f"{task}/{doc}" if several else str(doc)
         for metric in metrics:
             if metric not in row:
@@ -191,6 +261,17 @@ def _task_tests(rows: list[dict[str, Any]], task: str, better: Mapping[str, Any]
             tests.append(AdaptedTest(f"{task}::{name}[{doc}]", "passed" if ok else "failed", case,
                                      message=None if ok else f"{metric} {value} (target {row.get('target')})"))
     return tests, hashes, others
+
+
+def _document_hashes(row: Mapping[str, Any]) -> tuple[str, str]:
+    """A sample's `doc_hash` and `target_hash`; lm-eval before 0.4.3 logged none, so they are computed as lm-eval
+    computes them (SHA-256 of the document as indented JSON, and of the target as text)."""
+    doc_hash, target_hash = row.get("doc_hash"), row.get("target_hash")
+    if doc_hash is None and "doc" in row:
+        doc_hash = hashlib.sha256(json.dumps(row["doc"], indent=2, ensure_ascii=False).encode()).hexdigest()
+    if target_hash is None and "target" in row:
+        target_hash = hashlib.sha256(str(row["target"]).encode()).hexdigest()
+    return str(doc_hash), str(target_hash)
 
 
 def _check_count(data: Mapping[str, Any], task: str, docs: set[int], where: str) -> None:

@@ -17,7 +17,7 @@ fingerprint of the tests' vars; the scorer is every test's assertions with their
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +42,17 @@ def read_promptfoo(path: Path) -> NeutralRun:
     where = str(path)
     data = json_object(parse_json(text, where, "promptfoo results"), where, _NOT_RESULTS)
     refuse_lone_surrogates(data, where)
+    if isinstance(data.get("results"), list) and "table" in data:  # promptfoo before 0.92 put the rows on top
+        written = f"version {data['version']}" if "version" in data else "without a version (promptfoo of 2023)"
+        raise InputError(f"{where}: promptfoo results format {written}, its rows at the top level, as promptfoo "
+                         f"before 0.92 (October 2024) wrote them; evalkit reads format version {FORMAT_VERSION}: "
+                         "rerun `promptfoo eval -o results.json` with a current promptfoo")
     results = json_object(data.get("results"), f"{where}: results", _NOT_RESULTS)
     version = results.get("version")
     if version != FORMAT_VERSION:
         raise InputError(f"{where}: results.version is {version!r}; evalkit reads promptfoo results version "
-                         f"{FORMAT_VERSION} (written by current promptfoo): rerun `promptfoo eval -o results.json` "
-                         "with a current promptfoo")
+                         f"{FORMAT_VERSION} (written by promptfoo 0.92, October 2024, and later): rerun "
+                         "`promptfoo eval -o results.json` with a current promptfoo")
     rows = results.get("results")
     if not isinstance(rows, list) or not rows:
         raise InputError(f"{where}: results.results holds no rows; was the eval cancelled before it wrote any?")
@@ -60,9 +65,11 @@ def read_promptfoo(path: Path) -> NeutralRun:
     groups: dict[str, list[Mapping[str, Any]]] = {}
     cases: dict[str, Mapping[str, Any]] = {}
     dataset: dict[str, Mapping[str, Any]] = {}  # by test, whatever prompts and providers ran it
-    for index, row in enumerate(rows):
-        case = json_object(row.get("testCase"), f"{where}: results.results[{index}].testCase", _NOT_RESULTS)
-        sample = dataset_id = _sample_id(row, case)
+    test_cases = [json_object(row.get("testCase"), f"{where}: results.results[{index}].testCase", _NOT_RESULTS)
+                  for index, row in enumerate(rows)]
+    shared_vars = _shared_vars(rows, test_cases)
+    for row, case in zip(rows, test_cases, strict=True):
+        sample = dataset_id = _sample_id(row, case, shared_vars)
         if many:
             sample = f"{sample}|{_prompt(row, where)}|{_provider(row, where)}"
         groups.setdefault(sample, []).append(row)
@@ -98,6 +105,10 @@ def read_promptfoo(path: Path) -> NeutralRun:
              "metrics); each assertion's pass or fail is gated"]
     if repeat > 1:
         notes.append(f"each test ran {repeat} times (--repeat {repeat}); its assertions are gated as repeats")
+    if shared_vars:
+        notes.append(f"{len(shared_vars)} sets of vars are shared by different tests without a description (a red "
+                     "team's strategies, or tests that differ only in their assertions): each such test is told apart "
+                     "by a fingerprint of its whole test case, `vars:<vars>/test:<test case>`")
     if written_again:
         notes.append("tests written identically several times in the config (told apart only by testIdx) are "
                      f"read as repeats of one test: {', '.join(written_again[:5])}")
@@ -133,7 +144,8 @@ def _check_complete(results: Mapping[str, Any], rows: list[Any], where: str) -> 
     stats = results.get("stats")
     if not isinstance(stats, dict):
         raise InputError(f"{where}: results.stats is missing; is the file truncated?")
-    counts = [stats.get(name) for name in ("successes", "failures", "errors")]
+    # promptfoo before 0.101 (December 2024) counted errors among the failures and wrote no `errors`
+    counts = [stats.get(name, 0 if name == "errors" else None) for name in ("successes", "failures", "errors")]
     if not all(isinstance(count, int) for count in counts):
         raise InputError(f"{where}: results.stats lacks successes, failures or errors counts")
     if sum(counts) != len(rows):  # type: ignore[arg-type]
@@ -160,12 +172,26 @@ def _identical_tests(group: list[Mapping[str, Any]], repeat: int) -> bool:
             and len({canonical_json(row.get("testCase")) for row in group}) == 1)
 
 
-def _sample_id(row: Mapping[str, Any], case: Mapping[str, Any]) -> str:
-    """A test's id: its description, else a fingerprint of its vars (promptfoo's tests have no other id)."""
+def _sample_id(row: Mapping[str, Any], case: Mapping[str, Any], shared_vars: frozenset[str] = frozenset()) -> str:
+    """A test's id: its description, else a fingerprint of its vars (promptfoo's tests have no other id), and of its
+    whole test case where different tests share those vars."""
     description = case.get("description")
     if isinstance(description, str) and description:
         return description
-    return f"vars:{fingerprint(case.get('vars', row.get('vars')))}"
+    by_vars = f"vars:{fingerprint(case.get('vars', row.get('vars')))}"
+    return f"{by_vars}/test:{fingerprint(canonical_json(case))}" if by_vars in shared_vars else by_vars
+
+
+def _shared_vars(rows: Sequence[Mapping[str, Any]], cases: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    """The vars ids that different undescribed tests share: test cases under different testIdx that differ in their
+    assertions, provider or metadata (a red team's strategies run one attack's vars several ways). A test written
+    identically twice is one test read as repeats; tests sharing a description are refused, the description being
+    the name their author chose."""
+    by_vars: dict[str, set[str]] = {}
+    for row, case in zip(rows, cases, strict=True):
+        if not (isinstance(case.get("description"), str) and case["description"]):
+            by_vars.setdefault(_sample_id(row, case), set()).add(canonical_json(case))
+    return frozenset(ident for ident, distinct in by_vars.items() if len(distinct) > 1)
 
 
 def _prompt(row: Mapping[str, Any], where: str) -> str:
