@@ -49,6 +49,18 @@ def test_the_html_page_has_the_table_escaped():
     assert "<b>x</b>" not in page
 
 
+def test_the_chart_darkens_cells_with_their_count_green_where_right_and_red_where_wrong():
+    chart = confusion_tables(REPORT)[0]["chart"]
+    cells = {(c["y"] // chart["size"], c["x"] // chart["size"]): c for c in chart["cells"]}
+    assert (chart["width"], chart["height"]) == (4 * chart["size"], 2 * chart["size"])
+    assert cells[(0, 0)]["right"] and cells[(0, 0)]["opacity"] == 1.0  # billing -> billing: 2, the most
+    assert not cells[(0, 1)]["right"] and 0 < cells[(0, 1)]["opacity"] < 1  # billing -> bug: 1
+    assert cells[(0, 2)]["opacity"] == 0.0 and cells[(1, 1)]["right"]
+    page = render_report_html(REPORT)
+    assert page.count('<rect x="') == 8 and 'fill="#cf222e" fill-opacity="0.54"' in page
+    assert "<title>expected bug, predicted &lt;b&gt;x&lt;/b&gt;|y z: 1</title>" in page  # labels escaped here too
+
+
 def test_no_classification_no_matrix():
     plain = RunReport(eval=REPORT.eval, outcomes=REPORT.outcomes)
     assert confusion_text(plain) == "" and confusion_markdown(plain) == [] and confusion_tables(plain) == []

@@ -66,8 +66,27 @@ def confusion_markdown(report: RunReport) -> list[str]:
     return lines
 
 
+CELL = 28
+"""The side of one cell of the matrix's chart, in pixels."""
+
+
 def confusion_tables(report: RunReport) -> list[dict[str, Any]]:
-    """Each matrix as `{check, columns, rows: [(expected, [count per column])]}`, labels cut, for a template."""
-    return [{"check": check, "columns": [_label(c) for c in columns],
-             "rows": [(_label(row), [int(confusion[row].get(c, 0)) for c in columns]) for row in rows]}
-            for check, rows, columns, confusion in _matrices(report)]
+    """Each matrix as `{check, columns, rows: [(expected, [count per column])], chart}`, labels cut, for a
+    template; `chart` draws it as a grid whose cells darken with their count, right answers green and wrong ones
+    red (drawn with SVG attributes: the pages' Content-Security-Policy admits no inline styles)."""
+    out = []
+    for check, rows, columns, confusion in _matrices(report):
+        counts = [[int(confusion[row].get(c, 0)) for c in columns] for row in rows]
+        out.append({"check": check, "columns": [_label(c) for c in columns],
+                    "rows": [(_label(row), line) for row, line in zip(rows, counts, strict=True)],
+                    "chart": _chart(rows, columns, counts)})
+    return out
+
+
+def _chart(rows: list[str], columns: list[str], counts: list[list[int]]) -> dict[str, Any]:
+    top = max((n for line in counts for n in line), default=0) or 1
+    cells = [{"x": j * CELL, "y": i * CELL, "n": n, "right": rows[i] == columns[j],
+              "opacity": round(0.08 + 0.92 * n / top, 3) if n else 0.0,
+              "title": f"expected {_label(rows[i])}, predicted {_label(columns[j])}: {n}"}
+             for i, line in enumerate(counts) for j, n in enumerate(line)]
+    return {"width": CELL * len(columns), "height": CELL * len(rows), "size": CELL, "cells": cells}
