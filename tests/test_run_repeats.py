@@ -375,10 +375,38 @@ def test_every_check_over_a_case_runs_once_per_sample(pytester: pytest.Pytester)
     report_from_mapping(data, "sampled report")  # the gate reads what the plugin wrote
 
 
-def test_repeats_with_several_workers_is_refused_in_one_line() -> None:
-    from pydantic import ValidationError
+def test_repeats_on_several_workers_report_as_one_process(tmp_path: Path) -> None:
+    """Each shard's per-sample outcomes and metrics travel in its partial report: the merged report is the one a
+    single process writes, repeats, sample means and case counts included."""
+    from evalkit.run.runner import run_checks
 
-    with pytest.raises(ValidationError, match=r"run.repeats=3 runs the checks in one process: set run.workers=1"):
-        RunSettings(out="x", repeats=3, workers=2)
-    assert RunSettings(out="x", repeats=3, workers=1).repeats == 3
-    assert RunSettings(out="x", repeats=1, workers="auto").workers == "auto"
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    # two modules, so the shards split a case's checks between them; both record `length`, the later one wins
+    (suite / "test_suite.py").write_text(SAMPLED_TESTS)
+    (suite / "test_more.py").write_text(
+        "def test_length(case, task_reply, record_metric):\n    record_metric('length', 2 * len(task_reply))\n"
+        "    assert task_reply != 'wrong'\n")
+    run = tmp_path / "run-input.json"
+    run.write_text(json.dumps(SAMPLED_RUN))
+    reports = {}
+    for workers in (1, 2):
+        out = tmp_path / f"out-{workers}"
+        out.mkdir()
+        reports[workers] = run_checks(suite, run, out, workers=workers)
+
+    def stable(report: dict[str, Any]) -> str:
+        kept = {k: v for k, v in report.items() if k not in ("created", "duration")}
+        kept["tests"] = [{k: v for k, v in t.items() if k in ("nodeid", "outcome", "repeats", "case")}
+                         for t in report["tests"]]
+        return json.dumps(kept, sort_keys=True)
+
+    one, two = reports[1], reports[2]
+    assert stable(two) == stable(one)
+    cases = {c["id"]: c for c in two["cases"]}
+    # test_suite.py is collected after test_more.py: its `length` is the later one, in one process and in two
+    assert cases["a"]["metrics"] == {"length": (5 + 5 + 5) / 3}
+    assert cases["a"]["repeats"] == {"passed": 2, "runs": 3}
+    assert {t["nodeid"].split("::")[-1]: t["repeats"]["passed"] for t in two["tests"] if "repeats" in t} == {
+        "test_right[a]": 2, "test_right[b]": 2, "test_length[a]": 2, "test_length[b]": 3}
+    assert RunSettings(out="x", repeats=3, workers=2).workers == 2  # no longer refused

@@ -289,7 +289,8 @@ class RunSettings(_Strict):
     not part of the eval key (evalkit.run.samples says why); each report's tests carry their counts."""
     workers: int | Literal["auto"] = 1
     """Processes the suite's checks run on (shards, evalkit.run.workers): 1 runs them in one process, `auto` on
-    every CPU this process may use. The run report is the same whichever (durations aside); model calls are not
+    every CPU this process may use. The run report is the same whichever (durations aside), with repeated samples
+    too (each shard's per-sample outcomes and metrics travel in its partial report); model calls are not
     affected."""
 
     @field_validator("workers", mode="before")
@@ -307,15 +308,6 @@ class RunSettings(_Strict):
                                  "process may use); use auto or a smaller number")
             return value
         raise ValueError("run.workers is a whole number of processes (at least 1) or auto")
-
-    @model_validator(mode="after")
-    def _one_process_for_repeats(self) -> RunSettings:
-        # repeated samples run in a loop inside the process that collected the checks, and their per-sample
-        # outcomes and metrics stay in it; they do not travel from a shard's partial report yet
-        if self.repeats > 1 and self.workers != 1:
-            raise ValueError(f"run.repeats={self.repeats} runs the checks in one process: set run.workers=1 "
-                             "(sampling several times on several workers is not supported yet)")
-        return self
 
 
 WORKERS_PER_CPU = 4

@@ -26,7 +26,7 @@ from evalkit.run.eval_block import EvalBlock
 from evalkit.run.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
 from evalkit.run.run_input import RunInput, read_run_input
 from evalkit.run.sample_protocol import run_samples
-from evalkit.run.workers import RECORDED, SHARD_OPTION, register_for_workers
+from evalkit.run.workers import RECORDED, SAMPLED, SHARD_OPTION, register_for_workers
 
 RUN_OPTION = "--evalkit-run"
 CARRIED = "evalkit_recorded"
@@ -161,7 +161,7 @@ class _EvalRun:
                                       or not math.isfinite(value)):
                 raise ValueError(f"case {case.id}: metric {name!r} must be a finite number or None, got {value!r}")
             self._recording(request).setdefault("metrics", {})[name] = None if value is None else float(value)
-            if self.run.repeats > 1:  # averaged over the samples (run.workers is 1 then: RunSettings says why)
+            if self.run.repeats > 1:  # averaged over the samples, once every shard's are in (EvalBlock)
                 by_sample = self.sample_metrics.setdefault(case.id, {})
                 by_sample.setdefault(self.sample, {})[name] = None if value is None else float(value)
 
@@ -220,6 +220,10 @@ class _EvalRun:
                     crash["path"] = _relative(crash["path"], self.root)
         if self.shard:  # a partial report: the runner merges the shards' and computes the eval block once
             json_report[RECORDED] = self.recorded
+            if self.run.repeats > 1:  # each sample's outcome and metrics travel with it (JSON keys: text)
+                json_report[SAMPLED] = {"outcomes": self.sampled, "metrics": {
+                    case: {str(sample): metrics for sample, metrics in by_sample.items()}
+                    for case, by_sample in self.sample_metrics.items()}}
             return
         EvalBlock(self.run, self.recorded, self.sampled, self.sample_metrics).add_to(json_report)
 

@@ -54,7 +54,7 @@ from evalkit.run.plugin import RUN_OPTION
 from evalkit.run.recording import ForeignRecording, Provenance, Recording, load_recording, save_recording
 from evalkit.run.run_input import CallInput, RunInput, SuiteInput, read_run_input
 from evalkit.run.suite import load_task
-from evalkit.run.workers import RECORDED, merge_shards, shard_args, worker_count
+from evalkit.run.workers import RECORDED, SAMPLED, merge_shards, shard_args, worker_count
 
 __all__ = ["RunResult", "run_suite", "run_checks"]
 
@@ -457,7 +457,10 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[s
         data: dict[str, Any] = partials[0]
         return data
     data = merge_shards(partials)
-    EvalBlock(read_run_input(input_path), data.pop(RECORDED)).add_to(data)
+    sampled = data.pop(SAMPLED, None) or {"outcomes": {}, "metrics": {}}
+    sample_metrics = {case: {int(sample): values for sample, values in by_sample.items()}
+                      for case, by_sample in sampled["metrics"].items()}
+    EvalBlock(read_run_input(input_path), data.pop(RECORDED), sampled["outcomes"], sample_metrics).add_to(data)
     return data
 
 

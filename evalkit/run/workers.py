@@ -22,12 +22,15 @@ import pytest
 from evalkit.core.config import available_cpus
 from evalkit.core.errors import InputError
 
-__all__ = ["SHARD_OPTION", "RECORDED", "worker_count", "shard_args", "parse_shard", "shard_block",
+__all__ = ["SHARD_OPTION", "RECORDED", "SAMPLED", "worker_count", "shard_args", "parse_shard", "shard_block",
            "register_for_workers", "merge_shards"]
 
 SHARD_OPTION = "--evalkit-shard"
 RECORDED = "evalkit_recorded"
 """The key of a partial report holding node id -> what the test recorded (its case, metrics, grade)."""
+SAMPLED = "evalkit_sampled"
+"""The key of a partial report of a run with repeated samples: `outcomes` (node id -> each sample's outcome) and
+`metrics` (case id -> sample number, as text -> the metrics that sample's checks recorded)."""
 _SESSION_WHEN = ("config", "collect")  # warnings every shard raises once, as one process raises them once
 _NO_TESTS = 5  # pytest's exit code for a session that ran no test: a shard whose block is empty
 
@@ -99,14 +102,34 @@ def merge_shards(partials: list[dict[str, Any]]) -> dict[str, Any]:
     for partial in partials:
         recorded.update(partial.get(RECORDED, {}))
     warnings = _warnings(partials)
-    for key in ("tests", "warnings", RECORDED):
+    sampled = _sampled(partials)
+    for key in ("tests", "warnings", RECORDED, SAMPLED):
         merged.pop(key, None)
     if "tests" in partials[0]:
         merged["tests"] = tests
     if warnings:
         merged["warnings"] = warnings
     merged[RECORDED] = recorded
+    if sampled is not None:
+        merged[SAMPLED] = sampled
     return merged
+
+
+def _sampled(partials: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The shards' per-sample outcomes and metrics, joined in shard order (a case whose checks fell in two shards
+    gets both shards' metrics, the later shard's value kept for a name recorded twice, as one process keeps the
+    later test's)."""
+    blocks = [p[SAMPLED] for p in partials if SAMPLED in p]
+    if not blocks:
+        return None
+    outcomes: dict[str, list[str]] = {}
+    metrics: dict[str, dict[str, dict[str, float | None]]] = {}
+    for block in blocks:
+        outcomes.update(block["outcomes"])
+        for case, by_sample in block["metrics"].items():
+            for sample, values in by_sample.items():
+                metrics.setdefault(case, {}).setdefault(sample, {}).update(values)
+    return {"outcomes": outcomes, "metrics": metrics}
 
 
 def _warnings(partials: list[dict[str, Any]]) -> list[dict[str, Any]]:
