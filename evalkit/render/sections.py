@@ -7,6 +7,7 @@ from typing import Any
 from evalkit.core.report import RunReport
 from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
+from evalkit.render.money import money_rows
 
 __all__ = ["decision_lists", "sections", "render_sections"]
 
@@ -48,6 +49,7 @@ def sections(report: RunReport) -> dict[str, list[tuple[str, str]]]:
         if cost_data.get("judge_calls"):
             cost.append(("judge calls (apart)", f"{cost_data['judge_calls']}: {cost_data['judge_input_tokens']} "
                                                 f"input, {cost_data['judge_output_tokens']} output tokens"))
+    cost += money_rows(report)
     live = report.execution.get("live") or {}
     if live:
         cost.append(("live calls sent", f"{live['sent']} ({live['retried']} retried) in {live['seconds']:.1f} s"))
