@@ -103,7 +103,8 @@ def money_section(calls: Mapping[str, Tokens], sides: Mapping[str, Side]) -> dic
     side was priced at, so that a report read later is never repriced at another table's figures.
 
     `calls` maps each call that got a reply to its tokens; `sides` maps `model` (and `judge`, if it judged) to its
-    name and entry. A side or a case with any call that cannot be priced has no cost (None), and says why."""
+    name and entry. A side or a case with any call that cannot be priced has no cost (None), and the side says why;
+    the calls of a side without an entry are not listed one by one, and without the model's entry `cases` is None."""
     per_call: dict[str, Decimal | None] = {}
     per_case: dict[str, list[Decimal | None]] = {}
     by_side: dict[str, list[Decimal | None]] = {role: [] for role in sides}
@@ -114,7 +115,8 @@ def money_section(calls: Mapping[str, Tokens], sides: Mapping[str, Side]) -> dic
         role = "model" if which.kind == "task" else "judge"
         side = sides[role]
         cost = call_cost(side.price, tokens)
-        per_call[call_id] = cost
+        if side.price is not None:  # a side without an entry says so once, not once per call
+            per_call[call_id] = cost
         by_side[role].append(cost)
         estimated[role] += tokens.estimated
         if cost is None:
@@ -136,6 +138,7 @@ def money_section(calls: Mapping[str, Tokens], sides: Mapping[str, Side]) -> dic
             block["no_price"] = reasons.get(role, f"no entry for {side.name} in the price table")
         section[role] = block
     section["usd"] = _number(_sum(totals))
-    section["cases"] = {case: _number(_sum(costs)) for case, costs in sorted(per_case.items())}
+    priced = "model" in sides and sides["model"].price is not None
+    section["cases"] = ({case: _number(_sum(costs)) for case, costs in sorted(per_case.items())} if priced else None)
     section["calls"] = {call_id: _number(cost) for call_id, cost in sorted(per_call.items())}
     return section

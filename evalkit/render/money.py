@@ -78,8 +78,9 @@ def money_rows(report: RunReport) -> list[tuple[str, str]]:
 
 
 def _per_case(money: Mapping[str, Any]) -> str:
-    cases = money.get("cases") if isinstance(money.get("cases"), Mapping) else {}
-    assert isinstance(cases, Mapping)
+    cases = money.get("cases")
+    if not isinstance(cases, Mapping):
+        return NO_PRICE
     amounts = [_amount(v) for v in cases.values()]
     if not amounts:
         return "no case got a reply"
