@@ -166,6 +166,12 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
                      f"input tokens {budget['input_tokens']}, output tokens {budget['output_tokens']} "
                      f"(estimated where the provider reported none; {budget['unknown_usage_calls']} calls "
                      f"with unknown usage); calls {result.execution['calls']}")
+        denied = live.get("denied")
+        if denied:  # the budget's refusals, said plainly: their cases are unscored, not failed
+            limit = str(denied["first"]).removeprefix("budget_denied: ").split(" ", 1)[0]
+            run_line += (f"\nbudget: {limit} denied {denied['calls']} call(s) before they were sent "
+                         f"({denied['first'].removeprefix('budget_denied: ')}); their cases are unscored, and a gate "
+                         "treats the run as incomplete")
     cost = money_line(result.report)
     if cost is not None:
         run_line += f"\n{cost}"

@@ -156,6 +156,8 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     if live is not None:
         stats["live"] = {"sent": caller.sent, "retried": caller.retried,
                          "seconds": round(caller.live_seconds, 3), "budget": live.budget.summary()}
+        if caller.denied:
+            stats["live"]["denied"] = {"calls": len(caller.denied), "first": caller.denied[0]}
     return Execution(calls, caller.recording_to_save(version), stats)
 
 
@@ -193,6 +195,8 @@ class _Caller:
         self.live_seconds = 0.0
         self.outages: list[str] = []
         """Reasons of calls that failed after their retries: once there is one, no further call starts."""
+        self.denied: list[str] = []
+        """Why the budget refused each call it refused, in the order refused."""
         self.misses: list[Miss] = []
         """Calls a replay could not serve, in the order planned."""
         self._lock = threading.Lock()
@@ -280,6 +284,8 @@ class _Caller:
         while True:
             reservation = live.budget.reserve(estimate, config.price, self.listed[role])
             if isinstance(reservation, str):
+                with self._lock:
+                    self.denied.append(reservation)
                 return self._end(call_id, request, progress, failure=Failure(kind="budget_denied", reason=reservation))
             self.limiter.acquire(estimate + live.budget.limits.reserve_output_tokens)
             with self._lock:
