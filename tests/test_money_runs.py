@@ -148,7 +148,7 @@ def test_max_usd_stops_a_live_run_before_it_overspends(tmp_path: Path) -> None:
     unscored = [case for case in report["cases"] if case["status"] == "unscored"]
     assert unscored and all(any("budget.max_usd=0.003 would be exceeded" in p for p in case["problems"])
                             for case in unscored if "budget_denied" in case["calls"].values())
-    assert "budget: budget.max_usd=0.003 denied" in done.stdout
+    assert "call(s) denied before they were sent: budget.max_usd=0.003 would be exceeded ($" in done.stdout
     # what the money section says was spent on the replies is what the budget settled
     assert report["execution"]["money"]["usd"] == pytest.approx(spent)
 

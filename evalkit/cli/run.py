@@ -168,10 +168,9 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
                      f"with unknown usage); calls {result.execution['calls']}")
         denied = live.get("denied")
         if denied:  # the budget's refusals, said plainly: their cases are unscored, not failed
-            limit = str(denied["first"]).removeprefix("budget_denied: ").split(" ", 1)[0]
-            run_line += (f"\nbudget: {limit} denied {denied['calls']} call(s) before they were sent "
-                         f"({denied['first'].removeprefix('budget_denied: ')}); their cases are unscored, and a gate "
-                         "treats the run as incomplete")
+            run_line += (f"\nbudget: {denied['calls']} call(s) denied before they were sent: "
+                         f"{str(denied['first']).removeprefix('budget_denied: ')}; their cases are unscored, and a "
+                         "gate treats the run as incomplete")
     cost = money_line(result.report)
     if cost is not None:
         run_line += f"\n{cost}"

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.policy import Policy
-from evalkit.core.prices import GROUP as PRICES, PriceEntry, check_price_file, prices_where
+from evalkit.core.prices import GROUP as PRICES
+from evalkit.core.prices import PriceEntry, check_price_file, prices_where
 
 __all__ = ["BUILTIN_METRICS", "SliceSpec", "SweepSettings", "Mode", "Progress", "Price", "BudgetConfig", "ModelConfig",
            "PromptConfig", "DatasetConfig", "ProgramLimits", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig",
