@@ -120,6 +120,11 @@ def test_a_live_run_records_usage_and_every_page_shows_its_cost_at_the_prices_it
     assert f"| cost, run \\(USD\\) | {usd(float(dearer_model + judge_total))} |" in decision_md \
         or f"| cost, run (USD) | {usd(float(dearer_model + judge_total))} |" in decision_md
     assert "as of 2026-12-01" in decision_md and "example.com/anthropic-pricing" in decision_md
+    # against the baseline, each at the prices its own report recorded, and saying that those differ
+    old, new = float(model_total + judge_total), float(dearer_model + judge_total)
+    assert (f"{usd(new)} here, {usd(old)} in the baseline (+35%); priced at other figures (the baseline's of "
+            "2026-11-30, this run's of 2026-11-30, 2026-12-01): each report keeps its own, neither is repriced"
+            in decision_md.replace("\\", ""))
     page = (gate_job / "report.html").read_text(encoding="utf-8")
     assert usd(float(dearer_model + judge_total)) in page and "as of 2026-12-01" in page
 

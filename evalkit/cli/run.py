@@ -201,7 +201,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     if decision.statistics:
         row["paired"] = {k: decision.statistics[k] for k in ("difference", "interval", "groups", "seed", "resamples")}
     say(redact(render_decision(decision, critical, settings)))
-    say(redact(render_sections(result.report)))
+    say(redact(render_sections(result.report, base_report)))
     say(redact(run_line))
     say(redact(f"baseline: {name}"))
     if not config.require_pass:  # report-only: everything above was written; only the exit code differs

@@ -59,8 +59,9 @@ def _price(price: Mapping[str, Any]) -> str:
             f"({price.get('source')})")
 
 
-def money_rows(report: RunReport) -> list[tuple[str, str]]:
-    """The cost section's rows in money: each side, per case, the run, and the prices they were computed at."""
+def money_rows(report: RunReport, baseline: RunReport | None = None) -> list[tuple[str, str]]:
+    """The cost section's rows in money: each side, per case, the run (against the baseline's, when given), and the
+    prices they were computed at."""
     money = _money(report)
     if money is None:
         return []
@@ -72,9 +73,40 @@ def money_rows(report: RunReport) -> list[tuple[str, str]]:
             rows.append(("cost per case", _per_case(money)))
     total = _amount(money.get("usd"))
     rows.append(("cost, run (USD)", usd(total) if total is not None else NO_PRICE))
+    against = _money(baseline) if baseline is not None else None
+    change = _change(against, money) if against is not None else None
+    if change is not None:
+        rows.append(("cost, run vs baseline", change))
     priced = {str(block.get("name")): block["price"] for _, block in sides if isinstance(block.get("price"), Mapping)}
     rows += [(f"price of {name}", _price(price)) for name, price in priced.items()]
     return rows
+
+
+def _prices(money: Mapping[str, Any]) -> dict[str, Any]:
+    """Each side's recorded price entry (None for a side without one)."""
+    return {role: block.get("price") for role in ("model", "judge") if isinstance(block := money.get(role), Mapping)}
+
+
+def _days(money: Mapping[str, Any]) -> str:
+    return ", ".join(sorted({str(p.get("as_of")) for p in _prices(money).values() if isinstance(p, Mapping)}))
+
+
+def _change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
+    """This run's cost against the baseline's, each at the prices its own report recorded, and whether those
+    prices differ (then a change of cost is partly a change of price); None when neither has a price."""
+    old, new = _amount(before.get("usd")), _amount(after.get("usd"))
+    if old is None and new is None:
+        return None
+    text = f"{usd_text(new)} here, {usd_text(old)} in the baseline"
+    if old is not None and new is not None and old > 0:
+        text += f" ({(new - old) / old:+.0%})"
+    elif old is None or new is None:
+        text += ": not comparable in money"
+    then, now = _prices(before), _prices(after)
+    if any(then.get(role) is not None and now.get(role) is not None and then[role] != now[role] for role in now):
+        text += (f"; priced at other figures (the baseline's of {_days(before)}, this run's of {_days(after)}): "
+                 "each report keeps its own, neither is repriced")
+    return text
 
 
 def _per_case(money: Mapping[str, Any]) -> str:
