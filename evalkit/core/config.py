@@ -532,7 +532,9 @@ def _check_policy_metrics(config: RunConfig) -> None:
 def _refusal(error: ValidationError, choices: dict[str, str], overrides: tuple[str, ...]) -> ConfigError:
     """One line naming the option files (and command-line overrides) the bad keys came from."""
     groups = sorted({str(e["loc"][0]) for e in error.errors() if e["loc"]})
-    sources = [prices_where(choices) if g == PRICES else f"conf/{g}/{choices[g]}.yaml" for g in groups if g in choices]
+    # the price table is chosen as a list, which Hydra records no choice for: named by its folder
+    sources = [prices_where(choices) if g == PRICES else f"conf/{g}/{choices[g]}.yaml" for g in groups
+               if g in choices or g == PRICES]
     touched = [o for o in overrides if o.lstrip("+~").split("=")[0].split(".")[0] in groups]
     if touched:
         sources.append("command line " + " ".join(touched))
