@@ -53,6 +53,7 @@ class Budget:
         self._held = _Totals()  # reservations of calls in flight
         self.unknown = 0  # calls whose usage stayed unknown; their reservations count as spent
         self._kept = _Totals()  # those reservations, reported apart: reserved is not used
+        self._unpriced = False  # a call of a model without a price table entry was reserved: dollars unknown
 
     def reserve(self, input_tokens: int, price: Price | None, listed: PriceEntry | None = None) -> Reservation | str:
         """Reserve one call; returns the reservation, or why the budget denies it. `listed` is the model's entry in
@@ -63,6 +64,7 @@ class Budget:
             return f"budget_denied: budget.max_usd={self.limits.max_usd:g} cannot price this call (no price)"
         usd = reserve_cost(listed, input_tokens, output) if listed is not None else Decimal(0)
         with self._lock:
+            self._unpriced = self._unpriced or listed is None
             after = _Totals(self._spent.calls + self._held.calls + 1,
                             self._spent.input_tokens + self._held.input_tokens + input_tokens,
                             self._spent.output_tokens + self._held.output_tokens + output,
@@ -121,7 +123,8 @@ class Budget:
             return {"calls": self._spent.calls,
                     "input_tokens": self._spent.input_tokens - self._kept.input_tokens,
                     "output_tokens": self._spent.output_tokens - self._kept.output_tokens,
-                    "cost": round(self._spent.cost, 6), "usd": float(self._spent.usd),
+                    # dollars at the price table's figures; None once a call had no price: never 0 for unknown
+                    "cost": round(self._spent.cost, 6), "usd": None if self._unpriced else float(self._spent.usd),
                     "unknown_usage_calls": self.unknown,
                     "kept_reservations": {"input_tokens": self._kept.input_tokens,
                                           "output_tokens": self._kept.output_tokens}}
