@@ -7,6 +7,7 @@ from __future__ import annotations
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -16,7 +17,8 @@ from hypothesis import strategies as st
 from evalkit.core.errors import ConfigError
 from evalkit.core.money import Side, Tokens, call_cost, money_section, unpriced_reason
 from evalkit.core.prices import PriceEntry, check_price_file, price_of
-from evalkit.render.money import NO_PRICE, usd
+from evalkit.core.report import RunReport
+from evalkit.render.money import NO_PRICE, money_line, money_rows, run_usd, usd, usd_cell
 
 DEFAULT_TABLE = Path(__file__).resolve().parents[1] / "evalkit" / "conf" / "prices" / "default.yaml"
 SONNET = PriceEntry(input=3.0, output=15.0, cached_input=0.3, cache_write=3.75, as_of="2026-12-02",
@@ -168,3 +170,49 @@ def test_a_bad_entry_is_refused_naming_the_file_the_model_and_the_field(entry, m
 def test_a_price_file_that_is_not_a_mapping_is_refused():
     with pytest.raises(ConfigError, match=r"conf/prices/team\.yaml: a price file maps model names to prices"):
         check_price_file(["claude-x"], "conf/prices/team.yaml")
+
+
+# -- what the pages show, from what a report recorded ------------------------------------------------------------------
+
+
+def _report(money: dict[str, Any] | None) -> RunReport:
+    return RunReport(eval={"model": "m"}, outcomes={"t::a": "passed"},
+                     execution={"money": money} if money is not None else {})
+
+
+def test_the_rows_show_each_side_the_run_and_the_prices_with_their_date_and_source():
+    section = money_section({"task/a": Tokens(1000, 100), "task/b": Tokens(3000, 100)},
+                            {"model": Side("sonnet", SONNET)})
+    rows = dict(money_rows(_report(section)))
+    assert rows["cost, model under test"] == "$0.0150 (2 calls)"
+    assert rows["cost per case"] == "mean $0.007500 over 2 cases; most $0.0105 (b)"
+    assert rows["cost, run (USD)"] == "$0.0150"
+    assert rows["price of sonnet"] == ("input $3, output $15, cached input $0.3, cache write $3.75 per million "
+                                       "tokens, as of 2026-12-02 (https://example.com/anthropic)")
+    assert money_line(_report(section)) == ("cost: $0.0150 (model $0.0150; prices as of 2026-12-02 from the price "
+                                            "table (conf/prices/))")
+
+
+def test_a_report_without_a_price_says_so_and_one_without_money_says_nothing():
+    unpriced = _report(money_section({"task/a": Tokens(10, 1)}, {"model": Side("gemma4:e2b", None)}))
+    assert dict(money_rows(unpriced)) == {
+        "cost, model under test": "no price (no entry for gemma4:e2b in the price table)",
+        "cost, run (USD)": "no price"}
+    assert money_line(unpriced) == "cost: no price (no entry for gemma4:e2b in the price table)"
+    assert usd_cell(unpriced) == "no price" and run_usd(unpriced) is None
+    older = _report(None)  # made before evalkit priced runs, or adapted from another tool
+    assert money_rows(older) == [] and money_line(older) is None and usd_cell(older) == "-"
+
+
+def test_against_the_baseline_each_report_keeps_its_own_prices():
+    dearer = SONNET.model_copy(update={"input": 6.0, "as_of": SONNET.as_of.replace(day=3)})
+    before = _report(money_section({"task/a": Tokens(1000, 100)}, {"model": Side("sonnet", SONNET)}))
+    after = _report(money_section({"task/a": Tokens(1000, 100)}, {"model": Side("sonnet", dearer)}))
+    rows = dict(money_rows(after, before))
+    assert rows["cost, run vs baseline"] == (
+        "$0.007500 here, $0.004500 in the baseline (+67%); priced at other figures (the baseline's of 2026-12-02, this "
+        "run's of 2026-12-03): each report keeps its own, neither is repriced")
+    unpriced = _report(money_section({"task/a": Tokens(10, 1)}, {"model": Side("gemma4:e2b", None)}))
+    assert dict(money_rows(unpriced, before))["cost, run vs baseline"] == (
+        "no price here, $0.004500 in the baseline: not comparable in money")
+    assert "cost, run vs baseline" not in dict(money_rows(unpriced, unpriced))
