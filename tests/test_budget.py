@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from evalkit.core.config import BudgetConfig, Price
+from evalkit.core.prices import PriceEntry
 from evalkit.live.budget import Budget, estimate_tokens
 from evalkit.live.providers.base import Usage
 
@@ -32,7 +35,7 @@ def test_unknown_usage_keeps_the_reservation():
     assert not isinstance(held, str)
     budget.settle(held, None, None)  # a timeout: the server may have done the work
     # the reservation still bounds the budget, but it is reported apart: reserved is not used
-    assert budget.summary() | {} == {"calls": 1, "input_tokens": 0, "output_tokens": 0, "cost": 0.0,
+    assert budget.summary() | {} == {"calls": 1, "input_tokens": 0, "output_tokens": 0, "cost": 0.0, "usd": None,
                                      "unknown_usage_calls": 1,
                                      "kept_reservations": {"input_tokens": 60, "output_tokens": 10}}
     assert isinstance(budget.reserve(60, None), str)
@@ -71,6 +74,49 @@ def test_cost_from_the_price_table():
     assert isinstance(budget.reserve(4000, price), str)  # 0.005 + 0.008 > 0.01
     budget.settle(held, Usage(input_tokens=1000, output_tokens=0), price)
     assert budget.summary()["cost"] == pytest.approx(0.001)
+
+
+LISTED = PriceEntry(input=3.0, output=15.0, cached_input=0.3, cache_write=3.75, as_of="2026-12-02",
+                    source="https://example.com/prices")
+
+
+def test_max_usd_reserves_at_the_listed_prices_and_names_the_amounts_when_it_denies():
+    budget = Budget(BudgetConfig(max_usd=0.05, reserve_output_tokens=1000))
+    # each call reserves 1000 input x $3/M + 1000 output x $15/M = $0.018
+    first, second = budget.reserve(1000, None, LISTED), budget.reserve(1000, None, LISTED)
+    assert not isinstance(first, str) and not isinstance(second, str)
+    assert first.usd == Decimal("0.018")
+    denied = budget.reserve(1000, None, LISTED)  # 3 x 0.018 = 0.054 > 0.05: refused before it is sent
+    assert denied == ("budget_denied: budget.max_usd=0.05 would be exceeded ($0.036000 spent or held by calls in "
+                      "flight, and this call reserves $0.018000)")
+
+
+def test_max_usd_settles_at_the_reported_usage_cache_reads_and_writes_at_their_own_prices():
+    budget = Budget(BudgetConfig(max_usd=0.05, reserve_output_tokens=1000))
+    held = budget.reserve(1000, None, LISTED)
+    assert not isinstance(held, str)
+    budget.settle(held, Usage(input_tokens=100, output_tokens=10, cache_read_tokens=1000, cache_write_tokens=200),
+                  None, listed=LISTED)
+    expected = (100 * 3 + 10 * 15 + 1000 * 0.3 + 200 * 3.75) / 1_000_000
+    assert budget.summary()["usd"] == pytest.approx(expected)
+    # what settled is spent: two reservations of $0.018 fit beside it, a third does not
+    assert not isinstance(budget.reserve(1000, None, LISTED), str)
+    assert not isinstance(budget.reserve(1000, None, LISTED), str)
+    assert isinstance(budget.reserve(1000, None, LISTED), str)
+
+
+def test_max_usd_keeps_the_reservation_of_a_call_whose_usage_is_unknown():
+    budget = Budget(BudgetConfig(max_usd=0.02, reserve_output_tokens=1000))
+    held = budget.reserve(1000, None, LISTED)
+    assert not isinstance(held, str)
+    budget.settle(held, None, None, listed=LISTED)  # a timeout: the provider may have billed it
+    assert budget.summary()["usd"] == pytest.approx(0.018)
+    assert isinstance(budget.reserve(1000, None, LISTED), str)
+
+
+def test_max_usd_never_sends_a_call_it_cannot_price():
+    budget = Budget(BudgetConfig(max_usd=10.0))
+    assert budget.reserve(10, None, None) == ("budget_denied: budget.max_usd=10 cannot price this call (no price)")
 
 
 def test_no_limits_admit_everything():

@@ -110,6 +110,32 @@ def test_max_cost_needs_a_price_table(hydra_conf):
     assert validate_config(priced, {}).budget.max_cost == 1.5
 
 
+def test_the_composed_price_table_holds_evalkits_entries_by_exact_model_name(hydra_conf):
+    config = validate_config(composed("model=claude"), {})
+    entry = config.prices["claude-sonnet-4-6"]
+    assert (entry.input, entry.output, entry.cached_input, entry.cache_write) == (3.0, 15.0, 0.3, 3.75)
+    assert entry.source.startswith("https://") and str(entry.as_of) == "2026-12-02"
+    assert "gemini-3.8-flash" not in config.prices  # the example suites' model: no published price known
+
+
+def test_max_usd_needs_an_entry_for_the_model_and_the_judge(hydra_conf):
+    with pytest.raises(ConfigError, match=r"^budget\.max_usd=2 needs a price for gemini-3\.8-flash, gemini-3\.8-flash: "
+                                          r"no entry of that exact name in the price table \(conf/prices/\*\.yaml\)"):
+        validate_config(composed("budget.max_usd=2"), {})
+    with pytest.raises(ConfigError, match=r"needs a price for gemini-3\.8-flash: "):  # the model is priced, the judge not
+        validate_config(composed("budget.max_usd=2", "model=claude"), {})
+    priced = validate_config(composed("budget.max_usd=2", "model=claude", "judge.name=claude-sonnet-4-6"), {})
+    assert priced.budget.max_usd == 2
+
+
+def test_a_bad_entry_in_the_composed_table_names_the_price_table(hydra_conf):
+    data = composed()
+    data["prices"]["gpt-4o"] = {**data["prices"]["gpt-4o"], "input": "a lot"}
+    with pytest.raises(ConfigError, match=r"^the price table \(conf/prices/\*\.yaml\): 'prices\.gpt-4o\.input': "
+                                          r"Input should be a valid number"):
+        validate_config(data, {})
+
+
 @pytest.mark.parametrize("override, message", [
     ("run.concurrency=0", r"'run\.concurrency': Input should be greater than or equal to 1"),
     ("budget.max_calls=-1", r"'budget\.max_calls': Input should be greater than or equal to 0"),

@@ -33,7 +33,7 @@ def test_the_test_script_installs_what_the_tests_drive_and_runs_pytest():
     script = (PROJECT_ROOT / "scripts/test.sh").read_text()
     # `local` brings the real model, `launchers` Hydra's joblib and submitit launchers, chromium the browser, slurm
     # the cluster: CI runs those tests, never skips them
-    assert '-e ".[test,local,launchers,docs]"' in script
+    assert '-e ".[test,local,launchers,docs,parquet]"' in script
     # llama.cpp built for no particular CPU, and only that wheel installed: a natively built wheel in pip's cache
     # crashes on another CPU model, and CI machines change CPU model
     assert 'LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF"' in script and "--only-binary llama-cpp-python" in script
@@ -58,7 +58,7 @@ def test_readme_exit_codes_match_the_program():
 
 def test_readme_names_every_config_option():
     for group in ("suite", "model", "prompt", "dataset", "judge", "policy", "candidate", "retriever", "reply_format",
-                  "rubric"):
+                  "rubric", "prices"):
         for option in [*(PROJECT_ROOT / "conf" / group).glob("*.yaml"), *(PACKAGE_CONF / group).glob("*.yaml")]:
             assert f"`{option.stem}`" in DOCS, f"the docs do not mention {group}={option.stem}"
 

@@ -131,11 +131,11 @@ SWEEP_ROWS = [
 def test_the_text_summary_gains_the_suites_metric_columns_in_the_jobs_order():
     assert metric_columns(SWEEP_ROWS) == ["recall_at_k", "citation_validity", "rubric.format"]
     table = render_summary(SWEEP_ROWS).splitlines()
-    assert table[0].endswith("| input tokens | recall_at_k | citation_validity | rubric.format |")
+    assert table[0].endswith("| input tokens | cost USD | recall_at_k | citation_validity | rubric.format |")
     assert table[2].endswith("| 0.824 | 0.800 | - |")
     assert table[3].endswith("| 0.882 | - | 2.000 |")
     assert table[4].endswith("| - | - | - |")  # a job that failed has no metrics
-    assert metric_columns([{"job": 0}]) == [] and render_summary([{"job": 0}]).splitlines()[0].endswith("tokens |")
+    assert metric_columns([{"job": 0}]) == [] and render_summary([{"job": 0}]).splitlines()[0].endswith("tokens | cost USD |")
 
 
 def test_the_summary_page_sorts_by_metric_links_each_report_and_escapes_the_rows():

@@ -184,7 +184,7 @@ def test_a_sweeps_summary_page_sorts_by_a_metric_and_links_each_jobs_report(open
     done = evalkit_cli("evalkit", "-m", "suite=evidencedesk", "retriever.k=1,2",
                        "sweep.metrics=[citation_validity,recall_at_k]", f"hydra.sweep.dir={sweep}")
     assert done.returncode == 1, done.stderr  # k=1 blocks (README "EvidenceDesk")
-    assert "| input tokens | citation_validity | recall_at_k |" in (sweep / "summary.md").read_text()
+    assert "| input tokens | cost USD | citation_validity | recall_at_k |" in (sweep / "summary.md").read_text()
     opened = open_page(sweep / "summary.html", follow=sweep)
     page = opened.page
     headers = page.locator("#sweep-table thead th").all_inner_texts()

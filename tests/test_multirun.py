@@ -26,7 +26,8 @@ def test_sweep_runs_four_jobs_and_writes_one_summary(run_evalkit, tmp_path):
         (["model=gemma4", "prompt=v2"], "go", 0),
     ]
     table = (sweep / "summary.md").read_text().splitlines()
-    assert table[0] == "| job | overrides | changed | decision | pass rate | case pass rate | regressed | input tokens |"
+    assert table[0] == ("| job | overrides | changed | decision | pass rate | case pass rate | regressed | input tokens | "
+                        "cost USD |")
     assert any(line.startswith("| 2 | model=gemma4 prompt=v1 | model gemini-3.8-flash -> gemma4:e2b, components.model "
                                "gemini-3.8-flash@8eb3e7a90396 -> gemma4:e2b@133bba7edbbb (model.options.thinking_level "
                                "low -> (absent); model.options.seed (absent) -> 7; model.options.think (absent) -> false) "

@@ -119,7 +119,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     summary table a sweep ends with stays readable."""
     from evalkit.cli.evidence import evidence, report_identity
     from evalkit.core.atomic import write_atomic
-    from evalkit.core.config import BUILTIN_METRICS
+    from evalkit.core.config import BUILTIN_METRICS, deprecations
     from evalkit.core.files import read_text_sha256
     from evalkit.core.key import changed_settings
     from evalkit.gate.compared import critical_of
@@ -128,6 +128,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     from evalkit.gate.isolation import refuse_short_isolation
     from evalkit.render.junit import render_junit
     from evalkit.render.markdown import render_markdown
+    from evalkit.render.money import money_line
     from evalkit.render.report_page import render_report_html
     from evalkit.render.sections import render_sections
     from evalkit.render.text import render_changed, render_decision
@@ -135,6 +136,8 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     from evalkit.run.mismatch import ReplayRefusal
     from evalkit.run.runner import run_suite
 
+    for line in deprecations(config):
+        print(line, file=sys.stderr)
     baseline = load_baseline(config.baseline, config.suite.baseline, config.suite.name) if config.baseline else None
     try:
         result = run_suite(config, baseline[1] if baseline else None)
@@ -143,6 +146,9 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
     row["case_pass_rate"] = result.report.metrics.get("case_pass_rate")
     row["input_tokens"] = result.execution.get("cost", {}).get("input_tokens")
+    money = result.execution.get("money")
+    if isinstance(money, dict):  # the run's cost in dollars at the prices its report recorded; null: no price
+        row["cost_usd"] = money.get("usd")
     # the sweep summary's metric columns: those config names (sweep.metrics), else every one the report has
     # (pass_rate and case_pass_rate have columns of their own)
     chosen = config.sweep.metrics if config.sweep.metrics is not None else tuple(
@@ -167,6 +173,14 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
                      f"input tokens {budget['input_tokens']}, output tokens {budget['output_tokens']} "
                      f"(estimated where the provider reported none; {budget['unknown_usage_calls']} calls "
                      f"with unknown usage); calls {result.execution['calls']}")
+        denied = live.get("denied")
+        if denied:  # the budget's refusals, said plainly: their cases are unscored, not failed
+            run_line += (f"\nbudget: {denied['calls']} call(s) denied before they were sent: "
+                         f"{str(denied['first']).removeprefix('budget_denied: ')}; their cases are unscored, and a "
+                         "gate treats the run as incomplete")
+    cost = money_line(result.report)
+    if cost is not None:
+        run_line += f"\n{cost}"
     if baseline is None:
         write_atomic(Path(config.run.out) / "report.html", redact(render_report_html(result.report)))
         if brief:
@@ -200,7 +214,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
         say(redact(_job_line(row, str(decision.decision).upper(), tests, result.report_path)))
     else:
         say(redact(render_decision(decision, critical, settings)))
-        say(redact(render_sections(result.report)))
+        say(redact(render_sections(result.report, base_report)))
         say(redact(run_line))
         say(redact(f"baseline: {name}"))
     if not config.require_pass:  # report-only: everything above was written; only the exit code differs

@@ -20,6 +20,7 @@ from evalkit.core.report import read_reports
 from evalkit.core.untrusted import MAX_VALUE_CHARS, markdown
 from evalkit.gate.decision import ExitCode
 from evalkit.live.redact import Redactor
+from evalkit.render.money import usd_text
 from evalkit.render.sweep_page import JobCase, render_summary_html
 
 __all__ = ["SweepSummary", "JOB_FILE", "SUBMITIT_LAUNCHERS", "sweep_exit_code", "render_summary", "read_rows",
@@ -49,7 +50,8 @@ def sweep_exit_code(codes: list[int]) -> int:
 def render_summary(rows: list[dict[str, Any]]) -> str:
     """A Markdown table, one row per job, the suite's metrics as the last columns; also readable in a terminal."""
     metrics = metric_columns(rows)
-    header = ["job", "overrides", "changed", "decision", "pass rate", "case pass rate", "regressed", "input tokens"]
+    header = ["job", "overrides", "changed", "decision", "pass rate", "case pass rate", "regressed", "input tokens",
+              "cost USD"]
     paired = any(row.get("paired") for row in rows)  # only sweeps whose policy asks for the bootstrap
     if paired:
         header.append("paired difference [interval]")
@@ -61,7 +63,8 @@ def render_summary(rows: list[dict[str, Any]]) -> str:
                  row.get("changed") or "-", (row.get("decision") or ("error" if row.get("error") else "none")).upper(),
                  "-" if rate is None else f"{rate:.3f}", "-" if case_rate is None else f"{case_rate:.3f}",
                  "-" if row.get("regressed") is None else str(row["regressed"]),
-                 "-" if row.get("input_tokens") is None else str(row["input_tokens"])]
+                 "-" if row.get("input_tokens") is None else str(row["input_tokens"]),
+                 usd_text(row["cost_usd"]) if "cost_usd" in row else "-"]
         if row.get("error"):
             cells[3] = "ERROR: " + row["error"]
         values: dict[str, Any] = row["metrics"] if isinstance(row.get("metrics"), dict) else {}

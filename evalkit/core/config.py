@@ -11,10 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.policy import Policy
+from evalkit.core.prices import GROUP as PRICES
+from evalkit.core.prices import PriceEntry, check_price_file, prices_where
 
 __all__ = ["BUILTIN_METRICS", "SliceSpec", "SweepSettings", "Mode", "Progress", "Price", "BudgetConfig", "ModelConfig",
            "PromptConfig", "DatasetConfig", "ProgramLimits", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig",
-           "from_hydra", "validate_config", "available_cpus", "WORKERS_PER_CPU", "env_names"]
+           "from_hydra", "validate_config", "available_cpus", "WORKERS_PER_CPU", "env_names", "deprecations"]
 
 
 class Mode(enum.StrEnum):
@@ -43,7 +45,9 @@ class _Strict(BaseModel):
 
 
 class Price(_Strict):
-    """What a model's tokens cost, for `budget.max_cost` (any currency, used consistently)."""
+    """What a model's tokens cost, for `budget.max_cost` (any currency, used consistently). Deprecated: the price
+    table (`conf/prices/`, evalkit.core.prices) prices models in US dollars with a date and a source, for
+    `budget.max_usd` and for the cost every report shows."""
 
     input_per_mtok: float = Field(ge=0)
     """Price of one million input tokens."""
@@ -72,7 +76,8 @@ class ModelConfig(_Strict):
     """Sampling options sent with every request (temperature, seed, ...); part of each request's fingerprint and of
     the eval key (the `model` component), except a local runtime's load options (evalkit.core.key.LOAD_OPTIONS)."""
     price: Price | None = None
-    """Token prices, needed only for `budget.max_cost`."""
+    """Token prices for the deprecated `budget.max_cost` only (any currency); the cost in reports and
+    `budget.max_usd` read the price table instead (`conf/prices/`, by this model's exact `name`)."""
     structured_output: str | None = None
     """How a response schema is sent, one of the dialects the provider's spec lists: `json_schema` (OpenAI,
     Azure, vLLM, llama.cpp's `llama-server`), `json_object` with the schema beside it (llama-cpp-python's server
@@ -239,8 +244,13 @@ class BudgetConfig(_Strict):
     """Input tokens, reserved from an estimate (characters / 4) and settled from the provider's usage."""
     max_output_tokens: int | None = Field(None, ge=0)
     """Output tokens, reserved at `reserve_output_tokens` per call and settled from the provider's usage."""
+    max_usd: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """US dollars the run may spend, priced from the price table (`conf/prices/`): each call reserves its estimated
+    input and `reserve_output_tokens` at its model's prices before it is sent, and settles at its reported usage
+    (cache reads and writes at their own prices). Requires an entry for the model and the judge."""
     max_cost: float | None = Field(None, ge=0)
-    """Cost from the model's `price` table; requires `price` on every model that is called live."""
+    """Deprecated (use `max_usd`): cost from each model's own `price` block, in any currency; requires `price` on
+    every model that is called live. Still enforced in this release."""
     reserve_output_tokens: int = Field(1024, ge=1)
     """The most output a call is assumed to produce until its usage is known."""
     max_units: int | None = Field(None, ge=0)
@@ -357,6 +367,9 @@ class RunConfig(_Strict):
     but exit 0 whatever the decision (errors keep their code)."""
     run: RunSettings
     budget: BudgetConfig = BudgetConfig()
+    prices: dict[str, PriceEntry] = Field(default_factory=dict)
+    """The price table (the `prices` config group, `conf/prices/*.yaml`): model name -> its prices in US dollars
+    per million tokens, with the day they were read and the page that published them (evalkit.core.prices)."""
     sweep: SweepSettings = SweepSettings()
     components: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """The suite-declared components, by group name, as composed (validated by the suite)."""
@@ -405,7 +418,25 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
         if unpriced:
             raise ConfigError("budget.max_cost needs a price table (model.price / judge.price) for "
                               + ", ".join(unpriced))
+    if config.budget.max_usd is not None:
+        unpriced = [m.name for m in (config.model, config.judge) if m is not None and m.name not in config.prices]
+        if unpriced:
+            raise ConfigError(f"budget.max_usd={config.budget.max_usd:g} needs a price for {', '.join(unpriced)}: "
+                              f"no entry of that exact name in {prices_where(choices)}; add one (input, output, "
+                              "cached_input, cache_write, as_of, source) in your project's conf/prices/NAME.yaml "
+                              "and choose it with prices=[default,NAME]")
     return config
+
+
+def deprecations(config: RunConfig) -> list[str]:
+    """One line per deprecated setting the config uses, saying what replaces it."""
+    lines = []
+    if config.budget.max_cost is not None or any(m is not None and m.price is not None
+                                                 for m in (config.model, config.judge)):
+        lines.append("deprecated: budget.max_cost and model.price / judge.price (any currency, no date or source) "
+                     "still work in this release; price models in conf/prices/ (USD per million tokens, with as_of "
+                     "and source) and set budget.max_usd instead")
+    return lines
 
 
 BUILTIN_METRICS = ("pass_rate", "case_pass_rate")
@@ -494,7 +525,9 @@ def _check_policy_metrics(config: RunConfig) -> None:
 def _refusal(error: ValidationError, choices: dict[str, str], overrides: tuple[str, ...]) -> ConfigError:
     """One line naming the option files (and command-line overrides) the bad keys came from."""
     groups = sorted({str(e["loc"][0]) for e in error.errors() if e["loc"]})
-    sources = [f"conf/{g}/{choices[g]}.yaml" for g in groups if g in choices]
+    # the price table is chosen as a list, which Hydra records no choice for: named by its folder
+    sources = [prices_where(choices) if g == PRICES else f"conf/{g}/{choices[g]}.yaml" for g in groups
+               if g in choices or g == PRICES]
     touched = [o for o in overrides if o.lstrip("+~").split("=")[0].split(".")[0] in groups]
     if touched:
         sources.append("command line " + " ".join(touched))
@@ -518,5 +551,48 @@ def from_hydra(cfg: Any) -> RunConfig:
     typed = OmegaConf.to_container(HydraConfig.get().overrides.task, resolve=False)
     overrides = tuple(str(o) for o in typed) if isinstance(typed, list) else ()
     read = sorted(env_names(OmegaConf.to_container(cfg, resolve=False)))
+    check_price_files(HydraConfig.get().runtime.config_sources)
     return validate_config({**{str(k): v for k, v in data.items()}, "env_read": read}, choices, overrides)
 
+
+
+def check_price_files(sources: Any) -> None:
+    """Check every price file Hydra can compose (`prices/*.yaml` in each folder and package of the config search
+    path, those a file of the same name earlier in the path shadows left out), each on its own: a wrong figure is
+    refused naming its file, and an entry that does not state all its fields is refused before the merge could
+    complete it with another file's. Chosen or not: Hydra does not record which options of a list it merged."""
+    from importlib.resources import files
+    from pathlib import Path
+
+    from evalkit.core.parsing import parse_yaml
+
+    seen: set[str] = set()
+    for source in sources:
+        folder: Any
+        if source.schema == "file":
+            folder = Path(source.path) / PRICES
+        elif source.schema == "pkg" and source.path:
+            try:
+                folder = files(source.path.replace("/", ".")).joinpath(PRICES)
+            except (ModuleNotFoundError, TypeError):
+                continue
+        else:
+            continue
+        if not folder.is_dir():
+            continue
+        for item in sorted(folder.iterdir(), key=lambda one: one.name):
+            if not item.name.endswith(".yaml") or item.name in seen or not item.is_file():
+                continue
+            seen.add(item.name)
+            where = _shown(str(item))
+            check_price_file(parse_yaml(item.read_text(encoding="utf-8"), where), where)
+
+
+def _shown(path: str) -> str:
+    """A config file's path as a refusal names it: from the working directory when it lies below it."""
+    from pathlib import Path
+
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path

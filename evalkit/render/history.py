@@ -20,6 +20,7 @@ from typing import Any
 from evalkit.core.report import RunReport
 from evalkit.gate.decide import changed_components, incomparability
 from evalkit.render.html import render_page
+from evalkit.render.money import run_usd, usd, usd_cell
 from evalkit.render.numbers import NO_VALUE, number
 from evalkit.render.text import render_changed
 
@@ -58,6 +59,8 @@ class Series:
     values: list[float | None] = field(default_factory=list)
     rate: bool = False
     """Between 0 and 1: the chart's axis is fixed to [0, 1] so runs read against one scale."""
+    money: bool = False
+    """US dollars: shown as amounts (fractions of a cent stay visible)."""
 
 
 def _key_text(report: RunReport) -> str:
@@ -124,20 +127,21 @@ def history_rows(runs: Sequence[HistoryRun]) -> tuple[list[str], list[list[str]]
     """The table (header, rows of text) and the charted series, in the runs' order."""
     metrics = [m for m in _metric_names(runs) if m != "pass_rate"]
     header = ["#", "time (UTC)", "key", "decision", "tests", "pass rate", *metrics, "input tokens",
-              "output tokens", "model calls", "latency mean ms", "latency p95 ms", "run"]
+              "output tokens", "model calls", "cost USD", "latency mean ms", "latency p95 ms", "run"]
     series = [Series("pass rate", rate=True), *(Series(m, rate=_is_rate(m, runs)) for m in metrics),
-              Series("input tokens"), Series("latency mean ms")]
+              Series("input tokens"), Series("cost USD", money=True), Series("latency mean ms")]
     rows = []
     for position, (label, run) in enumerate(zip(key_labels(runs), runs, strict=True), start=1):
         report = run.report
         values = [_pass_rate(report), *(report.metrics.get(m) for m in metrics)]
         cost = [_cost(report, "input_tokens"), _cost(report, "output_tokens"), _cost(report, "model_calls")]
         latency = [_latency(report, "mean_ms"), _latency(report, "p95_ms")]
-        for one, value in zip(series, [*values, cost[0], latency[0]], strict=True):
+        for one, value in zip(series, [*values, cost[0], run_usd(report), latency[0]], strict=True):
             one.values.append(value)
+        # each run at the prices its report recorded: the history never reprices an old run
         rows.append([str(position), _time(run), label, (run.decision or "-").upper(),
                      f"{report.passed}/{len(report.outcomes)}", *(number(v) for v in values),
-                     *(_int(v) for v in cost), *(_int(v) for v in latency), run.path])
+                     *(_int(v) for v in cost), usd_cell(report), *(_int(v) for v in latency), run.path])
     return header, rows, series
 
 
@@ -172,8 +176,8 @@ def _chart(series: Series, labels: Sequence[str]) -> dict[str, Any]:
     count = len(series.values)
     numbers = [v for v in series.values if v is not None]
     low, high = (0.0, 1.0) if series.rate else (min(numbers, default=0.0), max(numbers, default=1.0))
-    if high == low:
-        low, high = low - 1.0 if low else 0.0, high + 1.0
+    if high == low:  # one value (or none): an axis around it; dollars from zero, never below
+        low, high = (0.0, high * 2 or 1.0) if series.money else (low - 1.0 if low else 0.0, high + 1.0)
     inner_w, inner_h = _WIDTH - 2 * _PAD_X, _HEIGHT - 2 * _PAD_Y
     step = inner_w / (count - 1) if count > 1 else 0.0
 
@@ -194,6 +198,7 @@ def _chart(series: Series, labels: Sequence[str]) -> dict[str, Any]:
         if len(segment) > 1 and segment_key is not None:
             lines.append({"points": " ".join(segment), "colour": colour[segment_key]})
 
+    point = usd if series.money else number if series.rate else _int
     start = 0
     every = -(-count // 30) or 1  # run numbers under at most 30 points, so they stay legible
     for i, (label, value) in enumerate(zip(labels, series.values, strict=True)):
@@ -209,15 +214,14 @@ def _chart(series: Series, labels: Sequence[str]) -> dict[str, Any]:
         segment_key = label
         points.append({"x": x(i), "y": y(value), "colour": colour[label],
                        "n": str(i + 1) if i % every == 0 else "",
-                       "title": f"run {i + 1} ({label}): {series.name} "
-                                f"{number(value) if series.rate else _int(value)}"})
+                       "title": f"run {i + 1} ({label}): {series.name} {point(value)}"})
     flush()
     if count:
         bands.append(_band(labels[start], x(start), x(count - 1), step))
-    shown = number if series.rate or high <= 10 else _int
+    axis = usd if series.money else number if series.rate or high <= 10 else _int
     return {"name": series.name, "width": _WIDTH, "height": _HEIGHT, "points": points, "lines": lines,
             "bands": bands, "top": _PAD_Y, "bottom": _HEIGHT - _PAD_Y, "left": _PAD_X, "right": _WIDTH - _PAD_X,
-            "high": shown(high), "low": shown(low), "missing": count - len(numbers)}
+            "high": axis(high), "low": axis(low), "missing": count - len(numbers)}
 
 
 def _band(label: str, first: float, last: float, step: float) -> dict[str, Any]:

@@ -109,7 +109,7 @@ def render_report_html(candidate: RunReport, decision: Decision | None = None, b
         metrics=_metrics(decision, candidate),
         slices=_slices(candidate),
         confusion=confusion_tables(candidate),
-        run_sections=sections(candidate),
+        run_sections=sections(candidate, baseline),
         provenance=_provenance(candidate),
         compared=_compared(evidence),
     )

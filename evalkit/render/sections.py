@@ -7,6 +7,7 @@ from typing import Any
 from evalkit.core.report import RunReport
 from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
+from evalkit.render.money import money_rows
 from evalkit.render.numbers import number
 
 __all__ = ["decision_lists", "sections", "render_sections"]
@@ -27,8 +28,9 @@ def decision_lists(decision: Decision, critical: tuple[str, ...]) -> list[tuple[
             for title, names in lists if names]
 
 
-def sections(report: RunReport) -> dict[str, list[tuple[str, str]]]:
-    """Each section as (label, value) rows; shared by the text and Markdown renderers."""
+def sections(report: RunReport, baseline: RunReport | None = None) -> dict[str, list[tuple[str, str]]]:
+    """Each section as (label, value) rows; shared by the text and Markdown renderers. With the baseline, the cost
+    in money says what it was there (each report at the prices it recorded)."""
     quality = [(name, number(value))
                for name, value in sorted(report.metrics.items())]
     for cut, values in report.slices.items():
@@ -49,6 +51,7 @@ def sections(report: RunReport) -> dict[str, list[tuple[str, str]]]:
         if cost_data.get("judge_calls"):
             cost.append(("judge calls (apart)", f"{cost_data['judge_calls']}: {cost_data['judge_input_tokens']} "
                                                 f"input, {cost_data['judge_output_tokens']} output tokens"))
+    cost += money_rows(report, baseline)
     live = report.execution.get("live") or {}
     if live:
         cost.append(("live calls sent", f"{live['sent']} ({live['retried']} retried) in {live['seconds']:.1f} s"))
@@ -60,11 +63,11 @@ def sections(report: RunReport) -> dict[str, list[tuple[str, str]]]:
     return {"quality": quality, "cost": cost, "latency": latency}
 
 
-def render_sections(report: RunReport) -> str:
+def render_sections(report: RunReport, baseline: RunReport | None = None) -> str:
     from evalkit.render.confusion import confusion_text  # its own module: labels from replies need care
 
     lines = []
-    for title, rows in sections(report).items():
+    for title, rows in sections(report, baseline).items():
         lines.append(title.upper())
         lines += [f"  {label:<31} {value}" for label, value in rows] or ["  not measured"]
         if title == "quality" and report.classification:

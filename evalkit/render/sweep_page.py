@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from evalkit.render.html import render_page
+from evalkit.render.money import usd_text
 
 __all__ = ["MAX_MATRIX_ROWS", "JobCase", "render_summary_html"]
 
@@ -38,7 +39,7 @@ def render_summary_html(rows: list[dict[str, Any]], metrics: list[str], folders:
             "changed": str(row.get("changed") or "-")[:_TEXT_CHARS],
             "decision": "error" if error else str(row.get("decision") or "none"), "error": error,
             "cells": [_number(row.get(name)) for name in ("pass_rate", "case_pass_rate")]
-            + [_count(row.get("regressed")), _count(row.get("input_tokens"))]
+            + [_count(row.get("regressed")), _count(row.get("input_tokens")), _usd(row)]
             + [_number(values.get(name)) for name in metrics],
             "link": f"{quote(folder)}/report.html" if folder is not None else None,
         })
@@ -78,6 +79,16 @@ def _number(value: Any) -> tuple[str, str]:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return f"{value:.3f}", repr(value)
     return "-", ""
+
+
+def _usd(row: Mapping[str, Any]) -> tuple[str, str]:
+    """The job's cost at the prices its report recorded: an amount, "no price" (sorted last), or `-` (no cost in
+    money recorded: the job failed, or ran no model)."""
+    if "cost_usd" not in row:
+        return "-", ""
+    value = row["cost_usd"]
+    known = isinstance(value, int | float) and not isinstance(value, bool)
+    return usd_text(value), repr(value) if known else ""
 
 
 def _count(value: Any) -> tuple[str, str]:

@@ -25,6 +25,8 @@ from evalkit.core.call_id import CallId
 from evalkit.core.config import Mode, ModelConfig, RunSettings
 from evalkit.core.dataset import Case
 from evalkit.core.errors import EvalkitError, InputError, OutageError, one_line
+from evalkit.core.money import Side, Tokens, money_section
+from evalkit.core.prices import PriceEntry, price_of
 from evalkit.live.budget import Budget, estimate_tokens
 from evalkit.live.limits import RateLimiter
 from evalkit.live.progress import CallProgress
@@ -105,12 +107,14 @@ Planned = tuple[str, Request, str]  # call id, request, role ("model" or "judge"
 
 def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: ModelConfig,
             judge: ModelConfig | None, mode: Mode, recording: Recording, where: str, version: str,
-            live: LiveSetup | None = None, repeats: int = 1) -> Execution:
-    """Obtain every call of the run, each sampled `repeats` times (evalkit.run.samples)."""
+            live: LiveSetup | None = None, repeats: int = 1,
+            prices: Mapping[str, PriceEntry] | None = None) -> Execution:
+    """Obtain every call of the run, each sampled `repeats` times (evalkit.run.samples). With `prices` (the price
+    table), the statistics hold the cost in money (`money`) and `budget.max_usd` is enforced at those prices."""
     if mode is not Mode.REPLAY and live is None:
         raise ValueError(f"mode={mode} needs a LiveSetup")
     judged = task.build_judge is not None and judge is not None
-    caller = _Caller(mode, recording, where, live, model, judge if judged else None)
+    caller = _Caller(mode, recording, where, live, model, judge if judged else None, prices or {})
 
     planned: list[Planned] = []
     for case in cases:
@@ -143,9 +147,17 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
         counts[result.status] = counts.get(result.status, 0) + 1
     stats: dict[str, Any] = {"calls": dict(sorted(counts.items())),
                              "cost": cost_section(calls, caller.requests), "latency": latency_section(calls)}
+    if prices is not None:
+        sides = {"model": Side(model.name, price_of(prices, model.name))}
+        if judged:
+            assert judge is not None
+            sides["judge"] = Side(judge.name, price_of(prices, judge.name))
+        stats["money"] = money_section(call_tokens(calls, caller.requests), sides)
     if live is not None:
         stats["live"] = {"sent": caller.sent, "retried": caller.retried,
                          "seconds": round(caller.live_seconds, 3), "budget": live.budget.summary()}
+        if caller.denied:
+            stats["live"]["denied"] = {"calls": len(caller.denied), "first": caller.denied[0]}
     return Execution(calls, caller.recording_to_save(version), stats)
 
 
@@ -171,15 +183,20 @@ class _Caller:
     """Obtains calls wave by wave and collects what a live run adds to the recording."""
 
     def __init__(self, mode: Mode, recording: Recording, where: str, live: LiveSetup | None,
-                 model: ModelConfig, judge: ModelConfig | None) -> None:
+                 model: ModelConfig, judge: ModelConfig | None, prices: Mapping[str, PriceEntry]) -> None:
         self.mode, self.recording, self.where, self.live = mode, recording, where, live
         self.configs = {"model": model, "judge": judge}
+        self.listed = {"model": price_of(prices, model.name),
+                       "judge": price_of(prices, judge.name) if judge is not None else None}
+        """Each side's entry in the price table, for `budget.max_usd`."""
         self.new_entries: dict[str, Entry] = {}
         self.requests: dict[str, Request] = {}
         self.sent = self.retried = 0
         self.live_seconds = 0.0
         self.outages: list[str] = []
         """Reasons of calls that failed after their retries: once there is one, no further call starts."""
+        self.denied: list[str] = []
+        """Why the budget refused each call it refused, in the order refused."""
         self.misses: list[Miss] = []
         """Calls a replay could not serve, in the order planned."""
         self._lock = threading.Lock()
@@ -265,8 +282,10 @@ class _Caller:
         estimate = estimate_tokens(request_text(request))
         attempt = 0
         while True:
-            reservation = live.budget.reserve(estimate, config.price)
+            reservation = live.budget.reserve(estimate, config.price, self.listed[role])
             if isinstance(reservation, str):
+                with self._lock:
+                    self.denied.append(reservation)
                 return self._end(call_id, request, progress, failure=Failure(kind="budget_denied", reason=reservation))
             self.limiter.acquire(estimate + live.budget.limits.reserve_output_tokens)
             with self._lock:
@@ -277,7 +296,7 @@ class _Caller:
                 if error.status == 429:
                     live.budget.refund(reservation)  # refused before any work was done
                 else:
-                    live.budget.settle(reservation, None, config.price)  # the work may have been done
+                    live.budget.settle(reservation, None, config.price, listed=self.listed[role])  # work may be done
                 if error.retryable and attempt < self.retry.retries:
                     with self._lock:
                         self.retried += 1
@@ -289,10 +308,11 @@ class _Caller:
                 reason = f"{call_id}: no reply after {attempt + 1} attempt(s) ({kind}): {error}"
                 return self._outage(call_id, request, progress, live.redact(reason))
             except Exception as error:  # an error outside the provider contract: the call could not be made
-                live.budget.settle(reservation, None, config.price)
+                live.budget.settle(reservation, None, config.price, listed=self.listed[role])
                 reason = f"{call_id}: live call failed: {type(error).__name__}: {error}"
                 return self._outage(call_id, request, progress, live.redact(reason))
-            live.budget.settle(reservation, reply.usage, config.price, estimate_tokens(reply.text or ""))
+            live.budget.settle(reservation, reply.usage, config.price, estimate_tokens(reply.text or ""),
+                               listed=self.listed[role])
             if reply.text is not None:
                 reply = reply.model_copy(update={"text": live.redact_reply(reply.text)})
             return self._end(call_id, request, progress, reply=reply)
@@ -376,6 +396,25 @@ class _Caller:
 
 def request_text(request: Request) -> str:
     return " ".join(m.content for m in request.messages) + json.dumps(request.response_schema or "")
+
+
+def call_tokens(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> dict[str, Tokens]:
+    """The tokens of every call that got a reply, as its cost is computed: the provider's usage where it reported
+    some, estimated (characters / 4) where not; cache reads and writes where it reports them apart."""
+    out = {}
+    for call_id, result in calls.items():
+        reply = result.reply
+        if reply is None:
+            continue
+        usage = reply.usage
+        estimated = usage.input_tokens is None or usage.output_tokens is None
+        input_tokens = usage.input_tokens
+        if input_tokens is None:
+            input_tokens = estimate_tokens(request_text(requests[call_id])) if call_id in requests else 0
+        output_tokens = usage.output_tokens if usage.output_tokens is not None else estimate_tokens(reply.text or "")
+        out[call_id] = Tokens(input_tokens, output_tokens, usage.cache_read_tokens or 0,
+                              usage.cache_write_tokens or 0, estimated)
+    return out
 
 
 def cost_section(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> dict[str, Any]:

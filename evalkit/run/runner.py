@@ -106,7 +106,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
         assert config.model is not None
         return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model, judge=config.judge,
                        mode=config.mode, recording=recording, where=shown(rec_path), version=__version__, live=live,
-                       repeats=config.run.repeats)
+                       repeats=config.run.repeats, prices=config.prices)
 
     if config.mode is Mode.REPLAY:
         if not os.path.lexists(rec_path):

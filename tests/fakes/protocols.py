@@ -35,6 +35,10 @@ class FakeReply:
     """None: count the words of the request's messages."""
     output_tokens: int | None = None
     """None: count the words of the content."""
+    cache_read_tokens: int = 0
+    """Anthropic: input tokens read from the prompt cache (`cache_read_input_tokens`, counted apart from input)."""
+    cache_write_tokens: int = 0
+    """Anthropic: input tokens written to the prompt cache (`cache_creation_input_tokens`)."""
 
 
 def word_count(text: object) -> int:
@@ -280,7 +284,8 @@ class Anthropic(Protocol):
             "stop_reason": reply.stop_reason or ("tool_use" if tool_input is not None else "end_turn"),
             "stop_sequence": None,
             "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+                      "cache_creation_input_tokens": reply.cache_write_tokens,
+                      "cache_read_input_tokens": reply.cache_read_tokens},
         }
 
     def error(self, status: int, message: str) -> dict[str, Any]:
