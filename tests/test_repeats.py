@@ -82,7 +82,8 @@ def test_a_broad_drop_shows_in_the_suite_guard_only() -> None:
 def test_too_few_samples_is_insufficient_data() -> None:
     base, cand = _side({"t[a]": 3, "t[b]": 3}, runs=3), _side({"t[a]": 0, "t[b]": 3}, runs=3)
     out = compare_repeats(base, cand, alpha=0.05)
-    assert out.insufficient_data and "run more repeats" in out.insufficient_data and out.regressed == {}
+    assert out.insufficient_data and "run at least 5 repeats on each side (run.repeats=5)" in out.insufficient_data
+    assert out.regressed == {}
     out = compare_repeats(base, cand, alpha=0.05, min_repeats=5)
     assert out.insufficient_data and "asks for 5" in out.insufficient_data
     assert compare_repeats({}, cand, alpha=0.05).insufficient_data == "no test is repeated on both sides"

@@ -50,7 +50,8 @@ def suite_sentence(suite: Mapping[str, Any]) -> str:
              + (f", {suite['repeats']} samples each" if suite["repeats"] > 1 else "")
              + f"; one-sided level {suite['level']:g}, power {suite['power']:.0%}")
     if suite["drop"] is None:
-        return f"this run could not detect even every {unit} failing in the {suite['metric']} ({basis})"
+        return (f"this run could not have detected any drop in the {suite['metric']}, not even every {unit} "
+                f"failing ({basis})")
     return f"this run could detect drops of {points(suite['drop'])} or more in the {suite['metric']} ({basis})"
 
 

@@ -264,7 +264,7 @@ def insufficient_data(c: Compared) -> Iterator[Finding]:
         yield Finding("insufficient_data", effect, f"insufficient_data: {why}", figures={"why": why})
 
 
-@rule("detectable_drop", "max_detectable_drop")
+@rule("detectable_drop", "max_detectable_drop", "power")
 def detectable_drop(c: Compared) -> Iterator[Finding]:
     """A run that could not have detected a drop of `max_detectable_drop` in the suite's headline metric (at the
     suite guard's level, with the policy's `power`) calls for review, naming how many cases or repeats would."""

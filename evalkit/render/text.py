@@ -78,7 +78,11 @@ def render_failure(failure: dict[str, Any]) -> str:
 def render_decision(decision: Decision, critical: tuple[str, ...] = (),
                     settings: Mapping[str, tuple[Any, Any]] | None = None) -> str:
     """The decision for a terminal; `settings`, the component settings that differ, are named after `changed`."""
-    lines = [f"decision: {decision.decision.upper()}", *detectable_lines(decision)]
+    lines = [f"decision: {decision.decision.upper()}"]
+    found = detectable_lines(decision)
+    if decision.decision is Verdict.GO:  # what a go could have seen comes first; otherwise after the reasons
+        lines += found
+        found = []
     if decision.reasons:
         lines.append("reasons:")
         lines += [f"  - {r}" for r in decision.reasons]
@@ -88,6 +92,7 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = (),
     if decision.warnings:
         lines.append("warnings:")
         lines += [f"  - {w}" for w in decision.warnings]
+    lines += found
     if decision.changed:
         lines.append(f"changed: {render_changed(decision.changed, settings)}")
     if decision.statistics:
