@@ -13,7 +13,10 @@ Two figures, each at a one-sided level and a power the caller gives (the gate: i
   z-test sees it: s**2 + d(1 - d) + d**2); the second is the spread of the estimate under the drop. `d(1 - d)` is
   the most variance a mean drop of d can add to per-unit changes in [-1, 0]: the drop falling on whole units
   (d of them fail outright). A drop spread evenly over every unit adds less, so the figure is conservative: such a
-  drop at or above it is caught at least as often as the stated power says.
+  drop at or above it is caught at least as often as the stated power says. For the drop on whole units, small
+  suites are also held to an exact floor the approximation misses: a sign-flip test that sees k equal falls and
+  nothing else moving gives p = 2**-k, so at least `fewest_falling(level)` units must fall, which happens with
+  the stated power only from some d on (`suite_drop` is the larger of the two).
 - **one repeated test** (`one_test_drop`): a one-sided Fisher exact test of the baseline's k/N against the
   candidate's k'/M at a fixed level (the gate: its per-test share of alpha over the m tests compared, the level
   Holm's first step applies, so that the figure holds whichever step a test is reached at). Exact: the
@@ -34,8 +37,8 @@ from statistics import NormalDist
 
 from evalkit.gate.repeats import MOST_REPEATS, fisher_lower_p
 
-__all__ = ["MOST_UNITS", "Spread", "cases_needed", "counted_spread", "fewest_falling", "one_test_drop", "one_test_repeats",
-           "repeats_needed", "spread", "suite_drop", "z"]
+__all__ = ["MOST_UNITS", "Spread", "cases_needed", "counted_spread", "fewest_falling", "one_test_drop",
+           "one_test_repeats", "repeats_needed", "spread", "suite_drop", "z"]
 
 _STEPS = 60  # bisection steps: 2**-60 of the unit interval, far below any figure shown
 MOST_UNITS = 10_000_000
