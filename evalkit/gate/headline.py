@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import PASSING, RunReport, case_heads
+from evalkit.core.report import RunReport, case_heads
 from evalkit.gate.detectable import (
     Spread,
     cases_needed,

@@ -98,7 +98,7 @@ def plan(report: RunReport, *, target: float, alpha: float, power: float, concur
                    suite_drop(units, sd, level=level, power=power))
     usage = _usage(report, rows, repeats)
     per_unit = rows / units if units else 1.0
-    designs = []
+    designs: list[Design] = []
     for runs in sorted({*LADDER, repeats}):
         scaled = sd * math.sqrt(repeats / runs)  # sampling noise shrinks as 1 / repeats
         needed = cases_needed(target, scaled, level=level, power=power)
@@ -148,7 +148,8 @@ def _units(report: RunReport) -> tuple[str, str, int, int, int, float, str]:
 
 
 def _usage(report: RunReport, rows: int, repeats: int) -> Usage | None:
-    """Per row (case, or test for a report without cases) and sample: the calls the report made (model and judge), their tokens and their latency."""
+    """Per row (case, or test for a report without cases) and sample: the calls the report made (model and
+    judge), their tokens and their latency."""
     execution: Mapping[str, Any] = report.execution
     cost: Mapping[str, Any] = execution.get("cost") or {}
     counted = execution.get("calls") or {}

@@ -80,7 +80,7 @@ def _grid(points: int) -> npt.NDArray[np.float64]:
 def _loglik(p: npt.NDArray[np.float64] | float, passed: int, runs: int) -> npt.NDArray[np.float64] | float:
     """log of p^k (1 - p)^(n - k), with 0 log 0 = 0."""
     out = 0.0 if passed == 0 else passed * np.log(p)
-    return out + (0.0 if runs == passed else (runs - passed) * np.log1p(-p))  # type: ignore[no-any-return]
+    return out + (0.0 if runs == passed else (runs - passed) * np.log1p(-p))
 
 
 def _log_mixture(c: Counts2, keep: npt.NDArray[np.bool_]) -> float:

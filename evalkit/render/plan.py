@@ -83,6 +83,7 @@ def render_plan(plan: Plan, source: str) -> str:
                           f"{plan.price.output_per_mtok:g} per million output tokens")
         p95 = f" (p95 {usage.p95_ms:.0f} ms)" if usage.p95_ms is not None else ""
         lines.append(f"wall time: calls {plan.concurrency} at a time at the mean latency {usage.mean_ms:.0f} ms{p95}"
-                     if usage.mean_ms is not None else "wall time: not measured (the report's calls were replayed, none timed): plan from a "
+                     if usage.mean_ms is not None
+                     else "wall time: not measured (the report's calls were replayed, none timed): plan from a "
                           "live run's report")
     return "\n".join(lines)
