@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from evalkit.gate.repeats import fisher_lower_p
-from evalkit.gate.sequential import Counts2, Verdict, drop_evalue, no_worse_evalue, settle, upper_bound
+from evalkit.gate.sequential import Counts2, SuiteBets, Verdict, drop_evalue, no_worse_evalue, settle, upper_bound
 
 POOL = 20
 LOOKS = 40
@@ -78,3 +78,39 @@ def test_the_pools_upper_bound_is_clopper_pearsons() -> None:
     assert sum(math.comb(20, k) * bound ** k * (1 - bound) ** (20 - k) for k in range(8)) == pytest.approx(0.1)
     with pytest.raises(ValueError, match="0 <= k <= n"):
         Counts2(3, 2, 0, 0)
+
+
+def _suite_rounds(rng: np.random.Generator, base: np.ndarray, cand: np.ndarray, level: float, *,
+                  rounds: int = 4, size: int = 5) -> bool:
+    """Rounds of `size` samples per case; after each, the cases whose changes so far favour the candidate stop
+    being sampled (the stopping most likely to fool a fixed-sample test); True when the guard fires."""
+    bets, open_cases = SuiteBets(), np.ones(len(base), dtype=bool)
+    total = np.zeros(len(base))
+    for _ in range(rounds):
+        chosen = np.flatnonzero(open_cases)
+        change = (rng.binomial(size, base[chosen]) - rng.binomial(size, cand[chosen])) / size
+        bets = bets.update(change.tolist())
+        if bets.log_value >= math.log(1 / level):
+            return True
+        total[chosen] += change
+        open_cases &= total >= 0
+        if not open_cases.any():
+            return False
+    return False
+
+
+def test_the_suite_guard_keeps_its_level_when_rounds_choose_which_cases_to_sample() -> None:
+    rng = np.random.default_rng(23)
+    rates = rng.uniform(0.6, 1.0, 20)
+    trials, level = 400, 0.025
+    fired = sum(_suite_rounds(rng, rates, rates, level) for _ in range(trials)) / trials
+    assert fired <= level + 3 * math.sqrt(level * (1 - level) / trials)
+
+
+def test_the_suite_guard_sees_a_broad_drop_within_a_few_rounds() -> None:
+    rng = np.random.default_rng(29)
+    rates = rng.uniform(0.7, 1.0, 20)
+    fired = sum(_suite_rounds(rng, rates, rates - 0.3, 0.025) for _ in range(200)) / 200
+    assert fired >= 0.95
+    with pytest.raises(ValueError, match=r"lies in \[-1, 1\]"):
+        SuiteBets().update([1.5])

@@ -24,6 +24,10 @@ prior on p_c > p_b - delta: when its E reaches 1 / beta the test is settled as n
 longer sampled. Stopping a test's sampling early never raises the rate at which an unchanged test is called
 regressed: that rate is bounded by the first process alone, over every stopping rule.
 
+The suite's paired guard (`SuiteBets`) spends its share of alpha the same way: bettors stake a fixed fraction
+of their wealth on each case's mean paired change as rounds bring them; while no case got worse each stake is
+fair or worse, whichever cases a round chose to sample, so Ville's inequality bounds it as above.
+
 Over m tests, each test's drop process is held to m / alpha_share (Bonferroni over e-values, valid whatever the
 dependence between tests); the no-worse side only decides when to stop sampling and needs no correction.
 
@@ -34,16 +38,20 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["GRID_POINTS", "Counts2", "Verdict", "drop_evalue", "no_worse_evalue", "settle", "upper_bound"]
+__all__ = ["GRID_POINTS", "SUITE_BETS", "Counts2", "SuiteBets", "Verdict", "drop_evalue", "no_worse_evalue",
+           "settle", "upper_bound"]
 
 GRID_POINTS = 40
 """The prior's grid on each rate: points (i + 1/2) / 40, so no rate sits at 0 or 1."""
+SUITE_BETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
+"""The fractions the suite's bettors stake (below 1: a case's change can be -1)."""
 _STEPS = 100  # ternary-search steps for the boundary maximum: far below any figure's resolution
 
 
@@ -150,6 +158,33 @@ def no_worse_evalue(c: Counts2, delta: float, *, pool_level: float) -> float:
     values = np.asarray(_loglik(rates, c.passed, c.runs)) - float(_loglik(floor, c.passed, c.runs))
     top = float(values.max())
     return top + math.log(float(np.exp(values - top).mean()))
+
+
+@dataclass(frozen=True)
+class SuiteBets:
+    """The suite's paired guard, sequentially: an equal-weight mixture of bettors, each staking a fixed fraction
+    of its wealth on every case's mean paired change (baseline minus candidate, in [-1, 1]) as each round brings
+    it. While no case got worse, every change has mean <= 0 given what came before, whichever cases a round
+    samples (chosen from earlier rounds), so each bettor's wealth is a nonnegative supermartingale and the
+    mixture's reaching 1 / level has probability at most level (Ville)."""
+
+    logs: tuple[float, ...] = (0.0,) * len(SUITE_BETS)
+
+    def update(self, changes: Iterable[float]) -> SuiteBets:
+        """After a round: each sampled case's mean of (baseline - candidate) over the round's pairs."""
+        logs = list(self.logs)
+        for change in changes:
+            if not -1 <= change <= 1:
+                raise ValueError(f"a case's mean paired change is {change!r}; it lies in [-1, 1]")
+            for index, bet in enumerate(SUITE_BETS):
+                logs[index] += math.log1p(bet * change)
+        return SuiteBets(tuple(logs))
+
+    @property
+    def log_value(self) -> float:
+        """log of the mixture's wealth (its e-value)."""
+        top = max(self.logs)
+        return top + math.log(math.fsum(math.exp(value - top) for value in self.logs) / len(self.logs))
 
 
 def settle(c: Counts2, *, level: float, futility: float, delta: float) -> Verdict:
