@@ -209,3 +209,11 @@ def test_decide_counts_of_one_sample_are_single_runs() -> None:
     decision = decide(Policy(), base, cand)
     assert decision.decision is Verdict.BLOCK and decision.regressed == ("test_x[a]",) and decision.repeats is None
     assert decision.warnings == ()
+
+
+def test_decide_reports_a_significant_rise_as_fixed() -> None:
+    base, cand = _report(_rates(c0=0, c1=5)), _report(_rates(c1=6), "p2")
+    decision = decide(Policy(), base, cand)
+    assert decision.fixed == ("test_x[c0]",)  # 0/10 -> 10/10; 5/10 -> 6/10 is noise
+    out = compare_repeats(base.repeats, cand.repeats, alpha=0.05)
+    assert list(out.improved) == ["test_x[c0]"] and out.improved["test_x[c0]"] == pytest.approx(1 / math.comb(20, 10))

@@ -110,6 +110,7 @@ class Compared:
             regressed = [name for name in regressed if name not in both or name not in was]
             regressed += [name for name in repeated.regressed if name not in regressed]
             fixed = [name for name in fixed if name not in both or name not in was]
+            fixed += [name for name in repeated.improved if name not in fixed]
         counts = Counter(after.values())
         passed = len(after) - len(failing)
         ran = passed + sum(counts[o] for o in FAILING)

@@ -123,6 +123,9 @@ class RepeatsOutcome:
     """The sign-flip test's one-sided p-value of a drop in per-case pass fractions."""
     suite_drop: bool = False
     """Whether suite_p < alpha / 2: a drop across cases."""
+    improved: dict[str, float] = field(default_factory=dict)
+    """Tests whose rise is significant by the same test turned round (the candidate's rate above the
+    baseline's), Holm-corrected at alpha / 2: reported as fixed, deciding nothing."""
 
 
 def compare_repeats(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *, alpha: float,
@@ -141,6 +144,10 @@ def compare_repeats(baseline: Mapping[str, Counts], candidate: Mapping[str, Coun
     pvalues = [fisher_lower_p(baseline[n].passed, baseline[n].runs, candidate[n].passed, candidate[n].runs)
                for n in names]
     regressed = {name: p for name, p, hit in zip(names, pvalues, holm(pvalues, share), strict=True) if hit}
+    # the mirror image: the candidate's rate higher than the baseline's, by the same test and correction
+    rises = [fisher_lower_p(candidate[n].passed, candidate[n].runs, baseline[n].passed, baseline[n].runs)
+             for n in names]
+    improved = {name: p for name, p, hit in zip(names, rises, holm(rises, share), strict=True) if hit}
     # the best possible outcome of the best-placed test must clear Holm's first (strictest) step
     best = min(min_fisher_p(baseline[n].runs, candidate[n].runs) for n in names)
     insufficient = None
@@ -155,4 +162,4 @@ def compare_repeats(baseline: Mapping[str, Counts], candidate: Mapping[str, Coun
     after = [candidate[n].passed / candidate[n].runs for n in names]
     suite = paired_fraction_bootstrap(groups, before, after, seed=seed, resamples=resamples, confidence=1 - alpha)
     p = sign_flip_p(groups, [a - b for a, b in zip(after, before, strict=True)], seed=seed, resamples=resamples)
-    return RepeatsOutcome(alpha, regressed, unreliable, insufficient, suite, p, p < share)
+    return RepeatsOutcome(alpha, regressed, unreliable, insufficient, suite, p, p < share, improved)
