@@ -5,10 +5,14 @@ simulation with a fixed seed, and the figures in decide(), the rule `detectable_
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
 import pytest
+from conftest import PROJECT_ROOT, evalkit_env
 
 from evalkit.core.policy import PairedRule, Policy, RepeatsRule, policy_sha256
 from evalkit.core.report import RunReport, report_from_mapping
@@ -26,6 +30,7 @@ from evalkit.gate.detectable import (
 )
 from evalkit.gate.repeats import fisher_lower_p, min_fisher_p, repeats_for_any_outcome, sign_flip_p
 from evalkit.gate.rules import rules_for
+from evalkit.render.junit import render_junit
 from evalkit.render.markdown import render_markdown
 from evalkit.render.report_page import render_report_html
 from evalkit.render.text import render_decision
@@ -280,3 +285,20 @@ def test_the_new_policy_keys_keep_the_identity_of_policies_that_leave_them_alone
     assert policy_sha256(Policy(max_detectable_drop=0.05)) != policy_sha256(Policy())
     assert policy_sha256(Policy(power=0.9)) != policy_sha256(Policy())
     assert policy_sha256(Policy(repeats=RepeatsRule(alpha=0.01))) != policy_sha256(Policy())
+
+
+def test_policy_diff_and_junit_show_the_new_rule_with_no_change_of_their_own(tmp_path: Path) -> None:
+    """A rule is a policy field plus one function: policy-diff and the JUnit output pick up `detectable_drop`."""
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text("max_regressions: 0\n")
+    new.write_text("max_regressions: 0\nmax_detectable_drop: 0.2\n")
+    baseline = "suites/issue_triage/runs/baseline.json"
+    done = subprocess.run([str(Path(sys.executable).parent / "evalkit"), "policy-diff", str(old), str(new), "--pair",
+                           baseline, baseline], cwd=PROJECT_ROOT, env=evalkit_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "review: detectable_drop: this run could detect drops of 58 points or more" in done.stdout
+    assert "max_detectable_drop" in done.stdout
+    decision = decide(Policy(max_detectable_drop=0.2), _cases_report([True] * 20, "p1"),
+                      _cases_report([True] * 20, "p2"))
+    assert 'value="review detectable_drop"' in render_junit(decision, _cases_report([True] * 20, "p2"))
