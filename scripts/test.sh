@@ -42,7 +42,7 @@ if ! compgen -G "$LLAMA_WHEELS/llama_cpp_python-$LLAMA_VERSION-*.whl" >/dev/null
     "llama-cpp-python==$LLAMA_VERSION"
 fi
 .venv/bin/pip install -q --find-links "$LLAMA_WHEELS" --only-binary llama-cpp-python \
-  "llama-cpp-python[server]==$LLAMA_VERSION" -e ".[test,local,launchers,docs]"
+  "llama-cpp-python[server]==$LLAMA_VERSION" -e ".[test,local,launchers,docs,parquet]"
 
 # inspect-ai in a venv of its own (it is not a dependency of evalkit): tests/test_adapt_inspect.py regenerates the
 # Inspect fixtures with it, so a change of Inspect's log format shows up.

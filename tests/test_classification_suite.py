@@ -94,7 +94,7 @@ def test_a_classification_suite_from_scaffold_to_a_gated_prompt_change(tmp_path:
     first = run("evalkit")  # a new suite has no baseline: the error says the two commands that make one
     assert first.returncode == 3
     assert "suite tickets has no baseline yet" in first.stderr
-    assert "python -m evalkit suite=tickets baseline=none" in first.stderr and "evalkit.bless" in first.stderr
+    assert "evalkit run suite=tickets baseline=none" in first.stderr and "evalkit bless" in first.stderr
 
     with FakeOpenAI(reply) as server:
         live = run("evalkit", "mode=live", "baseline=none", f"model.base_url={server.base_url}",

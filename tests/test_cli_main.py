@@ -55,10 +55,32 @@ def test_each_subcommand_help_ends_with_an_example_of_itself(name):
     assert last == f"example: {SUBCOMMANDS[name].example}"
 
 
-def test_run_help_is_hydras_with_evalkit_run_examples():
+def test_run_help_lists_the_projects_options_and_evalkits_with_the_projects_examples():
     done = evalkit("run", "--help")
     assert done.returncode == 0, done.stderr
-    assert "Usage: evalkit run [GROUP=OPTION ...]" in done.stdout and "  evalkit run model=gemma4 prompt=v2" in done.stdout
+    out = done.stdout
+    assert "Usage: evalkit run [GROUP=OPTION ...]" in out and "5 outage" in out
+    assert "  suite: evidencedesk*, issue_triage*, quality_lab*" in out  # the project's own, marked
+    assert "  prompt: v1, v2*" in out  # evalkit's generic v1 beside the project's v2
+    assert "smollm2" in out and "gemini-flash" in out  # evalkit's presets, though the project has none
+    assert "replay suite issue_triage and gate it" in out and "  evalkit run prompt=v2 " in out
+
+
+def test_run_help_in_a_new_project_keeps_evalkits_presets_beside_its_own_and_names_its_suite(tmp_path):
+    project = tmp_path / "p"
+    assert evalkit("new", "project", str(project), cwd=tmp_path).returncode == 0
+    assert evalkit("new", "suite", "tickets", "--labels", "billing,bug", cwd=project).returncode == 0
+    (project / "conf" / "model").mkdir()
+    (project / "conf" / "model" / "smol-server.yaml").write_text("name: smollm2-135m\nprovider: openai\n")
+    done = evalkit("run", "--help", cwd=project)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    model_line = out[out.index("  model: "):out.index("  policy: ")]
+    for preset in ("smol-server*", "smollm2", "gemini-flash", "gpt-local"):
+        assert preset in model_line
+    assert "  prompt: v1\n" in out and "  dataset: v1\n" in out and "  judge: gemini-flash, smollm2\n" in out
+    assert "replay suite tickets and gate it" in out and "evalkit run -m model=" in out
+    assert "issue_triage" not in out and "quality_lab" not in out
 
 
 @pytest.mark.slow

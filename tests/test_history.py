@@ -93,7 +93,7 @@ def test_table_orders_runs_by_time_and_marks_eval_keys(project: Path):
     assert [(r[0], r[3], r[4], r[5], r[6]) for r in rows] == [
         ("1", "K1", "GO", "2/2", "1.000"), ("2", "K2", "GO", "2/2", "1.000"), ("3", "K1", "BLOCK", "1/2", "0.500"),
         ("4", "K3", "INCOMPARABLE", "2/2", "1.000")]
-    assert [r[7] for r in rows] == ["0.750", "0.800", "0.500", "-"]  # recall; not measured is "-"
+    assert [r[7] for r in rows] == ["0.750", "0.800", "0.500", "n/a"]  # recall; not measured is "n/a"
     assert "K2: changed against K1: model m -> m2; comparable with K1" in done.stdout
     assert "K3: changed against K1: no component; NOT comparable with K1" in done.stdout
     assert (project / "outputs/history.html").is_file()

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_live import (
+from helpers.live import (
     PROJECT_ROOT,
     RECORDING_NAME,
     TOTAL_TESTS,
@@ -20,10 +20,9 @@ from test_live import (
     replies,
     task_calls,
 )
-from test_live import evalkit as evalkit  # noqa: F401  (the fixture)
 
 
-def _run(evalkit: Evalkit, mode: str, *overrides: str, url: str | None = None,  # noqa: F811
+def _run(evalkit: Evalkit, mode: str, *overrides: str, url: str | None = None,
          baseline: str = "none", multirun: bool = False) -> subprocess.CompletedProcess[str]:
     """`python -m evalkit` as the harness runs it, gated against `baseline`."""
     command, env, _ = evalkit.command(mode, *overrides, url=url)
@@ -36,7 +35,7 @@ def _run(evalkit: Evalkit, mode: str, *overrides: str, url: str | None = None,  
 
 @pytest.mark.slow
 def test_a_live_run_at_another_temperature_leaves_the_first_recording_byte_identical(
-        evalkit: Evalkit, tmp_path: Path) -> None:  # noqa: F811
+        evalkit: Evalkit, tmp_path: Path) -> None:
     baseline = tmp_path / "baseline.json"
     with FakeOllama(replies()) as server:
         evalkit.judge_at(server.url)
@@ -67,7 +66,7 @@ def test_a_live_run_at_another_temperature_leaves_the_first_recording_byte_ident
 
 
 @pytest.mark.slow
-def test_a_replay_asking_an_option_never_recorded_is_refused_naming_it(evalkit: Evalkit) -> None:  # noqa: F811
+def test_a_replay_asking_an_option_never_recorded_is_refused_naming_it(evalkit: Evalkit) -> None:
     with FakeOllama(replies()) as server:
         evalkit.judge_at(server.url)
         assert _run(evalkit, "live", url=server.url).returncode == 0
@@ -87,7 +86,7 @@ def test_a_replay_asking_an_option_never_recorded_is_refused_naming_it(evalkit: 
 
 @pytest.mark.slow
 def test_a_prompt_edited_in_place_is_recorded_by_record_missing_and_nothing_else_changes(
-        evalkit: Evalkit, tmp_path: Path) -> None:  # noqa: F811
+        evalkit: Evalkit, tmp_path: Path) -> None:
     prompt = tmp_path / "prompt.txt"
     prompt.write_text((PROJECT_ROOT / "suites/issue_triage/prompts/v1.txt").read_text(encoding="utf-8"))
     (evalkit.conf / "prompt").mkdir(parents=True)
@@ -121,7 +120,7 @@ def task_calls_of(files: dict[Path, bytes]) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_sweep_over_temperature_names_it_in_changed(evalkit: Evalkit, tmp_path: Path) -> None:  # noqa: F811
+def test_a_sweep_over_temperature_names_it_in_changed(evalkit: Evalkit, tmp_path: Path) -> None:
     baseline = tmp_path / "baseline.json"
     with FakeOllama(replies()) as server:
         evalkit.judge_at(server.url)
@@ -135,7 +134,7 @@ def test_a_sweep_over_temperature_names_it_in_changed(evalkit: Evalkit, tmp_path
 
 
 @pytest.mark.slow
-def test_mode_live_rerecords_its_own_identity_and_says_so(evalkit: Evalkit) -> None:  # noqa: F811
+def test_mode_live_rerecords_its_own_identity_and_says_so(evalkit: Evalkit) -> None:
     with FakeOllama(replies()) as server:
         evalkit.judge_at(server.url)
         assert _run(evalkit, "live", url=server.url).returncode == 0

@@ -12,8 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_live import TOTAL_TESTS, Evalkit, FakeOllama, read_json, replies, task_calls
-from test_live import evalkit as evalkit  # noqa: F401  (the fixture)
+from helpers.live import TOTAL_TESTS, Evalkit, FakeOllama, read_json, replies, task_calls
 
 from evalkit.core.errors import RecordingError
 from evalkit.live.providers.base import Message, Reply, Request
@@ -209,7 +208,7 @@ def _mount_tmpfs(folder: Path, size: str) -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize("size, full_at", [("8k", "cannot append to the journal"),   # mid-run, mid-line
                                            ("32k", "cannot write the recording")])  # every call journaled
-def test_a_live_run_on_a_full_disk_ends_in_one_line_and_resumes(evalkit: Evalkit, tmp_path: Path,  # noqa: F811
+def test_a_live_run_on_a_full_disk_ends_in_one_line_and_resumes(evalkit: Evalkit, tmp_path: Path,
                                                                 size: str, full_at: str) -> None:
     """A real full filesystem: the recordings folder on a small tmpfs (needs root; skipped where mounting is
     impossible). The run ends with exit 3 and one line, the journal is kept, and after room is made the resume
@@ -252,7 +251,7 @@ def test_a_live_run_on_a_full_disk_ends_in_one_line_and_resumes(evalkit: Evalkit
 
 
 @pytest.mark.slow
-def test_a_committed_journal_link_makes_a_live_run_refuse_before_any_call(evalkit: Evalkit,  # noqa: F811
+def test_a_committed_journal_link_makes_a_live_run_refuse_before_any_call(evalkit: Evalkit,
                                                                           tmp_path: Path) -> None:
     target = tmp_path / "elsewhere.txt"
     target.write_text("precious\n")

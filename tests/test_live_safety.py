@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_live import TOTAL_TESTS, Evalkit, FakeOllama, read_json, replies, task_calls
-from test_live import evalkit as evalkit  # noqa: F401  (the fixture)
+from helpers.live import TOTAL_TESTS, Evalkit, FakeOllama, read_json, replies, task_calls
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
@@ -143,14 +142,14 @@ def encoded_forms(key: str) -> list[str]:
 
 def bearer_reply(case_id: str) -> str:
     """A correct triage whose summary says `Bearer <the terms it must mention>`: grading must see those words."""
-    from test_live import CASES
+    from helpers.live import CASES
     case = CASES[case_id]
     return json.dumps({"label": case.label, "priority": case.priority,
                        "summary": f"Client sends Bearer {', '.join(case.must_mention)} on a {case.label}."})
 
 
 def test_encoded_keys_reach_no_file_and_a_live_run_grades_like_its_replay(evalkit: Evalkit) -> None:
-    from test_live import CASES
+    from helpers.live import CASES
     plain = next(c for c in sorted(CASES) if c != "token-leak" and CASES[c].must_mention)
     leaks = replies({"token-leak": json.dumps({"label": "bug", "priority": "p0",
                                                "summary": "keys " + " ".join(encoded_forms(FAKE_KEY))}),

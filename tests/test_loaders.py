@@ -1,9 +1,12 @@
-"""Dataset files of rows (evalkit.core.loaders): JSON Lines and CSV mapped to cases, stable generated ids, a
-fingerprint of the loaded cases, and refusals that name the file, row and field."""
+"""Dataset files of rows (evalkit.core.loaders): JSON Lines, CSV, Parquet and saved `datasets` folders mapped to
+cases, stable generated ids, a fingerprint of the loaded cases, and refusals that name the file, row and field."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -70,13 +73,83 @@ def test_refusals_name_the_file_row_and_field(tmp_path, name, text, fields, mess
         load_cases(write(tmp_path, name, text), fields, "d", "1")
 
 
-def test_formats_that_need_other_libraries_are_refused_in_one_line(tmp_path):
-    with pytest.raises(InputError, match=r"a Parquet file cannot be read .* save it as JSON Lines"):
-        load_cases(write(tmp_path, "d.parquet", "PAR1"), None, "d", "1")
-    folder = tmp_path / "hf"
+ROWS = [{"ticket_id": "t-1", "body": "I was charged twice", "category": "billing", "priority": 2},
+        {"ticket_id": "t-2", "body": "The app crashes on start", "category": "bug", "priority": None}]
+
+
+def _datasets_python() -> str | None:
+    """The Python of the lm-eval tool venv, which has Hugging Face `datasets` (scripts/test.sh installs it)."""
+    lm_eval = os.environ.get("EVALKIT_LM_EVAL") or shutil.which("lm_eval")
+    python = Path(lm_eval).with_name("python") if lm_eval else None
+    return str(python) if python is not None and python.is_file() else None
+
+
+def test_a_parquet_file_loads_the_same_cases_with_the_same_fingerprint_as_json_lines(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist(ROWS), tmp_path / "d.parquet")
+    jsonl = write(tmp_path, "d.jsonl", "".join(json.dumps(row) + "\n" for row in ROWS))
+    parquet = load_cases(tmp_path / "d.parquet", FIELDS, "tickets", "1")
+    assert parquet.cases == load_cases(jsonl, FIELDS, "tickets", "1").cases
+    assert parquet.sha == load_cases(jsonl, FIELDS, "tickets", "1").sha
+    assert parquet.cases[1].fields == {"input": "The app crashes on start", "label": "bug", "priority": None}
+
+
+@pytest.mark.external
+@pytest.mark.skipif(_datasets_python() is None, reason="Hugging Face datasets is not installed (scripts/test.sh "
+                                                        "installs it with lm-eval; set EVALKIT_LM_EVAL)")
+def test_folders_and_parquet_written_by_hugging_face_datasets_load_as_their_rows(tmp_path):
+    script = ("import datasets, json, sys\nrows = json.loads(sys.argv[1])\nd = datasets.Dataset.from_list(rows)\n"
+              "d.save_to_disk(sys.argv[2] + '/saved')\nd.to_parquet(sys.argv[2] + '/d.parquet')\n"
+              "datasets.DatasetDict(test=d).save_to_disk(sys.argv[2] + '/dict')\n")
+    done = subprocess.run([_datasets_python(), "-c", script, json.dumps(ROWS), str(tmp_path)], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "HF_DATASETS_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr
+    jsonl = load_cases(write(tmp_path, "d.jsonl", "".join(json.dumps(row) + "\n" for row in ROWS)), FIELDS, "t", "1")
+    for path in (tmp_path / "saved", tmp_path / "d.parquet", tmp_path / "dict" / "test"):
+        read = load_cases(path, FIELDS, "t", "1")
+        assert [c.id for c in read.cases] == ["t-1", "t-2"] and read.sha == jsonl.sha, path
+    with pytest.raises(InputError, match=r"dict: a DatasetDict folder \(splits test\); point dataset.file at one "
+                                         r"split's folder \(dict/test\)"):
+        load_cases(tmp_path / "dict", FIELDS, "t", "1")
+
+
+def test_columnar_refusals_name_the_file_row_and_field(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([{"a": 1.0}, {"a": float("nan")}]), tmp_path / "nan.parquet")
+    with pytest.raises(InputError, match=r"nan\.parquet: row 2: field 'a' is nan; a case's fields are JSON values"):
+        load_cases(tmp_path / "nan.parquet", None, "d", "1")
+    pq.write_table(pa.Table.from_pylist([{"a": b"\x00"}]), tmp_path / "bytes.parquet")
+    with pytest.raises(InputError, match=r"bytes\.parquet: row 1: field 'a' holds bytes"):
+        load_cases(tmp_path / "bytes.parquet", None, "d", "1")
+    with pytest.raises(InputError, match=r"bad\.parquet: not a readable Parquet file"):
+        load_cases(write(tmp_path, "bad.parquet", "PAR1 not really"), None, "d", "1")
+    pq.write_table(pa.Table.from_pylist([{"a": "x" * 5000}]), tmp_path / "big.parquet", compression="zstd")
+    monkeypatch.setenv("EVALKIT_MAX_INPUT_BYTES", "2000")  # the file is small; its data expands past the limit
+    with pytest.raises(InputError, match=r"big\.parquet: the Parquet file's uncompressed data take [\d,]+ bytes"):
+        load_cases(tmp_path / "big.parquet", None, "d", "1")
+    monkeypatch.delenv("EVALKIT_MAX_INPUT_BYTES")
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    (saved / "state.json").write_text(json.dumps({"_data_files": [{"filename": "../../etc/passwd"}]}))
+    with pytest.raises(InputError, match=r"state\.json: data file '\.\./\.\./etc/passwd' is not a file name"):
+        load_cases(saved, None, "d", "1")
+    folder = tmp_path / "plain"
     folder.mkdir()
-    with pytest.raises(InputError, match=r"a folder \(a Hugging Face `datasets` folder\?\) cannot be read"):
+    with pytest.raises(InputError, match=r"plain: a folder, and not one saved by Hugging Face `datasets`"):
         load_cases(folder, None, "d", "1")
+
+
+def test_without_pyarrow_columnar_files_are_refused_saying_what_to_install(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # as if it were not installed
+    with pytest.raises(InputError, match=r"d\.parquet: reading a Parquet file needs pyarrow, which is not "
+                                         r"installed: pip install 'evalkit\[parquet\]'"):
+        load_cases(write(tmp_path, "d.parquet", "PAR1"), None, "d", "1")
 
 
 def test_row_files_need_a_name_and_version_and_json_datasets_take_none(tmp_path):
@@ -95,7 +168,7 @@ def test_the_dataset_option_takes_name_version_and_fields_for_row_files_only():
 
     option = DatasetConfig(file="t.csv", name="tickets", version=1, fields={"id": "ticket_id"})
     assert option.version == "1" and option.fields == {"id": "ticket_id"}
-    with pytest.raises(ValidationError, match="'name', 'version' and 'fields' are for .jsonl and .csv"):
+    with pytest.raises(ValidationError, match="'name', 'version' and 'fields' are for datasets of rows"):
         DatasetConfig(manifest="m.json", fields={"id": "x"})
     with pytest.raises(ValidationError, match="String should match pattern"):
         DatasetConfig(file="t.csv", name="two words", version="1")

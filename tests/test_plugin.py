@@ -168,7 +168,7 @@ def test_record_property_data_is_kept(pytester, run_file):
 
 
 def test_cases_keep_their_task_output_and_judge_replies_cut_to_size(pytester, run_file):
-    from evalkit.run.plugin import REPLY_CHARS
+    from evalkit.run.eval_block import REPLY_CHARS
 
     long_run = json.loads(run_file.read_text())
     long_run["calls"]["task/c2"]["text"] = "w" * (REPLY_CHARS + 5)

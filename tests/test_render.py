@@ -26,7 +26,7 @@ def test_sections_keep_quality_cost_and_latency_apart():
                               "estimated_calls": {"output_tokens": 4}}, "latency": {"measured_calls": 0}})
     text = render_sections(candidate)
     assert text.splitlines()[0] == "QUALITY"
-    assert "citation_validity               not measurable" in text and "recall                          0.500" in text
+    assert "citation_validity               n/a" in text and "recall                          0.500" in text
     assert "failing cases                   b" in text
     assert "output_tokens                   20 (estimated for 4 calls: characters / 4)" in text
     assert text.endswith("LATENCY\n  not measured")

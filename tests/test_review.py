@@ -214,7 +214,7 @@ def test_cli_writes_a_reviewed_report_the_gate_can_load(tmp_path: Path, run_eval
     result = review_cli(run_evalkit, report, decisions, out)
     assert result.returncode == 0, result.stderr
     assert result.stdout == (f"reviewed 1 case(s) of {report} (sha256 {sha(source)[:12]}): 1 accepted, 0 rejected; "
-                             f"wrote {out}; gate it: python -m evalkit.gate BASELINE {out} --policy POLICY\n")
+                             f"wrote {out}; gate it: evalkit gate BASELINE {out} --policy POLICY\n")
     assert report.read_bytes() == source
     loaded = load_report(out)
     assert grade_of({"cases": list(loaded.cases)}, PENDING)["review_pending"] is False

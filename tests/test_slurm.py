@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from conftest import evalkit_env
+from helpers.suites import make_suite
 from slurm_cluster import PARTITION, Cluster, default_state
-from test_multirun import make_suite
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import evalkit_env
-from test_live import RECORDING_NAME, TOTAL_TESTS, Evalkit, FakeOllama, replies
+from helpers.live import RECORDING_NAME, TOTAL_TESTS, Evalkit, FakeOllama, replies
 
 from evalkit.cli.hydra_errors import missing_option
 from evalkit.cli.sweep import read_rows, render_summary, sweep_exit_code

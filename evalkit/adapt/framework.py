@@ -1,6 +1,6 @@
 """The adapter framework: other eval tools' outputs gated like evalkit's own runs.
 
-`python -m evalkit.adapt SOURCE BASELINE CANDIDATE [--policy P] [--out DIR]` reads both files with the SOURCE's
+`evalkit adapt SOURCE BASELINE CANDIDATE [--policy P] [--out DIR]` reads both files with the SOURCE's
 adapter into neutral runs (evalkit.adapt.neutral), maps each to a run report, refuses to compare runs whose task,
 dataset, scorer or contract differ (each reason naming the field), and otherwise gates them with evalkit's own
 `decide()`. What the adapters derived or left out (a dataset fingerprinted from its inputs, errored samples, what
@@ -70,7 +70,7 @@ class Source:
     summary: str
     read: Callable[[Path], NeutralRun]
     description: str = ""
-    """Longer help for `python -m evalkit.adapt <name> --help`: what maps to what."""
+    """Longer help for `evalkit adapt <name> --help`: what maps to what."""
     read_thresholded: Callable[[Path, Mapping[str, float]], NeutralRun] | None = None
     """For a source whose scores are numbers: `read` with a pass threshold per scorer (`--pass-threshold
     SCORER=VALUE`), where full credit is not what passes; the thresholds join the run's contract."""

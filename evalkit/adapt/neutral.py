@@ -159,7 +159,7 @@ def to_run_report(run: NeutralRun, where: str) -> dict[str, Any]:
             "prompt_version": key.prompt_version or (UNRECORDED if key.prompt is None else
                                                      f"sha:{fingerprint(key.prompt)[:12]}"),
             "prompt_sha": fingerprint(key.prompt) if key.prompt is not None else UNRECORDED,
-            # the scorer (and the contract) stand where evalkit keeps its judge, so `python -m evalkit.gate`
+            # the scorer (and the contract) stand where evalkit keeps its judge, so `evalkit gate`
             # on two adapted reports also refuses runs scored differently
             "judge_model": "; ".join([f"scorer:{key.scorer}",
                                       *(f"{name}={value}" for name, value in sorted(key.contract.items()))]),

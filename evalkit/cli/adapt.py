@@ -1,4 +1,4 @@
-"""`python -m evalkit.adapt SOURCE BASELINE CANDIDATE [--policy P] [--out DIR]`: gate what other eval tools wrote.
+"""`evalkit adapt SOURCE BASELINE CANDIDATE [--policy P] [--out DIR]`: gate what other eval tools wrote.
 
 SOURCE is one of the adapters registered in evalkit.adapt.framework (inspect, junit, ...), or `docs-stage`
 (saved documentation stage reports: `--out RESULT` is then one file). The files are read and written here; the

@@ -1,4 +1,4 @@
-"""`python -m evalkit.bless REPORT [--to PATH] [--dry-run]`: make a run report the baseline of its suite.
+"""`evalkit bless REPORT [--to PATH] [--dry-run]`: make a run report the baseline of its suite.
 
 The target is the suite option's `baseline` path, which the runner records in the report
 (`provenance.baseline`), or `--to PATH`. A run that cannot be a baseline is refused in one line (exit 3): unscored
@@ -141,7 +141,7 @@ def _suite_baseline(report: RunReport, where: Path) -> Path:
     named = report.provenance.get("baseline")
     if not isinstance(named, str) or not named:
         raise InputError(f"{where}: the report names no baseline of its suite (provenance.baseline: written by "
-                         "`python -m evalkit` for a suite with a `baseline` path); pass --to PATH")
+                         "`evalkit run` for a suite with a `baseline` path); pass --to PATH")
     return project_path(named)
 
 

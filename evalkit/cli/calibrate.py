@@ -1,4 +1,4 @@
-"""`python -m evalkit.calibrate suite=NAME [--out FILE]`: run a suite's graders on its authored counterexamples.
+"""`evalkit calibrate suite=NAME [--out FILE]`: run a suite's graders on its authored counterexamples.
 
 What calibration computes lives in evalkit.programs.calibrate; this module finds the suite and prints.
 """

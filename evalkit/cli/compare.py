@@ -1,5 +1,5 @@
-"""`python -m evalkit.compare BASELINE CANDIDATE [--json]`: what changed between two run reports, per case and per
-metric, without a policy or a decision (that is `python -m evalkit.gate`).
+"""`evalkit compare BASELINE CANDIDATE [--json]`: what changed between two run reports, per case and per
+metric, without a policy or a decision (that is `evalkit gate`).
 
 Exit codes: 0 compared, 2 incomparable (the eval keys differ in suite, dataset or judge: per-case results would
 compare different things, so none are shown), 3 input or usage error, 4 internal error.
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="evalkit compare", epilog=epilog("compare"),
         description="Compare two run reports: per case improved, regressed, unchanged, new and missing, and each "
-                    "metric's before, after and delta. No policy, no decision (see python -m evalkit.gate). "
+                    "metric's before, after and delta. No policy, no decision (see evalkit gate). "
                     "Exit code: 0 compared, 2 incomparable (another suite, dataset or judge), 3 input or usage "
                     "error, 4 internal error.")
     parser.add_argument("baseline", type=Path, help="run report of the baseline")

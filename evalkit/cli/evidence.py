@@ -18,6 +18,7 @@ from evalkit.core.parsing import parse_json
 from evalkit.core.policy import Policy, policy_sha256
 from evalkit.core.report import RunReport
 from evalkit.core.version import __version__
+from evalkit.gate.decision_format import read_decision
 
 __all__ = ["evidence", "policy_identity", "report_identity", "saved_decision_field"]
 
@@ -48,8 +49,8 @@ def saved_decision_field(report_path: Path, name: str) -> str | None:
     if not path.is_file():
         return None
     try:
-        data = parse_json(read_text(path, "decision"), str(path), "decision")
-    except EvalkitError:
+        decision = read_decision(parse_json(read_text(path, "decision"), str(path), "decision"), str(path))
+    except (EvalkitError, ValueError):
         return None
-    value = data.get(name) if isinstance(data, dict) else None
+    value = getattr(decision, name, None)
     return value if isinstance(value, str) and value else None

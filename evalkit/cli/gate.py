@@ -1,4 +1,4 @@
-"""`python -m evalkit.gate BASELINE CANDIDATE [--policy NAME|FILE] [--out FILE]`: gate two reports.
+"""`evalkit gate BASELINE CANDIDATE [--policy NAME|FILE] [--out FILE]`: gate two reports.
 
 Without --policy, the policy is the one the candidate's run composed (its `provenance.policy`, found by name in
 the project's conf/policy/), or, for a report that names none (a plain pytest-json-report), the strict default

@@ -1,4 +1,4 @@
-"""`python -m evalkit.history [RUN_DIRS or REPORTS ...] [--suite NAME] [--html PATH | --no-html]`: one suite over
+"""`evalkit history [RUN_DIRS or REPORTS ...] [--suite NAME] [--html PATH | --no-html]`: one suite over
 many runs, as a terminal table and an HTML page with inline SVG charts.
 
 What it reads: each argument is a run report, a run folder (holding `report.json`) or a folder searched for run
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     if not searched:
         raise InputError("no run folders to read: no outputs/ or multirun/ in the project"
                          + ("" if root else " (and no evalkit project here)")
-                         + "; run python -m evalkit first, or name run folders or reports")
+                         + "; run `evalkit run` first, or name run folders or reports")
     notes: list[str] = []
     runs = collect_runs(searched, notes)
     suite, runs = _one_suite(runs, args.suite, notes)
@@ -123,7 +123,7 @@ def collect_runs(paths: list[Path], notes: list[str]) -> list[HistoryRun]:
                      f"(missing or stale calls: nothing was measured): {', '.join(unserved[:3])}"
                      + (" ..." if len(unserved) > 3 else ""))
     if not runs:
-        raise InputError(f"no run reports ({REPORT}) in {', '.join(str(p) for p in paths)}; run python -m evalkit "
+        raise InputError(f"no run reports ({REPORT}) in {', '.join(str(p) for p in paths)}; run `evalkit run` "
                          "first, or name run folders or reports")
     return sorted(runs, key=lambda run: (run.time, run.path))
 

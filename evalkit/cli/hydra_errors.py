@@ -36,7 +36,7 @@ def missing_option(error: Any) -> str:
         return f"{message.strip()} (available: {', '.join(sorted(options))})"
     if "Could not load 'evalkit'" in message:  # the project's config.yaml does not reach the package's configs
         return (f"{message.strip()}: evalkit's base settings ship in the package; add `hydra: {{searchpath: "
-                "[pkg://evalkit.conf]}` to the project's conf/config.yaml (python -m evalkit.new project writes it)")
+                "[pkg://evalkit.conf]}` to the project's conf/config.yaml (evalkit new project writes it)")
     return message
 
 

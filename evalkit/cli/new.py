@@ -1,4 +1,4 @@
-"""`python -m evalkit.new project [DIR]` / `suite NAME` / `ci`: scaffold a project, a suite or a CI workflow.
+"""`evalkit new project [DIR]` / `suite NAME` / `ci`: scaffold a project, a suite or a CI workflow.
 
 The files come from templates in the package (evalkit/project/templates/); nothing that exists is overwritten.
 """
@@ -71,11 +71,11 @@ def main(argv: list[str] | None = None) -> int:
 def _project(folder: Path) -> int:
     if (folder / MARKER).exists():
         raise InputError(f"{folder / MARKER}: already an evalkit project; add a suite with "
-                         "`python -m evalkit.new suite NAME`")
+                         "`evalkit new suite NAME`")
     written = write_new(project_files(folder))
     print(f"wrote an evalkit project in {folder.resolve()}:")
     print("\n".join(f"  {path.relative_to(folder)}" for path in written))
-    print("next: python -m evalkit.new suite NAME   (run it from anywhere inside the project)")
+    print("next: evalkit new suite NAME   (run it from anywhere inside the project)")
     return ExitCode.GO
 
 
@@ -94,10 +94,10 @@ def _suite(name: str, labels_text: str | None) -> int:
         print(f"  {MARKER} now picks suite {name} by default")
     print(f"""next:
   1. record its replies from a model (an OpenAI-compatible server; the base URL ends in /v1):
-       python -m evalkit suite={name} mode=live baseline=none model.base_url=http://127.0.0.1:8080/v1 \\
+       evalkit run suite={name} mode=live baseline=none model.base_url=http://127.0.0.1:8080/v1 \\
          model.name=YOUR-MODEL
-  2. make that run the suite's baseline:   python -m evalkit.bless outputs/.../report.json
-  3. gate any change against it, replaying with no model:   python -m evalkit suite={name} prompt=v2""")
+  2. make that run the suite's baseline:   evalkit bless outputs/.../report.json
+  3. gate any change against it, replaying with no model:   evalkit run suite={name} prompt=v2""")
     return ExitCode.GO
 
 

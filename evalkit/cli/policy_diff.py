@@ -1,4 +1,4 @@
-"""`python -m evalkit.policy_diff OLD NEW [--pair BASELINE CANDIDATE]... [--all]`: what a policy change lets
+"""`evalkit policy-diff OLD NEW [--pair BASELINE CANDIDATE]... [--all]`: what a policy change lets
 through, for the reviewer of a policy pull request.
 
 OLD and NEW are each a policy file, a policy option's name (`triage`: conf/policy/triage.yaml) or `git:REF:PATH`

@@ -1,4 +1,4 @@
-"""`python -m evalkit.review --report R.json --decisions D.json --out R2.json`: apply human review.
+"""`evalkit review --report R.json --decisions D.json --out R2.json`: apply human review.
 
 The rules (what a decision may change, the hash binding) live in evalkit.programs.review; this module reads
 and writes the files.
@@ -63,6 +63,6 @@ def main(argv: list[str] | None = None) -> int:
     rejected = sum(1 for d in given if d["decision"] == PresentationVerdict.REJECT)
     print(f"reviewed {len(given)} case(s) of {args.report} (sha256 {fingerprint(raw)}): "
           f"{len(given) - rejected} accepted, {rejected} rejected; wrote {args.out}; "
-          f"gate it: python -m evalkit.gate BASELINE {shlex.quote(str(args.out))} --policy POLICY")
+          f"gate it: evalkit gate BASELINE {shlex.quote(str(args.out))} --policy POLICY")
     return 0
 

@@ -1,4 +1,4 @@
-"""`python -m evalkit [overrides]` (evalkit.cli.run): compose -> run -> decide -> render -> exit code.
+"""`evalkit run [overrides]` (evalkit.cli.run): compose -> run -> decide -> render -> exit code.
 
 Exit codes: 0 go (and review), 1 block, 2 incomparable, 3 input or usage error, 4 internal error, 5 outage.
 With `-m`, every job writes `job.json` and the sweep exits with its most severe job; a single run writes it only
@@ -42,6 +42,11 @@ class _Outcome:
     """Carries a single run's exit code out of Hydra, which discards the task function's return."""
 
     code: int = 0
+    verbose: bool = False
+    """`-v`: a sweep's jobs print their full blocks, as a single run does, rather than one line each."""
+
+
+VERBOSE_FLAGS = ("-v", "--verbose")
 
 
 def _job(cfg: Any) -> None:
@@ -71,7 +76,7 @@ def _job(cfg: Any) -> None:
         redact.install_log_filter()
         MaskedStream.redactors = [*MaskedStream.redactors[:2], redact]
         scrub_hydra_files(hydra_cfg, multirun, redact)
-        code = _run(config, row, redact, searched)
+        code = _run(config, row, redact, searched, brief=multirun and not _Outcome.verbose)
     except OutageError as error:  # the server failed, not the model: never a decision
         message = one_line(redact(str(error)))
         print(f"outage: {message}", file=sys.stderr)
@@ -109,7 +114,9 @@ def _job(cfg: Any) -> None:
             job_file.unlink(missing_ok=True)
 
 
-def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: list[str]) -> int:
+def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: list[str], brief: bool = False) -> int:
+    """Run, gate and write one job's files; print its blocks, or with `brief` (a sweep's job) one line, so the
+    summary table a sweep ends with stays readable."""
     from evalkit.cli.evidence import evidence, report_identity
     from evalkit.core.atomic import write_atomic
     from evalkit.core.config import BUILTIN_METRICS
@@ -162,6 +169,9 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
                      f"with unknown usage); calls {result.execution['calls']}")
     if baseline is None:
         write_atomic(Path(config.run.out) / "report.html", redact(render_report_html(result.report)))
+        if brief:
+            say(redact(_job_line(row, "NOT GATED", tests, result.report_path)))
+            return ExitCode.GO
         say("decision: none (baseline=none: the run was not gated)")
         say(redact(run_line))
         return ExitCode.GO
@@ -186,13 +196,24 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
     if decision.statistics:
         row["paired"] = {k: decision.statistics[k] for k in ("difference", "interval", "groups", "seed", "resamples")}
-    say(redact(render_decision(decision, critical, settings)))
-    say(redact(render_sections(result.report)))
-    say(redact(run_line))
-    say(redact(f"baseline: {name}"))
+    if brief:
+        say(redact(_job_line(row, str(decision.decision).upper(), tests, result.report_path)))
+    else:
+        say(redact(render_decision(decision, critical, settings)))
+        say(redact(render_sections(result.report)))
+        say(redact(run_line))
+        say(redact(f"baseline: {name}"))
     if not config.require_pass:  # report-only: everything above was written; only the exit code differs
         return ExitCode.GO
     return exit_code(decision.decision, policy.review_fails)
+
+
+def _job_line(row: dict[str, Any], decision: str, tests: str, report: Path) -> str:
+    """A sweep job's one line: its number and overrides, the decision and its key numbers, where its report is
+    (what changed is in the summary table, which the sweep prints last)."""
+    overrides = " ".join(row.get("overrides", ())) or "(no overrides)"
+    regressed = f", {row['regressed']} regressed" if row.get("regressed") else ""
+    return f"job {row['job']} {overrides}: {decision}, {tests}{regressed}; report {report}"
 
 
 def _gate_policy(config: RunConfig, overrides: Any) -> tuple[Policy, dict[str, Any]]:
@@ -225,6 +246,15 @@ def _run_policy(config: RunConfig, overrides: Any) -> dict[str, Any]:
                            chosen_by=why, overrides=keys)
 
 
+def _help(argv: list[str]) -> int:
+    from evalkit.cli.run_help import run_help
+    from evalkit.project.paths import PACKAGE_CONF, find_project
+
+    root = find_project()
+    print(run_help(root / "conf" if root is not None else None, PACKAGE_CONF, argv), end="")
+    return 0
+
+
 @command
 def main() -> int:
     """Run Hydra with evalkit's error handling: one line per refusal, decision codes kept distinct."""
@@ -236,10 +266,13 @@ def main() -> int:
 
     # Make Hydra raise instead of printing and exiting 1, which would read as `block`.
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
-    sys.argv[1:] = [keep_package_conf(arg) for arg in sys.argv[1:]]
+    _Outcome.verbose = any(arg in VERBOSE_FLAGS for arg in sys.argv[1:])
+    sys.argv[1:] = [keep_package_conf(arg) for arg in sys.argv[1:] if arg not in VERBOSE_FLAGS]
     try:
         check_flags(sys.argv[1:])
         refuse_credentials(sys.argv[1:])
+        if any(arg in ("--help", "-h") for arg in sys.argv[1:]):  # Hydra's lists one config folder only
+            return _help(sys.argv[1:])
         conf_dir, config_name = primary_config(sys.argv[1:])
     except EvalkitError as error:
         print(f"error: {one_line(str(error))}", file=sys.stderr)

@@ -134,13 +134,14 @@ class DatasetConfig(_Strict):
 
     file: str | None = Field(None, min_length=1)
     """The dataset file (relative paths: from the project root): evalkit's JSON, whose name and version are read
-    from it, or a `.jsonl` or `.csv` file of one case per row, named by `name` and `version` here."""
+    from it, or a file of one case per row (`.jsonl`, `.csv`, `.parquet`, or a folder saved by Hugging Face
+    `datasets`; Parquet and saved folders need the `parquet` extra), named by `name` and `version` here."""
     name: str | None = Field(None, max_length=MAX_NAME_CHARS, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    """`.jsonl` and `.csv` datasets: the dataset's name (in the eval key and the recording file's name)."""
+    """Datasets of rows: the dataset's name (in the eval key and the recording file's name)."""
     version: str | None = Field(None, max_length=MAX_NAME_CHARS, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    """`.jsonl` and `.csv` datasets: the dataset's version (a number is read as its text)."""
+    """Datasets of rows: the dataset's version (a number is read as its text)."""
     fields: dict[str, str] = Field(default_factory=dict)
-    """`.jsonl` and `.csv` datasets: case field -> the file's column (`{id: ticket_id, input: body}`); other
+    """Datasets of rows: case field -> the file's column (`{id: ticket_id, input: body}`); other
     columns keep their names. A row without an id gets one made from its content."""
 
     @field_validator("version", mode="before")
@@ -159,8 +160,8 @@ class DatasetConfig(_Strict):
         if self.file is not None and self.split is not None:
             raise ValueError("'split' needs a manifest dataset; a single dataset file has no splits")
         if self.manifest is not None and (self.name or self.version or self.fields):
-            raise ValueError("'name', 'version' and 'fields' are for .jsonl and .csv dataset files; a manifest "
-                             "names its own")
+            raise ValueError("'name', 'version' and 'fields' are for datasets of rows (.jsonl, .csv, .parquet); "
+                             "a manifest names its own")
         return self
 
 

@@ -1,13 +1,14 @@
-"""Dataset files beyond evalkit's own JSON: JSON Lines and CSV, one case per row, with the file's columns mapped
-to case fields in config (`dataset.fields: {id: ticket_id, input: body, label: category}`).
+"""Dataset files beyond evalkit's own JSON: JSON Lines, CSV, Parquet and folders saved by Hugging Face `datasets`,
+one case per row, with the file's columns mapped to case fields in config (`dataset.fields: {id: ticket_id,
+input: body, label: category}`).
 
 A row without an id gets one made from its content (`row-` and 12 hex digits of its fields' fingerprint), so
 the same row has the same id whatever its place in the file. The fingerprint of such a dataset is of the cases
 as loaded (`cases_fingerprint`), not of the file's bytes: a file re-saved with other quoting, spacing or row
 order holds the same cases and keeps its eval key. Every refusal names the file, the row and the field.
 
-Parquet files and Hugging Face `datasets` folders are refused in one line: reading them needs pyarrow or
-`datasets`, which evalkit does not depend on; convert them to JSON Lines (`Dataset.to_json(path)`).
+Parquet files and saved `datasets` folders are read with pyarrow, an optional extra (evalkit.core.columnar);
+without it they are refused in one line that says what to install.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from evalkit.core.columnar import is_saved_dataset, parquet_rows, saved_dataset_rows
 from evalkit.core.dataset import Case, Dataset, check_case_id, load_dataset
 from evalkit.core.errors import InputError
 from evalkit.core.files import decode, read_bytes
@@ -26,31 +28,30 @@ from evalkit.core.parsing import parse_json
 
 __all__ = ["ROW_FORMATS", "cases_fingerprint", "load_cases"]
 
-ROW_FORMATS = (".jsonl", ".csv")
-"""Suffixes of the files read as one case per row."""
-_REFUSED = {".parquet": "a Parquet file", ".arrow": "an Arrow file"}
+ROW_FORMATS = (".jsonl", ".csv", ".parquet")
+"""Suffixes of the files read as one case per row (and a folder saved by `datasets`)."""
 
 
 def load_cases(path: Path, fields: Mapping[str, str] | None = None, name: str | None = None,
                version: str | None = None) -> Dataset:
-    """The dataset at `path`: evalkit's JSON (name and version from the file, fingerprint of its bytes) or a
-    JSONL/CSV file of rows (name and version from config, fingerprint of the loaded cases)."""
+    """The dataset at `path`: evalkit's JSON (name and version from the file, fingerprint of its bytes) or a file
+    (or saved `datasets` folder) of rows (name and version from config, fingerprint of the loaded cases)."""
     suffix = path.suffix.lower()
-    if path.is_dir() or suffix in _REFUSED:
-        what = "a folder (a Hugging Face `datasets` folder?)" if path.is_dir() else _REFUSED[suffix]
-        raise InputError(f"{path}: {what} cannot be read (evalkit does not depend on pyarrow or datasets); "
-                         "save it as JSON Lines (`datasets.load_from_disk(...).to_json('cases.jsonl')`) and point "
-                         "dataset.file at that")
-    if suffix not in ROW_FORMATS:
+    saved = is_saved_dataset(path)
+    if path.is_dir() and not saved:
+        raise InputError(f"{path}: a folder, and not one saved by Hugging Face `datasets` (no state.json or "
+                         "dataset_dict.json); dataset.file names a .json, .jsonl, .csv or .parquet file, or such a "
+                         "folder")
+    if suffix not in ROW_FORMATS and not saved:
         if fields or name or version:
             raise InputError(f"{path}: an evalkit JSON dataset names its own fields, name and version; "
-                             "dataset.fields, dataset.name and dataset.version are for .jsonl and .csv files")
+                             "dataset.fields, dataset.name and dataset.version are for files of rows")
         return load_dataset(path)
     if not name or not version:
-        raise InputError(f"{path}: a {suffix} dataset needs dataset.name and dataset.version in its config "
-                         "option (they name the recording file)")
-    text = decode(read_bytes(path, "dataset"), path, "dataset")
-    rows = _jsonl_rows(text, path) if suffix == ".jsonl" else _csv_rows(text, path)
+        what = "saved `datasets` folder" if saved else f"{suffix} dataset"
+        raise InputError(f"{path}: a {what} needs dataset.name and dataset.version in its config option (they name "
+                         "the recording file)")
+    rows = saved_dataset_rows(path) if saved else parquet_rows(path) if suffix == ".parquet" else _text_rows(path)
     cases = _cases(rows, path, dict(fields or {}))
     if not cases:
         raise InputError(f"{path}: no rows; a dataset needs at least one case")
@@ -62,6 +63,11 @@ def cases_fingerprint(name: str, version: str, cases: tuple[Case, ...] | list[Ca
     ordered = sorted(cases, key=lambda case: case.id)
     return fingerprint({"name": name, "version": version,
                         "cases": [{"id": case.id, "fields": case.fields} for case in ordered]})
+
+
+def _text_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    text = decode(read_bytes(path, "dataset"), path, "dataset")
+    return _jsonl_rows(text, path) if path.suffix.lower() == ".jsonl" else _csv_rows(text, path)
 
 
 def _jsonl_rows(text: str, path: Path) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -153,7 +153,7 @@ class Policy(BaseModel):
     """A candidate case failing safety, or graded without a safety verdict, blocks (nothing averages it away)."""
 
     block_on_review: bool = False
-    """A candidate case still pending a person's review blocks until `python -m evalkit.review` resolves it."""
+    """A candidate case still pending a person's review blocks until `evalkit review` resolves it."""
 
     block_on_task_regression: bool = False
     """A case whose task passes on the baseline and fails on the candidate blocks."""
@@ -185,7 +185,7 @@ class Policy(BaseModel):
     repeats would reach it. None: the figure is stated and never decides."""
 
 
-# What `python -m evalkit.gate` applies when neither --policy nor the candidate's suite names a policy (a plain
+# What `evalkit gate` applies when neither --policy nor the candidate's suite names a policy (a plain
 # pytest-json-report): no test that passes on the baseline may stop passing or vanish (block), and a run with
 # unscored cases blocks as always. No pass-rate floor and no critical tests, because it cannot know them: a suite
 # with known failures or skips gated against itself goes.

@@ -22,6 +22,7 @@ from evalkit.core.errors import InputError
 from evalkit.core.failure import failure_message
 from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
 from evalkit.core.parsing import check_json, parse_json
+from evalkit.core.report_format import FORMATS, Repeats, check_repeats
 
 __all__ = ["CaseHead", "CaseTexts", "Counts", "RunReport", "case_heads", "report_from_mapping", "load_report",
            "parse_report", "read_reports"]
@@ -97,6 +98,7 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
     """Check that `data` is a run report and extract it; every refusal names `where` and the fix."""
     if not isinstance(data, dict):
         raise InputError(f"{where}: not a run report (expected a JSON object)")
+    _check_format(data.get("format"), where)
     _check_key(data.get("eval"), where)
     tests = data.get("tests")
     if not isinstance(tests, list):
@@ -119,10 +121,17 @@ def report_from_mapping(data: Any, where: str) -> RunReport:
     return _assemble(data, outcomes, messages, repeats, where)
 
 
+def _check_format(value: Any, where: str) -> None:
+    """A report naming no format is a hand-made pytest-json-report file; one naming a format must be one of ours."""
+    if value is not None and value not in FORMATS:
+        raise InputError(f"{where}: run report format {str(value)[:60]!r} is not one this evalkit reads "
+                         f"({', '.join(FORMATS)}); gate it with the evalkit that wrote it, or upgrade evalkit")
+
+
 def _check_key(key: Any, where: str) -> None:
     if not isinstance(key, dict):
         raise InputError(f"{where}: not a run report: no 'eval' block with the eval key "
-                         "(produce it with `python -m evalkit`, or add it in pytest_json_modifyreport)")
+                         "(produce it with `evalkit run`, or add it in pytest_json_modifyreport)")
 
 
 def _check_ran(tests: list[Any], data: Mapping[str, Any], where: str) -> None:
@@ -139,7 +148,7 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
     provenance = data.get("provenance") or {}
     if not isinstance(provenance, dict):
         raise InputError(f"{where}: 'provenance' is {type(provenance).__name__}; it must be an object "
-                         "(or absent): regenerate the report with `python -m evalkit`")
+                         "(or absent): regenerate the report with `evalkit run`")
     for name in ("slices", "execution", "dataset", "candidate"):
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")
@@ -165,12 +174,12 @@ def _repeats(tests: list[Any], outcomes: Mapping[str, str], where: str) -> dict[
         block = test.get("repeats")
         if block is None:
             continue
-        passed = block.get("passed") if isinstance(block, dict) else None
-        runs = block.get("runs") if isinstance(block, dict) else None
-        if (not isinstance(passed, int) or not isinstance(runs, int) or isinstance(passed, bool)
-                or isinstance(runs, bool) or runs < 1 or not 0 <= passed <= runs):
-            raise InputError(f"{where}: tests[{index}] ({nodeid}): 'repeats' is {block!r}; it must be "
-                             '{"passed": k, "runs": n} with 0 <= k <= n and n >= 1')
+        try:  # read on the fast path already (a Repeats), else checked here against the same definition
+            counts = block if isinstance(block, Repeats) else check_repeats(block)
+        except ValueError as error:
+            raise InputError(f"{where}: tests[{index}] ({nodeid}): 'repeats' is {str(block)[:200]}; it must be "
+                             f'{{"passed": k, "runs": n}} with 0 <= k <= n and n >= 1 ({error})') from None
+        passed, runs = counts.passed, counts.runs
         if (outcome in PASSING and passed < runs) or (outcome in FAILING and passed == runs):
             raise InputError(f"{where}: tests[{index}] ({nodeid}): outcome {outcome!r} contradicts {passed} of "
                              f"{runs} samples passing; a repeated test is 'passed' only when every sample passed")
@@ -447,7 +456,7 @@ class _Test(msgspec.Struct, gc=False):
     setup: msgspec.Raw = msgspec.Raw()
     call: msgspec.Raw = msgspec.Raw()
     teardown: msgspec.Raw = msgspec.Raw()
-    repeats: Any = None
+    repeats: Repeats | None = None
     case: Any = None
 
 
@@ -456,6 +465,7 @@ class _Report(msgspec.Struct):
     test and each case kept as its raw text, read one at a time."""
 
     tests: list[msgspec.Raw]
+    format: Any = None
     eval: Any = None
     exitcode: Any = None
     collectors: Any = None
@@ -483,7 +493,8 @@ def _read_fast(text: str | bytes, where: str) -> RunReport | None:
         report = _REPORT.decode(text)
     except (msgspec.ValidationError, msgspec.DecodeError):  # not the part it describes: the careful path
         return None
-    data = {name: getattr(report, name) for name in report.__struct_fields__ if name != "tests"}
+    data = {name: getattr(report, name) for name in report.__struct_fields__ if name not in ("tests", "format")}
+    _check_format(report.format, where)
     if report.cases is not None:  # each case's own bytes, so that the report's text is not kept
         data["cases"] = CaseTexts([bytes(case) for case in report.cases])
     raws = report.tests

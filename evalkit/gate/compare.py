@@ -1,6 +1,6 @@
 """Comparison detail between two runs: per case improved / regressed / unchanged, and per metric
 before, after, delta and status. Pure. The gate uses the metric comparison (`compare_metrics`);
-`python -m evalkit.compare` shows both.
+`evalkit compare` shows both.
 
 All metrics are read as higher-is-better. A metric that can no longer be measured (None) ranks
 below every number, so a drop to None is a regression, never an unchanged row.

@@ -1,7 +1,7 @@
 """The gate: decide(policy, baseline, candidate) -> Decision. Pure: no I/O, no clock, no randomness.
 
 The rules are evalkit.gate.rules, run in their order; this module turns their findings into a decision.
-Run `python -m evalkit.gate BASELINE CANDIDATE` for the command-line front (evalkit/cli/gate.py).
+Run `evalkit gate BASELINE CANDIDATE` for the command-line front (evalkit/cli/gate.py).
 """
 
 from __future__ import annotations

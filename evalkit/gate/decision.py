@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit.gate.decision_format import FORMAT as DECISION_FORMAT
 from evalkit.gate.findings import Effect, Finding
 
 __all__ = ["Verdict", "ExitCode", "exit_code", "Decision"]
@@ -105,6 +106,7 @@ class Decision:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "format": DECISION_FORMAT,
             "decision": str(self.decision),
             "reasons": list(self.reasons),
             "changed": {k: list(v) for k, v in self.changed.items()},

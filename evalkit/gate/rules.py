@@ -366,7 +366,7 @@ def unresolved_review(c: Compared) -> Iterator[Finding]:
     if c.policy.block_on_review and pending:
         yield Finding("unresolved_review", Effect.BLOCK,
                       f"unresolved_review: {len(pending)} case(s) await a person's review ({_few(pending)}); "
-                      "record decisions with python -m evalkit.review", figures={"pending": pending})
+                      "record decisions with evalkit review", figures={"pending": pending})
 
 
 def _lost(c: Compared, verdict: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""`python -m evalkit.calibrate suite=NAME [--out FILE]`: run a suite's graders on its authored counterexamples.
+"""`evalkit calibrate suite=NAME [--out FILE]`: run a suite's graders on its authored counterexamples.
 
 A suite opts in with `calibration.py` beside its tests, defining `GRADERS` (name -> grader(case, reference,
 response, artifacts) returning a bool or an evalkit.Grade) and `examples()` (each with `id`, `case`,

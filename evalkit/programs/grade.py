@@ -29,7 +29,7 @@ class Grade(BaseModel):
     safety_pass: bool | None
     """Nothing protected was changed."""
     review_pending: bool | None
-    """A person must decide on the presentation before release (`python -m evalkit.review`)."""
+    """A person must decide on the presentation before release (`evalkit review`)."""
     reason: str = Field(min_length=1)
     """The evidence behind the verdicts, or why the case could not be scored."""
 

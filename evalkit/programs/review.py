@@ -1,6 +1,6 @@
 """Human review of presentation, bound to the exact bytes of one run report.
 
-`python -m evalkit.review --report R.json --decisions D.json --out R2.json`
+`evalkit review --report R.json --decisions D.json --out R2.json`
 
 A graded case can be left `review_pending`: its task, quality and safety were scored, and a person
 still has to look at how the answer is presented. Review settles that and nothing else:
@@ -117,7 +117,7 @@ def apply_review(report: dict[str, Any], report_bytes: bytes, decisions: Any, *,
 def _check_report(report: Any, report_bytes: bytes, where: str) -> None:
     if not isinstance(report, dict) or not isinstance(report.get("cases"), list):
         raise InputError(f"{where}: not an evalkit run report (no 'cases' list); "
-                         "review the report `python -m evalkit` wrote")
+                         "review the report `evalkit run` wrote")
     try:
         parsed = json.loads(report_bytes)
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -196,4 +196,4 @@ def _earlier_rounds(audit: Any, where: str) -> list[Any]:
     if isinstance(audit, list):
         return copy.deepcopy(audit)
     raise InputError(f"{where}: 'review_audit' is neither a review round nor a list of rounds; "
-                     "review the report `python -m evalkit` or evalkit.review wrote")
+                     "review the report `evalkit run` or evalkit.review wrote")

@@ -1,6 +1,6 @@
 """Files as a commit holds them: `git:REF:PATH`, read with `git show` in the project's repository.
 
-The one reader behind `baseline=git:...` and `python -m evalkit.policy_diff git:...`, so both say the same thing
+The one reader behind `baseline=git:...` and `evalkit policy-diff git:...`, so both say the same thing
 when git is missing, the folder is not in a repository, the clone lacks REF (a shallow CI checkout: with the
 fetch that brings it) or PATH is absent at REF, and both refuse a REF that git would read as an option.
 """

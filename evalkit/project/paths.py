@@ -40,11 +40,11 @@ def project_root() -> Path:
     root = find_project()
     if root is None:
         raise InputError(f"no evalkit project here: no {MARKER} in {Path.cwd()} or any folder above it; "
-                         "create one with `python -m evalkit.new project`, or name one with "
+                         "create one with `evalkit new project`, or name one with "
                          f"{PROJECT_ENV}=/path/to/project")
     if not (root / MARKER).is_file():
         raise InputError(f"{PROJECT_ENV}={root}: not an evalkit project (no {MARKER} there); "
-                         "create one with `python -m evalkit.new project`")
+                         "create one with `evalkit new project`")
     return root
 
 

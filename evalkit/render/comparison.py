@@ -1,11 +1,13 @@
-"""Two runs compared (`python -m evalkit.compare`): per case improved, regressed, unchanged, new and missing, and
+"""Two runs compared (`evalkit compare`): per case improved, regressed, unchanged, new and missing, and
 per metric before, after and delta, as terminal text or JSON. Values to strings; no decision is made here."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from evalkit.core.untrusted import terminal  # a listed id is report data: it must not forge a line of its own
 from evalkit.gate.compare import Comparison
+from evalkit.render.numbers import number
 from evalkit.render.text import render_changed
 
 __all__ = ["STATUSES", "comparison_json", "render_comparison"]
@@ -35,7 +37,7 @@ def render_comparison(data: dict[str, Any], baseline: str, candidate: str) -> st
     if data["incomparable"]:
         lines.append("INCOMPARABLE: the runs measured different things; nothing compared:")
         lines += [f"  - {reason}" for reason in data["incomparable"]]
-        return "\n".join(_one_line(line) if line.startswith("  - ") else line for line in lines)
+        return "\n".join(terminal(line) if line.startswith("  - ") else line for line in lines)
     lines.append(f"changed: {render_changed(data['changed']) or 'nothing in the eval key'}")
     unit = data["unit"]
     counts = data["counts"]
@@ -50,19 +52,8 @@ def render_comparison(data: dict[str, Any], baseline: str, candidate: str) -> st
         width = max(len(name) for name in data["metrics"])
         lines.append("metrics:")
         lines.append(f"  {'':<{width}}  {'before':>8}  {'after':>8}  {'delta':>8}  status")
-        lines += [f"  {name:<{width}}  {_num(m['before']):>8}  {_num(m['after']):>8}  {_num(m['delta'], True):>8}  "
-                  f"{m['status']}" for name, m in data["metrics"].items()]
+        lines += [f"  {name:<{width}}  {number(m['before']):>8}  {number(m['after']):>8}  "
+                  f"{number(m['delta'], signed=True):>8}  {m['status']}" for name, m in data["metrics"].items()]
     else:
         lines.append("metrics: none in either report")
-    return "\n".join(_one_line(line) if line.startswith("  - ") else line for line in lines)
-
-
-def _num(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
-
-
-def _one_line(text: str) -> str:
-    """A listed id is report data: a line break in it must not forge a line of its own."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    return "\n".join(terminal(line) if line.startswith("  - ") else line for line in lines)

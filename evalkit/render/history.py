@@ -1,4 +1,4 @@
-"""One suite over many runs (`python -m evalkit.history`): a terminal table and an HTML page with inline SVG charts.
+"""One suite over many runs (`evalkit history`): a terminal table and an HTML page with inline SVG charts.
 
 Each run is one row: when it ran, its eval key, its decision, pass rates, the suite's metrics, cost and latency.
 Runs of different eval keys are never joined silently: every distinct key gets a label (K1, K2 ... in order of
@@ -20,6 +20,7 @@ from typing import Any
 from evalkit.core.report import RunReport
 from evalkit.gate.decide import changed_components, incomparability
 from evalkit.render.html import render_page
+from evalkit.render.numbers import NO_VALUE, number
 from evalkit.render.text import render_changed
 
 __all__ = ["HistoryRun", "Series", "history_rows", "key_notes", "render_history_text", "render_history_html",
@@ -127,15 +128,15 @@ def history_rows(runs: Sequence[HistoryRun]) -> tuple[list[str], list[list[str]]
     series = [Series("pass rate", rate=True), *(Series(m, rate=_is_rate(m, runs)) for m in metrics),
               Series("input tokens"), Series("latency mean ms")]
     rows = []
-    for number, (label, run) in enumerate(zip(key_labels(runs), runs, strict=True), start=1):
+    for position, (label, run) in enumerate(zip(key_labels(runs), runs, strict=True), start=1):
         report = run.report
         values = [_pass_rate(report), *(report.metrics.get(m) for m in metrics)]
         cost = [_cost(report, "input_tokens"), _cost(report, "output_tokens"), _cost(report, "model_calls")]
         latency = [_latency(report, "mean_ms"), _latency(report, "p95_ms")]
         for one, value in zip(series, [*values, cost[0], latency[0]], strict=True):
             one.values.append(value)
-        rows.append([str(number), _time(run), label, (run.decision or "-").upper(),
-                     f"{report.passed}/{len(report.outcomes)}", *(_num(v) for v in values),
+        rows.append([str(position), _time(run), label, (run.decision or "-").upper(),
+                     f"{report.passed}/{len(report.outcomes)}", *(number(v) for v in values),
                      *(_int(v) for v in cost), *(_int(v) for v in latency), run.path])
     return header, rows, series
 
@@ -150,12 +151,8 @@ def _time(run: HistoryRun) -> str:
     return text + (" (file time)" if run.time_from_file else "")
 
 
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
 def _int(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0f}"
+    return NO_VALUE if value is None else f"{value:.0f}"
 
 
 def render_history_text(suite: str, runs: Sequence[HistoryRun], notes: Sequence[str] = ()) -> str:
@@ -212,11 +209,12 @@ def _chart(series: Series, labels: Sequence[str]) -> dict[str, Any]:
         segment_key = label
         points.append({"x": x(i), "y": y(value), "colour": colour[label],
                        "n": str(i + 1) if i % every == 0 else "",
-                       "title": f"run {i + 1} ({label}): {series.name} {_num(value) if series.rate else _int(value)}"})
+                       "title": f"run {i + 1} ({label}): {series.name} "
+                                f"{number(value) if series.rate else _int(value)}"})
     flush()
     if count:
         bands.append(_band(labels[start], x(start), x(count - 1), step))
-    shown = _num if series.rate or high <= 10 else _int
+    shown = number if series.rate or high <= 10 else _int
     return {"name": series.name, "width": _WIDTH, "height": _HEIGHT, "points": points, "lines": lines,
             "bands": bands, "top": _PAD_Y, "bottom": _HEIGHT - _PAD_Y, "left": _PAD_X, "right": _WIDTH - _PAD_X,
             "high": shown(high), "low": shown(low), "missing": count - len(numbers)}

@@ -15,11 +15,11 @@ from evalkit.core.untrusted import MAX_VALUE_CHARS, markdown, terminal
 from evalkit.gate.decision import Decision
 from evalkit.render.answers import render_answers
 from evalkit.render.confusion import confusion_markdown
+from evalkit.render.numbers import number
 from evalkit.render.sections import decision_lists, sections
 from evalkit.render.text import detectable_lines, render_changed, render_counts, render_failure, render_statistics
 
 __all__ = ["render_markdown", "render_policy"]
-
 
 
 def render_markdown(decision: Decision, candidate: RunReport | None = None, critical: tuple[str, ...] = (),
@@ -58,8 +58,8 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
     changes = [(name, m) for name, m in decision.metrics.items() if m.get("status") != "unchanged"]
     if changes:
         lines += ["| metric | before | after | delta | status |", "|---|---|---|---|---|"]
-        lines += [f"| {markdown(name, MAX_VALUE_CHARS)} | {_num(m['before'])} | {_num(m['after'])} | "
-                  f"{_num(m['delta'])} | {markdown(str(m['status']))} |"
+        lines += [f"| {markdown(name, MAX_VALUE_CHARS)} | {number(m['before'])} | {number(m['after'])} | "
+                  f"{number(m['delta'])} | {markdown(str(m['status']))} |"
                   for name, m in changes]
         lines.append("")
     if candidate is not None:
@@ -114,5 +114,3 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _num(value: object) -> str:
-    return "not measurable" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)

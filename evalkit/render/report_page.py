@@ -24,6 +24,7 @@ from evalkit.gate.decision import Decision
 from evalkit.render.confusion import confusion_tables
 from evalkit.render.html import render_page
 from evalkit.render.markdown import render_policy
+from evalkit.render.numbers import number
 from evalkit.render.sections import sections
 from evalkit.render.text import detectable_lines, render_setting, render_statistics
 
@@ -397,7 +398,7 @@ def _metrics(decision: Decision | None, candidate: RunReport) -> list[dict[str, 
     for name, before, after, delta, status in entries:
         numbers = [abs(v) for v in (before, after) if isinstance(v, int | float)]
         scale = max(numbers, default=0.0) or 1.0
-        out.append({"name": name, "before": _num(before), "after": _num(after), "delta": _num(delta),
+        out.append({"name": name, "before": number(before), "after": number(after), "delta": number(delta),
                     "status": status, "sort_delta": delta if isinstance(delta, int | float) else "",
                     "bar_before": _width(before, scale), "bar_after": _width(after, scale)})
     return out
@@ -405,12 +406,6 @@ def _metrics(decision: Decision | None, candidate: RunReport) -> list[dict[str, 
 
 def _width(value: Any, scale: float) -> float | None:
     return round(100 * abs(value) / scale, 1) if isinstance(value, int | float) else None
-
-
-def _num(value: Any) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def _slices(report: RunReport) -> list[dict[str, Any]]:
@@ -421,7 +416,7 @@ def _slices(report: RunReport) -> list[dict[str, Any]]:
         for name, s in values.items():
             if isinstance(s, Mapping):
                 rows.append({"cut": clip(str(cut), ID_CHARS), "value": clip(str(name), ID_CHARS),
-                             "cases": s.get("cases"), "pass_rate": _num(s.get("pass_rate")),
+                             "cases": s.get("cases"), "pass_rate": number(s.get("pass_rate")),
                              "failures": clip(", ".join(map(str, s.get("failures") or [])) or "-", MESSAGE_CHARS),
                              "unsafe": clip(", ".join(map(str, s.get("unsafe") or [])) or "-", MESSAGE_CHARS)})
     return rows

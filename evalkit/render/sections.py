@@ -7,6 +7,7 @@ from typing import Any
 from evalkit.core.report import RunReport
 from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
+from evalkit.render.numbers import number
 
 __all__ = ["decision_lists", "sections", "render_sections"]
 
@@ -28,7 +29,7 @@ def decision_lists(decision: Decision, critical: tuple[str, ...]) -> list[tuple[
 
 def sections(report: RunReport) -> dict[str, list[tuple[str, str]]]:
     """Each section as (label, value) rows; shared by the text and Markdown renderers."""
-    quality = [(name, "not measurable" if value is None else f"{value:.3f}")
+    quality = [(name, number(value))
                for name, value in sorted(report.metrics.items())]
     for cut, values in report.slices.items():
         for name, s in values.items():

@@ -34,9 +34,9 @@ def load_baseline(spec: str, suite_baseline: str | None, suite: str) -> Baseline
         path = project_path(suite_baseline)
         if not path.exists():  # a new suite: say how its first baseline is made, not only what is missing
             raise InputError(f"suite {suite} has no baseline yet ({suite_baseline} not found): run it without "
-                             f"gating, `python -m evalkit suite={suite} baseline=none` (with mode=live to call "
+                             f"gating, `evalkit run suite={suite} baseline=none` (with mode=live to call "
                              "the model), then make that run its baseline, "
-                             "`python -m evalkit.bless outputs/.../report.json`")
+                             "`evalkit bless outputs/.../report.json`")
         return Baseline(str(suite_baseline), *_read(path))
     if spec.startswith(GIT):
         return _from_git(spec, suite_baseline, suite)

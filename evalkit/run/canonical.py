@@ -2,7 +2,7 @@
 so regenerating an unchanged baseline rewrites no byte and a reviewer's diff shows only what changed.
 
 The job folder's `report.json` keeps everything (timings, commit, Python version): it is the run's full
-record. A saved baseline (`run.save_report=PATH`, `python -m evalkit.bless`) drops what changes from one
+record. A saved baseline (`run.save_report=PATH`, `evalkit bless`) drops what changes from one
 regeneration to the next without the run changing, and the gate reads both forms alike.
 """
 

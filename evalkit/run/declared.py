@@ -24,6 +24,7 @@ from evalkit.core.files import decode, read_bytes
 from evalkit.judging.checks import ChecksFile, CheckSpec, judge, parse_checks
 from evalkit.judging.llm_rubric import rubric_request
 from evalkit.live.providers.base import Request
+from evalkit.run.eval_block import CLASSIFIED
 from evalkit.run.suite import SuiteTask
 
 if TYPE_CHECKING:
@@ -32,8 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["CHECKS_FILE", "CLASSIFIED", "ChecksYaml", "DeclaredCheck", "read_checks", "with_rubric_judges"]
 
 CHECKS_FILE = "checks.yaml"
-CLASSIFIED = "classified"
-"""The key under which a classification check records `{"check", "label", "predicted"}` for its case."""
 
 
 def read_checks(suite_dir: Path) -> ChecksFile | None:
@@ -81,7 +80,7 @@ class DeclaredCheck(pytest.Item):
         case = self.evalkit_case
         call = (CallId.judge(self.spec.name, case.id, evalrun.sample) if self.spec.call == "judge"
                 else CallId.task(case.id, evalrun.sample))
-        reply = evalrun.run.text_of(str(call))
+        reply = evalrun.text_of(str(call))
         verdict = judge(self.spec, reply, case, self.load)
         if self.spec.kind == "classification":
             # the first sample's label, whichever sample's report is kept: the metrics count each case once

@@ -4,7 +4,7 @@
   the project's or evalkit's `conf/`, the `suites/` folder, the run's own suite folder or its recordings
   folder: the files a run writes there (`pytest.ini`, `report.json`, `pytest.log` ...) would shadow or replace
   the project's own.
-- A saved run report (`run.save_report=PATH`, `python -m evalkit.bless --to PATH`) is a baseline to keep, so it
+- A saved run report (`run.save_report=PATH`, `evalkit bless --to PATH`) is a baseline to keep, so it
   may only replace a run report: the path must end in `.json`, may not be a symbolic link, may not lie inside a
   `conf/` folder, may not be one of the command's inputs (the baseline the run is gated against, the report
   being blessed), and a file already there must parse as a run report (never a dataset, recording or config).

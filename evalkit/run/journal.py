@@ -24,18 +24,29 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalkit.core.errors import InputError, RecordingError
 from evalkit.core.files import read_text
 from evalkit.core.parsing import parse_json
 from evalkit.run.recording import Entry
 
-__all__ = ["Journal", "cut_torn_tail", "journal_path", "read_journal", "recording_lock"]
+__all__ = ["Journal", "JournalLine", "cut_torn_tail", "journal_path", "read_journal", "recording_lock"]
 
 _FSYNC_EVERY_S = 0.5  # writes survive a killed process; fsyncs guard against power loss, so batch them
 # read too (the fresh-line check); never through a link; never inherited by the programs a run starts
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class JournalLine(BaseModel):
+    """One line of a journal: a finished call and its recording entry. A journal has no format of its own: its
+    entries are its recording's (evalkit.run.recording.Entry), so it changes exactly when the recording's format
+    does, and a journal left by an older format is refused line by line, never half read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str
+    entry: Entry
 
 
 def journal_path(recording: Path) -> Path:
@@ -50,9 +61,9 @@ def read_journal(path: Path) -> dict[str, Entry]:
     lines = read_text(path, "journal").splitlines()  # a folder, FIFO or non-UTF-8 journal is refused in one line
     for number, line in enumerate(lines, start=1):
         try:
-            data = parse_json(line, f"{path}: line {number}", "journal entry")
-            entries[data["call_id"]] = Entry.model_validate(data["entry"])
-        except (InputError, KeyError, TypeError, ValidationError):
+            read = JournalLine.model_validate(parse_json(line, f"{path}: line {number}", "journal entry"))
+            entries[read.call_id] = read.entry
+        except (InputError, ValidationError):
             if number == len(lines):
                 break
             raise RecordingError(f"{path}: line {number} is not a journal entry; "
@@ -74,7 +85,7 @@ class Journal:
         return self  # the file is opened at the first append: a run that calls nothing leaves none
 
     def append(self, call_id: str, entry: Entry) -> None:
-        scrubbed = self._scrub({"call_id": call_id, "entry": entry.model_dump(mode="json")})
+        scrubbed = self._scrub(JournalLine(call_id=call_id, entry=entry).model_dump(mode="json"))
         data = (json.dumps(scrubbed, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
         with self._lock:
             try:

@@ -1,21 +1,15 @@
-"""evalkit's pytest plugin (entry point `pytest11`): cases as parameters, replies as fixtures, and
-the eval key, per-case results and provenance added to pytest-json-report's report.
+"""evalkit's pytest plugin (entry point `pytest11`): cases as parameters, replies as fixtures, and the eval block
+added to pytest-json-report's report.
 
-Inert unless pytest is started with `--evalkit-run=FILE` (the runner does that), so installing
-evalkit changes nothing in other pytest sessions.
-
-With `run.repeats=N` (N > 1) every check over a case runs once per sample, its fixtures handing out that sample's
-replies, under the test's one node id: the test's entry is the first failing sample's (else the first that did not
-pass, else sample 0's), so its outcome is `passed` only when every sample passed, and it carries
-`"repeats": {"passed": k, "runs": N, "not_passed": [sample numbers]}` for the gate (evalkit.gate.repeats). A metric
-is the mean over the samples that measured it.
+Inert unless pytest is started with `--evalkit-run=FILE` (the runner does that), so installing evalkit changes
+nothing in other pytest sessions. This module is only pytest's surface: the eval block is computed by
+evalkit.run.eval_block (pure), and with `run.repeats=N` (N > 1) each check over a case runs once per sample through
+evalkit.run.sample_protocol, its fixtures handing out that sample's replies, under the test's one node id.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
@@ -25,14 +19,13 @@ import pytest
 from evalkit.core.call_id import CallId
 from evalkit.core.config import BUILTIN_METRICS
 from evalkit.core.dataset import Case
-from evalkit.core.key import with_settings
-from evalkit.core.report import PASSING
-from evalkit.judging.classification import classify
-from evalkit.judging.slices import language_of_field, slice_cases
 from evalkit.programs.candidate import is_scorable
 from evalkit.programs.grade import Grade
-from evalkit.run.declared import CHECKS_FILE, CLASSIFIED, ChecksYaml
+from evalkit.run.declared import CHECKS_FILE, ChecksYaml
+from evalkit.run.eval_block import EvalBlock
 from evalkit.run.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
+from evalkit.run.run_input import RunInput, read_run_input
+from evalkit.run.sample_protocol import run_samples
 from evalkit.run.workers import RECORDED, SHARD_OPTION, register_for_workers
 
 RUN_OPTION = "--evalkit-run"
@@ -40,52 +33,12 @@ CARRIED = "evalkit_recorded"
 """The attribute of a test's teardown report holding what the test recorded (its case, metrics, grade), taken in
 by pytest_runtest_logreport: the report is where a test's outcome and what it recorded meet."""
 MACHINE_FIELDS = ("environment", "root")  # about the machine, not the eval: dropped from reports
-REPLY_CHARS = 2000
-"""A reply kept in a case's entry is cut after this many characters (with a marker): enough to see the answer,
-not a copy of the recording."""
-
-
-class RunInput:
-    """What the runner hands to the pytest process: key, cases, call results, provenance."""
-
-    def __init__(self, path: Path) -> None:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        self.key: dict[str, Any] = data["key"]
-        self.provenance: dict[str, Any] = data["provenance"]
-        self.cases = [Case(c["id"], c["fields"]) for c in data["cases"]]
-        self.calls: dict[str, dict[str, Any]] = data["calls"]
-        self.repeats: int = data.get("repeats", 1)
-        """Samples of each call (`run.repeats`); the checks over a case run once per sample."""
-        self.components: dict[str, Any] = data.get("components", {})
-        self.settings: dict[str, Any] = data.get("settings", self.components)
-        """What the key's fingerprints cover, shown beside it (the components, the model's and judge's options)."""
-        suite = data.get("suite", {})
-        self.slices: list[str | dict[str, Any]] = suite.get("slices", [])
-        self.abstention_check: str = suite.get("abstention_check", "test_abstention")
-        self.critical: list[str] = suite.get("critical", [])
-        """The checks `checks.yaml` marks critical: they block on failure like the policy's `critical:`."""
-        self.group_by: str | None = suite.get("group_by")
-        # suites that run a candidate program: what each case's run left, and the references to grade it by
-        self.programs: dict[str, dict[str, Any]] = data.get("programs", {})
-        self.references: dict[str, dict[str, Any]] = data.get("references", {})
-
-    def text_of(self, call_id: str) -> str:
-        """The reply text of a call; a call without one fails the asking test with its reason."""
-        call = self.calls.get(call_id)
-        if call is None:
-            pytest.fail(f"{call_id} was never made: the suite's task did not plan this call", pytrace=False)
-        if call["status"] in UNSCORED:
-            pytest.skip(f"unscored: {call['reason']}")
-        if call["text"] is None:
-            pytest.fail(call["reason"] or f"{call_id}: no reply text", pytrace=False)
-        text: str = call["text"]
-        return text
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("evalkit")
     group.addoption(RUN_OPTION, default=None, metavar="FILE",
-                    help="run the suite's checks over the calls in FILE (written by `python -m evalkit`)")
+                    help="run the suite's checks over the calls in FILE (written by `evalkit run`)")
     group.addoption(SHARD_OPTION, default=None, metavar="K/N",
                     help="run only shard K of N of the collected checks, writing a partial report for the runner "
                          "to merge (run.workers=N)")
@@ -97,7 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption(RUN_OPTION)
     if path:
         shard = bool(config.getoption(SHARD_OPTION))
-        config.pluginmanager.register(_EvalRun(RunInput(Path(path)), config.rootpath, shard), "evalkit-run")
+        config.pluginmanager.register(_EvalRun(read_run_input(Path(path)), config.rootpath, shard), "evalkit-run")
         register_for_workers(config)
 
 
@@ -159,6 +112,18 @@ class _EvalRun:
         if isinstance(recorded, dict):
             self.recorded[report.nodeid] = recorded
 
+    def text_of(self, call_id: str) -> str:
+        """The reply text of a call; a call without one fails the asking test with its reason (an unscored call
+        skips it, and the case is reported unscored)."""
+        call = self.run.calls.get(call_id)
+        if call is None:
+            pytest.fail(f"{call_id} was never made: the suite's task did not plan this call", pytrace=False)
+        if call.status in UNSCORED:
+            pytest.skip(f"unscored: {call.reason}")
+        if call.text is None:
+            pytest.fail(call.reason or f"{call_id}: no reply text", pytrace=False)
+        return call.text
+
     def _recording(self, request: pytest.FixtureRequest) -> dict[str, Any]:
         return self.recording.setdefault(request.node.nodeid, {})
 
@@ -177,13 +142,13 @@ class _EvalRun:
     @pytest.fixture
     def task_reply(self, case: Case) -> str:
         """The model's reply text for this case (`task/<case-id>`)."""
-        return self.run.text_of(str(CallId.task(case.id, self.sample)))
+        return self.text_of(str(CallId.task(case.id, self.sample)))
 
     @pytest.fixture
     def judge_reply(self, case: Case) -> Callable[[str], str]:
         """`judge_reply(metric)`: the judge's reply text for this case (`judge/<metric>/<case-id>`)."""
         sample = self.sample
-        return lambda metric: self.run.text_of(str(CallId.judge(metric, case.id, sample)))
+        return lambda metric: self.text_of(str(CallId.judge(metric, case.id, sample)))
 
     @pytest.fixture
     def record_metric(self, case: Case, request: pytest.FixtureRequest) -> Callable[[str, float | None], None]:
@@ -238,25 +203,11 @@ class _EvalRun:
         """With N > 1 samples, run a check over a case once per sample and report it once (see the module)."""
         if self.run.repeats == 1 or not isinstance(_case_param(item), Case):
             return None  # pytest's own protocol
-        from _pytest.runner import runtestprotocol  # pytest's protocol for one run of an item, as reruns use it
-
-        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        runs = []
-        for sample in range(self.run.repeats):
-            self.sample = sample
-            if hasattr(item, "_json_report_extra"):  # pytest-json-report's per-run details: one dict per sample
-                item._json_report_extra = {}
-            reports = runtestprotocol(item, log=False, nextitem=nextitem)
-            runs.append((reports, _outcome(item.config, reports)))
-        self.sample = 0
-        outcomes = [outcome for _, outcome in runs]
-        self.sampled[item.nodeid] = outcomes
-        shown = next((i for i, o in enumerate(outcomes) if o in ("failed", "error")),
-                     next((i for i, o in enumerate(outcomes) if o not in PASSING), 0))
-        for report in runs[shown][0]:
-            item.ihook.pytest_runtest_logreport(report=report)
-        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        self.sampled[item.nodeid] = run_samples(item, nextitem, self.run.repeats, self._use_sample)
         return True
+
+    def _use_sample(self, sample: int) -> None:
+        self.sample = sample
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
@@ -273,220 +224,10 @@ class _EvalRun:
         EvalBlock(self.run, self.recorded, self.sampled, self.sample_metrics).add_to(json_report)
 
 
-class EvalBlock:
-    """The eval block of a run report (key, provenance, cases, pass rates, metrics, slices), computed from the
-    report's tests and what each test recorded: by the plugin for a run on one process, by the runner from the
-    merged tests of its shards (evalkit.run.workers), the same function either way."""
-
-    def __init__(self, run: RunInput, recorded: dict[str, dict[str, Any]],
-                 sampled: dict[str, list[str]] | None = None,
-                 sample_metrics: dict[str, dict[int, dict[str, float | None]]] | None = None) -> None:
-        self.run = run
-        self.recorded = recorded
-        """node id -> what the test recorded (its case, metrics, grade)."""
-        self.sampled = sampled or {}
-        """nodeid -> each sample's outcome, for the checks run once per sample."""
-        self.sample_metrics = sample_metrics or {}
-        """case id -> sample -> the metrics that sample's checks recorded."""
-        self.metrics: dict[str, dict[str, float | None]] = {}
-        self.grades: dict[str, dict[str, Any]] = {}
-        self.classified: dict[str, list[tuple[str, str | None]]] = {}
-        """classification check -> (expected, predicted) per case that ran it."""
-
-    def add_to(self, json_report: dict[str, Any]) -> None:
-        """Add the eval block to a report that holds its tests (and marks each test with its case)."""
-        self._merge_recorded(json_report.get("tests", []))
-        json_report["format"] = "evalkit-run-report/1"
-        json_report["eval"] = with_settings(self.run.key, self.run.settings)
-        json_report["provenance"] = self.run.provenance
-        tests = json_report.get("tests", [])
-        for test in tests:
-            outcomes = self.sampled.get(test["nodeid"])
-            if outcomes is not None:
-                not_passed = [i for i, outcome in enumerate(outcomes) if outcome not in PASSING]
-                test["repeats"] = {"passed": len(outcomes) - len(not_passed), "runs": len(outcomes),
-                                   "not_passed": not_passed}
-        if self.run.repeats > 1:
-            self.metrics = _sample_means(self.sample_metrics)
-        json_report["cases"] = self._cases(tests)
-        passed = sum(t["outcome"] == "passed" for t in tests)
-        json_report["pass_rate"] = round(passed / len(tests), 6) if tests else None
-        metrics = aggregate_metrics(self.metrics)
-        cases = json_report["cases"]
-        scored = [c for c in cases if c["checks"]]
-        metrics["pass_rate"] = {"mean": json_report["pass_rate"], "count": len(tests), "unmeasured": 0}
-        metrics["case_pass_rate"] = {"mean": round(sum(c["passed"] for c in scored) / len(scored), 6) if scored
-                                     else None, "count": len(scored), "unmeasured": len(cases) - len(scored)}
-        self._add_classification(json_report, metrics)
-        json_report["metrics"] = metrics
-        if self.run.critical:
-            json_report["critical_checks"] = list(self.run.critical)
-        if self.run.slices:
-            json_report["slices"] = self._slices(cases)
-
-    def _merge_recorded(self, tests: list[dict[str, Any]]) -> None:
-        """Each case's metrics and grade from what its tests recorded, in the tests' order (collection order, also
-        merged from shards: evalkit.run.workers): a metric recorded twice keeps the later test's value."""
-        for test in tests:
-            recorded = self.recorded.get(test["nodeid"], {})
-            if "case" not in recorded:
-                continue
-            if "metrics" in recorded:
-                self.metrics.setdefault(recorded["case"], {}).update(recorded["metrics"])
-            if "grade" in recorded:
-                self.grades[recorded["case"]] = recorded["grade"]
-            if CLASSIFIED in recorded:
-                seen = recorded[CLASSIFIED]
-                self.classified.setdefault(seen["check"], []).append((seen["label"], seen["predicted"]))
-
-    def _add_classification(self, json_report: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> None:
-        """Each classification check's confusion matrix under `classification`, and its metrics among the run's:
-        by their plain names (`macro_f1`, `recall.billing`) for a suite with one such check, else prefixed with
-        the check's name (`label_matches.macro_f1`)."""
-        blocks: dict[str, Any] = {}
-        for check, pairs in sorted(self.classified.items()):
-            result = classify(pairs)
-            if result is None:
-                continue
-            blocks[check] = {"labels": list(result.labels), "confusion": result.confusion, "cases": result.cases}
-            prefix = "" if len(self.classified) == 1 else f"{check}."
-            for name, value in result.metrics().items():
-                metrics[prefix + name] = {"mean": value, "count": result.cases,
-                                          "unmeasured": 0 if value is not None else result.cases}
-        if blocks:
-            json_report["classification"] = blocks
-
-    def _slices(self, cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        results = {c["id"]: c for c in cases}
-        out: dict[str, dict[str, Any]] = {}
-        for spec in self.run.slices:
-            by, where = (spec, {}) if isinstance(spec, str) else (spec["by"], spec.get("where", {}))
-            chosen = [c for c in self.run.cases if all(c.get(k) == v for k, v in where.items())]
-            match = re.fullmatch(r"language\((\w+)\)", by)
-            key = language_of_field(match.group(1)) if match else by
-            label = by + "".join(f" where {k}={v}" for k, v in where.items())
-            cut = slice_cases(chosen, results, key, abstention_check=self.run.abstention_check)
-            out[label] = {name: s.model_dump(mode="json") for name, s in cut.items()}
-        return out
-
-    def _cases(self, tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        by_case: dict[str, dict[str, Any]] = {
-            c.id: {"id": c.id, "status": "scored", "checks": {}, "calls": {}, "problems": [],
-                   "input": _capped(c.fields)} for c in self.run.cases}
-        for test in tests:
-            case_id = self.recorded.get(test["nodeid"], {}).get("case")
-            if case_id is None:
-                continue
-            test["case"] = case_id
-            check = test["nodeid"].split("::")[-1].split("[", 1)[0]
-            by_case[case_id]["checks"][check] = test["outcome"]
-        for call_id, call in self.run.calls.items():
-            which = CallId.parse(call_id)
-            case_id = which.case
-            if case_id in by_case:
-                by_case[case_id]["calls"][call_id] = call["status"]
-                if which.sample == 0:
-                    _keep_reply(by_case[case_id], which, call.get("text"))
-                if call["reason"]:
-                    by_case[case_id]["problems"].append(call["reason"])
-                if call["status"] in UNSCORED:
-                    by_case[case_id]["status"] = "unscored"
-                # the reply contract (text when finished, a known stop reason), recorded or live
-                by_case[case_id]["problems"] += [f"{call_id}: {p}" for p in call.get("contract", [])]
-        for case_id, run in self.run.programs.items():
-            entry = by_case.get(case_id)
-            if entry is None:
-                continue
-            entry["program"] = run
-            if not is_scorable(run):
-                entry["status"] = "unscored"
-                entry["problems"].append(f"candidate program: {run['reason']}")
-                entry["grade"] = Grade.unscored(run["reason"]).to_json()
-            elif case_id in self.grades:
-                entry["grade"] = self.grades[case_id]
-        if self.run.group_by:
-            for case in self.run.cases:
-                by_case[case.id]["group"] = case.get(self.run.group_by)
-        sampled: dict[str, list[list[str]]] = {}
-        for test in tests:
-            if test.get("case") is not None and test["nodeid"] in self.sampled:
-                sampled.setdefault(test["case"], []).append(self.sampled[test["nodeid"]])
-        for entry in by_case.values():
-            # A case passes when every check that ran passed; a check skipped as not applicable does not fail it
-            # (a case whose calls failed or were denied is unscored, which the gate treats on its own).
-            outcomes = list(entry["checks"].values())
-            entry["passed"] = _case_passed(outcomes)
-            entry["metrics"] = self.metrics.get(entry["id"], {})
-            if self.run.repeats > 1:  # the samples in which the case passed, by the same rule
-                checks = sampled.get(entry["id"], [])
-                entry["repeats"] = {"passed": sum(_case_passed([c[s] for c in checks])
-                                                  for s in range(self.run.repeats)), "runs": self.run.repeats}
-        return list(by_case.values())
-
-
-def _outcome(config: pytest.Config, reports: list[pytest.TestReport]) -> str:
-    """One run's outcome as pytest-json-report writes it: the last phase's status that is not a pass."""
-    outcome = "passed"
-    for report in reports:
-        status = config.hook.pytest_report_teststatus(report=report, config=config)[0]
-        if status not in ("passed", ""):
-            outcome = status
-    return str(outcome)
-
-
-def _case_passed(outcomes: list[str]) -> bool:
-    return "passed" in outcomes and all(o in ("passed", "skipped") for o in outcomes)
-
-
 def _case_param(item: pytest.Item) -> object:
     """The `case` a check over cases was parametrized with, or a declared check's case (None for other tests)."""
     callspec = getattr(item, "callspec", None)
     return callspec.params.get("case") if callspec is not None else getattr(item, "evalkit_case", None)
-
-
-def _sample_means(by_case: dict[str, dict[int, dict[str, float | None]]]) -> dict[str, dict[str, float | None]]:
-    """Each case's metrics: per name, the mean over the samples that measured it (the value itself with one
-    sample); None when none could."""
-    out: dict[str, dict[str, float | None]] = {}
-    for case_id, samples in by_case.items():
-        seen: dict[str, list[float]] = {}
-        for sample in sorted(samples):
-            for name, value in samples[sample].items():
-                seen.setdefault(name, [])
-                if value is not None:
-                    seen[name].append(value)
-        out[case_id] = {name: sum(values) / len(values) if values else None for name, values in seen.items()}
-    return out
-
-
-def _keep_reply(entry: dict[str, Any], call_id: CallId, text: str | None) -> None:
-    """The case's task reply as `output`, each judge reply under `judge_replies[<metric>]`, cut to REPLY_CHARS.
-
-    The texts come from run-input.json, which the runner wrote redacted, so cutting cannot split a secret that
-    redaction would then miss; the report's strings are redacted again, one by one, when it is written."""
-    if call_id.kind == "task":
-        entry["output"] = cap_reply(text)
-    else:
-        entry.setdefault("judge_replies", {})[call_id.metric] = cap_reply(text)
-
-
-def cap_reply(text: str | None) -> str | None:
-    """A reply cut to REPLY_CHARS characters, the cut said at its end; None (no reply) stays None."""
-    if text is None or len(text) <= REPLY_CHARS:
-        return text
-    return f"{text[:REPLY_CHARS]} [... cut: {len(text) - REPLY_CHARS} more characters]"
-
-
-def _capped(value: Any) -> Any:
-    """A case's input as the report keeps it (beside its output, for a reader of a failing case): each string cut
-    like a reply, so one long field cannot swell the report."""
-    if isinstance(value, str):
-        return cap_reply(value)
-    if isinstance(value, dict):
-        return {str(k): _capped(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_capped(v) for v in value]
-    return value
 
 
 def _relative(path: str, root: Path) -> str:
@@ -494,17 +235,3 @@ def _relative(path: str, root: Path) -> str:
         return Path(path).relative_to(root).as_posix()
     except ValueError:
         return path
-
-
-def aggregate_metrics(per_case: dict[str, dict[str, float | None]]) -> dict[str, dict[str, Any]]:
-    """Each metric's mean over the cases that measured it, and how many did; None when none could."""
-    values: dict[str, list[float | None]] = {}
-    for metrics in per_case.values():
-        for name, value in metrics.items():
-            values.setdefault(name, []).append(value)
-    out: dict[str, dict[str, Any]] = {}
-    for name, seen in sorted(values.items()):
-        measured = [v for v in seen if v is not None]
-        out[name] = {"mean": round(sum(measured) / len(measured), 6) if measured else None,
-                     "count": len(measured), "unmeasured": len(seen) - len(measured)}
-    return out

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from evalkit.core.atomic import write_atomic
 from evalkit.core.call_id import CallId
 from evalkit.core.config import Mode, ModelConfig, RunConfig
@@ -42,13 +44,15 @@ from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
 from evalkit.run.declared import read_checks, with_rubric_judges
 from evalkit.run.destinations import check_run_destinations
+from evalkit.run.eval_block import EvalBlock
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
 from evalkit.run.mismatch import ReplayRefusal
-from evalkit.run.plugin import RUN_OPTION, EvalBlock, RunInput
+from evalkit.run.plugin import RUN_OPTION
 from evalkit.run.recording import ForeignRecording, Provenance, Recording, load_recording, save_recording
+from evalkit.run.run_input import CallInput, RunInput, SuiteInput, read_run_input
 from evalkit.run.suite import load_task
 from evalkit.run.workers import RECORDED, merge_shards, shard_args, worker_count
 
@@ -119,25 +123,20 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
         with recording_lock(rec_path, config.run.lock_timeout_s, notify):
             recording, execution = _record(config, key, settings, rec_path, redact, providers, run_calls, notify)
 
-    run_input: dict[str, Any] = {
-        "key": key.model_dump(mode="json"),
-        "components": config.components,
-        "settings": settings,
-        "suite": _suite_input(config),
-        "provenance": _provenance(config, rec_path, recording.provenance),
-        "cases": [{"id": c.id, "fields": c.fields} for c in dataset.cases],
-        "calls": {cid: {"status": r.status, "text": r.text, "reason": r.reason,
-                        "stop_reason": r.reply.stop_reason if r.reply else None,
-                        "contract": contract_problems(r.reply) if r.reply else []}
-                  for cid, r in execution.calls.items()},
-    }
-    if config.run.repeats > 1:  # the checks run on every sample (evalkit.run.plugin); N = 1 input stays as it was
-        run_input["repeats"] = config.run.repeats
+    run_input = RunInput(
+        key=key.model_dump(mode="json"), components=config.components, settings=settings,
+        suite=_suite_input(config), provenance=_provenance(config, rec_path, recording.provenance),
+        cases=list(dataset.cases),
+        calls={cid: CallInput(status=r.status, text=r.text, reason=r.reason,
+                              stop_reason=r.reply.stop_reason if r.reply else None,
+                              contract=contract_problems(r.reply) if r.reply else [])
+               for cid, r in execution.calls.items()},
+        repeats=config.run.repeats)  # the checks run on every sample (evalkit.run.sample_protocol)
     report, report_path = _check_and_report(config, suite_dir, run_input, redact, {"execution": execution.stats})
     return RunResult(key, report, report_path, rec_path, execution.stats)
 
 
-def _check_and_report(config: RunConfig, suite_dir: Path, run_input: dict[str, Any], redact: Redactor,
+def _check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Redactor,
                       extra: dict[str, Any], verify: Callable[[], None] = lambda: None) -> tuple[RunReport, Path]:
     """Hand the run's input to the suite's checks, add `extra` sections, write `report.json` (and save_report).
     `verify` runs after the checks, before anything is written: it may refuse the run."""
@@ -145,7 +144,8 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: dict[str, A
     out.mkdir(parents=True, exist_ok=True)
     input_path = out / "run-input.json"
     # what the checks read: key values masked (as in the recording), nothing else, so no pattern changes a grade
-    write_atomic(input_path, json.dumps(redact.scrub(run_input, messages=False), ensure_ascii=False))
+    write_atomic(input_path, json.dumps(redact.scrub(msgspec.to_builtins(run_input), messages=False),
+                                        ensure_ascii=False))
     data = run_checks(suite_dir, input_path, out, redact, _key_variables(config), worker_count(config.run.workers))
     verify()
     data.update(extra)
@@ -199,16 +199,10 @@ def _run_program_suite(config: RunConfig) -> RunResult:
 
     provenance = {**_provenance(config, None, None), "run_kind": PROGRAM_RUN_KIND,
                   "isolation": probe_isolation().to_json()}
-    run_input = {
-        "key": key.model_dump(mode="json"),
-        "components": config.components,
-        "suite": _suite_input(config),
-        "provenance": provenance,
-        "cases": [{"id": c.id, "fields": c.fields} for c in data_set.cases],
-        "calls": {},
-        "programs": results,
-        "references": data_set.references,  # for the graders in the checks' process; never in a program's dir
-    }
+    run_input = RunInput(
+        key=key.model_dump(mode="json"), components=config.components, suite=_suite_input(config),
+        provenance=provenance, cases=list(data_set.cases), programs=results,
+        references=data_set.references)  # for the graders in the checks' process; never in a program's dir
     redact = redactor_for(config)  # a candidate's response could echo a key value: never write it
     execution = {"programs": dict(Counter(r["status"] for r in results.values())), "budget": budget.summary()}
     extra = {
@@ -223,13 +217,13 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     return RunResult(key, report, report_path, None, execution)
 
 
-def _suite_input(config: RunConfig) -> dict[str, Any]:
+def _suite_input(config: RunConfig) -> SuiteInput:
     """What the suite's checks need from its config: slices, the abstention check, the group field, and the
     checks its `checks.yaml` marks critical (read here too, so a mistake in it is refused before any call)."""
     declared = read_checks(project_path(config.suite.path))
-    return {"slices": [s if isinstance(s, str) else s.model_dump() for s in config.suite.slices],
-            "abstention_check": config.suite.abstention_check, "group_by": config.suite.group_by,
-            "critical": list(declared.critical) if declared is not None else []}
+    return SuiteInput(slices=[s if isinstance(s, str) else s.model_dump() for s in config.suite.slices],
+                      abstention_check=config.suite.abstention_check, group_by=config.suite.group_by,
+                      critical=list(declared.critical) if declared is not None else [])
 
 
 def _checks_fingerprint(suite_dir: Path, program: Path) -> str:
@@ -457,7 +451,7 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[s
         data: dict[str, Any] = partials[0]
         return data
     data = merge_shards(partials)
-    EvalBlock(RunInput(input_path), data.pop(RECORDED)).add_to(data)
+    EvalBlock(read_run_input(input_path), data.pop(RECORDED)).add_to(data)
     return data
 
 
@@ -473,8 +467,8 @@ def _provenance(config: RunConfig, rec_path: Path | None, recording: Provenance 
         "git_commit": _git_commit(),
         "python": platform.python_version(),
         "mode": str(config.mode),
-        # which suite the run belongs to, the baseline it would replace (python -m evalkit.bless) and the policy
-        # it composed (python -m evalkit.gate without --policy)
+        # which suite the run belongs to, the baseline it would replace (evalkit bless) and the policy
+        # it composed (evalkit gate without --policy)
         "suite": config.suite.name,
         "baseline": config.suite.baseline,
         "policy": config.choices.get("policy"),

@@ -7,7 +7,7 @@ collected checks, so a module's checks and fixtures stay in one process and the 
 the collection order. Each shard writes a partial report: its tests and what each test recorded, no eval block.
 `merge_shards` joins the partial reports into what one process's pytest-json-report writes (tests in collection
 order, summary recounted, collection-time warnings once), and the runner computes the eval block once, from the
-merged tests (evalkit.run.plugin.EvalBlock), exactly as one process computes it.
+merged tests (evalkit.run.eval_block.EvalBlock), exactly as one process computes it.
 
 A shard that could not run its checks (a collection error, a crash, `pytest.exit`, an internal error) makes the
 runner refuse the run, naming the shard, as it refuses one process that could not run its checks.

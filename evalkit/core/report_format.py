@@ -1,0 +1,128 @@
+"""The run report's format, as one typed model: what evalkit adds to a pytest-json-report file.
+
+A run report is pytest-json-report's file (its tests, summary, exit code and collectors, which pytest-json-report
+defines) with evalkit's eval block beside them: the eval key, provenance, the cases, pass rates, metrics and the
+optional sections below. evalkit.run.eval_block writes it; evalkit.core.report reads it, on its fast path through
+the same definitions (`Repeats`) and on its careful path through `check_repeats`, so the two readers cannot drift
+apart on what a valid block is. The JSON Schema published in docs/reference/schemas.md is generated from here.
+
+The format is versioned by its `format` field. Version 1 is the first that carried one; a pytest-json-report file
+that names no format is read as a hand-made report of an existing pytest suite (an `eval` block added in
+`pytest_json_modifyreport`), never refused for lacking evalkit's sections. A report naming a format this evalkit
+does not know (written by a newer one) is refused, naming the versions it reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+
+__all__ = ["FORMAT", "FORMATS", "CaseEntry", "CaseRepeats", "Classification", "MetricSummary", "Repeats",
+           "RunReportFormat", "TestEntry", "check_repeats", "run_report_schema"]
+
+FORMAT: Final = "evalkit-run-report/1"
+FORMATS: Final = (FORMAT,)
+"""Every run report format this evalkit reads."""
+
+
+class Repeats(msgspec.Struct):
+    """A repeated test's samples: `passed` of `runs` passed; `not_passed` names the samples that did not."""
+
+    passed: int
+    runs: int
+    not_passed: list[int] = []
+
+    def __post_init__(self) -> None:
+        if self.runs < 1 or not 0 <= self.passed <= self.runs:
+            raise ValueError(f"{self.passed} of {self.runs} samples: need 0 <= passed <= runs and runs >= 1")
+
+
+class TestEntry(msgspec.Struct):
+    """One test as pytest-json-report writes it (its stages and line kept as they are), with the case it ran over
+    and, for a repeated test, its samples' counts."""
+
+    __test__ = False  # a model, not a pytest test class
+
+    nodeid: str
+    outcome: str
+    case: str | None = None
+    repeats: Repeats | None = None
+
+
+class MetricSummary(msgspec.Struct, forbid_unknown_fields=True):
+    """A run-level metric: the mean over the cases that measured it (None when none could), and how many did."""
+
+    mean: float | None
+    count: int
+    unmeasured: int
+
+
+class CaseRepeats(msgspec.Struct, forbid_unknown_fields=True):
+    """In how many of the run's samples the case passed."""
+
+    passed: int
+    runs: int
+
+
+class CaseEntry(msgspec.Struct, forbid_unknown_fields=True):
+    """One case of the run: its checks' outcomes, its calls' statuses, what went wrong, its input and output (cut
+    to 2,000 characters each), its metrics, and for program suites the program's run and the grade."""
+
+    id: str
+    status: Literal["scored", "unscored"]
+    checks: dict[str, str]
+    calls: dict[str, str]
+    problems: list[str]
+    passed: bool
+    metrics: dict[str, float | None]
+    input: Any = None
+    output: str | None = None
+    judge_replies: dict[str, str | None] = {}
+    repeats: CaseRepeats | None = None
+    group: Any = None
+    program: dict[str, Any] | None = None
+    grade: dict[str, Any] | None = None
+
+
+class Classification(msgspec.Struct, forbid_unknown_fields=True):
+    """A classification check's labels and confusion matrix (expected -> predicted -> cases)."""
+
+    labels: list[str]
+    confusion: dict[str, dict[str, int]]
+    cases: int
+
+
+class RunReportFormat(msgspec.Struct, kw_only=True):
+    """A run report as evalkit writes it: pytest-json-report's fields (kept as they are) and the eval block."""
+
+    format: Literal["evalkit-run-report/1"]
+    eval: dict[str, Any]
+    """The eval key, with the settings its fingerprints cover."""
+    provenance: dict[str, Any]
+    tests: list[TestEntry]
+    cases: list[CaseEntry]
+    pass_rate: float | None
+    metrics: dict[str, MetricSummary]
+    critical_checks: list[str] = []
+    classification: dict[str, Classification] = {}
+    slices: dict[str, dict[str, Any]] = {}
+    execution: dict[str, Any] = {}
+    """Call statistics, latency, cost and budget sections."""
+    dataset: dict[str, Any] = {}
+    candidate: dict[str, Any] = {}
+    exitcode: int | None = None
+    summary: dict[str, Any] = {}
+
+
+def check_repeats(block: Any) -> Repeats:
+    """A test's `repeats` block read through the model; ValueError (msgspec's, worded) when it is not one."""
+    try:
+        return msgspec.convert(block, Repeats)
+    except msgspec.ValidationError as error:
+        raise ValueError(str(error)) from None
+
+
+def run_report_schema() -> dict[str, Any]:
+    """The JSON Schema of the run report (docs/reference/schemas.md)."""
+    return msgspec.json.schema(RunReportFormat)

@@ -1,0 +1,21 @@
+"""How every page and table shows a figure, so a value reads the same in the terminal, decision.md, report.html,
+history and the comparison table."""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["NO_VALUE", "number"]
+
+NO_VALUE: Final = "n/a"
+"""What stands for a figure that could not be measured (a metric no case measured, a rate with no tests)."""
+
+
+def number(value: object, *, signed: bool = False) -> str:
+    """A float to three decimals (with its sign when `signed`, for a change), other values as they are, None as
+    NO_VALUE."""
+    if value is None:
+        return NO_VALUE
+    if isinstance(value, float):
+        return f"{value:+.3f}" if signed else f"{value:.3f}"
+    return str(value)
