@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from evalkit.gate.headline import points
 from evalkit.gate.plan import Design, Plan
+from evalkit.render.numbers import NO_VALUE
 
 __all__ = ["render_plan"]
 
 
 def _count(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
+    return NO_VALUE if value is None else f"{value:,}"
 
 
 def _duration(seconds: float | None) -> str:
     if seconds is None:
-        return "-"
+        return NO_VALUE
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
@@ -28,7 +29,7 @@ def _money(plan: Plan, design: Design) -> str:
 
 def _row(plan: Plan, design: Design, unit: str) -> str:
     units = f"{design.units:,}" + (f" ({design.cases:,} cases)" if unit == "group" else "")
-    drop = "-" if design.drop is None else points(design.drop)
+    drop = NO_VALUE if design.drop is None else points(design.drop)
     return (f"  {design.repeats:>7}  {units:>16}  {drop:>10}  {_count(design.calls):>10}  "
             f"{_count(design.input_tokens):>13}  {_count(design.output_tokens):>13}  {_money(plan, design):>9}  "
             f"{_duration(design.seconds):>9}")
