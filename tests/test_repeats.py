@@ -82,7 +82,8 @@ def test_a_broad_drop_shows_in_the_suite_guard_only() -> None:
 def test_too_few_samples_is_insufficient_data() -> None:
     base, cand = _side({"t[a]": 3, "t[b]": 3}, runs=3), _side({"t[a]": 0, "t[b]": 3}, runs=3)
     out = compare_repeats(base, cand, alpha=0.05)
-    assert out.insufficient_data and "run more repeats" in out.insufficient_data and out.regressed == {}
+    assert out.insufficient_data and "run at least 5 repeats on each side (run.repeats=5)" in out.insufficient_data
+    assert out.regressed == {}
     out = compare_repeats(base, cand, alpha=0.05, min_repeats=5)
     assert out.insufficient_data and "asks for 5" in out.insufficient_data
     assert compare_repeats({}, cand, alpha=0.05).insufficient_data == "no test is repeated on both sides"
@@ -208,3 +209,11 @@ def test_decide_counts_of_one_sample_are_single_runs() -> None:
     decision = decide(Policy(), base, cand)
     assert decision.decision is Verdict.BLOCK and decision.regressed == ("test_x[a]",) and decision.repeats is None
     assert decision.warnings == ()
+
+
+def test_decide_reports_a_significant_rise_as_fixed() -> None:
+    base, cand = _report(_rates(c0=0, c1=5)), _report(_rates(c1=6), "p2")
+    decision = decide(Policy(), base, cand)
+    assert decision.fixed == ("test_x[c0]",)  # 0/10 -> 10/10; 5/10 -> 6/10 is noise
+    out = compare_repeats(base.repeats, cand.repeats, alpha=0.05)
+    assert list(out.improved) == ["test_x[c0]"] and out.improved["test_x[c0]"] == pytest.approx(1 / math.comb(20, 10))

@@ -26,7 +26,8 @@ class Subcommand:
     module: str
     summary: str
     legacy: str
-    """The `python -m` module that ran it before the console script (kept working, with a deprecation line)."""
+    """The `python -m` module that ran it before the console script (kept working, with a deprecation line); empty
+    for a subcommand that never had one."""
     example: str
     """One command line that works, shown at the end of the subcommand's `--help`."""
 
@@ -50,6 +51,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                               "show what changes", "evalkit.policy_diff",
                               "evalkit policy-diff git:origin/main:conf/policy/issue_triage.yaml "
                               "conf/policy/issue_triage.yaml"),
+    "plan": Subcommand("evalkit.cli.plan", "the cases x repeats a run needs to detect a given drop, and their "
+                       "cost", "", "evalkit plan suites/issue_triage/runs/baseline.json --detect 0.05"),
     "bless": Subcommand("evalkit.cli.bless", "make a run report its suite's baseline", "evalkit.bless",
                         f"evalkit bless {_REPORT}"),
     "review": Subcommand("evalkit.cli.review", "apply human review decisions to a run report", "evalkit.review",
@@ -124,7 +127,7 @@ def deprecated(module: str) -> None:
     if not sys.stderr.isatty():
         return
     for name, sub in SUBCOMMANDS.items():
-        if sub.legacy == module:
+        if sub.legacy and sub.legacy == module:
             print(f"note: `python -m {module}` is deprecated; use `evalkit {name}` (same arguments)",
                   file=sys.stderr)
             return

@@ -174,6 +174,16 @@ class Policy(BaseModel):
     """When both reports carry repeated samples per test: the significance level and what flaky baselines and
     too few samples lead to. `critical` and `critical_cases` still demand every sample pass."""
 
+    power: float = Field(0.8, ge=0.5, lt=1.0)
+    """The power at which a decision states the smallest drop it could have detected (evalkit.gate.detectable):
+    a drop of that size or more is caught at least this often, at the suite guard's level (`repeats.alpha` / 2;
+    with `paired`, its interval's one-sided level)."""
+
+    max_detectable_drop: float | None = Field(None, gt=0.0, le=1.0)
+    """The largest smallest-detectable drop a decision may have (0.05: 5 points of the suite's headline metric):
+    a decision that could not have seen such a drop is reviewed (`detectable_drop`), naming how many cases or
+    repeats would reach it. None: the figure is stated and never decides."""
+
 
 # What `evalkit gate` applies when neither --policy nor the candidate's suite names a policy (a plain
 # pytest-json-report): no test that passes on the baseline may stop passing or vanish (block), and a run with
@@ -183,12 +193,19 @@ STRICT_DEFAULT = Policy(name="strict-default", version="1", max_regressions=0, r
                         on_incomparable="incomparable")
 
 
+_LATER = ("power", "max_detectable_drop")
+"""Keys added to the policy after its identity was first taken: left out of it while they hold their default."""
+
+
 def policy_sha256(policy: Policy) -> str:
     """The policy's content identity: SHA-256 of the validated policy as canonical JSON (sorted keys, no spaces,
     defaults filled in), so a file, a composed config option and an equivalent policy hash alike."""
     data = policy.model_dump(mode="json")
     if policy.repeats == RepeatsRule():  # added later: a policy that leaves it alone keeps its earlier identity
         del data["repeats"]
+    for name in _LATER:  # the same for the keys added after it
+        if data[name] == Policy.model_fields[name].default:
+            del data[name]
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -24,7 +24,8 @@ from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
 from evalkit.core.parsing import check_json, parse_json
 from evalkit.core.report_format import FORMATS, Repeats, Text, check_repeats
 
-__all__ = ["CaseTexts", "Counts", "RunReport", "report_from_mapping", "load_report", "parse_report", "read_reports"]
+__all__ = ["CaseHead", "CaseTexts", "Counts", "RunReport", "case_heads", "report_from_mapping", "load_report",
+           "parse_report", "read_reports"]
 
 OUTCOMES = frozenset({"passed", "failed", "skipped", "xfailed", "xpassed", "error"})
 # One shared string per outcome: a million-test report then holds 6 outcome strings, not a million.
@@ -273,6 +274,29 @@ class CaseTexts(Sequence[Mapping[str, Any]]):
 
 
 _CASE = msgspec.json.Decoder()
+
+
+class CaseHead(msgspec.Struct, frozen=True, gc=False):
+    """The few fields of a case that pair it across reports: id, whether it passed, its group, its status and its
+    samples' counts (`repeats`: passed and runs), each as the report gives it (None when absent)."""
+
+    id: str
+    passed: Any = None
+    group: Any = None
+    status: Any = None
+    repeats: Any = None
+
+
+_HEAD = msgspec.json.Decoder(CaseHead)
+
+
+def case_heads(cases: Sequence[Mapping[str, Any]]) -> list[CaseHead]:
+    """Each case's head, reading from a CaseTexts only those fields (its other fields, the replies and inputs
+    that make a case long, are skipped unread)."""
+    if isinstance(cases, CaseTexts):
+        return [_HEAD.decode(text) for text in cases._texts]
+    return [CaseHead(str(c.get("id")), c.get("passed"), c.get("group"), c.get("status"), c.get("repeats"))
+            for c in cases]
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -16,6 +16,7 @@ from evalkit.core.nodeid import matches_critical
 from evalkit.core.policy import Policy
 from evalkit.core.report import FAILING, PASSING, RunReport
 from evalkit.gate.compare import MetricChange, compare_metrics
+from evalkit.gate.headline import Detectable, detectable
 from evalkit.gate.release import Grades, grades, paired_bootstrap
 from evalkit.gate.repeats import RepeatsOutcome, compare_repeats
 from evalkit.gate.stats import PairedStatistics
@@ -109,6 +110,7 @@ class Compared:
             regressed = [name for name in regressed if name not in both or name not in was]
             regressed += [name for name in repeated.regressed if name not in regressed]
             fixed = [name for name in fixed if name not in both or name not in was]
+            fixed += [name for name in repeated.improved if name not in fixed]
         counts = Counter(after.values())
         passed = len(after) - len(failing)
         ran = passed + sum(counts[o] for o in FAILING)
@@ -136,6 +138,15 @@ class Compared:
         none or no case is scored on both sides."""
         rule = self.policy.paired
         return None if rule is None else paired_bootstrap(rule, self.grades)
+
+    @cached_property
+    def detectable(self) -> Detectable:
+        """The smallest drops this comparison could have detected: the suite's headline metric, and each repeated
+        test (evalkit.gate.headline)."""
+        tests = self.tests
+        return detectable(self.policy, self.baseline, self.candidate, repeated=self.repeated,
+                          graded=self.grades if self.policy.paired is not None else None,
+                          regressed=tests.regressed, fixed=tests.fixed)
 
     @cached_property
     def cases(self) -> Mapping[str, Mapping[str, Any]]:

@@ -68,7 +68,8 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
         new_failing=tests.new_failing,
         messages=_messages((*tests.regressed, *tests.critical_failures, *tests.missing_critical,
                             *tests.new_failing), candidate) | repeat_messages(compared),
-        repeats=_repeat_summary(repeated) if repeated else None,
+        repeats=_repeat_summary(repeated, compared) if repeated else None,
+        detectable=compared.detectable.to_json(),
     )
 
 
@@ -85,12 +86,22 @@ def _paired(compared: Compared) -> dict[str, Any] | None:
             "planned": len(compared.grades.after)}
 
 
-def _repeat_summary(repeated: RepeatsOutcome) -> dict[str, Any]:
+def _repeat_summary(repeated: RepeatsOutcome, compared: Compared) -> dict[str, Any]:
     return {"alpha": repeated.alpha, "regressed": dict(sorted(repeated.regressed.items())),
             "unreliable_baseline": list(repeated.unreliable_baseline),
             "insufficient_data": repeated.insufficient_data,
             "suite": repeated.suite.model_dump(mode="json") if repeated.suite else None,
-            "suite_p": repeated.suite_p, "suite_drop": repeated.suite_drop}
+            "suite_p": repeated.suite_p, "suite_drop": repeated.suite_drop,
+            "disagree": _disagree(compared)}
+
+
+def _disagree(compared: Compared) -> dict[str, dict[str, list[int]]]:
+    """Tests repeated on both sides whose samples disagree on either (0 < k < N): each side's [k, N]."""
+    before, after = compared.baseline.repeats, compared.candidate.repeats
+    return {name: {"candidate": [after[name].passed, after[name].runs],
+                   "baseline": [before[name].passed, before[name].runs]}
+            for name in sorted(before.keys() & after.keys())
+            if 0 < after[name].passed < after[name].runs or 0 < before[name].passed < before[name].runs}
 
 
 def _messages(names: tuple[str, ...], candidate: RunReport) -> dict[str, str]:

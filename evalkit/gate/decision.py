@@ -78,7 +78,12 @@ class Decision:
     says why (a test absent from the candidate: `absent from the candidate`)."""
     repeats: dict[str, Any] | None = None
     """When both sides sampled each test several times: alpha, the significantly regressed tests (Fisher p),
-    unreliable_baseline, insufficient_data, and the suite's paired bootstrap of per-case pass fractions."""
+    unreliable_baseline, insufficient_data, the suite's paired bootstrap of per-case pass fractions, and each
+    test whose samples disagree on either side (`disagree`: both sides' [k, N])."""
+    detectable: dict[str, Any] | None = None
+    """The smallest drops the comparison could have detected (evalkit.gate.headline): `suite`, the headline
+    metric's (metric, unit, units, level, power, drop), and with repeats `tests`, each test's; None for runs that
+    were not compared."""
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -122,4 +127,5 @@ class Decision:
             "new_failing": list(self.new_failing),
             "messages": self.messages,
             "findings": [finding.to_json() for finding in self.findings],
-        } | ({"repeats": self.repeats} if self.repeats is not None else {})
+        } | ({"repeats": self.repeats} if self.repeats is not None else {}) | (
+            {"detectable": self.detectable} if self.detectable is not None else {})

@@ -55,6 +55,9 @@ class DecisionFile(msgspec.Struct, kw_only=True):
     statistics: dict[str, Any] | None = None
     failures: list[dict[str, Any]] = []
     repeats: dict[str, Any] | None = None
+    detectable: dict[str, Any] | None = None
+    """The smallest drops the comparison could have detected (evalkit.gate.headline): `suite`, the headline
+    metric's, and with repeats `tests`, each repeated test's; absent for runs that were not compared."""
     baseline: str | None = None
     """The baseline a run's own decision was made against (`evalkit run`'s decision.json)."""
     evidence: dict[str, Any] = {}

@@ -27,10 +27,13 @@ import numpy as np
 from evalkit.core.report import Counts
 from evalkit.gate.stats import PairedStatistics, paired_fraction_bootstrap
 
-__all__ = ["RepeatsOutcome", "compare_repeats", "fisher_lower_p", "holm", "min_fisher_p", "sign_flip_p",
-           "wilson_interval"]
+__all__ = ["MOST_REPEATS", "RepeatsOutcome", "compare_repeats", "fisher_lower_p", "holm", "min_fisher_p",
+           "repeats_for_any_outcome", "sign_flip_p", "wilson_interval"]
 
 _Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile
+MOST_REPEATS = 1000
+"""The most samples per call a run may take (evalkit.core.config.MAX_REPEATS): searches for a number of repeats
+stop there."""
 
 
 def wilson_interval(passed: int, runs: int, z: float = _Z95) -> tuple[float, float]:
@@ -59,6 +62,15 @@ def min_fisher_p(base_runs: int, cand_runs: int) -> float:
     """The smallest p-value `fisher_lower_p` can give at these sample sizes (every baseline sample passes, every
     candidate sample fails): below what a test cannot be called regressed however it turns out."""
     return 1 / math.comb(base_runs + cand_runs, cand_runs)
+
+
+def repeats_for_any_outcome(tests: int, level: float) -> int | None:
+    """The fewest samples per side (N on both) at which the best outcome (every baseline sample passing, every
+    candidate sample failing) reaches `level` for each of `tests` tests (Holm's strictest step, level / tests);
+    None beyond MOST_REPEATS."""
+    if tests < 1 or not 0 < level < 1:
+        return None
+    return next((runs for runs in range(1, MOST_REPEATS + 1) if min_fisher_p(runs, runs) <= level / tests), None)
 
 
 def holm(pvalues: Sequence[float], alpha: float) -> list[bool]:
@@ -111,6 +123,9 @@ class RepeatsOutcome:
     """The sign-flip test's one-sided p-value of a drop in per-case pass fractions."""
     suite_drop: bool = False
     """Whether suite_p < alpha / 2: a drop across cases."""
+    improved: dict[str, float] = field(default_factory=dict)
+    """Tests whose rise is significant by the same test turned round (the candidate's rate above the
+    baseline's), Holm-corrected at alpha / 2: reported as fixed, deciding nothing."""
 
 
 def compare_repeats(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *, alpha: float,
@@ -129,15 +144,22 @@ def compare_repeats(baseline: Mapping[str, Counts], candidate: Mapping[str, Coun
     pvalues = [fisher_lower_p(baseline[n].passed, baseline[n].runs, candidate[n].passed, candidate[n].runs)
                for n in names]
     regressed = {name: p for name, p, hit in zip(names, pvalues, holm(pvalues, share), strict=True) if hit}
+    # the mirror image: the candidate's rate higher than the baseline's, by the same test and correction
+    rises = [fisher_lower_p(candidate[n].passed, candidate[n].runs, baseline[n].passed, baseline[n].runs)
+             for n in names]
+    improved = {name: p for name, p, hit in zip(names, rises, holm(rises, share), strict=True) if hit}
     # the best possible outcome of the best-placed test must clear Holm's first (strictest) step
     best = min(min_fisher_p(baseline[n].runs, candidate[n].runs) for n in names)
     insufficient = None
     if best > share / len(names):
+        needed = repeats_for_any_outcome(len(names), share)
+        more = (f"run at least {needed} repeats on each side (run.repeats={needed})" if needed is not None
+                else f"more than {MOST_REPEATS} repeats on each side would be needed")
         insufficient = (f"{len(names)} test(s) at these sample sizes: even every sample failing gives p >= "
-                        f"{best:.3g}, above alpha/2 / {len(names)}; run more repeats")
+                        f"{best:.3g}, above alpha/2 / {len(names)}; {more}")
     groups = [candidate[n].case or baseline[n].case or n for n in names]
     before = [baseline[n].passed / baseline[n].runs for n in names]
     after = [candidate[n].passed / candidate[n].runs for n in names]
     suite = paired_fraction_bootstrap(groups, before, after, seed=seed, resamples=resamples, confidence=1 - alpha)
     p = sign_flip_p(groups, [a - b for a, b in zip(after, before, strict=True)], seed=seed, resamples=resamples)
-    return RepeatsOutcome(alpha, regressed, unreliable, insufficient, suite, p, p < share)
+    return RepeatsOutcome(alpha, regressed, unreliable, insufficient, suite, p, p < share, improved)

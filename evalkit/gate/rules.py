@@ -21,6 +21,7 @@ from evalkit.core.policy import Policy
 from evalkit.gate.comparable import incomparability
 from evalkit.gate.compared import Compared, sampled, unmatched_critical
 from evalkit.gate.findings import Effect, Finding
+from evalkit.gate.headline import points
 from evalkit.gate.release import scored, why_unpaired
 from evalkit.gate.repeats import wilson_interval
 
@@ -261,6 +262,37 @@ def insufficient_data(c: Compared) -> Iterator[Finding]:
     effect = _effect(c.policy.repeats.insufficient_data)
     if why and effect is not None:
         yield Finding("insufficient_data", effect, f"insufficient_data: {why}", figures={"why": why})
+
+
+@rule("detectable_drop", "max_detectable_drop", "power")
+def detectable_drop(c: Compared) -> Iterator[Finding]:
+    """A run that could not have detected a drop of `max_detectable_drop` in the suite's headline metric (at the
+    suite guard's level, with the policy's `power`) calls for review, naming how many cases or repeats would."""
+    target = c.policy.max_detectable_drop
+    suite = c.detectable.suite
+    if target is None or (suite is not None and suite.drop is not None and suite.drop <= target + 1e-12):
+        return
+    if suite is None:
+        yield Finding("detectable_drop", Effect.REVIEW, "detectable_drop: the two runs share no case or test to "
+                      f"pair, so no drop could be detected; the policy asks for {points(target)}",
+                      figures={"drop": None, "required": target})
+        return
+    units, repeats = suite.units_for(target), suite.repeats_for(target)
+    word = suite.unit
+    ways = []
+    if units is not None:
+        extra = "" if suite.unit != "group" else f" (about {round(units * suite.rows_per_unit)} cases)"
+        ways.append(f"{units} {word}s{extra} at these repeats ({max(0, units - suite.spread.units)} more)")
+    if repeats is not None:
+        ways.append(f"run.repeats={repeats} with these {word}s")
+    else:
+        ways.append(f"more repeats alone cannot reach it (the drop may fall on a few {word}s)")
+    yield Finding("detectable_drop", Effect.REVIEW,
+                  f"detectable_drop: {suite.sentence()}; the policy asks for {points(target)}: "
+                  + "; ".join(ways),
+                  figures={"drop": suite.drop, "required": target, "units": suite.spread.units, "unit": suite.unit,
+                           "level": suite.level, "power": suite.power, "units_needed": units,
+                           "repeats_needed": repeats})
 
 
 @rule("metric_floor", "block_below", "review_below")

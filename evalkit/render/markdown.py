@@ -17,7 +17,7 @@ from evalkit.render.answers import render_answers
 from evalkit.render.confusion import confusion_markdown
 from evalkit.render.numbers import number
 from evalkit.render.sections import decision_lists, sections
-from evalkit.render.text import render_changed, render_failure, render_statistics
+from evalkit.render.text import detectable_lines, render_changed, render_counts, render_failure, render_statistics
 
 __all__ = ["render_markdown", "render_policy"]
 
@@ -26,6 +26,9 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
                     evidence: Mapping[str, Any] | None = None, baseline: RunReport | None = None) -> str:
     """The decision as a pull-request comment; with both reports, each regressed case's answers side by side."""
     lines = [f"### evalkit: **{str(decision.decision).upper()}**", ""]
+    found = detectable_lines(decision)
+    if found:
+        lines += [f"{markdown(line)}  " for line in found[:-1]] + [markdown(found[-1]), ""]
     for title, items in (("Reasons", decision.reasons), ("For review", decision.review_reasons),
                          ("Warnings", decision.warnings)):
         if items:
@@ -44,6 +47,11 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
         lines += [f"<details><summary>{title.capitalize()} ({len(names)})</summary>", ""]
         lines += [f"- {_code(name)}{' (critical)' if marked else ''}{f': {_code(why)}' if why else ''}"
                   for name, marked, why in names]
+        lines += ["", "</details>", ""]
+    disagree = (decision.repeats or {}).get("disagree") or {}
+    if disagree:
+        lines += [f"<details><summary>Samples disagree ({len(disagree)}; passed of sampled)</summary>", ""]
+        lines += [f"- {_code(name)}: {render_counts(sides)}" for name, sides in disagree.items()]
         lines += ["", "</details>", ""]
     if baseline is not None and candidate is not None and decision.regressed:
         lines += render_answers(baseline, candidate)

@@ -26,7 +26,7 @@ from evalkit.render.html import render_page
 from evalkit.render.markdown import render_policy
 from evalkit.render.numbers import number
 from evalkit.render.sections import sections
-from evalkit.render.text import render_setting, render_statistics
+from evalkit.render.text import detectable_lines, render_setting, render_statistics
 from evalkit.render.text_diff import text_diffs
 
 __all__ = ["MAX_PANELS", "MAX_TEST_ROWS", "SHOWN_CHARS", "Clipped", "clip", "diff_sides", "render_report_html"]
@@ -118,10 +118,11 @@ def render_report_html(candidate: RunReport, decision: Decision | None = None, b
 def _banner(decision: Decision | None) -> dict[str, Any]:
     if decision is None:
         return {"verdict": "none", "title": "NOT GATED", "reasons": [clip("baseline=none: the run was not gated")],
-                "review": [], "warnings": [], "pass_line": None}
+                "review": [], "warnings": [], "pass_line": None, "detectable": []}
     pass_line = (f"pass rate {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests passed)"
                  if decision.pass_rate is not None else None)
     return {"verdict": str(decision.decision), "title": str(decision.decision).upper(),
+            "detectable": [clip(line, MESSAGE_CHARS) for line in detectable_lines(decision)],
             "reasons": [clip(r, MESSAGE_CHARS) for r in decision.reasons],
             "review": [clip(r, MESSAGE_CHARS) for r in decision.review_reasons],
             "warnings": [clip(w, MESSAGE_CHARS) for w in decision.warnings], "pass_line": pass_line}

@@ -7,10 +7,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalkit.core.untrusted import terminal
-from evalkit.gate.decision import Decision
+from evalkit.gate.decision import Decision, Verdict
+from evalkit.gate.headline import suite_sentence, tests_sentence
 from evalkit.render.sections import decision_lists
 
-__all__ = ["render_decision", "render_changed", "render_setting", "render_statistics", "render_failure"]
+__all__ = ["detectable_lines", "render_changed", "render_counts", "render_decision", "render_failure",
+           "render_setting", "render_statistics"]
 
 
 def render_changed(changed: dict[str, tuple[Any, Any]], settings: Mapping[str, tuple[Any, Any]] | None = None) -> str:
@@ -47,6 +49,27 @@ def render_statistics(stats: dict[str, Any]) -> str:
     return line + (f"; {stats['warning']}" if stats.get("warning") else "")
 
 
+def detectable_lines(decision: Decision) -> list[str]:
+    """What the decision could have detected: the headline metric's figure (a go says it found no regression),
+    then the repeated tests' figures; nothing for runs that were not compared."""
+    found = decision.detectable or {}
+    suite, tests = found.get("suite"), found.get("tests")
+    lines = []
+    if suite is not None:
+        lead = "GO: no regression; " if decision.decision is Verdict.GO else "detectable: "
+        lines.append(lead + suite_sentence(suite))
+    elif decision.detectable is not None:
+        lines.append("detectable: the two runs share no case or test to pair, so no drop could be detected")
+    if tests is not None:
+        lines.append("per test: " + tests_sentence(tests))
+    return lines
+
+
+def render_counts(sides: Mapping[str, Any]) -> str:
+    """Both sides' samples of a test: `candidate 7/10, baseline 10/10`."""
+    return ", ".join(f"{side} {sides[side][0]}/{sides[side][1]}" for side in ("candidate", "baseline"))
+
+
 def render_failure(failure: dict[str, Any]) -> str:
     known = "baseline fails it too" if not failure["new"] else "new"
     return f"{failure['id']}: {failure['candidate_reason']} ({known})"
@@ -56,6 +79,10 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = (),
                     settings: Mapping[str, tuple[Any, Any]] | None = None) -> str:
     """The decision for a terminal; `settings`, the component settings that differ, are named after `changed`."""
     lines = [f"decision: {decision.decision.upper()}"]
+    found = detectable_lines(decision)
+    if decision.decision is Verdict.GO:  # what a go could have seen comes first; otherwise after the reasons
+        lines += found
+        found = []
     if decision.reasons:
         lines.append("reasons:")
         lines += [f"  - {r}" for r in decision.reasons]
@@ -65,6 +92,7 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = (),
     if decision.warnings:
         lines.append("warnings:")
         lines += [f"  - {w}" for w in decision.warnings]
+    lines += found
     if decision.changed:
         lines.append(f"changed: {render_changed(decision.changed, settings)}")
     if decision.statistics:
@@ -79,6 +107,10 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = (),
         lines.append(f"{title} ({len(names)}):")
         lines += [f"  - {name}{'  (critical)' if marked else ''}{f' -- {why}' if why else ''}"
                   for name, marked, why in names]
+    disagree = (decision.repeats or {}).get("disagree") or {}
+    if disagree:
+        lines.append(f"samples disagree ({len(disagree)}; passed of sampled):")
+        lines += [f"  - {name}: {render_counts(sides)}" for name, sides in disagree.items()]
     # every line holds report data (test ids, reasons, model names): nothing in it may forge a line of its own,
     # clear the screen or colour a verdict
     return "\n".join(terminal(line) for line in lines)

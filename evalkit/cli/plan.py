@@ -1,0 +1,70 @@
+"""`evalkit plan REPORT [--detect D] [--alpha A] [--power P]`: how many cases and repeats a run needs to detect a
+drop of D, and what that run would cost, from a baseline's report or a pilot run's.
+
+Exit codes: 0 planned, 3 input or usage error, 4 internal error."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from evalkit.cli.args import ArgumentParser
+from evalkit.cli.guard import command, say
+from evalkit.cli.main import epilog
+from evalkit.core.config import RunSettings
+from evalkit.core.errors import InputError
+from evalkit.core.report import read_reports
+from evalkit.gate.decision import ExitCode
+from evalkit.gate.plan import plan
+from evalkit.render.plan import render_plan
+
+__all__ = ["main"]
+
+CONCURRENCY = int(RunSettings.model_fields["concurrency"].default)
+"""run.concurrency's default: the calls in flight a run makes unless its config says otherwise."""
+
+
+def _share(text: str) -> float:
+    """A probability strictly between 0 and 1, for argparse."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must lie strictly between 0 and 1")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(
+        prog="evalkit plan", epilog=epilog("plan"),
+        description="Plan a run that can detect a given drop: from a baseline's run report (or a pilot run's), "
+                    "print what the suite detects as it is, the cases x repeats that would detect the target at "
+                    "the gate's levels, and their calls, tokens, money (where a price is configured) and wall time "
+                    "(from the report's measured latencies). Exit code: 0 planned, 3 input or usage error, "
+                    "4 internal error.")
+    parser.add_argument("report", type=Path, help="run report of the baseline, or of a pilot run (with "
+                                                  "run.repeats=N, its samples measure how much results vary)")
+    parser.add_argument("--detect", type=_share, default=0.05,
+                        help="the drop to detect, as a fraction of the headline metric (default 0.05: 5 points)")
+    parser.add_argument("--alpha", type=_share, default=0.05,
+                        help="the decision's false-block rate on an unchanged system, as the policy's "
+                             "repeats.alpha (default 0.05); the suite guard has half")
+    parser.add_argument("--power", type=_share, default=0.8,
+                        help="how often a drop of the target's size must be caught (default 0.8)")
+    parser.add_argument("--concurrency", type=int, default=CONCURRENCY,
+                        help=f"live calls in flight, as run.concurrency (default {CONCURRENCY}, its default)")
+    return parser
+
+
+@command
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.power < 0.5:
+        raise InputError(f"--power {args.power}: plan for a power of at least 0.5")
+    if args.concurrency < 1:
+        raise InputError(f"--concurrency {args.concurrency}: at least one call must be in flight")
+    [(report, _)] = read_reports([args.report])
+    found = plan(report, target=args.detect, alpha=args.alpha, power=args.power, concurrency=args.concurrency)
+    say(render_plan(found, str(args.report)))
+    return ExitCode.GO

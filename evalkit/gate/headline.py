@@ -1,0 +1,246 @@
+"""What a decision could have detected: the suite's headline metric paired over its units, and each repeated test.
+Pure.
+
+The headline metric is the one the suite's paired comparison is about:
+- with the policy's `paired` rule over graded cases: task success, per case, clustered by the cases' groups, at
+  the interval's one-sided level (1 - confidence) / 2;
+- with repeated samples on both sides: the pass fraction of the repeated tests, per case (the suite guard's unit,
+  evalkit.gate.repeats), clustered by the cases' groups where the report gives them, at alpha / 2;
+- otherwise, with cases on both sides: whether each case passed, clustered by group, at alpha / 2;
+- otherwise: whether each test passed, each test its own unit, at alpha / 2.
+The figures and their assumptions are those of evalkit.gate.detectable.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalkit.core.policy import Policy
+from evalkit.core.report import RunReport, case_heads
+from evalkit.gate.detectable import (
+    Spread,
+    cases_needed,
+    counted_spread,
+    one_test_drop,
+    repeats_needed,
+    spread,
+    suite_drop,
+)
+from evalkit.gate.release import Grades
+from evalkit.gate.repeats import RepeatsOutcome
+
+__all__ = ["Detectable", "Headline", "RepeatedDrops", "detectable", "points", "suite_sentence", "tests_sentence"]
+
+
+def points(drop: float) -> str:
+    """A drop in a rate as points (0.062 -> `6 points`), rounded up so that it never reads smaller than it is."""
+    whole = -int(-round(drop * 100, 6) // 1)
+    return f"{whole} point" + ("" if whole == 1 else "s")
+
+
+def suite_sentence(suite: Mapping[str, Any]) -> str:
+    """A headline figure (Headline.to_json) in words: `this run could detect drops of 35 points or more in the
+    case pass rate (20 cases paired; one-sided level 0.025, power 80%)`."""
+    unit, units = suite["unit"], suite["units"]
+    basis = (f"{units} {unit}{'s' if units != 1 else ''} paired"
+             + (f", {suite['rows']} cases" if unit == "group" else "")
+             + (f", {suite['repeats']} samples each" if suite["repeats"] > 1 else "")
+             + f"; one-sided level {suite['level']:g}, power {suite['power']:.0%}")
+    if suite["drop"] is None:
+        return (f"this run could not have detected any drop in the {suite['metric']}, not even every {unit} "
+                f"failing ({basis})")
+    return f"this run could detect drops of {points(suite['drop'])} or more in the {suite['metric']} ({basis})"
+
+
+def tests_sentence(tests: Mapping[str, Any]) -> str:
+    """The repeated tests' figures (RepeatedDrops.to_json) in one line: their range and median, and how many tests
+    could show no drop at all."""
+    drops = tests["drops"].values()
+    shown = sorted(d for d in drops if d is not None)
+    blind = len(drops) - len(shown)
+    parts = []
+    if shown:
+        span = (points(shown[0]) if shown[0] == shown[-1]
+                else f"{points(shown[0])} to {points(shown[-1])} (median {points(statistics.median(shown))})")
+        parts.append(f"each repeated test could show a drop of {span} from its baseline rate")
+    if blind:
+        parts.append(f"{blind} test(s) could show no drop at these sample sizes")
+    if not parts:
+        parts.append("no repeated test passed on the baseline, so none could show a drop")
+    return "; ".join(parts) + f" (one-sided Fisher at {tests['level']:.3g}, power {tests['power']:.0%})"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The suite's headline metric, paired: what it is, over how many units, and the smallest drop it could show."""
+
+    metric: str
+    """What is compared per unit (`case pass rate`, `task success`, ...)."""
+    unit: str
+    """What an independent unit is: `case`, `group` or `test`."""
+    spread: Spread
+    rows: int
+    """Paired rows (cases, or tests) the units are made of."""
+    level: float
+    """The one-sided level of the paired test."""
+    power: float
+    repeats: int
+    """Samples per call behind each row (1 without repeats)."""
+    drop: float | None
+    """The smallest drop detected with `power`; None when not even every unit failing would be."""
+
+    @property
+    def rows_per_unit(self) -> float:
+        return self.rows / self.spread.units if self.spread.units else 1.0
+
+    def units_for(self, target: float) -> int | None:
+        """How many units would detect `target` at these repeats (None: beyond reach)."""
+        return cases_needed(target, self.spread.sd, level=self.level, power=self.power)
+
+    def repeats_for(self, target: float) -> int | None:
+        """How many repeats per call would detect `target` with these units (None: repeats cannot reach it)."""
+        return repeats_needed(target, self.spread.units, self.spread.sd, self.repeats, level=self.level,
+                              power=self.power)
+
+    def sentence(self) -> str:
+        return suite_sentence(self.to_json())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metric": self.metric, "unit": self.unit, "units": self.spread.units, "rows": self.rows,
+                "change": self.spread.mean, "sd": self.spread.sd, "level": self.level, "power": self.power,
+                "repeats": self.repeats, "drop": self.drop}
+
+
+@dataclass(frozen=True)
+class RepeatedDrops:
+    """Each repeated test's smallest detectable drop from its baseline rate (one-sided Fisher at `level`)."""
+
+    level: float
+    """alpha / 2 over the tests compared: the level of Holm's first step, which every test clears at the latest."""
+    power: float
+    drops: dict[str, float | None] = field(default_factory=dict)
+    """nodeid -> the drop, None when no outcome at these sample sizes is significant; tests the baseline never
+    passed are left out (nothing to drop from)."""
+
+    def summary(self) -> str:
+        return tests_sentence(self.to_json())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"level": self.level, "power": self.power, "drops": dict(sorted(self.drops.items()))}
+
+
+@dataclass(frozen=True)
+class Detectable:
+    """What a decision could have detected."""
+
+    suite: Headline | None
+    """None when the two reports share no unit to pair."""
+    tests: RepeatedDrops | None = None
+    """Set when both sides repeated their tests."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"suite": self.suite.to_json() if self.suite else None,
+                "tests": self.tests.to_json() if self.tests else None}
+
+
+def detectable(policy: Policy, baseline: RunReport, candidate: RunReport, *, repeated: RepeatsOutcome | None,
+               graded: Grades | None, regressed: tuple[str, ...], fixed: tuple[str, ...]) -> Detectable:
+    """The detectable drops of a comparison (`repeated`: the repeats rule's outcome when both sides sampled;
+    `graded`: the graded cases when the policy pairs task success; `regressed` and `fixed`: the tests that fell
+    and rose, as the gate compared them)."""
+    power, share = policy.power, policy.repeats.alpha / 2
+    if policy.paired is not None and graded is not None and graded.paired:
+        level = (1 - policy.paired.confidence) / 2
+        ids = graded.paired
+        changes = [float(graded.after[c]["task_pass"]) - float(graded.before[c]["task_pass"]) for c in ids]
+        suite = _headline("task success", [graded.groups[c] for c in ids], changes, len(ids), level, power, 1,
+                          grouped=any(graded.groups[c] != c for c in ids))
+        return Detectable(suite)
+    if repeated is not None:
+        return _repeated(baseline, candidate, share, power)
+    after = candidate.outcomes
+    fell = sum(1 for name in regressed if name in after)  # a regressed test may be absent: then it is unpaired
+    return Detectable(_cases(baseline, candidate, share, power)
+                      or _tests(baseline, candidate, fell, len(fixed), share, power))
+
+
+def _headline(metric: str, units: list[Any], changes: list[float], rows: int, level: float, power: float,
+              repeats: int, *, grouped: bool, unit: str = "case") -> Headline | None:
+    found = spread(units, changes)
+    if found.units == 0 or level >= 0.5:
+        return None
+    return Headline(metric, "group" if grouped else unit, found, rows, level, power, repeats,
+                    suite_drop(found.units, found.sd, level=level, power=power))
+
+
+def _groups(report: RunReport) -> dict[str, Any]:
+    """Case id -> its group, for the cases that name one."""
+    return {head.id: head.group for head in case_heads(report.cases) if head.group is not None}
+
+
+def _repeated(baseline: RunReport, candidate: RunReport, share: float, power: float) -> Detectable:
+    before, after = baseline.repeats, candidate.repeats
+    names = sorted(name for name in before if name in after)
+    if not names:
+        return Detectable(None)
+    groups = _groups(candidate)
+    cases = [after[n].case or before[n].case or n for n in names]
+    units = [("group", groups[case]) if case in groups else case for case in cases]
+    changes = [after[n].passed / after[n].runs - before[n].passed / before[n].runs for n in names]
+    repeats = statistics.mode(after[n].runs for n in names)
+    suite = _headline("pass fraction per case", units, changes, len(set(cases)), share, power, repeats,
+                      grouped=bool(groups))
+    level = share / len(names)
+    drops = {n: one_test_drop(before[n].passed, before[n].runs, after[n].runs, level=level, power=power)
+             for n in names if before[n].passed > 0}
+    return Detectable(suite, RepeatedDrops(level, power, drops))
+
+
+def _cases(baseline: RunReport, candidate: RunReport, share: float, power: float) -> Headline | None:
+    """Whether each case passed, paired by id over the cases scored on both sides. One pass over the candidate's
+    cases with counts (a group's sum and size where cases are grouped), never a list per case: reports can hold
+    hundreds of thousands."""
+    if not baseline.cases or not candidate.cases:
+        return None
+    before = {head.id: head.passed is True for head in case_heads(baseline.cases) if _scored(head.status)}
+    rows = fell = rose = 0
+    groups: dict[Any, list[int]] = {}  # group -> [sum of changes, cases]
+    for head in case_heads(candidate.cases):
+        was = before.get(head.id)
+        if was is None or not _scored(head.status):
+            continue
+        rows += 1
+        change = int(head.passed is True) - int(was)
+        if head.group is not None:
+            entry = groups.setdefault(head.group, [0, 0])
+            entry[0] += change
+            entry[1] += 1
+        elif change:
+            fell, rose = fell + (change < 0), rose + (change > 0)
+    if not rows:
+        return None
+    alone = rows - sum(size for _, size in groups.values())
+    found = (counted_spread(alone, fell, rose) if not groups else
+             spread([*range(alone), *(("group", g) for g in groups)],
+                    [*([-1.0] * fell + [1.0] * rose + [0.0] * (alone - fell - rose)),
+                     *(total / size for total, size in groups.values())]))
+    return Headline("case pass rate", "group" if groups else "case", found, rows, share, power, 1,
+                    suite_drop(found.units, found.sd, level=share, power=power))
+
+
+def _scored(status: object) -> bool:
+    return status != "unscored"
+
+
+def _tests(baseline: RunReport, candidate: RunReport, fell: int, rose: int, share: float,
+           power: float) -> Headline | None:
+    """Whether each test passed, paired by test id: only the counts of tests that fell and rose move the spread."""
+    both = sum(map(candidate.outcomes.__contains__, baseline.outcomes))  # no set of a million ids
+    if not both or share >= 0.5:
+        return None
+    found = counted_spread(both, fell, rose)
+    return Headline("test pass rate", "test", found, both, share, power, 1,
+                    suite_drop(found.units, found.sd, level=share, power=power))

@@ -1,0 +1,182 @@
+"""How big a run must be to detect a given drop, and what it would cost, from one run report. Pure.
+
+From a baseline's report (or a pilot run's): the suite's units (cases, their groups, or tests), the spread of
+per-unit changes an unchanged system would show (measured from the samples' pass rates where the report has
+repeats; taken as none where it has one sample per case, which says so), and per case and sample what a run
+spent (calls, tokens, latency). The figures are evalkit.gate.detectable's, at the gate's levels: the suite's
+paired guard at alpha / 2, a single test at alpha / 2 over the tests compared.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from evalkit.core.config import Price
+from evalkit.core.report import RunReport, case_heads
+from evalkit.gate.detectable import Spread, cases_needed, one_test_drop, one_test_repeats, suite_drop
+from evalkit.gate.headline import Headline
+
+__all__ = ["LADDER", "Design", "Plan", "Usage", "plan"]
+
+LADDER = (1, 2, 3, 5, 10, 20)
+"""Repeats per call the plan considers (with the report's own)."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one case's sample cost in the report: calls (model and judge), tokens, and the calls' latency."""
+
+    calls: float
+    input_tokens: float
+    output_tokens: float
+    mean_ms: float | None
+    """Mean latency of the report's measured calls; None when none was measured (a replay)."""
+    p95_ms: float | None
+
+
+@dataclass(frozen=True)
+class Design:
+    """A run of `cases` cases with `repeats` samples per call, and what it would take."""
+
+    repeats: int
+    units: int
+    cases: int
+    drop: float | None
+    """The smallest drop it detects."""
+    calls: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    money: float | None = None
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The suite as it is, the cheapest designs that reach the target, and how the figures were reached."""
+
+    target: float
+    alpha: float
+    power: float
+    concurrency: int
+    now: Headline
+    """What the suite detects as it is (its units, its repeats)."""
+    current: Design
+    """The suite as it is, as a design: what a run of it takes."""
+    noise: str
+    """How the spread of an unchanged system's changes was found."""
+    designs: tuple[Design, ...]
+    """Per number of repeats, the fewest units that reach the target; left out: designs that cannot, and those
+    that need no fewer units than one with fewer repeats."""
+    tests: int
+    test_now: float | None
+    """What one test passing all its samples on the baseline detects at the report's repeats."""
+    test_repeats: int | None
+    """The samples per side at which one such test detects the target; None beyond the most a run may take."""
+    usage: Usage | None
+    price: Price | None
+
+    @property
+    def best(self) -> Design | None:
+        """The design with the fewest calls (the fewest samples where calls are unknown)."""
+        if not self.designs:
+            return None
+        return min(self.designs, key=lambda d: (d.calls if d.calls is not None else d.cases * d.repeats, d.repeats))
+
+
+def plan(report: RunReport, *, target: float, alpha: float, power: float, concurrency: int,
+         price: Price | None = None) -> Plan:
+    """The plan to detect a drop of `target` in the report's suite at a decision-wide `alpha` with `power`."""
+    if not 0 < target <= 1:
+        raise ValueError(f"target is {target!r}; a drop lies in (0, 1]")
+    level = alpha / 2
+    metric, unit, units, rows, repeats, sd, noise = _units(report)
+    now = Headline(metric, unit, Spread(units, sd, 0.0), rows, level, power, repeats,
+                   suite_drop(units, sd, level=level, power=power))
+    usage = _usage(report, rows, repeats)
+    per_unit = rows / units if units else 1.0
+    designs: list[Design] = []
+    for runs in sorted({*LADDER, repeats}):
+        scaled = sd * math.sqrt(repeats / runs)  # sampling noise shrinks as 1 / repeats
+        needed = cases_needed(target, scaled, level=level, power=power)
+        if needed is None:
+            continue
+        if designs and needed >= designs[-1].units:
+            continue  # more repeats that need no fewer units only cost more
+        cases = math.ceil(needed * per_unit)
+        designs.append(_costed(Design(runs, needed, cases, suite_drop(needed, scaled, level=level, power=power)),
+                               usage, price, concurrency))
+    tests = len(report.outcomes)
+    test_level = level / max(1, tests)
+    current = _costed(Design(repeats, units, rows, now.drop), usage, price, concurrency)
+    return Plan(target, alpha, power, concurrency, now, current, noise, tuple(designs), tests,
+                one_test_drop(repeats, repeats, repeats, level=test_level, power=power) if repeats > 1 else None,
+                one_test_repeats(target, 1.0, level=test_level, power=power), usage, price)
+
+
+def _units(report: RunReport) -> tuple[str, str, int, int, int, float, str]:
+    """The headline metric's name, unit, units, rows, repeats per call, spread of an unchanged system's changes,
+    and how that spread was found."""
+    heads = case_heads(report.cases)
+    groups = {head.id: head.group for head in heads if head.group is not None}
+    sampled = {name: counts for name, counts in report.repeats.items() if counts.runs > 1}
+    if sampled:
+        runs = statistics.mode(counts.runs for counts in sampled.values())
+        by_case: dict[str, list[float]] = {}
+        for name, counts in sampled.items():
+            rate = counts.passed / counts.runs
+            by_case.setdefault(counts.case or name, []).append(math.sqrt(rate * (1 - rate)))
+        by_unit: dict[Any, list[float]] = {}
+        for case, sds in by_case.items():
+            by_unit.setdefault(("group", groups[case]) if case in groups else case, []).append(statistics.fmean(sds))
+        # an unchanged unit's change of mean pass fraction: both sides sampled `runs` times; the tests (and the
+        # cases of a group) taken as moving together, the widest they can
+        variance = statistics.fmean(2 * statistics.fmean(sds) ** 2 / runs for sds in by_unit.values())
+        return ("pass fraction per case", "group" if groups else "case", len(by_unit), len(by_case), runs,
+                math.sqrt(variance), f"measured from {len(sampled)} tests' {runs} samples each (the pass rates' "
+                "binomial spread, tests of a case taken as moving together)")
+    scored = [head for head in heads if head.status != "unscored"]
+    one = ("one sample per call: how much an unchanged system's results vary cannot be measured from it, and is "
+           "taken as none (right for a deterministic model; plan from a pilot run with run.repeats=N otherwise)")
+    if scored:
+        units = len({("group", h.group) if h.group is not None else h.id for h in scored})
+        return "case pass rate", "group" if groups else "case", units, len(scored), 1, 0.0, one
+    return "test pass rate", "test", len(report.outcomes), len(report.outcomes), 1, 0.0, one
+
+
+def _usage(report: RunReport, rows: int, repeats: int) -> Usage | None:
+    """Per row (case, or test for a report without cases) and sample: the calls the report made (model and
+    judge), their tokens and their latency."""
+    execution: Mapping[str, Any] = report.execution
+    cost: Mapping[str, Any] = execution.get("cost") or {}
+    counted = execution.get("calls") or {}
+    calls = sum(v for v in counted.values() if isinstance(v, int)) if isinstance(counted, Mapping) else 0
+    calls = calls or int(cost.get("model_calls") or 0) + int(cost.get("judge_calls") or 0)
+    if not calls:
+        return None
+    per = max(1, rows) * repeats
+    latency: Mapping[str, Any] = execution.get("latency") or {}
+    measured = bool(latency.get("measured_calls"))
+    return Usage(calls / per,
+                 (int(cost.get("input_tokens") or 0) + int(cost.get("judge_input_tokens") or 0)) / per,
+                 (int(cost.get("output_tokens") or 0) + int(cost.get("judge_output_tokens") or 0)) / per,
+                 float(latency["mean_ms"]) if measured and latency.get("mean_ms") is not None else None,
+                 float(latency["p95_ms"]) if measured and latency.get("p95_ms") is not None else None)
+
+
+def _costed(design: Design, usage: Usage | None, price: Price | None, concurrency: int) -> Design:
+    """The design with its calls, tokens, money (with a price) and wall time (with measured latency): the calls
+    go out `concurrency` at a time, each taking the mean latency."""
+    if usage is None:
+        return design
+    samples = design.cases * design.repeats
+    calls = math.ceil(usage.calls * samples)
+    input_tokens, output_tokens = round(usage.input_tokens * samples), round(usage.output_tokens * samples)
+    money = (None if price is None
+             else (input_tokens * price.input_per_mtok + output_tokens * price.output_per_mtok) / 1_000_000)
+    seconds = None if usage.mean_ms is None else math.ceil(calls / concurrency) * usage.mean_ms / 1000
+    return Design(design.repeats, design.units, design.cases, design.drop, calls, input_tokens, output_tokens,
+                  money, seconds)
