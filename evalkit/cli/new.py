@@ -93,11 +93,14 @@ def _suite(name: str, labels_text: str | None) -> int:
     if updated is not None:
         print(f"  {MARKER} now picks suite {name} by default")
     print(f"""next:
-  1. record its replies from a model (an OpenAI-compatible server; the base URL ends in /v1):
-       evalkit run suite={name} mode=live baseline=none model.base_url=http://127.0.0.1:8080/v1 \\
-         model.name=YOUR-MODEL
-  2. make that run the suite's baseline:   evalkit bless outputs/.../report.json
-  3. gate any change against it, replaying with no model:   evalkit run suite={name} prompt=v2""")
+  1. name the model your OpenAI-compatible server serves in a preset, conf/model/served.yaml:
+       defaults: [gpt-local, _self_]
+       name: YOUR-MODEL-ID
+       base_url: http://127.0.0.1:8080/v1
+  2. record its replies:   evalkit run suite={name} model=served mode=live baseline=none
+  3. make that run the suite's baseline:   evalkit bless outputs/.../report.json
+  4. gate any change against it, replaying with no model:   evalkit run suite={name} model=served prompt=v2
+     (or make model=served the suite's default in conf/suite/{name}.yaml)""")
     return ExitCode.GO
 
 
