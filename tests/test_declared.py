@@ -135,8 +135,10 @@ def test_declared_checks_run_once_per_sample_and_report_k_of_n(pytester: pytest.
                                   f"--json-report-file={out}")
     tests = {t["nodeid"]: t for t in json.loads(out.read_text())["tests"]}
     assert tests["checks.yaml::label_matches[t1]"]["outcome"] == "failed"
-    assert tests["checks.yaml::label_matches[t1]"]["repeats"] == {"passed": 1, "runs": 2, "not_passed": [1]}
-    assert tests["checks.yaml::label_matches[t2]"]["repeats"] == {"passed": 2, "runs": 2, "not_passed": []}
+    assert tests["checks.yaml::label_matches[t1]"]["repeats"] == {"passed": 1, "runs": 2, "not_passed": [1],
+                                                                         "reduce": "all"}
+    assert tests["checks.yaml::label_matches[t2]"]["repeats"] == {"passed": 2, "runs": 2, "not_passed": [],
+                                                                         "reduce": "all"}
     # the metrics count each case once, by its first sample's label
     data = json.loads(out.read_text())
     assert data["classification"]["label_matches"]["confusion"]["billing"]["billing"] == 1

@@ -361,10 +361,10 @@ def test_every_check_over_a_case_runs_once_per_sample(pytester: pytest.Pytester)
     data = json.loads(out.read_text())
     tests = {t["nodeid"].split("::")[-1]: t for t in data["tests"]}
     assert tests["test_right[a]"]["outcome"] == "failed"  # sample 1 failed: the entry shown is that sample's
-    assert tests["test_right[a]"]["repeats"] == {"passed": 2, "runs": 3, "not_passed": [1]}
+    assert tests["test_right[a]"]["repeats"] == {"passed": 2, "runs": 3, "not_passed": [1], "reduce": "all"}
     assert "'wrong'" in tests["test_right[a]"]["call"]["longrepr"]
     assert tests["test_right[b]"]["outcome"] == "skipped"  # 2 passed, 1 skipped: not passed, not failed
-    assert tests["test_right[b]"]["repeats"] == {"passed": 2, "runs": 3, "not_passed": [2]}
+    assert tests["test_right[b]"]["repeats"] == {"passed": 2, "runs": 3, "not_passed": [2], "reduce": "all"}
     assert "repeats" not in tests["test_once"]  # a check over no case runs once
     assert data["summary"]["total"] == 3
     cases = {c["id"]: c for c in data["cases"]}

@@ -14,21 +14,37 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError, describe_validation
 from evalkit.core.parsing import parse_yaml
-from evalkit.judging.llm_rubric import rubric_verdict
+from evalkit.core.reducer import ALL, Reducer, parse_reducer
+from evalkit.judging.llm_rubric import rubric_request, rubric_verdict
+from evalkit.judging.pairwise_check import NEW_FIRST, OLD_FIRST, PairwiseSpec, pair_metrics, pair_requests, pair_verdict
+from evalkit.judging.ready_judges import (
+    JUDGES,
+    AnswerRelevancySpec,
+    FaithfulnessSpec,
+    GEvalSpec,
+    judge_request,
+    needed_field,
+    score_verdict,
+)
+from evalkit.live.providers.base import Request
 
-__all__ = ["KINDS", "CheckSpec", "ChecksFile", "Verdict", "judge", "parse_checks", "read_field", "shown"]
+__all__ = ["JUDGED", "KINDS", "CheckSpec", "ChecksFile", "Verdict", "judge", "judge_pair", "parse_checks",
+           "planned_judge_calls", "read_field", "shown"]
 
 KINDS = ("equals", "one-of", "contains", "regex", "is-json", "json-schema", "number", "length", "classification",
-         "python", "llm-rubric")
+         "python", "llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise")
 """The check kinds, as a `checks.yaml` entry names them (exactly one per entry)."""
+JUDGED = ("llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise")
+"""The kinds the suite's pinned judge decides: the check reads the judge's answer about the reply."""
 SHOWN_CHARS = 80
 """A value in a failure message is cut after this many characters: the message stays one readable line."""
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
@@ -42,6 +58,9 @@ class Verdict:
     message: str = ""
     predicted: str | None = None
     """classification checks: the label the reply gave (None when the reply gave none), for the metrics."""
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    """Numbers the check measured on the case, kept as the metrics `<check>.<name>`: a ready-made judge's
+    `score`, a pairwise check's `win`, `tie`, `loss` and `disagree`."""
 
 
 class CaseRef(BaseModel):
@@ -117,10 +136,23 @@ class CheckSpec(BaseModel):
     llm_rubric: str | None = Field(None, alias="llm-rubric", min_length=1)
     """A criterion in plain words that the suite's pinned judge decides for each reply (evalkit.judging.llm_rubric);
     the check reads the judge's answer (`judge/<name>/<case>`), not the reply."""
+    faithfulness: FaithfulnessSpec | None = None
+    """`{context: FIELD}`: the judge scores (1-5) whether the reply keeps to the case's context
+    (evalkit.judging.ready_judges)."""
+    answer_relevancy: AnswerRelevancySpec | None = Field(None, alias="answer-relevancy")
+    """`{question: FIELD}`: the judge scores (1-5) whether the reply answers the case's question."""
+    g_eval: GEvalSpec | None = Field(None, alias="g-eval")
+    """`{criteria: "...", steps: [...], pass_at: 4}`: the judge follows the steps and scores the criteria (1-5)."""
+    pairwise: PairwiseSpec | None = None
+    """`{against: baseline | {case: FIELD}, criterion: "..."}`: the judge compares the reply with the baseline's
+    (or a case field's) in both orders (evalkit.judging.pairwise_check)."""
     python: str | None = None
     """`module:function`, imported from the suite's folder; called as `function(reply, case)` (reply: the text,
     or the value at `field`). It passes by returning None or True; it fails by returning False or a message, or
     raising AssertionError."""
+    reduce: Reducer = ALL
+    """With `run.repeats=N`: how the N samples' outcomes become the test's (evalkit.core.reducer): `all` (the
+    default), `majority`, `{mean: T}` or `{at_least: K}`."""
 
     @field_validator("name")
     @classmethod
@@ -139,6 +171,11 @@ class CheckSpec(BaseModel):
             except re.error as error:
                 raise ValueError(f"regex {value!r} does not compile: {error}") from None
         return value
+
+    @field_validator("reduce", mode="before")
+    @classmethod
+    def _reducer(cls, value: Any) -> Reducer:
+        return parse_reducer(value)
 
     @field_validator("python")
     @classmethod
@@ -161,9 +198,9 @@ class CheckSpec(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _rubric_reads_the_reply(self) -> CheckSpec:
-        if self.llm_rubric is not None and self.field is not None:
-            raise ValueError(f"{self.name!r}: an llm-rubric check shows the judge the whole reply; it takes no 'field'")
+    def _judge_reads_the_reply(self) -> CheckSpec:
+        if self.call == "judge" and self.field is not None:
+            raise ValueError(f"{self.name!r}: a {self.kind} check shows the judge the whole reply; it takes no 'field'")
         return self
 
     @model_validator(mode="before")
@@ -182,8 +219,33 @@ class CheckSpec(BaseModel):
 
     @property
     def call(self) -> str:
-        """The call whose text the check reads: the task's reply, or for llm-rubric the judge's answer."""
-        return "judge" if self.kind == "llm-rubric" else "task"
+        """The call whose text the check reads: the task's reply, or for a judged kind the judge's answer."""
+        return "judge" if self.kind in JUDGED else "task"
+
+    @property
+    def judge_metrics(self) -> tuple[str, ...]:
+        """The judge metrics of the calls a judged check reads (`judge/<metric>/<case>`): its name, or for
+        pairwise its name with `/new-first` and `/old-first`; none for the other kinds."""
+        if self.kind == "pairwise":
+            return (f"{self.name}/{NEW_FIRST}", f"{self.name}/{OLD_FIRST}")
+        return (self.name,) if self.call == "judge" else ()
+
+    def missing_field(self, case: Case) -> str | None:
+        """Why a judged check cannot judge this case (its spec names a case field the case lacks); None when it
+        can. The planner asks no judge then, and the check fails with this."""
+        wanted = None
+        if self.kind in JUDGES:
+            wanted = needed_field(self._ready())
+        elif self.pairwise is not None and not isinstance(self.pairwise.against, str):
+            wanted = self.pairwise.against.case
+        if wanted is not None and wanted not in case.fields:
+            return f"expected case field {wanted!r} for the judge, but case {case.id} has none"
+        return None
+
+    def _ready(self) -> FaithfulnessSpec | AnswerRelevancySpec | GEvalSpec:
+        spec = self.faithfulness or self.answer_relevancy or self.g_eval
+        assert spec is not None
+        return spec
 
     @property
     def needs_json(self) -> bool:
@@ -422,6 +484,50 @@ def _llm_rubric(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], A
     return Verdict(passed, message)
 
 
+def _ready_judge(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
+    missing = spec.missing_field(case)
+    if missing is not None:
+        return Verdict(False, missing)
+    scored = score_verdict(spec.kind, value, spec._ready().pass_at)  # `value` is the judge's answer
+    return Verdict(scored.passed, scored.message,
+                   metrics={} if scored.score is None else {"score": float(scored.score)})
+
+
+def _pairwise(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
+    raise AssertionError("a pairwise check reads two answers: judge_pair")
+
+
+def judge_pair(spec: CheckSpec, case: Case, new_first: str | None, old_first: str | None) -> Verdict:
+    """Judge a pairwise check from the judge's answers with the new reply first and second (None and None: the
+    replies were the same, so no judge was asked)."""
+    assert spec.pairwise is not None
+    missing = spec.missing_field(case)
+    if missing is not None:
+        return Verdict(False, missing)
+    passed, message, verdict = pair_verdict(spec.pairwise, new_first, old_first)
+    return Verdict(passed, message, metrics=pair_metrics(verdict) if verdict is not None else {})
+
+
+def planned_judge_calls(spec: CheckSpec, case: Case, reply: str, judge: ModelConfig,
+                        baseline_reply: str | None) -> dict[str, Request]:
+    """The judge calls a judged check makes for one case's reply, by judge metric; none for a case it does not
+    apply to, a case lacking the field it reads, a pairwise check with nothing to compare against, or a reply
+    the same as the one compared against."""
+    if spec.call != "judge" or not spec.applies_to(case) or spec.missing_field(case) is not None:
+        return {}
+    if spec.llm_rubric is not None:
+        return {spec.name: rubric_request(spec.llm_rubric, case, reply, judge)}
+    if spec.pairwise is not None:
+        against = spec.pairwise.against
+        other = baseline_reply if isinstance(against, str) else _as_text(case.fields[against.case])
+        return {} if other is None else pair_requests(spec.name, spec.pairwise, case, reply, other, judge)
+    return {spec.name: judge_request(spec.kind, spec._ready(), case, reply, judge)}
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
 def _import(target: str) -> Any:
     module, _, name = target.partition(":")
     function = getattr(importlib.import_module(module), name, None)
@@ -442,5 +548,6 @@ def _line(text: str) -> str:
 _KIND_JUDGES: Mapping[str, Callable[[CheckSpec, Any, Case, Callable[[str], Any]], Verdict]] = {
     "equals": _equals, "one-of": _one_of, "contains": _contains, "regex": _regex, "is-json": _is_json,
     "json-schema": _json_schema, "number": _number, "length": _length, "classification": _classification,
-    "python": _python, "llm-rubric": _llm_rubric,
+    "python": _python, "llm-rubric": _llm_rubric, "faithfulness": _ready_judge, "answer-relevancy": _ready_judge,
+    "g-eval": _ready_judge, "pairwise": _pairwise,
 }
