@@ -161,6 +161,23 @@ def test_ready_made_judges_and_pairwise_are_recorded_replayed_and_compare_agains
     assert calls["judge/faithful/late-refund"]["request"]["messages"][0]["content"] == system_prompt("faithfulness")
     assert sorted(c for c in calls if c.startswith("judge/no_worse/")) == sorted(
         f"judge/no_worse/{order}/{case}" for order in ("new-first", "old-first") for case in changed)
+    # calibration: a person's labels of the v2 replies, set against the checks' verdicts in the replayed report
+    recorded_as = json.loads((tmp_path / "outputs/v2-replayed/report.json").read_text())["provenance"]["recording"]
+    labels = {"faithful": {"late-refund": "fail", "fast-fix": "fail", "broken-zip": "pass"},  # TN, FP, TP
+              "explains": {"opening-hours": "pass", "late-refund": "pass"},  # FN (the prose answer), TP
+              "no_worse": {"broken-zip": "fail", "late-refund": "pass"}}  # TN, TP
+    (suite / "judge_labels.yaml").write_text(json.dumps({"recording": recorded_as, "labels": labels}))
+    calibrated = run("evalkit.calibrate", "suite=reviews", "--report", "outputs/v2-replayed/report.json",
+                     "--out", "calibration.json")
+    assert calibrated.returncode == 0, calibrated.stderr
+    result = json.loads((tmp_path / "calibration.json").read_text())["checks"]
+    assert {c: (r["tp"], r["fp"], r["tn"], r["fn"]) for c, r in result.items()} == {
+        "faithful": (1, 1, 1, 0), "explains": (1, 0, 0, 1), "no_worse": (1, 0, 1, 0)}
+    assert "  - faithful[fast-fix]: labelled fail, the check passed" in calibrated.stdout
+    (suite / "judge_labels.yaml").write_text(json.dumps({"recording": "recordings/other.json", "labels": labels}))
+    other = run("evalkit.calibrate", "suite=reviews", "--report", "outputs/v2-replayed/report.json")
+    assert other.returncode == 3 and "the labels are about the replies of recordings/other.json" in other.stderr
+
     # so a change to a check's words is a stale recording for its calls, refused by name, never a new verdict
     checks = suite / "checks.yaml"
     checks.write_text(checks.read_text().replace("decides the label", "decides the label, in a few words"))
