@@ -100,3 +100,32 @@ def test_the_reader_refuses_an_outcome_its_counts_contradict(outcome, passed, ru
 def test_the_reader_refuses_a_reducer_it_does_not_know():
     with pytest.raises(InputError, match=r"'repeats.reduce' 'most' is not a reducer"):
         report_from_mapping(report("passed", 2, 3, "most"), "r")
+
+
+def sampled(tests: dict[str, tuple[str, int, int, str]]) -> dict[str, object]:
+    return {"eval": {"dataset": "d@1", "dataset_sha": "a", "model": "m", "prompt_version": "v1", "prompt_sha": "p",
+                     "judge_model": None},
+            "tests": [{"nodeid": f"checks.yaml::{name}[{case}]", "outcome": outcome, "case": case,
+                       "repeats": {"passed": k, "runs": n, "reduce": reduce}}
+                      for name, (outcome, k, n, reduce) in tests.items() for case in ("a",)]}
+
+
+def test_the_gate_reads_the_counts_for_regressions_and_the_reduced_outcome_for_critical_checks():
+    from evalkit.core.policy import Policy
+    from evalkit.gate.decide import decide
+    from evalkit.gate.repeats import fisher_lower_p
+
+    baseline = report_from_mapping(sampled({"most": ("passed", 20, 20, "majority"),
+                                            "every": ("passed", 20, 20, "all")}), "baseline")
+    dropped = report_from_mapping(sampled({"most": ("passed", 11, 20, "majority"),  # still a majority: passed
+                                           "every": ("passed", 20, 20, "all")}), "candidate")
+    policy = Policy.model_validate({"name": "p", "critical": ["most"]})
+    decision = decide(policy, baseline, dropped)
+    # the counts decide a regression, not the outcome: 20/20 -> 11/20 is a drop Fisher's test finds (p < 0.001,
+    # under Holm's alpha/2 / 2), though the reduced outcome passed on both sides
+    assert fisher_lower_p(20, 20, 11, 20) < policy.repeats.alpha / 2 / 2
+    assert decision.regressed == ("checks.yaml::most[a]",)
+    assert decision.critical_failures == ()  # the reduced outcome passed: the critical rule reads that
+    failed = report_from_mapping(sampled({"most": ("failed", 5, 10, "majority"),
+                                          "every": ("passed", 10, 10, "all")}), "candidate")
+    assert decide(policy, baseline, failed).critical_failures == ("checks.yaml::most[a]",)
