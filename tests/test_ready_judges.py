@@ -175,3 +175,16 @@ def test_answers_are_one_line_whatever_the_judge_wrote():
     long_reason = json.dumps({"reason": "word " * 100 + "\n\n end", "score": 1})
     message = score_verdict("answer-relevancy", long_reason, 4).message
     assert "\n" not in message and message.endswith("...") and len(message) < 260
+
+
+@pytest.mark.parametrize("kind", sorted(JUDGES))
+def test_every_anchor_passes_the_rubric_blocks_rules_for_observable_anchors(kind):
+    import re
+
+    from evalkit.judging.rubric import MIN_ANCHOR_CHARS, VAGUE_WORDS
+
+    anchors = JUDGES[kind].anchors
+    for level, anchor in anchors.items():
+        assert len(anchor) >= MIN_ANCHOR_CHARS, (kind, level)
+        assert not VAGUE_WORDS & set(re.findall(r"[a-z]+", anchor.lower())), (kind, level)
+    assert len({" ".join(a.lower().split()) for a in anchors.values()}) == len(anchors)  # each level its own
