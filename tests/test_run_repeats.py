@@ -342,7 +342,13 @@ def test_reducers_follow_a_direct_count_of_the_flaky_models_samples_and_the_gate
     runs = 5
     with FakeOpenAI(flaky_model({"sys-a": CASES})) as server:
         flaky = Flaky(tmp_path, server.base_url)
-        (tmp_path / "flaky_e2e" / "checks.yaml").write_text(REDUCED_CHECKS, encoding="utf-8")
+        checks = tmp_path / "flaky_e2e" / "checks.yaml"
+        checks.write_text(REDUCED_CHECKS.replace("{at_least: 2}", "{at_least: 6}"), encoding="utf-8")
+        refused, _ = flaky.run("live", f"run.repeats={runs}")  # a reducer that could never pass: before any call
+        assert refused.returncode == 3 and not server.requests
+        assert "check label_two: reduce at_least 6 asks for more passing samples than the run takes " \
+               "(run.repeats=5)" in refused.stderr
+        checks.write_text(REDUCED_CHECKS, encoding="utf-8")
         (tmp_path / "flaky_e2e" / "test_marked.py").write_text(MARKED_TEST, encoding="utf-8")
         done, path = flaky.run("live", f"run.repeats={runs}")
         assert done.returncode == 0, done.stderr

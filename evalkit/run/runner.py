@@ -32,6 +32,7 @@ from evalkit.core.outputs import refuse_link
 from evalkit.core.provider_specs import provider_spec
 from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.core.version import __version__
+from evalkit.judging.check_spec import ChecksFile
 from evalkit.live.budget import Budget, UnitBudget
 from evalkit.live.contract import contract_problems
 from evalkit.live.progress import progress_enabled
@@ -102,6 +103,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     if config.judge is None and judged:
         raise ConfigError(f"{suite_dir / 'checks.yaml'}: {', '.join(judged)} checks need the suite's pinned judge; "
                           "add `- /judge: NAME` to the suite option's defaults (or pass judge=NAME)")
+    _refuse_unreachable_reducers(declared, config.run.repeats, suite_dir)
     task = with_check_judges(task, declared, replies)
 
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
@@ -217,6 +219,16 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     }
     report, report_path = _check_and_report(config, suite_dir, run_input, redact, extra, verify)
     return RunResult(key, report, report_path, None, execution)
+
+
+def _refuse_unreachable_reducers(declared: ChecksFile | None, repeats: int, suite_dir: Path) -> None:
+    """A declared check reducing by `at_least K` with fewer samples could never pass: refused before any call (a
+    hand-written test's marker is read when pytest collects it)."""
+    for spec in declared.checks if declared is not None and repeats > 1 else ():
+        if spec.reduce.rule == "at_least" and spec.reduce.value is not None and spec.reduce.value > repeats:
+            raise ConfigError(f"{suite_dir / 'checks.yaml'}: check {spec.name}: reduce {spec.reduce.name} asks for "
+                              f"more passing samples than the run takes (run.repeats={repeats}); lower it or run "
+                              "more repeats")
 
 
 def _suite_input(config: RunConfig, baseline_replies: Mapping[str, str] | None = None) -> SuiteInput:
