@@ -3,7 +3,8 @@
 A page marks where generated text goes with an HTML comment: `<!-- evalkit:options MODULE:CLASS [PREFIX] -->`
 (a config model's options as a table), `<!-- evalkit:schema MODULE:CLASS -->` (its JSON Schema),
 `<!-- evalkit:commands -->` (`evalkit --help` and every subcommand's `--help`), `<!-- evalkit:rules -->` (the gate's
-rules, evalkit.gate.rules) and `<!-- evalkit:api -->` (every name `from evalkit import` offers).
+rules, evalkit.gate.rules), `<!-- evalkit:api -->` (every name `from evalkit import` offers) and
+`<!-- evalkit:judges -->` (the prompts of the judged check kinds, evalkit.judging).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import re
 from typing import Any
 
-_MARK = re.compile(r"<!-- evalkit:(options|schema|commands|rules|api)(?: ([\w.:]+))?(?: ([\w.]+))? -->")
+_MARK = re.compile(r"<!-- evalkit:(options|schema|commands|rules|api|judges)(?: ([\w.:]+))?(?: ([\w.]+))? -->")
 
 
 def _target(spec: str) -> Any:
@@ -52,6 +53,27 @@ def _api() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _judges() -> str:
+    """Each judged kind's system message as the judge receives it, then the user message's form."""
+    from evalkit.judging import llm_rubric, pairwise, pairwise_check, ready_judges
+
+    def block(text: str) -> str:
+        return "```text\n" + text.rstrip("\n") + "\n```\n"
+
+    parts = []
+    for kind in ready_judges.JUDGES:
+        parts.append(f"#### {kind}\n\n{block(ready_judges.system_prompt(kind))}")
+    steps = "\n".join(f"{n}. {step}" for n, step in enumerate(ready_judges.FIXED_STEPS, start=1))
+    parts.append(f"A `g-eval` check without `steps` gives the judge these:\n\n{block(steps)}")
+    parts.append(f"#### llm-rubric\n\n{block(llm_rubric.JUDGE_PROMPT)}")
+    question = pairwise.pairwise_prompts("QUESTION", new="FIRST", old="SECOND", instruction="CRITERION")
+    parts.append(f"#### pairwise\n\nThe system message:\n\n{block(pairwise_check.PAIRWISE_SYSTEM)}\nThe user "
+                 "message, once with the new reply first and once with it second:\n\n"
+                 f"{block(question[pairwise.NEW_FIRST])}\nThe criterion by default:\n\n"
+                 f"{block(pairwise.DEFAULT_INSTRUCTION)}")
+    return "\n".join(parts)
+
+
 def _fill(match: re.Match[str]) -> str:
     from evalkit.render.reference import options_table
 
@@ -64,6 +86,8 @@ def _fill(match: re.Match[str]) -> str:
         return reference()
     if kind == "api":
         return _api()
+    if kind == "judges":
+        return _judges()
     target = _target(spec)
     if kind == "options":
         return options_table(target, f"{prefix}." if prefix else "")

@@ -135,8 +135,10 @@ def test_declared_checks_run_once_per_sample_and_report_k_of_n(pytester: pytest.
                                   f"--json-report-file={out}")
     tests = {t["nodeid"]: t for t in json.loads(out.read_text())["tests"]}
     assert tests["checks.yaml::label_matches[t1]"]["outcome"] == "failed"
-    assert tests["checks.yaml::label_matches[t1]"]["repeats"] == {"passed": 1, "runs": 2, "not_passed": [1]}
-    assert tests["checks.yaml::label_matches[t2]"]["repeats"] == {"passed": 2, "runs": 2, "not_passed": []}
+    assert tests["checks.yaml::label_matches[t1]"]["repeats"] == {"passed": 1, "runs": 2, "not_passed": [1],
+                                                                         "reduce": "all"}
+    assert tests["checks.yaml::label_matches[t2]"]["repeats"] == {"passed": 2, "runs": 2, "not_passed": [],
+                                                                         "reduce": "all"}
     # the metrics count each case once, by its first sample's label
     data = json.loads(out.read_text())
     assert data["classification"]["label_matches"]["confusion"]["billing"]["billing"] == 1
@@ -160,3 +162,130 @@ def test_an_llm_rubric_check_reads_the_judges_answer_for_its_case(pytester: pyte
     assert tests["checks.yaml::names_problem[t1]"]["outcome"] == "passed"
     assert tests["checks.yaml::names_problem[t2]"]["call"]["longrepr"] == \
         "expected the rubric met, came the judge's fail: no problem named"
+
+
+def run_checks(pytester: pytest.Pytester, run: dict, checks: str, **files: str) -> tuple[pytest.RunResult, dict]:
+    run_file = pytester.path / "run.json"
+    run_file.write_text(json.dumps(run))
+    (pytester.path / "checks.yaml").write_text(checks)
+    if files:
+        pytester.makepyfile(**files)
+    out = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--evalkit-run={run_file}", "-rs",
+                                           "--json-report", f"--json-report-file={out}")
+    return result, (json.loads(out.read_text()) if out.exists() else {})
+
+
+def replayed(calls: dict[str, str]) -> dict[str, dict]:
+    return {cid: {"status": "replayed", "text": text, "reason": None, "stop_reason": "stop"}
+            for cid, text in calls.items()}
+
+
+def test_ready_made_judges_read_their_answers_and_keep_the_score_as_a_metric(pytester: pytest.Pytester):
+    cases = [{"id": "t1", "fields": {"context": "Refunds within 30 days."}},
+             {"id": "t2", "fields": {"context": "Refunds within 30 days."}},
+             {"id": "t3", "fields": {}}]  # no context: no judge was asked, the check fails naming the field
+    calls = {"task/t1": "30 days", "task/t2": "60 days", "task/t3": "?",
+             "judge/faithful/t1": '{"reason": "stated in the context", "score": 5}',
+             "judge/faithful/t2": '{"reason": "60 contradicts 30", "score": 1}'}
+    result, data = run_checks(pytester, {**RUN, "cases": cases, "calls": replayed(calls)},
+                              "checks:\n  - name: faithful\n    faithfulness: {context: context}\n")
+    tests = {t["nodeid"]: t for t in data["tests"]}
+    assert tests["checks.yaml::faithful[t1]"]["outcome"] == "passed"
+    assert tests["checks.yaml::faithful[t2]"]["call"]["longrepr"] == \
+        "expected faithfulness to the context at level 4 or above (of 5), came 1: 60 contradicts 30"
+    assert tests["checks.yaml::faithful[t3]"]["call"]["longrepr"] == \
+        "expected case field 'context' for the judge, but case t3 has none"
+    result.assert_outcomes(passed=1, failed=2)
+    assert data["metrics"]["faithful.score"] == {"mean": 3.0, "count": 2, "unmeasured": 0}
+    assert {c["id"]: c["metrics"] for c in data["cases"]} == {"t1": {"faithful.score": 5.0},
+                                                              "t2": {"faithful.score": 1.0}, "t3": {}}
+
+
+PAIRWISE = """\
+checks:
+  - name: no_worse
+    pairwise: {against: baseline}
+  - name: beats_reference
+    pairwise: {against: {case: reference}, require: win}
+"""
+
+
+def test_pairwise_compares_where_there_is_another_reply_and_says_where_there_is_none(pytester: pytest.Pytester):
+    cases = [{"id": cid, "fields": {"reference": "ref"}} for cid in ("won", "lost", "same", "new")]
+    calls = {"task/won": "better", "task/lost": "worse", "task/same": "ref", "task/new": "fresh",
+             "judge/no_worse/new-first/won": "first", "judge/no_worse/old-first/won": "second",
+             "judge/no_worse/new-first/lost": "second", "judge/no_worse/old-first/lost": "first",
+             # `same` gave the baseline's reply: no judge was asked for no_worse
+             "judge/beats_reference/new-first/won": '{"verdict": "first"}',
+             "judge/beats_reference/old-first/won": '{"verdict": "first"}',  # flips with the order: a tie
+             "judge/beats_reference/new-first/lost": "second", "judge/beats_reference/old-first/lost": "first",
+             "judge/beats_reference/new-first/new": "first", "judge/beats_reference/old-first/new": "second"}
+    run = {**RUN, "cases": cases, "calls": replayed(calls),
+           "suite": {"baseline_cases": ["won", "lost", "same"]}}  # `new` is a case the baseline never ran
+    result, data = run_checks(pytester, run, PAIRWISE)
+    tests = {t["nodeid"].split("::")[-1]: t for t in data["tests"]}
+    assert {name: t["outcome"] for name, t in tests.items()} == {
+        "no_worse[won]": "passed", "no_worse[lost]": "failed", "no_worse[same]": "passed", "no_worse[new]": "skipped",
+        "beats_reference[won]": "failed", "beats_reference[lost]": "failed", "beats_reference[same]": "failed",
+        "beats_reference[new]": "passed"}
+    assert tests["no_worse[lost]"]["call"]["longrepr"] == ("expected no loss against the baseline's reply, came a "
+                                                          "loss (the judge preferred the baseline's reply in both "
+                                                          "orders)")
+    assert tests["beats_reference[same]"]["call"]["longrepr"] == ("expected a win against case field 'reference', "
+                                                                 "came the same reply as case field 'reference'")
+    assert "not compared: the run has no baseline reply for case new" in tests["no_worse[new]"]["call"]["longrepr"]
+    metrics = {name: m["mean"] for name, m in data["metrics"].items()}
+    assert metrics["no_worse.win"] == pytest.approx(1 / 3) and metrics["no_worse.tie"] == pytest.approx(1 / 3)
+    assert data["metrics"]["no_worse.loss"]["count"] == 3  # the skipped case measured nothing
+    assert metrics["beats_reference.disagree"] == 0.25
+
+
+REDUCED = """\
+checks:
+  - {name: every, field: label, equals: right}
+  - {name: most, field: label, equals: right, reduce: majority}
+  - {name: two, field: label, equals: right, reduce: {at_least: 2}}
+  - {name: share, field: label, equals: right, reduce: {mean: 0.75}}
+"""
+MARKED = """
+import json
+import pytest
+
+
+@pytest.mark.reduce("majority")
+def test_marked(case, task_reply):
+    assert json.loads(task_reply)["label"] == "right"
+"""
+
+
+def test_reducers_decide_the_outcome_and_the_counts_stay(pytester: pytest.Pytester):
+    labels = {"a": ["right", "wrong", "right"], "b": ["wrong", "wrong", "right"]}
+    calls = {f"task/{case}" + (f"#{i}" if i else ""): json.dumps({"label": label})
+             for case, seq in labels.items() for i, label in enumerate(seq)}
+    run = {**RUN, "repeats": 3, "cases": [{"id": c, "fields": {}} for c in labels], "calls": replayed(calls)}
+    result, data = run_checks(pytester, run, REDUCED, test_marked=MARKED)
+    tests = {t["nodeid"].split("::")[-1]: t for t in data["tests"]}
+    direct = {case: seq.count("right") for case, seq in labels.items()}  # a: 2 of 3, b: 1 of 3
+    rules = {"every": ("all", lambda k: k == 3), "most": ("majority", lambda k: k > 1.5),
+             "two": ("at_least 2", lambda k: k >= 2), "share": ("mean 0.75", lambda k: k / 3 >= 0.75),
+             "test_marked": ("majority", lambda k: k > 1.5)}
+    for name, (reduce, rule) in rules.items():
+        for case, k in direct.items():
+            test = tests[f"{name}[{case}]"]
+            assert test["repeats"]["passed"] == k and test["repeats"]["runs"] == 3
+            assert test["repeats"]["reduce"] == reduce
+            assert test["outcome"] == ("passed" if rule(k) else "failed"), (name, case)
+    assert data["metrics"]["pass_rate"]["mean"] == 0.3  # most[a], two[a], test_marked[a] of 10
+
+
+def test_a_reducer_that_cannot_pass_or_be_read_is_a_usage_error_naming_the_test(pytester: pytest.Pytester):
+    run = {**RUN, "repeats": 2, "cases": [{"id": "a", "fields": {}}],
+           "calls": replayed({"task/a": "x", "task/a#1": "x"})}
+    result, _ = run_checks(pytester, run, "checks:\n  - {name: c, equals: x, reduce: {at_least: 3}}\n")
+    result.stderr.fnmatch_lines(["*checks.yaml::c[[]a[]]: reduce at_least 3 asks for more passing samples than the "
+                                 "run takes (run.repeats=2)*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    bad = MARKED.replace('reduce("majority")', "reduce(most=2)")
+    result, _ = run_checks(pytester, run, "checks:\n  - {name: c, equals: x}\n", test_marked=bad)
+    result.stderr.fnmatch_lines(["*test_marked.py::test_marked[[]a[]]: reduce {'most': 2} is not a reducer*"])

@@ -317,6 +317,72 @@ def test_the_budget_counts_every_sample(tmp_path: Path) -> None:
     assert all(case["status"] == "unscored" for case in report["cases"])  # each case lost a task or judge call
 
 
+REDUCED_CHECKS = """\
+checks:
+  - {name: label_all, field: label, equals: right}
+  - {name: label_majority, field: label, equals: right, reduce: majority}
+  - {name: label_two, field: label, equals: right, reduce: {at_least: 2}}
+  - {name: label_share, field: label, equals: right, reduce: {mean: 0.6}}
+"""
+MARKED_TEST = """
+import json
+
+import pytest
+
+
+@pytest.mark.reduce(at_least=4)
+def test_label_four(case, task_reply):
+    assert json.loads(task_reply)["label"] == "right"
+"""
+
+
+@pytest.mark.slow
+def test_reducers_follow_a_direct_count_of_the_flaky_models_samples_and_the_gate_reads_the_counts(
+        tmp_path: Path) -> None:
+    runs = 5
+    with FakeOpenAI(flaky_model({"sys-a": CASES})) as server:
+        flaky = Flaky(tmp_path, server.base_url)
+        checks = tmp_path / "flaky_e2e" / "checks.yaml"
+        checks.write_text(REDUCED_CHECKS.replace("{at_least: 2}", "{at_least: 6}"), encoding="utf-8")
+        refused, _ = flaky.run("live", f"run.repeats={runs}")  # a reducer that could never pass: before any call
+        assert refused.returncode == 3 and not server.requests
+        assert "check label_two: reduce at_least 6 asks for more passing samples than the run takes " \
+               "(run.repeats=5)" in refused.stderr
+        checks.write_text(REDUCED_CHECKS, encoding="utf-8")
+        (tmp_path / "flaky_e2e" / "test_marked.py").write_text(MARKED_TEST, encoding="utf-8")
+        done, path = flaky.run("live", f"run.repeats={runs}")
+        assert done.returncode == 0, done.stderr
+        # the replay, gated against the live run: the terminal names each test whose samples disagree, with k/N
+        first = path
+        gated, path = flaky.run("replay", f"run.repeats={runs}", f"baseline={first}")
+    assert gated.returncode == 0, gated.stdout + gated.stderr
+    rules = {"label_all": ("all", lambda k: k == runs), "label_majority": ("majority", lambda k: 2 * k > runs),
+             "label_two": ("at_least 2", lambda k: k >= 2), "label_share": ("mean 0.6", lambda k: k / runs >= 0.6),
+             "test_label_four": ("at_least 4", lambda k: k >= 4)}
+    direct = {case: expected_passes(case, runs) for case in CASES}  # counted from the model's seeds, not evalkit
+    assert any(0 < k < runs for k in direct.values())  # a flaky case, so the reducers differ
+    for report_path in (first, path):
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+        tests = {t["nodeid"].split("::")[-1]: t for t in report["tests"]}
+        for name, (reduce, rule) in rules.items():
+            for case, k in direct.items():
+                test = tests[f"{name}[{case}]"]
+                assert (test["repeats"]["passed"], test["repeats"]["runs"], test["repeats"]["reduce"]) == \
+                    (k, runs, reduce)
+                assert test["outcome"] == ("passed" if rule(k) else "failed"), (name, case, k)
+        read = report_from_mapping(report, "report")  # the gate's reader: the counts kept, the reducer named
+        assert {n: (c.passed, c.runs) for n, c in read.repeats.items() if "label_majority" in n} == {
+            f"checks.yaml::label_majority[{case}]": (k, runs) for case, k in direct.items()}
+    split = [case for case, k in direct.items() if 0 < k < runs]
+    for case in split:
+        k = direct[case]
+        assert f"checks.yaml::label_majority[{case}] {k}/{runs} (majority: " \
+               f"{'passed' if 2 * k > runs else 'failed'})" in gated.stdout
+    assert "samples disagree (k/N)" in gated.stdout
+    decision = json.loads((path.parent / "decision.json").read_text(encoding="utf-8"))
+    assert decision["repeats"]["regressed"] == {}  # the same samples on both sides: no drop to find
+
+
 # -- the plugin's sample loop, black-box with pytester ----------------------------------------
 
 SAMPLED_RUN = {
@@ -361,10 +427,10 @@ def test_every_check_over_a_case_runs_once_per_sample(pytester: pytest.Pytester)
     data = json.loads(out.read_text())
     tests = {t["nodeid"].split("::")[-1]: t for t in data["tests"]}
     assert tests["test_right[a]"]["outcome"] == "failed"  # sample 1 failed: the entry shown is that sample's
-    assert tests["test_right[a]"]["repeats"] == {"passed": 2, "runs": 3, "not_passed": [1]}
+    assert tests["test_right[a]"]["repeats"] == {"passed": 2, "runs": 3, "not_passed": [1], "reduce": "all"}
     assert "'wrong'" in tests["test_right[a]"]["call"]["longrepr"]
     assert tests["test_right[b]"]["outcome"] == "skipped"  # 2 passed, 1 skipped: not passed, not failed
-    assert tests["test_right[b]"]["repeats"] == {"passed": 2, "runs": 3, "not_passed": [2]}
+    assert tests["test_right[b]"]["repeats"] == {"passed": 2, "runs": 3, "not_passed": [2], "reduce": "all"}
     assert "repeats" not in tests["test_once"]  # a check over no case runs once
     assert data["summary"]["total"] == 3
     cases = {c["id"]: c for c in data["cases"]}

@@ -1,4 +1,5 @@
-"""`evalkit calibrate suite=NAME [--out FILE]`: run a suite's graders on its authored counterexamples.
+"""`evalkit calibrate suite=NAME [--out FILE]`: run a suite's graders on its authored counterexamples;
+`... --report REPORT [--labels FILE]`: set the suite's judged checks in a run report against human labels.
 
 What calibration computes lives in evalkit.programs.calibrate; this module finds the suite and prints.
 """
@@ -17,13 +18,17 @@ from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.files import read_text
 from evalkit.core.parsing import parse_yaml
+from evalkit.core.report import load_report
 from evalkit.gate.decision import ExitCode
-from evalkit.programs.calibrate import calibrate, render
+from evalkit.programs.calibrate import calibrate, calibrate_judges, parse_labels, render, render_judges
 from evalkit.project.options import find_option
 from evalkit.project.paths import path_within, project_root
 from evalkit.run.suite import load_module
 
 __all__ = ["main"]
+
+LABELS_FILE = "judge_labels.yaml"
+"""The labels of a suite's judged checks, beside its checks.yaml, unless `--labels` names another file."""
 
 
 def _suite_dir(spec: str) -> Path:
@@ -41,9 +46,15 @@ def _suite_dir(spec: str) -> Path:
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(prog="evalkit calibrate", epilog=epilog("calibrate"),
                             description="Run a suite's graders on its authored counterexamples and print each "
-                                        "grader's confusion matrix (positive = should pass). Exit 0, or 3 on "
-                                        "bad input.")
+                                        "grader's confusion matrix (positive = should pass); with --report, set the "
+                                        "judged checks of that run report against human labels of its replies "
+                                        "(agreement, Cohen's kappa, the confusion matrix). Exit 0, or 3 on bad "
+                                        "input.")
     parser.add_argument("suite", help="suite=NAME (an option of conf/suite/), e.g. suite=quality_lab")
+    parser.add_argument("--report", type=Path, help="calibrate the judged checks of this run report (run with "
+                                                    "run.repeats=1) against the labels")
+    parser.add_argument("--labels", type=Path, help=f"the labels (default: the suite's {LABELS_FILE}): "
+                                                    "`labels: {CHECK: {CASE: pass | fail}}`")
     parser.add_argument("--out", type=Path, help="also write the result as JSON to this file")
     return parser
 
@@ -53,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         suite_dir = _suite_dir(args.suite)
+        if args.report is not None:
+            return _judges(args, suite_dir)
+        if args.labels is not None:
+            raise InputError("--labels goes with --report (the run report whose judged replies were labelled)")
         module = load_module(suite_dir, "calibration.py",
                              "a suite that can be calibrated defines GRADERS and examples() in calibration.py")
         graders, examples = getattr(module, "GRADERS", None), getattr(module, "examples", None)
@@ -70,3 +85,21 @@ def main(argv: list[str] | None = None) -> int:
     print(render(result))
     return ExitCode.GO
 
+
+
+def _judges(args: argparse.Namespace, suite_dir: Path) -> int:
+    """The judged checks of a run report against the labels (evalkit.programs.calibrate.calibrate_judges)."""
+    labels_path = args.labels if args.labels is not None else suite_dir / LABELS_FILE
+    where = str(labels_path)
+    labels, recording = parse_labels(parse_yaml(read_text(labels_path, "labels file"), where, "labels file"), where)
+    report = load_report(args.report)
+    replayed = report.provenance.get("recording")
+    if recording is not None and recording != replayed:
+        raise InputError(f"{where}: the labels are about the replies of {recording}, and {args.report} judged those "
+                         f"of {replayed}; calibrate a run of the labelled recording")
+    result = calibrate_judges(report.outcomes, report.messages, report.repeats, labels, where)
+    if args.out:
+        write_output(args.out, json.dumps(result, indent=2, ensure_ascii=False) + "\n", "calibration",
+                     inputs={"the labels": labels_path, "the run report": args.report})
+    print(render_judges(result))
+    return ExitCode.GO

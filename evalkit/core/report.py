@@ -22,6 +22,7 @@ from evalkit.core.errors import InputError
 from evalkit.core.failure import failure_message
 from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
 from evalkit.core.parsing import check_json, parse_json
+from evalkit.core.reducer import parse_reducer
 from evalkit.core.report_format import FORMATS, Repeats, Text, check_repeats
 
 __all__ = ["CaseHead", "CaseTexts", "Counts", "RunReport", "case_heads", "report_from_mapping", "load_report",
@@ -41,11 +42,13 @@ _EXIT_CODES = {2: "pytest was interrupted (exit code 2: collection errors or an 
 
 @dataclass(frozen=True)
 class Counts:
-    """One repeated test's samples: how many of `runs` passed, and the case it belongs to (if the entry says)."""
+    """One repeated test's samples: how many of `runs` passed, the case it belongs to (if the entry says), and the
+    reducer its outcome followed (evalkit.core.reducer)."""
 
     passed: int
     runs: int
     case: str | None = None
+    reduce: str = "all"
 
 
 @dataclass(frozen=True)
@@ -194,11 +197,20 @@ def _repeats(tests: list[Any], outcomes: Mapping[str, str], where: str) -> dict[
             raise InputError(f"{where}: tests[{index}] ({nodeid}): 'repeats' is {str(block)[:200]}; it must be "
                              f'{{"passed": k, "runs": n}} with 0 <= k <= n and n >= 1 ({error})') from None
         passed, runs = counts.passed, counts.runs
-        if (outcome in PASSING and passed < runs) or (outcome in FAILING and passed == runs):
+        try:
+            reducer = parse_reducer(counts.reduce)
+        except ValueError as error:
+            raise InputError(f"{where}: tests[{index}] ({nodeid}): 'repeats.reduce' {counts.reduce!r} is not a "
+                             f"reducer ({error})") from None
+        reduced = reducer.passes(passed, runs)
+        # an error is no verdict: no reducer outvotes it, but every sample passing leaves none to show
+        if (outcome in PASSING and not reduced) or (outcome == "failed" and reduced) or \
+                (outcome == "error" and passed == runs):
             raise InputError(f"{where}: tests[{index}] ({nodeid}): outcome {outcome!r} contradicts {passed} of "
-                             f"{runs} samples passing; a repeated test is 'passed' only when every sample passed")
+                             f"{runs} samples passing under reduce {reducer.name}; a repeated test is 'passed' "
+                             "exactly when its reducer passes the counts ('all': every sample passed)")
         case = test.get("case")
-        out[nodeid] = Counts(passed, runs, case if isinstance(case, str) else None)
+        out[nodeid] = Counts(passed, runs, case if isinstance(case, str) else None, reducer.name)
     return out
 
 

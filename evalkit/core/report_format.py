@@ -27,11 +27,13 @@ FORMATS: Final = (FORMAT,)
 
 
 class Repeats(msgspec.Struct):
-    """A repeated test's samples: `passed` of `runs` passed; `not_passed` names the samples that did not."""
+    """A repeated test's samples: `passed` of `runs` passed; `not_passed` names the samples that did not; `reduce`
+    names the reducer the test's outcome followed (evalkit.core.reducer; `all` in reports from before reducers)."""
 
     passed: int
     runs: int
     not_passed: list[int] = []
+    reduce: str = "all"
 
     def __post_init__(self) -> None:
         if self.runs < 1 or not 0 <= self.passed <= self.runs:

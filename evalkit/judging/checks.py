@@ -1,4 +1,5 @@
-"""Declarative checks: the assertions a suite lists in its `checks.yaml`, judged against one reply and one case.
+"""Declarative checks: the assertions a suite lists in its `checks.yaml`, judged against one reply and one case
+(the file's format, `CheckSpec`, is evalkit.judging.check_spec's; re-exported here).
 
 Pure: a check reads the reply text and the case's fields and returns a Verdict (passed, and a one-line message
 saying what was expected and what came). Turning each check into a pytest test is evalkit.run.declared's job.
@@ -14,24 +15,23 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
+from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
-from evalkit.core.errors import InputError, describe_validation
-from evalkit.core.parsing import parse_yaml
-from evalkit.judging.llm_rubric import rubric_verdict
+from evalkit.core.errors import InputError
+from evalkit.judging.check_spec import JUDGED, KINDS, CaseRef, ChecksFile, CheckSpec, parse_checks
+from evalkit.judging.llm_rubric import rubric_request, rubric_verdict
+from evalkit.judging.pairwise_check import pair_metrics, pair_requests, pair_verdict
+from evalkit.judging.ready_judges import judge_request, score_verdict
+from evalkit.live.providers.base import Request
 
-__all__ = ["KINDS", "CheckSpec", "ChecksFile", "Verdict", "judge", "parse_checks", "read_field", "shown"]
+__all__ = ["JUDGED", "KINDS", "CheckSpec", "ChecksFile", "Verdict", "judge", "judge_pair", "parse_checks",
+           "planned_judge_calls", "read_field", "shown"]
 
-KINDS = ("equals", "one-of", "contains", "regex", "is-json", "json-schema", "number", "length", "classification",
-         "python", "llm-rubric")
-"""The check kinds, as a `checks.yaml` entry names them (exactly one per entry)."""
 SHOWN_CHARS = 80
 """A value in a failure message is cut after this many characters: the message stays one readable line."""
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 
 
 @dataclass(frozen=True)
@@ -42,190 +42,9 @@ class Verdict:
     message: str = ""
     predicted: str | None = None
     """classification checks: the label the reply gave (None when the reply gave none), for the metrics."""
-
-
-class CaseRef(BaseModel):
-    """A value taken from the case instead of written in the file: `{case: expected_label}`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    case: str = Field(min_length=1)
-    """The case field holding the expected value."""
-
-
-class NumberSpec(BaseModel):
-    """A number within `tolerance` of `expected`, or within `[min, max]`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    expected: float | CaseRef | None = None
-    tolerance: float = Field(0.0, ge=0)
-    min: float | None = None
-    max: float | None = None
-
-    @model_validator(mode="after")
-    def _something(self) -> NumberSpec:
-        if self.expected is None and self.min is None and self.max is None:
-            raise ValueError("a number check needs 'expected' (with an optional 'tolerance'), 'min' or 'max'")
-        return self
-
-
-class LengthSpec(BaseModel):
-    """Length limits: characters of a text, items of a list."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    min: int | None = Field(None, ge=0)
-    max: int | None = Field(None, ge=0)
-
-    @model_validator(mode="after")
-    def _something(self) -> LengthSpec:
-        if self.min is None and self.max is None:
-            raise ValueError("a length check needs 'min', 'max' or both")
-        return self
-
-
-class CheckSpec(BaseModel):
-    """One entry of `checks.yaml`: a name (the pytest test's name), one kind, and how to read the reply."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    name: str
-    """The check's test name: `checks.yaml::NAME[case-id]`; the policy's `critical:` prefixes match it."""
-    critical: bool = False
-    """A failure of this check on any case blocks, as if the policy listed it under `critical:`."""
-    field: str | None = None
-    """Where in the reply the value is: a path into the reply read as JSON (`label`, `items.0.name`); None: the
-    whole reply text."""
-    ignore_case: bool = False
-    """equals, one-of, contains, classification: compare texts without regard to case."""
-    match: Literal["all", "any"] = "all"
-    """contains: whether every listed text must occur, or at least one."""
-    where: dict[str, Any] = Field(default_factory=dict)
-    """Run the check only on the cases whose fields equal these values (`{kind: billing}`)."""
-
-    equals: Any = None
-    one_of: tuple[Any, ...] | CaseRef | None = Field(None, alias="one-of")
-    contains: str | tuple[str, ...] | CaseRef | None = None
-    regex: str | None = None
-    is_json: bool | None = Field(None, alias="is-json")
-    json_schema: dict[str, Any] | None = Field(None, alias="json-schema")
-    number: NumberSpec | None = None
-    length: LengthSpec | None = None
-    classification: str | None = None
-    """The case field holding the expected label; the reply's value (at `field`) must equal it."""
-    llm_rubric: str | None = Field(None, alias="llm-rubric", min_length=1)
-    """A criterion in plain words that the suite's pinned judge decides for each reply (evalkit.judging.llm_rubric);
-    the check reads the judge's answer (`judge/<name>/<case>`), not the reply."""
-    python: str | None = None
-    """`module:function`, imported from the suite's folder; called as `function(reply, case)` (reply: the text,
-    or the value at `field`). It passes by returning None or True; it fails by returning False or a message, or
-    raising AssertionError."""
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        if not _NAME.fullmatch(value):
-            raise ValueError(f"a check's name is a Python identifier of at most 100 characters (it names a test), "
-                             f"got {value!r}")
-        return value
-
-    @field_validator("regex")
-    @classmethod
-    def _pattern(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as error:
-                raise ValueError(f"regex {value!r} does not compile: {error}") from None
-        return value
-
-    @field_validator("python")
-    @classmethod
-    def _function(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[\w.]+:\w+", value):
-            raise ValueError(f"python takes 'module:function', got {value!r}")
-        return value
-
-    @field_validator("json_schema")
-    @classmethod
-    def _schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None:
-            from jsonschema.exceptions import SchemaError
-            from jsonschema.validators import validator_for
-
-            try:
-                validator_for(value).check_schema(value)
-            except SchemaError as error:
-                raise ValueError(f"json-schema is not a valid JSON Schema: {error.message}") from None
-        return value
-
-    @model_validator(mode="after")
-    def _rubric_reads_the_reply(self) -> CheckSpec:
-        if self.llm_rubric is not None and self.field is not None:
-            raise ValueError(f"{self.name!r}: an llm-rubric check shows the judge the whole reply; it takes no 'field'")
-        return self
-
-    @model_validator(mode="before")
-    @classmethod
-    def _one_kind(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            given = [kind for kind in KINDS if _given(kind, data.get(kind))]
-            if len(given) != 1:
-                raise ValueError(f"each check names exactly one kind of {', '.join(KINDS)}; "
-                                 f"{data.get('name', 'this check')!r} names {', '.join(given) or 'none'}")
-        return data
-
-    @property
-    def kind(self) -> str:
-        return next(kind for kind in KINDS if _given(kind, getattr(self, kind.replace("-", "_"))))
-
-    @property
-    def call(self) -> str:
-        """The call whose text the check reads: the task's reply, or for llm-rubric the judge's answer."""
-        return "judge" if self.kind == "llm-rubric" else "task"
-
-    @property
-    def needs_json(self) -> bool:
-        """Whether the reply must parse as JSON for this check to judge it."""
-        return self.field is not None or self.kind in ("is-json", "json-schema")
-
-    def applies_to(self, case: Case) -> bool:
-        return all(case.get(name) == value for name, value in self.where.items())
-
-
-def _given(kind: str, value: Any) -> bool:
-    """Whether an entry names this kind (`is-json: false` names none)."""
-    return value is not None and not (kind == "is-json" and value is False)
-
-
-class ChecksFile(BaseModel):
-    """A suite's `checks.yaml`: its declared checks, in the order they run."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    checks: tuple[CheckSpec, ...] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _unique(self) -> ChecksFile:
-        names = [c.name for c in self.checks]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise ValueError(f"check name(s) {', '.join(twice)} appear more than once; each names one test")
-        return self
-
-    @property
-    def critical(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.checks if c.critical)
-
-
-def parse_checks(text: str, where: str) -> ChecksFile:
-    """A `checks.yaml` read and validated: every mistake is one InputError naming the file and the entry."""
-    data = parse_yaml(text, where, "checks file")
-    try:
-        return ChecksFile.model_validate(data)
-    except ValidationError as error:
-        raise InputError(describe_validation(error, ChecksFile, where)) from None
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    """Numbers the check measured on the case, kept as the metrics `<check>.<name>`: a ready-made judge's
+    `score`, a pairwise check's `win`, `tie`, `loss` and `disagree`."""
 
 
 class _Unreadable(Exception):
@@ -422,6 +241,50 @@ def _llm_rubric(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], A
     return Verdict(passed, message)
 
 
+def _ready_judge(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
+    missing = spec.missing_field(case)
+    if missing is not None:
+        return Verdict(False, missing)
+    scored = score_verdict(spec.kind, value, spec._ready().pass_at)  # `value` is the judge's answer
+    return Verdict(scored.passed, scored.message,
+                   metrics={} if scored.score is None else {"score": float(scored.score)})
+
+
+def _pairwise(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
+    raise AssertionError("a pairwise check reads two answers: judge_pair")
+
+
+def judge_pair(spec: CheckSpec, case: Case, new_first: str | None, old_first: str | None) -> Verdict:
+    """Judge a pairwise check from the judge's answers with the new reply first and second (None and None: the
+    replies were the same, so no judge was asked)."""
+    assert spec.pairwise is not None
+    missing = spec.missing_field(case)
+    if missing is not None:
+        return Verdict(False, missing)
+    passed, message, verdict = pair_verdict(spec.pairwise, new_first, old_first)
+    return Verdict(passed, message, metrics=pair_metrics(verdict) if verdict is not None else {})
+
+
+def planned_judge_calls(spec: CheckSpec, case: Case, reply: str, judge: ModelConfig,
+                        baseline_reply: str | None) -> dict[str, Request]:
+    """The judge calls a judged check makes for one case's reply, by judge metric; none for a case it does not
+    apply to, a case lacking the field it reads, a pairwise check with nothing to compare against, or a reply
+    the same as the one compared against."""
+    if spec.call != "judge" or not spec.applies_to(case) or spec.missing_field(case) is not None:
+        return {}
+    if spec.llm_rubric is not None:
+        return {spec.name: rubric_request(spec.llm_rubric, case, reply, judge)}
+    if spec.pairwise is not None:
+        against = spec.pairwise.against
+        other = baseline_reply if isinstance(against, str) else _as_text(case.fields[against.case])
+        return {} if other is None else pair_requests(spec.name, spec.pairwise, case, reply, other, judge)
+    return {spec.name: judge_request(spec.kind, spec._ready(), case, reply, judge)}
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
 def _import(target: str) -> Any:
     module, _, name = target.partition(":")
     function = getattr(importlib.import_module(module), name, None)
@@ -442,5 +305,6 @@ def _line(text: str) -> str:
 _KIND_JUDGES: Mapping[str, Callable[[CheckSpec, Any, Case, Callable[[str], Any]], Verdict]] = {
     "equals": _equals, "one-of": _one_of, "contains": _contains, "regex": _regex, "is-json": _is_json,
     "json-schema": _json_schema, "number": _number, "length": _length, "classification": _classification,
-    "python": _python, "llm-rubric": _llm_rubric,
+    "python": _python, "llm-rubric": _llm_rubric, "faithfulness": _ready_judge, "answer-relevancy": _ready_judge,
+    "g-eval": _ready_judge, "pairwise": _pairwise,
 }

@@ -1,4 +1,5 @@
-"""`evalkit calibrate suite=NAME [--out FILE]`: run a suite's graders on its authored counterexamples.
+"""`evalkit calibrate suite=NAME [--out FILE]`: run a suite's graders on its authored counterexamples;
+with `--report REPORT`, measure its judged checks against human labels of the replies that run judged.
 
 A suite opts in with `calibration.py` beside its tests, defining `GRADERS` (name -> grader(case, reference,
 response, artifacts) returning a bool or an evalkit.Grade) and `examples()` (each with `id`, `case`,
@@ -8,6 +9,12 @@ FP / (FP + TN), and the per-example verdicts with the contract grade's details.
 
 The examples are authored, so the numbers describe those traps only: not a human-agreement study, not a
 population error rate.
+
+The judged checks of checks.yaml (faithfulness, answer-relevancy, g-eval, llm-rubric, pairwise) call a model, so
+they are calibrated on a run rather than on examples: a person labels the replies a recorded run judged (a labels
+file: check -> case -> pass or fail), and `calibrate_judges` sets each check's verdicts in that run report against
+the labels (the same confusion matrix, plus agreement and Cohen's kappa). The replay of a recording always gives
+the judge's same verdicts, so the calibration is repeatable; the labels say as much as their labeller and cases.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ from typing import Any
 from evalkit.core.errors import InputError
 from evalkit.programs.grade import Grade
 
-__all__ = ["KIND", "calibrate", "confusion", "false_positive_rate", "render"]
+__all__ = ["JUDGE_KIND", "KIND", "calibrate", "calibrate_judges", "cohen_kappa", "confusion", "false_positive_rate",
+           "parse_labels", "render", "render_judges"]
 
 KIND = "authored counterexamples with mechanically checkable reference verdicts; not a human or model-judge study"
 _EXAMPLE_KEYS = ("id", "case", "reference", "response", "artifacts", "reference_pass")
@@ -83,3 +91,95 @@ def render(result: Mapping[str, Any]) -> str:
         lines.append(f"  - {case['id']}: should {'pass' if case['reference_pass'] else 'fail'}; {said}{why}")
     return "\n".join(lines)
 
+
+
+JUDGE_KIND = ("human labels on recorded replies: how often the judged checks agree with them; as good as the labels "
+              "and as broad as the labelled cases, not a population error rate")
+LABELS = {"pass": True, "fail": False, True: True, False: False}
+
+
+def parse_labels(data: Any, where: str) -> tuple[dict[str, dict[str, bool]], str | None]:
+    """A labels file read (`labels: {check: {case: pass|fail}}`, optionally `recording:` naming the recording whose
+    replies were labelled): the labels by check and case, and that recording; every mistake an InputError."""
+    if not isinstance(data, dict) or not isinstance(data.get("labels"), dict) or set(data) - {"labels", "recording"}:
+        raise InputError(f"{where}: a labels file holds `labels: {{CHECK: {{CASE: pass | fail}}}}` and optionally "
+                         "`recording: PATH` (the recording whose replies were labelled)")
+    recording = data.get("recording")
+    if recording is not None and not isinstance(recording, str):
+        raise InputError(f"{where}: recording must be the recording's path as the run report names it")
+    out: dict[str, dict[str, bool]] = {}
+    for check, cases in data["labels"].items():
+        if not isinstance(cases, dict) or not cases:
+            raise InputError(f"{where}: labels.{check} must map case ids to pass or fail")
+        for case, label in cases.items():
+            verdict = LABELS.get(label) if isinstance(label, str | bool) else None
+            if verdict is None:
+                raise InputError(f"{where}: labels.{check}.{case} is {label!r}; label each case pass or fail")
+            out.setdefault(str(check), {})[str(case)] = verdict
+    return out, recording
+
+
+def calibrate_judges(outcomes: Mapping[str, str], messages: Mapping[str, str], repeats: Mapping[str, Any],
+                     labels: Mapping[str, Mapping[str, bool]], where: str = "labels") -> dict[str, Any]:
+    """How each labelled check's verdicts (its tests' outcomes in a run report: `checks.yaml::CHECK[case]`, or a
+    hand-written `test_x[case]`) agree with the labels: the confusion matrix with passing as the positive class,
+    the agreement (TP + TN) / n, Cohen's kappa, the false-positive rate, and each disagreement with the check's
+    message. A labelled case the check skipped or errored on is listed as not judged, outside the counts. Pure."""
+    by_test = {nodeid.rsplit("::", 1)[-1]: nodeid for nodeid in outcomes}
+    checks: dict[str, Any] = {}
+    for check, cases in labels.items():
+        if not any(name.startswith(f"{check}[") for name in by_test):
+            raise InputError(f"{where}: check {check} has no test in the run report (tests are named CHECK[case])")
+        said: list[bool] = []
+        truth: list[bool] = []
+        disagree, unjudged = [], []
+        for case, label in cases.items():
+            nodeid = by_test.get(f"{check}[{case}]")
+            if nodeid is None:
+                raise InputError(f"{where}: {check}[{case}] is not in the run report; label only cases it ran")
+            if nodeid in repeats:
+                raise InputError(f"{where}: {nodeid} ran several samples; labels are about one reply, so calibrate "
+                                 "a run with run.repeats=1")
+            outcome = outcomes[nodeid]
+            if outcome not in ("passed", "failed"):
+                unjudged.append({"case": case, "outcome": outcome})
+                continue
+            said.append(outcome == "passed")
+            truth.append(label)
+            if said[-1] != label:
+                disagree.append({"case": case, "label": "pass" if label else "fail", "check": outcome,
+                                 "message": messages.get(nodeid)})
+        matrix = confusion(said, truth)
+        checks[check] = {**matrix, "judged": len(said), "agreement": round((matrix["tp"] + matrix["tn"]) / len(said), 6)
+                         if said else None, "kappa": cohen_kappa(said, truth),
+                         "false_positive_rate": false_positive_rate(matrix), "disagreements": disagree,
+                         "not_judged": unjudged}
+    return {"kind": JUDGE_KIND, "positive_class": "labelled pass", "checks": checks}
+
+
+def cohen_kappa(said: Sequence[bool], truth: Sequence[bool]) -> float | None:
+    """Cohen's kappa of two pass/fail raters: agreement beyond what their pass rates give by chance; None when
+    chance agreement is total (both rate every case the same way) or nothing was rated."""
+    n = len(said)
+    if n == 0:
+        return None
+    observed = sum(a == b for a, b in zip(said, truth, strict=True)) / n
+    yes_a, yes_b = sum(said) / n, sum(truth) / n
+    chance = yes_a * yes_b + (1 - yes_a) * (1 - yes_b)
+    return None if chance == 1 else round((observed - chance) / (1 - chance), 6)
+
+
+def render_judges(result: Mapping[str, Any]) -> str:
+    lines = [f"judge calibration ({result['kind']})",
+             f"{'check':<20} {'n':>3} {'TP':>3} {'FP':>3} {'TN':>3} {'FN':>3}  agreement  kappa  false-positive rate"]
+    for name, m in result["checks"].items():
+        shown = {k: "n/a" if m[k] is None else f"{m[k]:.2f}" for k in ("agreement", "kappa", "false_positive_rate")}
+        lines.append(f"{name:<20} {m['judged']:>3} {m['tp']:>3} {m['fp']:>3} {m['tn']:>3} {m['fn']:>3}  "
+                     f"{shown['agreement']:>9}  {shown['kappa']:>5}  {shown['false_positive_rate']}")
+    for name, m in result["checks"].items():
+        for d in m["disagreements"]:
+            why = f": {d['message']}" if d.get("message") else ""
+            lines.append(f"  - {name}[{d['case']}]: labelled {d['label']}, the check {d['check']}{why}")
+        for u in m["not_judged"]:
+            lines.append(f"  - {name}[{u['case']}]: not judged ({u['outcome']}), left out of the counts")
+    return "\n".join(lines)

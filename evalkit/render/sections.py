@@ -13,6 +13,9 @@ from evalkit.render.numbers import number
 __all__ = ["decision_lists", "sections", "render_sections"]
 
 
+SPLIT_SHOWN = 10
+"""At most this many tests whose samples disagree are named, each with its k/N; the run report has them all."""
+
 Listed = tuple[str, bool, str | None]
 """A listed test: its id, whether to mark it critical, and the first line of why it did not pass."""
 
@@ -41,6 +44,7 @@ def sections(report: RunReport, baseline: RunReport | None = None) -> dict[str, 
     failing = sorted(str(c.get("id")) for c in report.cases if not c.get("passed"))
     if report.cases:
         quality.append(("failing cases", ", ".join(failing) or "-"))
+    quality += _split(report)
     cost_data: dict[str, Any] = dict(report.execution.get("cost") or {})
     cost = []
     if cost_data:
@@ -61,6 +65,17 @@ def sections(report: RunReport, baseline: RunReport | None = None) -> dict[str, 
         latency = [("measured calls", str(latency_data["measured_calls"])),
                    ("mean", f"{latency_data['mean_ms']} ms"), ("p95", f"{latency_data['p95_ms']} ms")]
     return {"quality": quality, "cost": cost, "latency": latency}
+
+
+def _split(report: RunReport) -> list[tuple[str, str]]:
+    """The repeated tests whose samples disagree (0 < k < N): k/N, the reducer and the outcome it gave."""
+    split = [(name, c) for name, c in report.repeats.items() if 0 < c.passed < c.runs]
+    rows = [("samples disagree (k/N)" if index == 0 else "",
+             f"{name} {c.passed}/{c.runs} ({c.reduce}: {report.outcomes.get(name, 'absent')})")
+            for index, (name, c) in enumerate(split[:SPLIT_SHOWN])]
+    if len(split) > SPLIT_SHOWN:
+        rows.append(("", f"... and {len(split) - SPLIT_SHOWN} more (each test's `repeats` in the run report)"))
+    return rows
 
 
 def render_sections(report: RunReport, baseline: RunReport | None = None) -> str:

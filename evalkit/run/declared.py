@@ -2,8 +2,10 @@
 `checks.yaml::NAME[case-id]`, beside the suite's hand-written `test_*.py` checks and gated like them.
 
 The checks themselves are judged by evalkit.judging.checks (pure); this module only collects them, hands each
-the case's reply, fails it with the check's one-line message, and records what a classification check saw for
-the run's classification metrics.
+the case's reply (or, for a judged kind, the judge's answer), fails it with the check's one-line message, and
+records what a classification check saw for the run's classification metrics and what a judged check measured
+(`<check>.score`, `<check>.win` ...) as the case's metrics. It also adds the judged checks' calls to the suite's
+task (`with_check_judges`), so that they are made, recorded and replayed with the suite's own.
 """
 
 from __future__ import annotations
@@ -21,8 +23,7 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.core.files import decode, read_bytes
-from evalkit.judging.checks import ChecksFile, CheckSpec, judge, parse_checks
-from evalkit.judging.llm_rubric import rubric_request
+from evalkit.judging.checks import ChecksFile, CheckSpec, Verdict, judge, judge_pair, parse_checks, planned_judge_calls
 from evalkit.live.providers.base import Request
 from evalkit.run.eval_block import CLASSIFIED
 from evalkit.run.suite import SuiteTask
@@ -30,7 +31,7 @@ from evalkit.run.suite import SuiteTask
 if TYPE_CHECKING:
     from evalkit.run.plugin import _EvalRun
 
-__all__ = ["CHECKS_FILE", "CLASSIFIED", "ChecksYaml", "DeclaredCheck", "read_checks", "with_rubric_judges"]
+__all__ = ["CHECKS_FILE", "CLASSIFIED", "ChecksYaml", "DeclaredCheck", "read_checks", "with_check_judges"]
 
 CHECKS_FILE = "checks.yaml"
 
@@ -74,14 +75,15 @@ class DeclaredCheck(pytest.Item):
         self.load = load
         self.classified: dict[str, str | None] | None = None
         """What a classification check saw on the first sample (with repeats, every sample records it)."""
+        self.evalkit_reduce = spec.reduce
+        """How its samples reduce to one outcome (evalkit.run.sample_protocol reads it, as a marker for others)."""
 
     def runtest(self) -> None:
         evalrun = self.evalrun
         case = self.evalkit_case
-        call = (CallId.judge(self.spec.name, case.id, evalrun.sample) if self.spec.call == "judge"
-                else CallId.task(case.id, evalrun.sample))
-        reply = evalrun.text_of(str(call))
-        verdict = judge(self.spec, reply, case, self.load)
+        verdict = self._pairwise() if self.spec.kind == "pairwise" else self._verdict()
+        for name, value in verdict.metrics.items():
+            evalrun.keep_metric(self.nodeid, case.id, f"{self.spec.name}.{name}", value)
         if self.spec.kind == "classification":
             # the first sample's label, whichever sample's report is kept: the metrics count each case once
             if evalrun.sample == 0:
@@ -92,24 +94,52 @@ class DeclaredCheck(pytest.Item):
         if not verdict.passed:
             pytest.fail(verdict.message, pytrace=False)
 
+    def _verdict(self) -> Verdict:
+        evalrun, case, spec = self.evalrun, self.evalkit_case, self.spec
+        if spec.call == "judge":
+            missing = spec.missing_field(case)
+            if missing is not None:  # no judge was asked: the case lacks what the judge reads
+                return Verdict(False, missing)
+        call = CallId.judge(spec.name, case.id, evalrun.sample) if spec.call == "judge" else \
+            CallId.task(case.id, evalrun.sample)
+        return judge(spec, evalrun.text_of(str(call)), case, self.load)
+
+    def _pairwise(self) -> Verdict:
+        """The reply against the other: the judge's two answers, or a tie without them when the replies were the
+        same; skipped when the run had no baseline reply for the case."""
+        evalrun, case, spec = self.evalrun, self.evalkit_case, self.spec
+        assert spec.pairwise is not None
+        missing = spec.missing_field(case)
+        if missing is not None:
+            return Verdict(False, missing)
+        if spec.pairwise.against == "baseline" and case.id not in evalrun.run.suite.baseline_cases:
+            pytest.skip(f"not compared: the run has no baseline reply for case {case.id} (no baseline, or a "
+                        "baseline whose recording is not in the project)")
+        evalrun.text_of(str(CallId.task(case.id, evalrun.sample)))  # a reply that never came skips or fails first
+        calls = [str(CallId.judge(metric, case.id, evalrun.sample)) for metric in spec.judge_metrics]
+        if not all(call in evalrun.run.calls for call in calls):  # the planner asked no judge: the same reply
+            return judge_pair(spec, case, None, None)
+        return judge_pair(spec, case, evalrun.text_of(calls[0]), evalrun.text_of(calls[1]))
+
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"{self.spec.kind} check {self.name}"
 
 
-def with_rubric_judges(task: SuiteTask, checks: ChecksFile | None) -> SuiteTask:
-    """The suite's task with its llm-rubric checks' judge calls added to the judge calls it plans itself (one per
-    check and case, `judge/<check>/<case>`); the task as it is when it declares none."""
-    rubrics = [spec for spec in checks.checks if spec.llm_rubric is not None] if checks is not None else []
-    if not rubrics:
+def with_check_judges(task: SuiteTask, checks: ChecksFile | None,
+                      baseline_replies: Mapping[str, str] | None = None) -> SuiteTask:
+    """The suite's task with its judged checks' calls added to the judge calls it plans itself (per check and case
+    `judge/<check>/<case>`, or for pairwise `judge/<check>/new-first/<case>` and `.../old-first/...`); the task as
+    it is when it declares none. `baseline_replies` (case id -> the baseline's reply) are what `pairwise: {against:
+    baseline}` compares with."""
+    judged = [spec for spec in checks.checks if spec.call == "judge"] if checks is not None else []
+    if not judged:
         return task
-    own = task.build_judge
+    own, others = task.build_judge, dict(baseline_replies or {})
 
     def build_judge(case: Case, output_text: str, judge: ModelConfig) -> Mapping[str, Request]:
         planned = dict(own(case, output_text, judge)) if own is not None else {}
-        for spec in rubrics:
-            if spec.applies_to(case):
-                assert spec.llm_rubric is not None
-                planned[spec.name] = rubric_request(spec.llm_rubric, case, output_text, judge)
+        for spec in judged:
+            planned |= planned_judge_calls(spec, case, output_text, judge, others.get(case.id))
         return planned
 
     return SuiteTask(task.build_task, build_judge)

@@ -5,9 +5,9 @@ Pure: the plugin computes it for a run on one process (evalkit.run.plugin), the 
 its shards (evalkit.run.workers), the same function either way, so a run's report cannot depend on how many
 processes ran its checks.
 
-With `run.repeats=N` (N > 1) a test's outcome is its shown sample's (evalkit.run.sample_protocol) and it carries
-`"repeats": {"passed": k, "runs": N, "not_passed": [sample numbers]}` for the gate (evalkit.gate.repeats); a
-metric is the mean over the samples that measured it.
+With `run.repeats=N` (N > 1) a test's outcome is its shown sample's, chosen by its reducer
+(evalkit.run.sample_protocol), and it carries `"repeats": {"passed": k, "runs": N, "not_passed": [sample numbers],
+"reduce": "all"}` for the gate (evalkit.gate.repeats); a metric is the mean over the samples that measured it.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ class EvalBlock:
 
     def __init__(self, run: RunInput, recorded: dict[str, dict[str, Any]],
                  sampled: dict[str, list[str]] | None = None,
-                 sample_metrics: dict[str, dict[int, dict[str, float | None]]] | None = None) -> None:
+                 sample_metrics: dict[str, dict[int, dict[str, float | None]]] | None = None,
+                 reducers: dict[str, str] | None = None) -> None:
         self.run = run
         self.recorded = recorded
         """node id -> what the test recorded (its case, metrics, grade)."""
@@ -53,6 +54,8 @@ class EvalBlock:
         """nodeid -> each sample's outcome, for the checks run once per sample."""
         self.sample_metrics = sample_metrics or {}
         """case id -> sample -> the metrics that sample's checks recorded."""
+        self.reducers = reducers or {}
+        """nodeid -> the reducer its samples' outcome followed (evalkit.core.reducer); `all` when not named."""
         self.metrics: dict[str, dict[str, float | None]] = {}
         self.grades: dict[str, dict[str, Any]] = {}
         self.classified: dict[str, list[tuple[str, str | None]]] = {}
@@ -70,7 +73,7 @@ class EvalBlock:
             if outcomes is not None:
                 not_passed = [i for i, outcome in enumerate(outcomes) if outcome not in PASSING]
                 test["repeats"] = {"passed": len(outcomes) - len(not_passed), "runs": len(outcomes),
-                                   "not_passed": not_passed}
+                                   "not_passed": not_passed, "reduce": self.reducers.get(test["nodeid"], "all")}
         if self.run.repeats > 1:
             self.metrics = _sample_means(self.sample_metrics)
         json_report["cases"] = self._cases(tests)

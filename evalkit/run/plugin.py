@@ -25,7 +25,7 @@ from evalkit.run.declared import CHECKS_FILE, ChecksYaml
 from evalkit.run.eval_block import EvalBlock
 from evalkit.run.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
 from evalkit.run.run_input import RunInput, read_run_input
-from evalkit.run.sample_protocol import run_samples
+from evalkit.run.sample_protocol import reducer_of, run_samples
 from evalkit.run.workers import RECORDED, SAMPLED, SHARD_OPTION, register_for_workers
 
 RUN_OPTION = "--evalkit-run"
@@ -47,6 +47,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "cases(select, judged=None): run this check only on cases where select(case) "
                             "is true (and, with judged=METRIC, where the run made that judge call)")
+    config.addinivalue_line("markers", "reduce(rule): with run.repeats=N, how the N samples' outcomes become the "
+                            "test's: reduce('all'), reduce('majority'), reduce(mean=0.8), reduce(at_least=3)")
     path = config.getoption(RUN_OPTION)
     if path:
         shard = bool(config.getoption(SHARD_OPTION))
@@ -72,6 +74,8 @@ class _EvalRun:
         """nodeid -> each sample's outcome, for the checks run once per sample."""
         self.sample_metrics: dict[str, dict[int, dict[str, float | None]]] = {}
         """case id -> sample -> the metrics that sample's checks recorded."""
+        self.reducers: dict[str, str] = {}
+        """nodeid -> the reducer of its samples (evalkit.core.reducer), for the checks run once per sample."""
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
         """The suite's declared checks (evalkit.run.declared), collected beside its test modules."""
@@ -160,12 +164,15 @@ class _EvalRun:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                       or not math.isfinite(value)):
                 raise ValueError(f"case {case.id}: metric {name!r} must be a finite number or None, got {value!r}")
-            self._recording(request).setdefault("metrics", {})[name] = None if value is None else float(value)
-            if self.run.repeats > 1:  # averaged over the samples, once every shard's are in (EvalBlock)
-                by_sample = self.sample_metrics.setdefault(case.id, {})
-                by_sample.setdefault(self.sample, {})[name] = None if value is None else float(value)
+            self.keep_metric(request.node.nodeid, case.id, name, None if value is None else float(value))
 
         return record
+
+    def keep_metric(self, nodeid: str, case_id: str, name: str, value: float | None) -> None:
+        """Record a metric of a case for the test `nodeid` (record_metric's, and a judged declared check's)."""
+        self.recording.setdefault(nodeid, {}).setdefault("metrics", {})[name] = value
+        if self.run.repeats > 1:  # averaged over the samples, once every shard's are in (EvalBlock)
+            self.sample_metrics.setdefault(case_id, {}).setdefault(self.sample, {})[name] = value
 
     @pytest.fixture
     def program_run(self, case: Case) -> dict[str, Any]:
@@ -203,8 +210,17 @@ class _EvalRun:
         """With N > 1 samples, run a check over a case once per sample and report it once (see the module)."""
         if self.run.repeats == 1 or not isinstance(_case_param(item), Case):
             return None  # pytest's own protocol
-        self.sampled[item.nodeid] = run_samples(item, nextitem, self.run.repeats, self._use_sample)
+        reducer = reducer_of(item, self.run.repeats)
+        self.sampled[item.nodeid] = run_samples(item, nextitem, self.run.repeats, self._use_sample, reducer)
+        self.reducers[item.nodeid] = reducer.name
         return True
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """A reducer that cannot be read, or asks for more samples than the run takes, is the suite's mistake: said
+        once, naming the test, before anything runs."""
+        if self.run.repeats > 1:
+            for item in items:
+                reducer_of(item, self.run.repeats)
 
     def _use_sample(self, sample: int) -> None:
         self.sample = sample
@@ -221,11 +237,11 @@ class _EvalRun:
         if self.shard:  # a partial report: the runner merges the shards' and computes the eval block once
             json_report[RECORDED] = self.recorded
             if self.run.repeats > 1:  # each sample's outcome and metrics travel with it (JSON keys: text)
-                json_report[SAMPLED] = {"outcomes": self.sampled, "metrics": {
+                json_report[SAMPLED] = {"outcomes": self.sampled, "reducers": self.reducers, "metrics": {
                     case: {str(sample): metrics for sample, metrics in by_sample.items()}
                     for case, by_sample in self.sample_metrics.items()}}
             return
-        EvalBlock(self.run, self.recorded, self.sampled, self.sample_metrics).add_to(json_report)
+        EvalBlock(self.run, self.recorded, self.sampled, self.sample_metrics, self.reducers).add_to(json_report)
 
 
 def _case_param(item: pytest.Item) -> object:

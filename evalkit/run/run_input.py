@@ -44,6 +44,9 @@ class SuiteInput(msgspec.Struct, forbid_unknown_fields=True):
     group_by: str | None = None
     critical: list[str] = []
     """The checks `checks.yaml` marks critical: they block on failure like the policy's `critical:`."""
+    baseline_cases: list[str] = []
+    """The cases the run had a baseline reply for: a `pairwise` check against the baseline compares only those
+    (and skips the others, saying so)."""
 
 
 class RunInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

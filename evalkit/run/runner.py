@@ -13,7 +13,7 @@ import platform
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from evalkit.core.outputs import refuse_link
 from evalkit.core.provider_specs import provider_spec
 from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.core.version import __version__
+from evalkit.judging.check_spec import ChecksFile
 from evalkit.live.budget import Budget, UnitBudget
 from evalkit.live.contract import contract_problems
 from evalkit.live.progress import progress_enabled
@@ -42,7 +43,7 @@ from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_
 from evalkit.programs.isolation import probe_isolation
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
-from evalkit.run.declared import read_checks, with_rubric_judges
+from evalkit.run.declared import read_checks, with_check_judges
 from evalkit.run.destinations import check_run_destinations
 from evalkit.run.eval_block import EvalBlock, kept_text
 from evalkit.run.execute import Execution, LiveSetup, execute
@@ -95,12 +96,15 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     key, settings = run_key(config, dataset, prompt_text), run_settings(config)
     rec_path = recording_path(key, project_path(config.run.recordings))
     redact = redactor_for(config)
-    task = load_task(suite_dir, config.components, baseline_replies(baseline, project_path(config.run.recordings)))
+    replies = baseline_replies(baseline, project_path(config.run.recordings))
+    task = load_task(suite_dir, config.components, replies)
     declared = read_checks(suite_dir)
-    if config.judge is None and declared is not None and any(c.llm_rubric for c in declared.checks):
-        raise ConfigError(f"{suite_dir / 'checks.yaml'}: llm-rubric checks need the suite's pinned judge; add "
-                          "`- /judge: NAME` to the suite option's defaults (or pass judge=NAME)")
-    task = with_rubric_judges(task, declared)
+    judged = sorted({c.kind for c in declared.checks if c.call == "judge"}) if declared is not None else []
+    if config.judge is None and judged:
+        raise ConfigError(f"{suite_dir / 'checks.yaml'}: {', '.join(judged)} checks need the suite's pinned judge; "
+                          "add `- /judge: NAME` to the suite option's defaults (or pass judge=NAME)")
+    _refuse_unreachable_reducers(declared, config.run.repeats, suite_dir)
+    task = with_check_judges(task, declared, replies)
 
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
         assert config.model is not None
@@ -125,7 +129,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
 
     run_input = RunInput(
         key=key.model_dump(mode="json"), components=config.components, settings=settings,
-        suite=_suite_input(config), provenance=_provenance(config, rec_path, recording.provenance),
+        suite=_suite_input(config, replies), provenance=_provenance(config, rec_path, recording.provenance),
         cases=list(dataset.cases),
         calls={cid: CallInput(status=r.status, text=r.text, reason=r.reason,
                               stop_reason=r.reply.stop_reason if r.reply else None,
@@ -223,13 +227,25 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     return RunResult(key, report, report_path, None, execution)
 
 
-def _suite_input(config: RunConfig) -> SuiteInput:
-    """What the suite's checks need from its config: slices, the abstention check, the group field, and the
-    checks its `checks.yaml` marks critical (read here too, so a mistake in it is refused before any call)."""
+def _refuse_unreachable_reducers(declared: ChecksFile | None, repeats: int, suite_dir: Path) -> None:
+    """A declared check reducing by `at_least K` with fewer samples could never pass: refused before any call (a
+    hand-written test's marker is read when pytest collects it)."""
+    for spec in declared.checks if declared is not None and repeats > 1 else ():
+        if spec.reduce.rule == "at_least" and spec.reduce.value is not None and spec.reduce.value > repeats:
+            raise ConfigError(f"{suite_dir / 'checks.yaml'}: check {spec.name}: reduce {spec.reduce.name} asks for "
+                              f"more passing samples than the run takes (run.repeats={repeats}); lower it or run "
+                              "more repeats")
+
+
+def _suite_input(config: RunConfig, baseline_replies: Mapping[str, str] | None = None) -> SuiteInput:
+    """What the suite's checks need from its config: slices, the abstention check, the group field, the checks its
+    `checks.yaml` marks critical (read here too, so a mistake in it is refused before any call), and the cases the
+    baseline replied to (a pairwise check against the baseline compares only those)."""
     declared = read_checks(project_path(config.suite.path))
     return SuiteInput(slices=[s if isinstance(s, str) else s.model_dump() for s in config.suite.slices],
                       abstention_check=config.suite.abstention_check, group_by=config.suite.group_by,
-                      critical=list(declared.critical) if declared is not None else [])
+                      critical=list(declared.critical) if declared is not None else [],
+                      baseline_cases=sorted(baseline_replies or {}))
 
 
 def _checks_fingerprint(suite_dir: Path, program: Path) -> str:
@@ -457,10 +473,11 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[s
         data: dict[str, Any] = partials[0]
         return data
     data = merge_shards(partials)
-    sampled = data.pop(SAMPLED, None) or {"outcomes": {}, "metrics": {}}
+    sampled = data.pop(SAMPLED, None) or {"outcomes": {}, "reducers": {}, "metrics": {}}
     sample_metrics = {case: {int(sample): values for sample, values in by_sample.items()}
                       for case, by_sample in sampled["metrics"].items()}
-    EvalBlock(read_run_input(input_path), data.pop(RECORDED), sampled["outcomes"], sample_metrics).add_to(data)
+    EvalBlock(read_run_input(input_path), data.pop(RECORDED), sampled["outcomes"], sample_metrics,
+              sampled["reducers"]).add_to(data)
     return data
 
 

@@ -9,6 +9,9 @@ reports of the one sample it shows. pytest-json-report collects a test's `extra`
 Both are pinned: SUPPORTED names the versions this was written and tested against, and tests/test_sample_protocol.py
 fails when an installed version falls outside them, so an upgrade that could break the protocol is seen at once
 rather than as wrong repeat counts.
+
+Which sample is shown follows the test's reducer (evalkit.core.reducer: `all` by default, or what a `reduce`
+marker or a declared check's `reduce:` says), so the test's outcome is the reduced one.
 """
 
 from __future__ import annotations
@@ -18,18 +21,19 @@ from typing import Final
 
 import pytest
 
+from evalkit.core.reducer import ALL, Reducer, parse_reducer
 from evalkit.core.report import PASSING
 
-__all__ = ["SUPPORTED", "run_samples", "shown_sample"]
+__all__ = ["SUPPORTED", "reducer_of", "run_samples", "shown_sample"]
 
 SUPPORTED: Final = {"pytest": ((8, 0), (10, 0)), "pytest-json-report": ((1, 5), (2, 0))}
 """Distribution -> [lowest, above highest) major.minor this protocol supports (also pyproject's bounds)."""
 
 
 def run_samples(item: pytest.Item, nextitem: pytest.Item | None, samples: int,
-                use_sample: Callable[[int], None]) -> list[str]:
+                use_sample: Callable[[int], None], reducer: Reducer = ALL) -> list[str]:
     """Run `item` once per sample (calling `use_sample(i)` before sample i, so its fixtures hand out that sample's
-    replies), log the shown sample's reports as the test's, and return each sample's outcome."""
+    replies), log the shown sample's reports (by `reducer`) as the test's, and return each sample's outcome."""
     from _pytest.runner import runtestprotocol  # pytest's protocol for one run of an item, as reruns use it
 
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
@@ -42,15 +46,20 @@ def run_samples(item: pytest.Item, nextitem: pytest.Item | None, samples: int,
         runs.append((reports, _outcome(item.config, reports)))
     use_sample(0)
     outcomes = [outcome for _, outcome in runs]
-    for report in runs[shown_sample(outcomes)][0]:
+    for report in runs[shown_sample(outcomes, reducer)][0]:
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return outcomes
 
 
-def shown_sample(outcomes: list[str]) -> int:
-    """The sample whose reports stand for the test: the first failing one, else the first that did not pass,
-    else sample 0; so the test's outcome is `passed` only when every sample passed."""
+def shown_sample(outcomes: list[str], reducer: Reducer = ALL) -> int:
+    """The sample whose reports stand for the test. When the reducer passes the samples' counts and none errored
+    (an error is no verdict, so no reducer outvotes it): the first passing sample. Otherwise the first failing
+    one, else the first that did not pass, else sample 0; so with `all` the test's outcome is `passed` only when
+    every sample passed."""
+    passed = sum(o in PASSING for o in outcomes)
+    if "error" not in outcomes and reducer.passes(passed, len(outcomes)):
+        return next((i for i, o in enumerate(outcomes) if o in PASSING), 0)
     return next((i for i, o in enumerate(outcomes) if o in ("failed", "error")),
                 next((i for i, o in enumerate(outcomes) if o not in PASSING), 0))
 
@@ -63,3 +72,22 @@ def _outcome(config: pytest.Config, reports: list[pytest.TestReport]) -> str:
         if status not in ("passed", ""):
             outcome = status
     return str(outcome)
+
+
+def reducer_of(item: pytest.Item, samples: int) -> Reducer:
+    """The reducer of a test: its `reduce` marker, a declared check's `reduce:` (`evalkit_reduce`), else `all`. One
+    that cannot be read, or needs more samples than the run takes, is a usage error naming the test."""
+    marker = item.get_closest_marker("reduce")
+    try:
+        if marker is not None:
+            if len(marker.args) + len(marker.kwargs) != 1:
+                raise ValueError("give one rule: reduce('majority'), reduce(mean=0.8) or reduce(at_least=3)")
+            reducer = parse_reducer(marker.args[0] if marker.args else dict(marker.kwargs))
+        else:
+            reducer = getattr(item, "evalkit_reduce", ALL)
+    except ValueError as error:
+        raise pytest.UsageError(f"{item.nodeid}: {error}") from None
+    if reducer.rule == "at_least" and reducer.value is not None and reducer.value > samples:
+        raise pytest.UsageError(f"{item.nodeid}: reduce {reducer.name} asks for more passing samples than the run "
+                                f"takes (run.repeats={samples}); lower it or run more repeats")
+    return reducer

@@ -29,8 +29,9 @@ SHARD_OPTION = "--evalkit-shard"
 RECORDED = "evalkit_recorded"
 """The key of a partial report holding node id -> what the test recorded (its case, metrics, grade)."""
 SAMPLED = "evalkit_sampled"
-"""The key of a partial report of a run with repeated samples: `outcomes` (node id -> each sample's outcome) and
-`metrics` (case id -> sample number, as text -> the metrics that sample's checks recorded)."""
+"""The key of a partial report of a run with repeated samples: `outcomes` (node id -> each sample's outcome),
+`reducers` (node id -> the reducer of its samples) and `metrics` (case id -> sample number, as text -> the metrics
+that sample's checks recorded)."""
 _SESSION_WHEN = ("config", "collect")  # warnings every shard raises once, as one process raises them once
 _NO_TESTS = 5  # pytest's exit code for a session that ran no test: a shard whose block is empty
 
@@ -123,13 +124,15 @@ def _sampled(partials: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not blocks:
         return None
     outcomes: dict[str, list[str]] = {}
+    reducers: dict[str, str] = {}
     metrics: dict[str, dict[str, dict[str, float | None]]] = {}
     for block in blocks:
         outcomes.update(block["outcomes"])
+        reducers.update(block.get("reducers", {}))
         for case, by_sample in block["metrics"].items():
             for sample, values in by_sample.items():
                 metrics.setdefault(case, {}).setdefault(sample, {}).update(values)
-    return {"outcomes": outcomes, "metrics": metrics}
+    return {"outcomes": outcomes, "reducers": reducers, "metrics": metrics}
 
 
 def _warnings(partials: list[dict[str, Any]]) -> list[dict[str, Any]]:
