@@ -23,8 +23,8 @@ import html
 import re
 import unicodedata
 
-__all__ = ["MAX_LINE_CHARS", "MAX_VALUE_CHARS", "visible", "cut", "terminal", "markdown", "html_text", "xml_text",
-           "annotation"]
+__all__ = ["MAX_LINE_CHARS", "MAX_VALUE_CHARS", "visible", "cut", "squeezed", "terminal", "markdown", "html_text",
+           "xml_text", "annotation"]
 
 MAX_LINE_CHARS = 2000
 """The longest terminal line evalkit prints from report data; longer lines are cut with a marker."""
@@ -67,6 +67,13 @@ def cut(text: str, limit: int = MAX_VALUE_CHARS) -> str:
         return text
     marker = f"... ({len(text):,} characters)"
     return text[:max(0, limit - len(marker))] + marker
+
+
+def squeezed(text: str, limit: int) -> str:
+    """`text` on one line, each run of whitespace as one space, cut to `limit` characters ending in "...": how a
+    judge's answer or a reply is quoted inside a one-line message."""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[:max(0, limit - 3)] + "..."
 
 
 def terminal(text: str, limit: int = MAX_LINE_CHARS) -> str:

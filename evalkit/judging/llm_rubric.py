@@ -12,6 +12,7 @@ import json
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
+from evalkit.core.untrusted import squeezed
 from evalkit.live.providers.base import Message, Request
 
 __all__ = ["JUDGE_PROMPT", "VERDICT_SCHEMA", "rubric_request", "rubric_verdict"]
@@ -41,13 +42,11 @@ def rubric_verdict(judge_reply: str) -> tuple[bool, str]:
     try:
         data = json.loads(judge_reply)
     except json.JSONDecodeError as error:
-        return False, f"expected the judge's verdict as JSON, came unparseable JSON ({error.msg}): {_cut(judge_reply)}"
+        return False, (f"expected the judge's verdict as JSON, came unparseable JSON ({error.msg}): "
+                       f"{squeezed(judge_reply, SHOWN_CHARS)}")
     if not isinstance(data, dict) or not isinstance(data.get("pass"), bool):
-        return False, f'expected the judge\'s verdict {{"pass": true|false, "reason": ...}}, came {_cut(judge_reply)}'
-    reason = _cut(str(data.get("reason") or "no reason given"))
+        return False, ('expected the judge\'s verdict {"pass": true|false, "reason": ...}, came '
+                       f"{squeezed(judge_reply, SHOWN_CHARS)}")
+    reason = squeezed(str(data.get("reason") or "no reason given"), SHOWN_CHARS)
     return data["pass"], "" if data["pass"] else f"expected the rubric met, came the judge's fail: {reason}"
 
-
-def _cut(text: str) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= SHOWN_CHARS else one[:SHOWN_CHARS - 3] + "..."

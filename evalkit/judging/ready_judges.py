@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
+from evalkit.core.untrusted import squeezed
 from evalkit.live.providers.base import Message, Request
 
 __all__ = ["DEFAULT_PASS_AT", "FIXED_STEPS", "JUDGES", "LEVELS", "SCORE_SCHEMA", "AnswerRelevancySpec",
@@ -206,19 +207,15 @@ def score_verdict(kind: str, judge_reply: str, pass_at: int) -> Scored:
         data = json.loads(judge_reply)
     except json.JSONDecodeError as error:
         return Scored(False, f"expected the judge's score as JSON {form}, came unparseable JSON ({error.msg}): "
-                             f"{_cut(judge_reply)}", None)
+                             f"{squeezed(judge_reply, SHOWN_CHARS)}", None)
     score = data.get("score") if isinstance(data, dict) else None
     if isinstance(score, float) and score.is_integer():
         score = int(score)
     if isinstance(score, bool) or not isinstance(score, int) or score not in LEVELS:
-        return Scored(False, f"expected the judge's score {form}, came {_cut(judge_reply)}", None)
+        return Scored(False, f"expected the judge's score {form}, came {squeezed(judge_reply, SHOWN_CHARS)}", None)
     if score >= pass_at:
         return Scored(True, "", score)
-    reason = _cut(str(data.get("reason") or "no reason given"))
+    reason = squeezed(str(data.get("reason") or "no reason given"), SHOWN_CHARS)
     return Scored(False, f"expected {JUDGES[kind].scores} at level {pass_at} or above (of 5), came {score}: {reason}",
                   score)
 
-
-def _cut(text: str) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= SHOWN_CHARS else one[:SHOWN_CHARS - 3] + "..."
