@@ -145,7 +145,8 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
                              "cost": cost_section(calls, caller.requests), "latency": latency_section(calls)}
     if live is not None:
         stats["live"] = {"sent": caller.sent, "retried": caller.retried,
-                         "seconds": round(caller.live_seconds, 3), "budget": live.budget.summary()}
+                         "seconds": round(caller.live_seconds, 3), "cpu_seconds": round(caller.live_cpu_seconds, 3),
+                         "budget": live.budget.summary()}
     return Execution(calls, caller.recording_to_save(version), stats)
 
 
@@ -178,6 +179,8 @@ class _Caller:
         self.requests: dict[str, Request] = {}
         self.sent = self.retried = 0
         self.live_seconds = 0.0
+        self.live_cpu_seconds = 0.0
+        """The process's CPU time over the call phase: what the calls cost on this side, all threads together."""
         self.outages: list[str] = []
         """Reasons of calls that failed after their retries: once there is one, no further call starts."""
         self.misses: list[Miss] = []
@@ -224,7 +227,7 @@ class _Caller:
         instead of competing with the calls for the interpreter lock.
         """
         assert self.live is not None
-        started = time.monotonic()
+        started, cpu_started = time.monotonic(), time.process_time()
         queue = iter(pending)
         results: dict[str, CallResult] = {}
         errors: list[BaseException] = []
@@ -251,6 +254,7 @@ class _Caller:
             for worker in workers:
                 worker.join()
         self.live_seconds += time.monotonic() - started
+        self.live_cpu_seconds += time.process_time() - cpu_started
         if errors:
             raise errors[0]
         # after an outage the calls never started have no result; raise_outage ends the run before they matter
