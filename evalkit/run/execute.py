@@ -185,6 +185,8 @@ class _Caller:
         """Reasons of calls that failed after their retries: once there is one, no further call starts."""
         self.misses: list[Miss] = []
         """Calls a replay could not serve, in the order planned."""
+        self._shas: dict[str, str] = {}
+        """The request fingerprint of each call to be made, by call id."""
         self._lock = threading.Lock()
         if live is not None and mode is not Mode.REPLAY:
             self.providers = live.providers
@@ -205,12 +207,13 @@ class _Caller:
                 self.misses.append(found)
                 continue
             assert self.live is not None
+            sha = self._shas[call_id] = request_fingerprint(request)  # computed here once, not on a call's thread
             earlier = self.live.resumed.get(call_id)
-            if earlier is not None and earlier.failure is None and earlier.request_sha == request_fingerprint(request):
+            if earlier is not None and earlier.failure is None and earlier.request_sha == sha:
                 self.new_entries[call_id] = earlier
                 results[call_id] = _from_entry(call_id, earlier, "resumed")
                 continue
-            reused = self.live.reusable.get((call_id, request_fingerprint(request)))
+            reused = self.live.reusable.get((call_id, sha))
             if reused is not None and self.mode is Mode.RECORD_MISSING:
                 self.new_entries[call_id] = reused
                 results[call_id] = _from_entry(call_id, reused, "reused")
@@ -297,8 +300,8 @@ class _Caller:
                 reason = f"{call_id}: live call failed: {type(error).__name__}: {error}"
                 return self._outage(call_id, request, progress, live.redact(reason))
             live.budget.settle(reservation, reply.usage, config.price, estimate_tokens(reply.text or ""))
-            if reply.text is not None:
-                reply = reply.model_copy(update={"text": live.redact_reply(reply.text)})
+            if reply.text is not None and (text := live.redact_reply(reply.text)) != reply.text:
+                reply = reply.model_copy(update={"text": text})
             return self._end(call_id, request, progress, reply=reply)
 
     def _outage(self, call_id: str, request: Request, progress: CallProgress, reason: str) -> CallResult:
@@ -338,7 +341,8 @@ class _Caller:
         return result
 
     def _finish(self, call_id: str, request: Request, reply: Reply | None, failure: Failure | None) -> CallResult:
-        entry = Entry(request_sha=request_fingerprint(request), request=request, reply=reply, failure=failure)
+        sha = self._shas.get(call_id) or request_fingerprint(request)
+        entry = Entry(request_sha=sha, request=request, reply=reply, failure=failure)
         assert self.live is not None
         if self.live.journal is not None:
             self.live.journal.append(call_id, entry)
