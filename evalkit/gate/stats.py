@@ -31,6 +31,9 @@ FEW_GROUPS_WARNING = "few groups: a method demonstration, not population evidenc
 
 # Resample means are computed this many resamples at a time, so the float64 gather stays small.
 _CHUNK = 256
+# Resample by counts of distinct group effects when there are at most 1/_FEW_VALUES as many of them as groups: a
+# binomial draw costs about as much as several index draws and gathers.
+_FEW_VALUES = 8
 
 
 class StatisticsInputError(InputError, ValueError):
@@ -65,7 +68,11 @@ class PairedStatistics(BaseModel):
 
 
 def _outcomes(values: Sequence[object], side: str) -> npt.NDArray[np.int8]:
-    for position, value in enumerate(values):
+    array = np.asarray(values)
+    if array.ndim == 1 and (array.dtype == np.bool_ or (array.dtype.kind in "iu" and bool(((array == 0) | (array == 1))
+                                                                                           .all()))):
+        return array.astype(np.int8)  # bools and integers 0/1 (the usual input), checked at C speed
+    for position, value in enumerate(values):  # the offending value, named
         if not isinstance(value, bool | int | np.integer) or value not in (0, 1):
             raise StatisticsInputError(f"{side}[{position}] is {value!r}; task success must be 0/1 or a bool")
     return np.asarray(values, dtype=np.int8)
@@ -75,7 +82,7 @@ def _group_effects(groups: Sequence[Hashable], differences: npt.NDArray[Any]) ->
     """Each group's mean difference, groups in sorted label order so row order cannot change the result."""
     labels = sorted(set(groups), key=repr)
     index = {label: number for number, label in enumerate(labels)}
-    codes = np.fromiter((index[label] for label in groups), dtype=np.int64, count=len(groups))
+    codes = np.fromiter(map(index.__getitem__, groups), dtype=np.int64, count=len(groups))
     sums = np.bincount(codes, weights=differences, minlength=len(labels))
     sizes = np.bincount(codes, minlength=len(labels))
     return sums / sizes
@@ -144,13 +151,22 @@ def _bootstrap(groups: Sequence[Hashable], differences: npt.NDArray[Any], *, see
     n_groups = len(effects)
 
     rng = np.random.default_rng(seed)
-    # int32 halves the index matrix (2,000 x 10,000 is 80 MB rather than 160 MB as int64) and still
-    # addresses 2**31 - 1 groups; the draws differ from int64's, so the dtype is part of the method.
-    dtype = np.int32 if n_groups <= np.iinfo(np.int32).max else np.int64
-    draws = rng.integers(0, n_groups, size=(resamples, n_groups), dtype=dtype)
-    distribution = np.empty(resamples, dtype=np.float64)
-    for start in range(0, resamples, _CHUNK):
-        distribution[start:start + _CHUNK] = effects[draws[start:start + _CHUNK]].mean(axis=1)
+    values, counts = np.unique(effects, return_counts=True)
+    if len(values) * _FEW_VALUES <= n_groups:
+        # A resample's mean depends only on how many of its n draws fall on each distinct group effect, and those
+        # counts are multinomial(n, share of groups with that effect): the same distribution as resampling the
+        # groups, drawn with one binomial per distinct effect instead of one index per group. 0/1 outcomes in
+        # small groups have few distinct effects (fractions with small denominators), so this is the usual path.
+        hits = rng.multinomial(n_groups, counts / n_groups, size=resamples)
+        distribution = hits @ values / n_groups
+    else:
+        # int32 halves the index matrix (2,000 x 10,000 is 80 MB rather than 160 MB as int64) and still
+        # addresses 2**31 - 1 groups; the draws differ from int64's, so the dtype is part of the method.
+        dtype = np.int32 if n_groups <= np.iinfo(np.int32).max else np.int64
+        draws = rng.integers(0, n_groups, size=(resamples, n_groups), dtype=dtype)
+        distribution = np.empty(resamples, dtype=np.float64)
+        for start in range(0, resamples, _CHUNK):
+            distribution[start:start + _CHUNK] = effects[draws[start:start + _CHUNK]].mean(axis=1)
 
     tail = (1 - confidence) / 2
     low, high = np.quantile(distribution, [tail, 1 - tail])
