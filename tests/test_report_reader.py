@@ -230,12 +230,32 @@ def test_read_reports_reads_each_file_as_parse_report_does_with_its_hash(tmp_pat
 
 def test_read_reports_refuses_a_file_that_changed_between_its_reads(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    path = write(tmp_path / "b.json", full_report())
-    changed = full_report()
+    """A file that is not ASCII is read twice (its text checked, then its bytes read by msgspec)."""
+    report = full_report()
+    report["provenance"] = {"note": "réécrit"}
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(report, ensure_ascii=False), encoding="utf-8")
+    changed = copy.deepcopy(report)
     changed["tests"][1]["outcome"] = "passed"
     monkeypatch.setattr(report_module, "read_bytes", lambda p, what: json.dumps(changed).encode())
     with pytest.raises(InputError, match=r"b\.json: the report changed while it was read; gate it again"):
         read_reports([path])
+
+
+def test_read_reports_reads_an_ascii_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path / "b.json", full_report())
+    reads: list[Path] = []
+    real = report_module.read_text_sha256
+
+    def counted(p: Path, what: str) -> tuple[str, str]:
+        reads.append(p)
+        return real(p, what)
+
+    monkeypatch.setattr(report_module, "read_text_sha256", counted)
+    monkeypatch.setattr(report_module, "read_bytes", lambda p, what: pytest.fail("read a second time"))
+    [(report, _)] = read_reports([path])
+    assert reads == [path]
+    assert report == parse_report(path.read_text(encoding="utf-8"), str(path))
 
 
 def test_read_reports_refuses_a_bad_file_in_the_careful_paths_words(tmp_path: Path) -> None:

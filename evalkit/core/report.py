@@ -390,26 +390,25 @@ def parse_report(text: str, where: str) -> RunReport:
 
 
 def read_reports(paths: Sequence[Path]) -> list[tuple[RunReport, str]]:
-    """Each report file read, with the SHA-256 of the bytes read, in less memory than parse_report of each.
-
-    Every file is checked first, one at a time, keeping only its hash; then each is read again, as bytes,
-    which msgspec reads without the text's copy. Two large reports then never meet two copies of a file
-    (bytes and text) beside the other report: the peak is one report read and one file. A file whose bytes
-    changed between the two reads is refused (its hash would not name what was read)."""
-    checked = []
+    """Each report file read, with the SHA-256 of its bytes, one file at a time: its text is checked, read by
+    msgspec and dropped before the next file is read, so two large reports never meet two copies of a file. msgspec
+    reads ASCII text in place; a file with other characters is read again as bytes once checked (its text would
+    be copied to UTF-8 beside it), and refused if its bytes changed between the two reads."""
+    out = []
     for path in paths:
         text, sha = read_text_sha256(path, "report")
-        checked.append((path, sha, check_json(text, str(path), "report")))
-        del text  # before the next file is read
-    out = []
-    for path, sha, fast in checked:
-        data = read_bytes(path, "report")
-        if hashlib.sha256(data).hexdigest() != sha:
-            raise InputError(f"{path}: the report changed while it was read; gate it again once it is written")
-        report = _read_fast(data, str(path)) if fast else None
+        source: str | bytes = text
+        fast = check_json(text, str(path), "report")
+        if fast and not text.isascii():  # msgspec would copy the text to UTF-8 beside it: read the bytes instead
+            del text, source
+            source = read_bytes(path, "report")
+            if hashlib.sha256(source).hexdigest() != sha:
+                raise InputError(f"{path}: the report changed while it was read; gate it again once it is written")
+        report = _read_fast(source, str(path)) if fast else None
         if report is None:
-            report = report_from_mapping(parse_json(decode(data, path, "report"), str(path), "report"), str(path))
-        del data
+            text = source if isinstance(source, str) else decode(source, path, "report")
+            report = report_from_mapping(parse_json(text, str(path), "report"), str(path))
+        del source  # before the next file is read
         out.append((report, sha))
     return out
 
@@ -427,11 +426,21 @@ class _Test(msgspec.Struct, gc=False):
     case: Any = None
 
 
-class _Report(msgspec.Struct):
-    """A run report's blocks the gate reads (absent ones are None, as report_from_mapping reads them); each
-    test and each case kept as its raw text, read one at a time."""
+class _Outcome(msgspec.Struct, gc=False):
+    """One test as the gate reads every test: its id, pytest's outcome, and its repeated samples; the rest of the
+    entry (stages, line numbers) is skipped unread."""
 
-    tests: list[msgspec.Raw]
+    nodeid: str
+    outcome: Literal["passed", "failed", "skipped", "xfailed", "xpassed", "error"]
+    repeats: Any = None
+    case: Any = None
+
+
+class _Report(msgspec.Struct):
+    """A run report's blocks the gate reads (absent ones are None, as report_from_mapping reads them); the tests
+    kept as one raw text, read in one call; each case kept as its raw text, read one at a time."""
+
+    tests: msgspec.Raw
     eval: Any = None
     exitcode: Any = None
     collectors: Any = None
@@ -448,13 +457,15 @@ class _Report(msgspec.Struct):
 
 
 _REPORT, _TEST = msgspec.json.Decoder(_Report), msgspec.json.Decoder(_Test)
+_OUTCOMES, _RAWS = msgspec.json.Decoder(list[_Outcome]), msgspec.json.Decoder(list[msgspec.Raw])
 
 
 def _read_fast(text: str | bytes, where: str) -> RunReport | None:
     """The report, read by msgspec from text check_json has passed; None when the careful path must read it.
 
-    Each test is read on its own from its raw text (a reference into `text`), so a million tests never stand
-    as a million objects with their stages: only their ids and outcomes are kept."""
+    Every test's id and outcome are read in one call, skipping the rest of each entry, so a million tests never
+    stand as a million objects with their stages; the stages are read only for the tests that did not pass (why
+    they failed), each from its raw text (a reference into `text`)."""
     try:
         report = _REPORT.decode(text)
     except (msgspec.ValidationError, msgspec.DecodeError):  # not the part it describes: the careful path
@@ -462,28 +473,32 @@ def _read_fast(text: str | bytes, where: str) -> RunReport | None:
     data = {name: getattr(report, name) for name in report.__struct_fields__ if name != "tests"}
     if report.cases is not None:  # each case's own bytes, so that the report's text is not kept
         data["cases"] = CaseTexts([bytes(case) for case in report.cases])
-    raws = report.tests
+    tests_text = report.tests
     del report
     _check_key(data["eval"], where)
-    _check_ran(raws, data, where)
-    outcomes: dict[str, str] = {}
-    messages: dict[str, str] = {}
-    repeated: list[dict[str, Any]] = []
-    decode = _TEST.decode
     try:
-        for raw in raws:
-            test = decode(raw)
-            outcomes[test.nodeid] = test.outcome
-            if test.outcome not in PASSING and (line := failure_message(_stages(test))) is not None:
-                messages[test.nodeid] = line
-            if test.repeats is not None or repeated:  # from the first repeated test on, every test (paired below)
-                repeated.append({"repeats": test.repeats, "case": test.case})
+        tests = _OUTCOMES.decode(tests_text)
     except (msgspec.ValidationError, msgspec.DecodeError):  # a test the careful path reads (a plugin's outcome)
-        return None                                              # or refuses
-    if len(outcomes) != len(raws):
+        return None                                          # or refuses
+    _check_ran(tests, data, where)
+    outcomes: dict[str, str] = {test.nodeid: test.outcome for test in tests}
+    if len(outcomes) != len(tests):
         return None  # a test id given twice: the careful path names it
     _check_ids(outcomes, where)
-    del raws
+    messages: dict[str, str] = {}
+    failing = [index for index, test in enumerate(tests) if test.outcome not in PASSING]
+    if failing:
+        raws = _RAWS.decode(tests_text)
+        for index in failing:
+            test = tests[index]
+            if (line := failure_message(_stages(_TEST.decode(raws[index])))) is not None:
+                messages[test.nodeid] = line
+        del raws
+    first = next((index for index, test in enumerate(tests) if test.repeats is not None), None)
+    # from the first repeated test on, every test (paired below)
+    repeated: list[dict[str, Any]] = ([] if first is None else
+                                      [{"repeats": test.repeats, "case": test.case} for test in tests[first:]])
+    del tests, tests_text
     if repeated:
         repeated = [{}] * (len(outcomes) - len(repeated)) + repeated
     repeats = _repeats(repeated, outcomes, where) if repeated else {}
