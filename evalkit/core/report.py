@@ -23,7 +23,7 @@ import msgspec
 from evalkit.core.errors import InputError
 from evalkit.core.failure import failure_message
 from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
-from evalkit.core.parsing import check_json, parse_json
+from evalkit.core.parsing import check_json, check_json_aside, parse_json
 
 __all__ = ["CaseTexts", "Counts", "RunReport", "report_from_mapping", "load_report", "parse_report", "read_reports"]
 
@@ -392,21 +392,29 @@ def parse_report(text: str, where: str) -> RunReport:
 
 
 def read_reports(paths: Sequence[Path]) -> list[tuple[RunReport, str]]:
-    """Each report file read, with the SHA-256 of its bytes, one file at a time: its text is checked, read by
-    msgspec and dropped before the next file is read, so two large reports never meet two copies of a file. msgspec
-    reads ASCII text in place; a file with other characters is read again as bytes once checked (its text would
-    be copied to UTF-8 beside it), and refused if its bytes changed between the two reads."""
+    """Each report file read, with the SHA-256 of its bytes, one file at a time: its text is checked strictly in a
+    child process (evalkit.core.parsing.check_json_aside) while msgspec reads it here, and dropped before the next
+    file is read, so two large reports never meet two copies of a file. msgspec reads ASCII text in place; a file
+    with other characters is read again as bytes (its text would be copied to UTF-8 beside it), and refused if its
+    bytes changed between the two reads."""
     out = []
     for path in paths:
         text, sha = read_text_sha256(path, "report")
         source: str | bytes = text
-        fast = check_json(text, str(path), "report")
-        if fast and not text.isascii():  # msgspec would copy the text to UTF-8 beside it: read the bytes instead
-            del text, source
-            source = read_bytes(path, "report")
-            if hashlib.sha256(source).hexdigest() != sha:
-                raise InputError(f"{path}: the report changed while it was read; gate it again once it is written")
-        report = _read_fast(source, str(path)) if fast else None
+        checked = check_json_aside(text, str(path), "report")  # on another core, while this one reads the text
+        try:
+            if not text.isascii():  # msgspec would copy the text to UTF-8 beside it: read the bytes instead
+                del text, source
+                source = read_bytes(path, "report")
+                if hashlib.sha256(source).hexdigest() != sha:
+                    raise InputError(f"{path}: the report changed while it was read; gate it again once it is "
+                                     "written")
+            report = _read_fast(source, str(path))
+        except BaseException:
+            checked()  # a strict refusal comes first, as the check would have run first
+            raise
+        if not checked():
+            report = None
         if report is None:
             text = source if isinstance(source, str) else decode(source, path, "report")
             report = report_from_mapping(parse_json(text, str(path), "report"), str(path))
