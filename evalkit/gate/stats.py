@@ -12,13 +12,15 @@ With few groups the interval describes the sample at hand, not a population.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from evalkit.core.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["ESTIMAND", "FEW_GROUPS", "FEW_GROUPS_WARNING", "FRACTION_ESTIMAND", "METHOD", "PairedStatistics",
            "StatisticsInputError", "meets_margin", "paired_cluster_bootstrap", "paired_fraction_bootstrap"]
@@ -68,6 +70,8 @@ class PairedStatistics(BaseModel):
 
 
 def _outcomes(values: Sequence[object], side: str) -> npt.NDArray[np.int8]:
+    import numpy as np  # here, not at the top: the gate imports this module, and most gates never resample
+
     array = np.asarray(values)
     if array.ndim == 1 and (array.dtype == np.bool_ or (array.dtype.kind in "iu" and bool(((array == 0) | (array == 1))
                                                                                            .all()))):
@@ -80,6 +84,8 @@ def _outcomes(values: Sequence[object], side: str) -> npt.NDArray[np.int8]:
 
 def _group_effects(groups: Sequence[Hashable], differences: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
     """Each group's mean difference, groups in sorted label order so row order cannot change the result."""
+    import numpy as np  # here, not at the top: the gate imports this module, and most gates never resample
+
     labels = sorted(set(groups), key=repr)
     index = {label: number for number, label in enumerate(labels)}
     codes = np.fromiter(map(index.__getitem__, groups), dtype=np.int64, count=len(groups))
@@ -128,6 +134,8 @@ def paired_fraction_bootstrap(
 ) -> PairedStatistics:
     """The same paired cluster bootstrap over pass fractions (k/N of repeated samples) instead of 0/1 outcomes:
     row i is one test, `groups[i]` its case, so the mean per-case change in pass fraction is the estimand."""
+    import numpy as np
+
     _check_rows(groups, baseline, candidate, resamples, confidence)
     before = np.asarray(baseline, dtype=np.float64)
     after = np.asarray(candidate, dtype=np.float64)
@@ -147,6 +155,8 @@ def _check_settings(resamples: int, confidence: float) -> None:
 def _bootstrap(groups: Sequence[Hashable], differences: npt.NDArray[Any], *, seed: int, resamples: int,
                confidence: float, estimand: str = ESTIMAND) -> PairedStatistics:
     """Resample the groups' mean differences with replacement; the percentile interval of their mean."""
+    import numpy as np
+
     effects = _group_effects(groups, differences)
     n_groups = len(effects)
 
