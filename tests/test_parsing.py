@@ -92,7 +92,7 @@ def test_a_refusal_in_the_child_is_raised_in_the_parent_in_the_same_words(forks:
     text = '{"tests": [{"nodeid": "t", "outcome": "passed", "outcome": "failed"}]}'
     with pytest.raises(InputError) as inline:
         check_json(text, "r.json", "report")
-    wait = check_json_aside(text, "r.json", "report")
+    wait = check_json_aside(text.encode(), "r.json", "report")
     assert forks == [1]
     with pytest.raises(InputError) as aside:
         wait()
@@ -102,7 +102,7 @@ def test_a_refusal_in_the_child_is_raised_in_the_parent_in_the_same_words(forks:
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="a platform without fork checks in-process")
 def test_a_valid_text_passes_aside(forks: list[int]) -> None:
-    wait = check_json_aside('{"tests": [{"nodeid": "t", "outcome": "passed"}]}', "r.json", "report")
+    wait = check_json_aside(b'{"tests": [{"nodeid": "t", "outcome": "passed"}]}', "r.json", "report")
     assert wait() is True and wait() is True  # asked twice, answered once
     assert forks == [1]
 
@@ -114,7 +114,7 @@ def test_with_another_thread_running_the_check_runs_here(forks: list[int]) -> No
     try:
         # as check_json itself: with another thread, json's scanner cannot bound the nesting, so nothing is read
         # and False tells the caller to parse_json instead
-        assert check_json_aside('{"x": NaN}', "r.json", "report")() is False
+        assert check_json_aside(b'{"x": NaN}', "r.json", "report")() is False
     finally:
         stop.set()
         other.join()
@@ -138,5 +138,5 @@ def test_a_child_that_dies_without_an_answer_is_replaced_by_the_check_here(monke
 
     monkeypatch.setattr(parsing, "check_json", dies_in_the_child)
     with pytest.raises(InputError, match="Infinity is not a JSON number"):
-        check_json_aside('{"x": Infinity}', "r.json", "report")()
+        check_json_aside(b'{"x": Infinity}', "r.json", "report")()
     assert forks == [1] and ran_here == [1]

@@ -228,34 +228,35 @@ def test_read_reports_reads_each_file_as_parse_report_does_with_its_hash(tmp_pat
     assert read[1][0].outcomes["t.py::test_a[c2]"] == "passed"
 
 
-def test_read_reports_refuses_a_file_that_changed_between_its_reads(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """A file that is not ASCII is read twice (its text checked, then its bytes read by msgspec)."""
+def test_read_reports_reads_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     report = full_report()
-    report["provenance"] = {"note": "réécrit"}
-    path = tmp_path / "b.json"
-    path.write_text(json.dumps(report, ensure_ascii=False), encoding="utf-8")
-    changed = copy.deepcopy(report)
-    changed["tests"][1]["outcome"] = "passed"
-    monkeypatch.setattr(report_module, "read_bytes", lambda p, what: json.dumps(changed).encode())
-    with pytest.raises(InputError, match=r"b\.json: the report changed while it was read; gate it again"):
-        read_reports([path])
-
-
-def test_read_reports_reads_an_ascii_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = write(tmp_path / "b.json", full_report())
+    report["provenance"] = {"note": "réécrit"}  # not ASCII: msgspec reads the bytes, the check their text
+    paths = [write(tmp_path / "b.json", full_report()), tmp_path / "c.json"]
+    paths[1].write_text(json.dumps(report, ensure_ascii=False), encoding="utf-8")
     reads: list[Path] = []
-    real = report_module.read_text_sha256
+    real = report_module.read_bytes
 
-    def counted(p: Path, what: str) -> tuple[str, str]:
+    def counted(p: Path, what: str) -> bytes:
         reads.append(p)
         return real(p, what)
 
-    monkeypatch.setattr(report_module, "read_text_sha256", counted)
-    monkeypatch.setattr(report_module, "read_bytes", lambda p, what: pytest.fail("read a second time"))
-    [(report, _)] = read_reports([path])
-    assert reads == [path]
-    assert report == parse_report(path.read_text(encoding="utf-8"), str(path))
+    monkeypatch.setattr(report_module, "read_bytes", counted)
+    read = read_reports(paths)
+    assert reads == paths
+    for path, (got, _) in zip(paths, read, strict=True):
+        assert got == parse_report(path.read_text(encoding="utf-8"), str(path))
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b"\xef\xbb\xbf{}", r"b\.json: the report starts with a byte-order mark \(BOM\)"),
+    (b'{"eval": {}, "tests": [], "x": "\xff"}', r"b\.json: the report is not UTF-8 text"),
+    (b'{"eval": {}, "eval": {}, "tests": []}', r"b\.json: key 'eval' appears twice in one JSON object"),
+])
+def test_read_reports_refuses_what_the_strict_check_refuses(tmp_path: Path, data: bytes, message: str) -> None:
+    path = tmp_path / "b.json"
+    path.write_bytes(data)
+    with pytest.raises(InputError, match=message):
+        read_reports([path])
 
 
 def test_read_reports_refuses_a_bad_file_in_the_careful_paths_words(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 import yaml
 
 from evalkit.core.errors import InputError
+from evalkit.core.files import decode
 
 __all__ = ["MAX_DEPTH", "UniqueKeyLoader", "check_json", "check_json_aside", "json_object", "json_type", "parse_json",
            "parse_yaml", "unique_object"]
@@ -72,17 +73,17 @@ def check_json(text: str, where: str, what: str = "file") -> bool:
     return bounded
 
 
-def check_json_aside(text: str, where: str, what: str = "file") -> Callable[[], bool]:
-    """Start check_json of `text` in a child process, so that the caller can read the same text meanwhile on
-    another core; returns the function that waits for the check and gives check_json's answer (or raises its
-    InputError). A file of a million tests takes as long to check strictly as to read: on two cores the check
-    then costs no wall time.
+def check_json_aside(data: bytes, where: str, what: str = "file") -> Callable[[], bool]:
+    """Start check_json of a file's bytes (as UTF-8 text, evalkit.core.files.decode) in a child process, so that
+    the caller can read the same bytes meanwhile on another core; returns the function that waits for the check and
+    gives check_json's answer (or raises its InputError, or decode's). A file of a million tests takes as long to
+    check strictly as to read: on two cores the check then costs no wall time.
 
     Where a child cannot be forked (no os.fork, or another thread runs: forking a threaded process is unsafe)
     the check runs here and now, before this returns. A child that dies without an answer (killed for memory)
     is replaced by the check run here."""
     if not hasattr(os, "fork") or threading.active_count() != 1:
-        done = check_json(text, where, what)
+        done = check_json(decode(data, where, what), where, what)
         return lambda: done
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -90,7 +91,7 @@ def check_json_aside(text: str, where: str, what: str = "file") -> Callable[[], 
         answer = b"!"
         try:
             os.close(read_end)
-            answer = b"1" if check_json(text, where, what) else b"0"
+            answer = b"1" if check_json(decode(data, where, what), where, what) else b"0"
         except InputError as refusal:
             answer = b"E" + str(refusal).encode("utf-8", "replace")
         finally:
@@ -108,7 +109,7 @@ def check_json_aside(text: str, where: str, what: str = "file") -> Callable[[], 
             raise InputError(answer[1:].decode("utf-8"))
         if answer[:1] in (b"0", b"1"):
             return answer[:1] == b"1"
-        return check_json(text, where, what)  # the child gave no answer
+        return check_json(decode(data, where, what), where, what)  # the child gave no answer
 
     return functools.cache(wait)
 

@@ -22,7 +22,7 @@ import msgspec
 
 from evalkit.core.errors import InputError
 from evalkit.core.failure import failure_message
-from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
+from evalkit.core.files import decode, read_bytes, read_text
 from evalkit.core.parsing import check_json, check_json_aside, parse_json
 
 __all__ = ["CaseTexts", "Counts", "RunReport", "report_from_mapping", "load_report", "parse_report", "read_reports"]
@@ -392,33 +392,25 @@ def parse_report(text: str, where: str) -> RunReport:
 
 
 def read_reports(paths: Sequence[Path]) -> list[tuple[RunReport, str]]:
-    """Each report file read, with the SHA-256 of its bytes, one file at a time: its text is checked strictly in a
-    child process (evalkit.core.parsing.check_json_aside) while msgspec reads it here, and dropped before the next
-    file is read, so two large reports never meet two copies of a file. msgspec reads ASCII text in place; a file
-    with other characters is read again as bytes (its text would be copied to UTF-8 beside it), and refused if its
-    bytes changed between the two reads."""
+    """Each report file read once, with the SHA-256 of its bytes, one file at a time: its bytes are checked
+    strictly in a child process (evalkit.core.parsing.check_json_aside: as UTF-8 text, by check_json) while msgspec
+    reads them here, and dropped before the next file is read, so two large reports never meet two copies of a
+    file. A file msgspec cannot read (or that the check cannot bound) is read by the careful path."""
     out = []
     for path in paths:
-        text, sha = read_text_sha256(path, "report")
-        source: str | bytes = text
-        checked = check_json_aside(text, str(path), "report")  # on another core, while this one reads the text
+        data = read_bytes(path, "report")
+        sha = hashlib.sha256(data).hexdigest()
+        checked = check_json_aside(data, str(path), "report")  # on another core, while this one reads the bytes
         try:
-            if not text.isascii():  # msgspec would copy the text to UTF-8 beside it: read the bytes instead
-                del text, source
-                source = read_bytes(path, "report")
-                if hashlib.sha256(source).hexdigest() != sha:
-                    raise InputError(f"{path}: the report changed while it was read; gate it again once it is "
-                                     "written")
-            report = _read_fast(source, str(path))
+            report = _read_fast(data, str(path))
         except BaseException:
             checked()  # a strict refusal comes first, as the check would have run first
             raise
         if not checked():
             report = None
         if report is None:
-            text = source if isinstance(source, str) else decode(source, path, "report")
-            report = report_from_mapping(parse_json(text, str(path), "report"), str(path))
-        del source  # before the next file is read
+            report = report_from_mapping(parse_json(decode(data, path, "report"), str(path), "report"), str(path))
+        del data  # before the next file is read
         out.append((report, sha))
     return out
 
