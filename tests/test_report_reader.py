@@ -228,6 +228,20 @@ def test_read_reports_reads_each_file_as_parse_report_does_with_its_hash(tmp_pat
     assert read[1][0].outcomes["t.py::test_a[c2]"] == "passed"
 
 
+def test_a_large_report_is_checked_then_read_and_refused_if_it_changed_between(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report_module, "_ASIDE_MAX_BYTES", 0)  # every report is large
+    paths = [write(tmp_path / "a.json", full_report())]
+    [(report, sha)] = read_reports(paths)
+    assert report == parse_report(paths[0].read_text(encoding="utf-8"), str(paths[0]))
+    assert sha == hashlib.sha256(paths[0].read_bytes()).hexdigest()
+    changed = full_report()
+    changed["tests"][1]["outcome"] = "passed"
+    monkeypatch.setattr(report_module, "read_bytes", lambda p, what: json.dumps(changed).encode())
+    with pytest.raises(InputError, match=r"a\.json: the report changed while it was read; gate it again"):
+        read_reports(paths)
+
+
 def test_read_reports_reads_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     report = full_report()
     report["provenance"] = {"note": "réécrit"}  # not ASCII: msgspec reads the bytes, the check their text

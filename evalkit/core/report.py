@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
@@ -22,7 +23,7 @@ import msgspec
 
 from evalkit.core.errors import InputError
 from evalkit.core.failure import failure_message
-from evalkit.core.files import decode, read_bytes, read_text
+from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
 from evalkit.core.parsing import check_json, check_json_aside, parse_json
 
 __all__ = ["CaseTexts", "Counts", "RunReport", "report_from_mapping", "load_report", "parse_report", "read_reports"]
@@ -392,25 +393,13 @@ def parse_report(text: str, where: str) -> RunReport:
 
 
 def read_reports(paths: Sequence[Path]) -> list[tuple[RunReport, str]]:
-    """Each report file read once, with the SHA-256 of its bytes, one file at a time: its bytes are checked
-    strictly in a child process (evalkit.core.parsing.check_json_aside: as UTF-8 text, by check_json) while msgspec
-    reads them here, and dropped before the next file is read, so two large reports never meet two copies of a
-    file. A file msgspec cannot read (or that the check cannot bound) is read by the careful path."""
+    """Each report file read, with the SHA-256 of its bytes, one file at a time, dropped before the next is read,
+    so two large reports never meet two copies of a file: up to _ASIDE_MAX_BYTES read once and checked strictly in
+    a child process meanwhile (evalkit.core.parsing.check_json_aside); a larger one checked first and read again.
+    A file msgspec cannot read (or whose nesting the check cannot bound) is read by the careful path."""
     out = []
     for path in paths:
-        data = read_bytes(path, "report")
-        sha = hashlib.sha256(data).hexdigest()
-        checked = check_json_aside(data, str(path), "report")  # on another core, while this one reads the bytes
-        try:
-            report = _read_fast(data, str(path))
-        except BaseException:
-            checked()  # a strict refusal comes first, as the check would have run first
-            raise
-        if not checked():
-            report = None
-        if report is None:
-            report = report_from_mapping(parse_json(decode(data, path, "report"), str(path), "report"), str(path))
-        del data  # before the next file is read
+        report, sha = _read_aside(path) if _small(path) else _read_lean(path)
         out.append((report, sha))
     return out
 
@@ -426,6 +415,53 @@ class _Test(msgspec.Struct, gc=False):
     teardown: msgspec.Raw = msgspec.Raw()
     repeats: Any = None
     case: Any = None
+
+
+_ASIDE_MAX_BYTES = 160 * 1024 * 1024
+"""Reports up to this size are checked in a child process while they are read (one more copy of the file, as text,
+lives in the child meanwhile); larger ones are checked first, then read, holding one copy at a time."""
+
+
+def _small(path: Path) -> bool:
+    try:
+        return os.stat(path).st_size <= _ASIDE_MAX_BYTES
+    except OSError:
+        return True  # read_bytes words the refusal
+
+
+def _read_aside(path: Path) -> tuple[RunReport, str]:
+    """A report read once, as bytes: a child process decodes and checks them (check_json_aside) while msgspec reads
+    them here."""
+    data = read_bytes(path, "report")
+    sha = hashlib.sha256(data).hexdigest()
+    checked = check_json_aside(data, str(path), "report")
+    try:
+        report = _read_fast(data, str(path))
+    except BaseException:
+        checked()  # a strict refusal comes first, as the check would have run first
+        raise
+    if not checked():
+        report = None
+    if report is None:
+        report = report_from_mapping(parse_json(decode(data, path, "report"), str(path), "report"), str(path))
+    return report, sha
+
+
+def _read_lean(path: Path) -> tuple[RunReport, str]:
+    """A large report checked as text, then read again as bytes by msgspec, one copy at a time; refused if its bytes
+    changed between the two reads (its hash would not name what was read)."""
+    text, sha = read_text_sha256(path, "report")
+    fast = check_json(text, str(path), "report")
+    if not fast:
+        return report_from_mapping(parse_json(text, str(path), "report"), str(path)), sha
+    del text
+    data = read_bytes(path, "report")
+    if hashlib.sha256(data).hexdigest() != sha:
+        raise InputError(f"{path}: the report changed while it was read; gate it again once it is written")
+    report = _read_fast(data, str(path))
+    if report is None:
+        report = report_from_mapping(parse_json(decode(data, path, "report"), str(path), "report"), str(path))
+    return report, sha
 
 
 class _Outcome(msgspec.Struct, gc=False):
