@@ -395,13 +395,13 @@ def parse_report(text: str, where: str) -> RunReport:
 def read_reports(paths: Sequence[Path]) -> list[tuple[RunReport, str]]:
     """Each report file read, with the SHA-256 of its bytes, one file at a time, dropped before the next is read,
     so two large reports never meet two copies of a file: up to _ASIDE_MAX_BYTES read once and checked strictly in
-    a child process meanwhile (evalkit.core.parsing.check_json_aside); a larger one checked first and read again.
+    a child process meanwhile (evalkit.core.parsing.check_json_aside); larger ones all checked first (keeping only
+    their hashes), then read again.
     A file msgspec cannot read (or whose nesting the check cannot bound) is read by the careful path."""
-    out = []
-    for path in paths:
-        report, sha = _read_aside(path) if _small(path) else _read_lean(path)
-        out.append((report, sha))
-    return out
+    # large files are all checked before any is read, so no report read stands beside another file's text
+    checked = [None if _small(path) else _check_lean(path) for path in paths]
+    return [_read_aside(path) if lean is None else _read_lean(path, *lean) for path, lean in zip(paths, checked,
+                                                                                                 strict=True)]
 
 
 class _Test(msgspec.Struct, gc=False):
@@ -447,14 +447,20 @@ def _read_aside(path: Path) -> tuple[RunReport, str]:
     return report, sha
 
 
-def _read_lean(path: Path) -> tuple[RunReport, str]:
-    """A large report checked as text, then read again as bytes by msgspec, one copy at a time; refused if its bytes
-    changed between the two reads (its hash would not name what was read)."""
+def _check_lean(path: Path) -> tuple[str, bool | RunReport]:
+    """A large report's hash and check_json's answer, its text dropped; where the check cannot bound the nesting
+    (another thread runs), the report read by the careful path from that text."""
     text, sha = read_text_sha256(path, "report")
-    fast = check_json(text, str(path), "report")
-    if not fast:
-        return report_from_mapping(parse_json(text, str(path), "report"), str(path)), sha
-    del text
+    if check_json(text, str(path), "report"):
+        return sha, True
+    return sha, report_from_mapping(parse_json(text, str(path), "report"), str(path))
+
+
+def _read_lean(path: Path, sha: str, checked: bool | RunReport) -> tuple[RunReport, str]:
+    """A large report, checked already, read again as bytes by msgspec; refused if its bytes changed between the
+    two reads (its hash would not name what was read)."""
+    if isinstance(checked, RunReport):
+        return checked, sha
     data = read_bytes(path, "report")
     if hashlib.sha256(data).hexdigest() != sha:
         raise InputError(f"{path}: the report changed while it was read; gate it again once it is written")
