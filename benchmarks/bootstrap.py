@@ -2,10 +2,11 @@
 
 Synthetic, deterministic data: 10,000 groups of 2 to 5 rows (about 35,000 rows), baseline and candidate
 task success from a fixed pattern. The bootstrap runs three times; the best time is kept, and the three
-results must be identical (same seed). The last line is `bootstrap_seconds=<s>`. Target: well under 1 s.
+results must be identical (same seed). The last line is `bootstrap_seconds=<s>`. Target: at most 0.1 s.
 
-The index matrix is 2,000 x 10,000 int32 (80 MB; int64 would be 160 MB), and resample means are taken a
-chunk of resamples at a time, so the float64 gather never holds the whole matrix.
+0/1 outcomes in groups of 2 to 5 rows give about 25 distinct group effects, so the bootstrap resamples them as
+multinomial counts of each distinct effect (evalkit.gate.stats); with many distinct effects it draws an index
+matrix of resamples x groups instead (2,000 x 10,000 int32 here, 80 MB).
 
 Run from the project root:  .venv/bin/python benchmarks/bootstrap.py
 """
@@ -20,7 +21,7 @@ from evalkit.gate.stats import PairedStatistics, paired_cluster_bootstrap
 GROUPS = 10_000
 RESAMPLES = 2_000
 REPEATS = 3
-TARGET_SECONDS = 1.0
+TARGET_SECONDS = 0.1
 
 
 def synthetic() -> tuple[list[str], list[int], list[int]]:
@@ -57,7 +58,7 @@ def main() -> int:
     stats = results[0]
     print(f"difference={stats.difference:.4f} interval=[{stats.interval[0]:.4f}, {stats.interval[1]:.4f}] "
           f"warning={stats.warning}")
-    print(f"target: under {TARGET_SECONDS:.1f} s: {'met' if best < TARGET_SECONDS else 'MISSED'}")
+    print(f"target: at most {TARGET_SECONDS:.1f} s: {'met' if best <= TARGET_SECONDS else 'MISSED'}")
     print(f"bootstrap_seconds={best:.3f}")
     return 0
 

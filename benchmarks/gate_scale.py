@@ -17,14 +17,17 @@ pytest-json-report's keywords, collectors, log, streams and traceback, so these 
 Each measurement runs in a fresh subprocess, whose own wall time and peak RSS (os.wait4's rusage, ru_maxrss,
 KiB on Linux) are read:
     python -m evalkit.gate BASELINE CANDIDATE --policy POLICY.json --out decision.json
-on each pair, and, on the full pair, the reference `json.loads` of each of the two files (read, parse, drop),
-the least any gate must do, as Python runs it (its cyclic garbage collector on; the same with the collector
-off, as the gate runs, is printed for comparison). Reference and gate alternate, and the best of each is kept,
-so the ratio is taken in one sitting; each child's CPU time (user + system) is printed beside its wall time,
-since the load of a shared machine changes it least. Each decision is checked against what was planted. The last line is
-    gate_seconds=<s> peak_mb=<MB> full_gate_seconds=<s> full_parse_seconds=<s> full_ratio=<r> full_peak_mb=<MB>
-(compact figures first, as before). Targets: compact under 3 s and under 1 GB; full at most 3x the reference
-parse and at most 1.5 GB.
+on each pair (which writes decision.json and decision.xml, the decision as JUnit XML, beside it), and, on each
+pair, the reference `json.loads` of each of the two files (read, parse, drop), the least any gate must do, as
+Python runs it (its cyclic garbage collector on; on the full pair the same with the collector off, as the gate
+runs, is printed for comparison): the parse floor. Reference and gate alternate, and the best of each is kept,
+so the ratio is taken in one sitting; each child's CPU time (user + system, the gate's strict check in its child
+process included) is printed beside its wall time, since the load of a shared machine changes it least. Each
+decision is checked against what was planted. The last two lines are
+    full_gate_s=<s> full_parse_s=<s> full_ratio=<r> full_peak_mb=<MB> compact_peak_mb=<MB>
+    gate_s=<s> parse_floor_s=<s> ratio=<r>
+the last one the compact pair's, the ratio this benchmark is judged on. Targets: compact at most 2x its parse
+floor, decision.xml included, and under 1 GB; full at most 3x the reference parse and at most 1.5 GB.
 
 Run from the project root:  .venv/bin/python benchmarks/gate_scale.py
 Standard library only (evalkit runs in the child). Temporary files (about 1.2 GB) are removed at the end.
@@ -47,7 +50,7 @@ CHECKS = ("test_reply_is_json", "test_label", "test_score_in_range", "test_summa
 CRITICAL = ("test_reply_is_json", "test_label")
 REPEATS = 3
 FULL_REPEATS = 2
-TARGET_SECONDS, TARGET_MB = 3.0, 1024
+TARGET_COMPACT_RATIO, TARGET_MB = 2.0, 1024
 TARGET_RATIO, TARGET_FULL_MB = 3.0, 1536
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 OutcomeRule = Callable[[int, str], str]  # (case number, check) -> pytest outcome
@@ -299,13 +302,18 @@ def main() -> int:
               f"in {time.perf_counter() - start:.1f}s", flush=True)
         expected = expected_decision()
 
-        times, peaks = [], []
-        for rep in range(REPEATS):
+        times, peaks, floors = [], [], []
+        for rep in range(REPEATS):  # alternately, so the machine's load falls on both alike
+            elapsed, cpu, _ = run_parse(baseline, candidate)
+            floors.append(elapsed)
+            print(f"rep {rep + 1}/{REPEATS}: json.loads of both {elapsed:.2f}s ({cpu:.2f}s CPU)", flush=True)
             elapsed, cpu, peak = run_gate(baseline, candidate, policy, decision)
             times.append(elapsed)
             peaks.append(peak)
             print(f"rep {rep + 1}/{REPEATS}: gate {elapsed:.2f}s ({cpu:.2f}s CPU), {peak:.0f} MB", flush=True)
             check_decision(decision, expected)
+            if not decision.with_suffix(".xml").is_file():
+                raise SystemExit("the gate wrote no decision.xml beside decision.json")
         baseline.unlink()
         candidate.unlink()
 
@@ -329,15 +337,16 @@ def main() -> int:
             print(f"rep {rep + 1}/{FULL_REPEATS}: full gate {elapsed:.2f}s ({cpu:.2f}s CPU), {peak:.0f} MB", flush=True)
             check_decision(decision, expected)
 
-    best, peak_mb = min(times), max(peaks)
+    best, peak_mb, floor = min(times), max(peaks), min(floors)
     full_best, parse_best, full_peak = min(full_times), min(parse_times), max(full_peaks)
-    ratio = full_best / parse_best
-    verdict = "met" if best < TARGET_SECONDS and peak_mb < TARGET_MB else "MISSED"
-    print(f"compact targets (< {TARGET_SECONDS:.0f} s, < {TARGET_MB} MB): {verdict}", flush=True)
+    compact_ratio, ratio = best / floor, full_best / parse_best
+    verdict = "met" if compact_ratio <= TARGET_COMPACT_RATIO and peak_mb < TARGET_MB else "MISSED"
+    print(f"compact targets (<= {TARGET_COMPACT_RATIO:.0f}x the parse floor, < {TARGET_MB} MB): {verdict}", flush=True)
     verdict = "met" if ratio <= TARGET_RATIO and full_peak <= TARGET_FULL_MB else "MISSED"
     print(f"full targets (<= {TARGET_RATIO:.0f}x the reference parse, <= {TARGET_FULL_MB} MB): {verdict}", flush=True)
-    print(f"gate_seconds={best:.2f} peak_mb={peak_mb:.0f} full_gate_seconds={full_best:.2f} "
-          f"full_parse_seconds={parse_best:.2f} full_ratio={ratio:.2f} full_peak_mb={full_peak:.0f}")
+    print(f"full_gate_s={full_best:.2f} full_parse_s={parse_best:.2f} full_ratio={ratio:.2f} "
+          f"full_peak_mb={full_peak:.0f} compact_peak_mb={peak_mb:.0f}")
+    print(f"gate_s={best:.2f} parse_floor_s={floor:.2f} ratio={compact_ratio:.2f}")
     return 0
 
 

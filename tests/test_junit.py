@@ -165,3 +165,27 @@ def test_many_passing_tests_from_several_files_are_named_as_junit_names_names_th
         assert got == [junit_names(nodeid) for nodeid in outcomes]
         # one line per testcase, indented like the rest (the decision's included)
         assert sum(line.startswith("    <testcase ") for line in xml.splitlines()) == len(outcomes) + 1
+
+
+def test_runs_of_passing_tests_are_written_as_one_id_at_a_time_would_be(monkeypatch):
+    """Passing tests are written in bulk per run between the others; files in and out of order, classes, doctest
+    ids and more files than one bulk pass takes must come out as junit_names splits each id, in order."""
+    import evalkit.render.junit as junit
+
+    ids = [f"suites/a/test_a.py::test_x[{i}]" for i in range(5)] + ["suites/b/test_b.py::test_y[0]",
+           "suites/a/test_a.py::test_x[late]", "suites/a/test_a.py::TestK::test_z[p::q]", "docs/guide.txt"]
+    ids += [f"f{i}.py::test_w" for i in range(junit._MAX_FILES_IN_BULK + 3)] + ["suites/b/test_b.py::test_y[9]"]
+    outcomes = {nodeid: "passed" for nodeid in ids} | {"suites/a/test_a.py::test_x[2]": "failed"}
+    cand = {"eval": report({})["eval"], "tests": [{"nodeid": n, "outcome": o} for n, o in outcomes.items()]}
+    xml = _render(cand, cand, Policy())
+    written = [(c.get("classname"), c.get("name")) for c in ET.fromstring(xml.encode()).iter("testcase")]
+    assert written == [junit_names(nodeid) for nodeid in ids] + [("evalkit", "decision")]
+
+    split: list[str] = []  # the ids written one at a time
+    monkeypatch.setattr(junit, "junit_names", lambda nodeid, modules=None: split.append(nodeid) or
+                        junit_names(nodeid, modules))
+    plain = {f"suites/a/test_a.py::test_x[{i}]": "passed" for i in range(1000)} | {"suites/a/test_a.py::t[f]": "failed"}
+    cand = {"eval": report({})["eval"], "tests": [{"nodeid": n, "outcome": o} for n, o in plain.items()]}
+    written = [(c.get("classname"), c.get("name")) for c in ET.fromstring(_render(cand, cand, Policy())).iter("testcase")]
+    assert written == [("suites.a.test_a", nodeid.split("::")[1]) for nodeid in plain] + [("evalkit", "decision")]
+    assert split == ["suites/a/test_a.py::t[f]"]  # the thousand passing ones in bulk

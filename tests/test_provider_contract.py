@@ -1,6 +1,6 @@
 """The provider contract, once, for every provider: each against its fake server on the loopback interface.
 
-A provider maps a Request onto its server's wire format through the official client, maps the
+A provider maps a Request onto its server's wire format (through the official client; Ollama's over HTTP itself), maps the
 reply back to text, stop reason and usage, and turns every failure into a CallFailure the runner
 can act on: timeouts, dropped connections, 429 (with its Retry-After) and 5xx retryable, other
 4xx not. It never retries by itself, never sends or shows a credential it was not given, and
@@ -486,10 +486,14 @@ def test_missing_credential_is_refused_before_any_request(contract: Contract, se
     assert server.requests == []
 
 
+SDKS = {"openai": "openai", "azure": "openai", "gemini": "google.genai", "anthropic": "anthropic", "bedrock": "boto3"}
+"""The client library each provider imports; Ollama's speaks HTTP with the standard library (and msgspec)."""
+
+
+@pytest.mark.parametrize("contract", [c for c in CONTRACTS if c.provider in SDKS], ids=str, indirect=True)
 def test_a_missing_sdk_says_how_to_install_it(contract: Contract, server: FakeServer,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    sdk = {"ollama": "ollama", "openai": "openai", "azure": "openai", "gemini": "google.genai",
-           "anthropic": "anthropic", "bedrock": "boto3"}[contract.provider]
+    sdk = SDKS[contract.provider]
     monkeypatch.setitem(sys.modules, sdk, None)  # `import` now raises ImportError
     monkeypatch.setenv(contract.key_env, FAKE_KEY)
     with pytest.raises(ProviderError) as refused:
@@ -503,3 +507,12 @@ def test_a_missing_sdk_says_how_to_install_it(contract: Contract, server: FakeSe
     assert all(shlex.quote(requirement).replace(" ", "") in message.replace(" ", "") or requirement.split("<")[0].split(">")[0] in message
                for requirement in extra)
     assert "evalkit[" not in message
+
+
+@pytest.mark.parametrize("contract", [c for c in CONTRACTS if c.provider not in SDKS], ids=str, indirect=True)
+def test_a_provider_without_a_client_library_calls_without_one(contract: Contract, server: FakeServer,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    for library in ("ollama", "httpx", "httpcore"):
+        monkeypatch.setitem(sys.modules, library, None)  # `import` now raises ImportError
+    assert provider_spec(contract.provider).extra is None
+    assert provider_for(contract, server, monkeypatch).complete(request_for(contract)).text == CONTENT

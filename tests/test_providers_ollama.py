@@ -188,8 +188,8 @@ def test_no_credential_configured_means_ollama_api_key_is_not_sent(server: FakeO
     assert "authorization" not in server.chat_requests[0].headers
 
 
-def test_each_thread_gets_its_own_client(server: FakeOllama) -> None:
-    """httpcore 1.0's pool is not safe to share between threads (encode/httpcore#1110)."""
+def test_each_thread_gets_its_own_connection(server: FakeOllama) -> None:
+    """An http.client connection carries one request at a time: threads never share one."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
@@ -198,12 +198,12 @@ def test_each_thread_gets_its_own_client(server: FakeOllama) -> None:
 
     def client_of_this_thread(_: int) -> int:
         together.wait(timeout=5)  # four threads at once
-        return id(provider._client())
+        return id(provider._http._connection())
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         clients = set(pool.map(client_of_this_thread, range(4)))
     assert len(clients) == 4
-    assert provider._client() is provider._client()
+    assert provider._http._connection() is provider._http._connection()
 
 
 def test_base_url_wins_over_ollama_host(server: FakeOllama, monkeypatch: pytest.MonkeyPatch) -> None:

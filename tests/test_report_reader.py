@@ -228,13 +228,48 @@ def test_read_reports_reads_each_file_as_parse_report_does_with_its_hash(tmp_pat
     assert read[1][0].outcomes["t.py::test_a[c2]"] == "passed"
 
 
-def test_read_reports_refuses_a_file_that_changed_between_its_reads(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    path = write(tmp_path / "b.json", full_report())
+def test_a_large_report_is_checked_then_read_and_refused_if_it_changed_between(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report_module, "_ASIDE_MAX_BYTES", 0)  # every report is large
+    paths = [write(tmp_path / "a.json", full_report())]
+    [(report, sha)] = read_reports(paths)
+    assert report == parse_report(paths[0].read_text(encoding="utf-8"), str(paths[0]))
+    assert sha == hashlib.sha256(paths[0].read_bytes()).hexdigest()
     changed = full_report()
     changed["tests"][1]["outcome"] = "passed"
     monkeypatch.setattr(report_module, "read_bytes", lambda p, what: json.dumps(changed).encode())
-    with pytest.raises(InputError, match=r"b\.json: the report changed while it was read; gate it again"):
+    with pytest.raises(InputError, match=r"a\.json: the report changed while it was read; gate it again"):
+        read_reports(paths)
+
+
+def test_read_reports_reads_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = full_report()
+    report["provenance"] = {"note": "réécrit"}  # not ASCII: msgspec reads the bytes, the check their text
+    paths = [write(tmp_path / "b.json", full_report()), tmp_path / "c.json"]
+    paths[1].write_text(json.dumps(report, ensure_ascii=False), encoding="utf-8")
+    reads: list[Path] = []
+    real = report_module.read_bytes
+
+    def counted(p: Path, what: str) -> bytes:
+        reads.append(p)
+        return real(p, what)
+
+    monkeypatch.setattr(report_module, "read_bytes", counted)
+    read = read_reports(paths)
+    assert reads == paths
+    for path, (got, _) in zip(paths, read, strict=True):
+        assert got == parse_report(path.read_text(encoding="utf-8"), str(path))
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b"\xef\xbb\xbf{}", r"b\.json: the report starts with a byte-order mark \(BOM\)"),
+    (b'{"eval": {}, "tests": [], "x": "\xff"}', r"b\.json: the report is not UTF-8 text"),
+    (b'{"eval": {}, "eval": {}, "tests": []}', r"b\.json: key 'eval' appears twice in one JSON object"),
+])
+def test_read_reports_refuses_what_the_strict_check_refuses(tmp_path: Path, data: bytes, message: str) -> None:
+    path = tmp_path / "b.json"
+    path.write_bytes(data)
+    with pytest.raises(InputError, match=message):
         read_reports([path])
 
 

@@ -157,3 +157,27 @@ def test_bad_input_is_refused(groups: list[str], baseline: list[object], candida
         paired_cluster_bootstrap(groups, baseline, candidate, **options)  # type: ignore[arg-type]
     assert isinstance(caught.value, StatisticsInputError)
     assert "\n" not in str(caught.value)
+
+
+def test_resampling_by_counts_of_distinct_effects_gives_the_index_resampling_s_interval(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Few distinct group effects (0/1 outcomes in groups of 1-4 rows) are resampled as multinomial counts; forcing
+    the index path on the same rows must give the same interval within Monte Carlo error, not the same draws."""
+    rows: Rows = [(f"g{i // 3:04d}", int(i % 5 != 0), int(i % 7 != 0)) for i in range(6000)]
+    rows += [(f"h{i:04d}", i % 2, 1) for i in range(400)]  # 400 one-row groups: effects 0 and 1
+    by_counts = run(rows, resamples=6000, seed=3)
+    monkeypatch.setattr("evalkit.gate.stats._FEW_VALUES", 10**9)  # every input takes the index path
+    by_indices = run(rows, resamples=6000, seed=3)
+    assert by_counts.difference == pytest.approx(by_indices.difference, abs=1e-12)
+    assert by_counts.interval != by_indices.interval  # two different draws ...
+    width = by_indices.interval[1] - by_indices.interval[0]
+    for ours, theirs in zip(by_counts.interval, by_indices.interval, strict=True):
+        assert ours == pytest.approx(theirs, abs=0.05 * width)  # ... of one distribution
+
+
+def test_numpy_arrays_of_outcomes_are_read_like_lists() -> None:
+    rows = acceptance("prompt_v2")
+    groups = [g for g, _, _ in rows]
+    baseline = np.array([b for _, b, _ in rows], dtype=np.int64)
+    candidate = np.array([c for _, _, c in rows], dtype=bool)
+    assert paired_cluster_bootstrap(groups, baseline, candidate) == run(rows)  # type: ignore[arg-type]

@@ -28,7 +28,6 @@ from evalkit.project.options import find_option
 from evalkit.project.paths import shown
 from evalkit.render.junit import render_junit
 from evalkit.render.markdown import render_markdown, render_policy
-from evalkit.render.report_page import render_report_html
 from evalkit.render.text import render_decision
 
 __all__ = ["main"]
@@ -93,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         outputs[args.markdown] = (render_markdown(decision, candidate, critical, facts, baseline),
                                   "decision (--markdown)")
     if args.html:
+        from evalkit.render.report_page import render_report_html  # Jinja and the page's code: only for --html
+
         outputs[args.html] = (render_report_html(candidate, decision, baseline, critical, facts,
                                                  policy.critical_cases), "decision as HTML (--html)")
     # every output is checked before any is written, and they are written all or nothing: a refusal or a full disk

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -20,9 +21,10 @@ from typing import Any, NoReturn
 import yaml
 
 from evalkit.core.errors import InputError
+from evalkit.core.files import decode
 
-__all__ = ["MAX_DEPTH", "UniqueKeyLoader", "check_json", "json_object", "json_type", "parse_json", "parse_yaml",
-           "unique_object"]
+__all__ = ["MAX_DEPTH", "UniqueKeyLoader", "check_json", "check_json_aside", "json_object", "json_type", "parse_json",
+           "parse_yaml", "unique_object"]
 
 MAX_DEPTH = 100
 """How deeply objects and lists may nest in an input file (evalkit's own files nest fewer than ten levels)."""
@@ -69,6 +71,47 @@ def check_json(text: str, where: str, what: str = "file") -> bool:
         if bounded:
             _strict_loads(text, where, what, _unique_dropped)
     return bounded
+
+
+def check_json_aside(data: bytes, where: str, what: str = "file") -> Callable[[], bool]:
+    """Start check_json of a file's bytes (as UTF-8 text, evalkit.core.files.decode) in a child process, so that
+    the caller can read the same bytes meanwhile on another core; returns the function that waits for the check and
+    gives check_json's answer (or raises its InputError, or decode's). A file of a million tests takes as long to
+    check strictly as to read: on two cores the check then costs no wall time.
+
+    Where a child cannot be forked (no os.fork, or another thread runs: forking a threaded process is unsafe)
+    the check runs here and now, before this returns. A child that dies without an answer (killed for memory)
+    is replaced by the check run here."""
+    if not hasattr(os, "fork") or threading.active_count() != 1:
+        done = check_json(decode(data, where, what), where, what)
+        return lambda: done
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: answer through the pipe and leave without running any of the parent's exit code
+        answer = b"!"
+        try:
+            os.close(read_end)
+            answer = b"1" if check_json(decode(data, where, what), where, what) else b"0"
+        except InputError as refusal:
+            answer = b"E" + str(refusal).encode("utf-8", "replace")
+        finally:
+            try:
+                os.write(write_end, answer)  # short (one line): the pipe's buffer holds it without a reader
+            finally:
+                os._exit(0)
+    os.close(write_end)
+
+    def wait() -> bool:
+        with os.fdopen(read_end, "rb") as pipe:
+            answer = pipe.read()
+        os.waitpid(pid, 0)
+        if answer[:1] == b"E":
+            raise InputError(answer[1:].decode("utf-8"))
+        if answer[:1] in (b"0", b"1"):
+            return answer[:1] == b"1"
+        return check_json(decode(data, where, what), where, what)  # the child gave no answer
+
+    return functools.cache(wait)
 
 
 def _unique_dropped(pairs: list[tuple[str, Any]]) -> None:

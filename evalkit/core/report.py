@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress, count, repeat
+from operator import attrgetter, is_not
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +24,7 @@ import msgspec
 from evalkit.core.errors import InputError
 from evalkit.core.failure import failure_message
 from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
-from evalkit.core.parsing import check_json, parse_json
+from evalkit.core.parsing import check_json, check_json_aside, parse_json
 from evalkit.core.reducer import parse_reducer
 from evalkit.core.report_format import FORMATS, Repeats, Text, check_repeats
 
@@ -449,28 +452,15 @@ def parse_report(text: str, where: str) -> RunReport:
 
 
 def read_reports(paths: Sequence[Path]) -> list[tuple[RunReport, str]]:
-    """Each report file read, with the SHA-256 of the bytes read, in less memory than parse_report of each.
-
-    Every file is checked first, one at a time, keeping only its hash; then each is read again, as bytes,
-    which msgspec reads without the text's copy. Two large reports then never meet two copies of a file
-    (bytes and text) beside the other report: the peak is one report read and one file. A file whose bytes
-    changed between the two reads is refused (its hash would not name what was read)."""
-    checked = []
-    for path in paths:
-        text, sha = read_text_sha256(path, "report")
-        checked.append((path, sha, check_json(text, str(path), "report")))
-        del text  # before the next file is read
-    out = []
-    for path, sha, fast in checked:
-        data = read_bytes(path, "report")
-        if hashlib.sha256(data).hexdigest() != sha:
-            raise InputError(f"{path}: the report changed while it was read; gate it again once it is written")
-        report = _read_fast(data, str(path)) if fast else None
-        if report is None:
-            report = report_from_mapping(parse_json(decode(data, path, "report"), str(path), "report"), str(path))
-        del data
-        out.append((report, sha))
-    return out
+    """Each report file read, with the SHA-256 of its bytes, one file at a time, dropped before the next is read,
+    so two large reports never meet two copies of a file: up to _ASIDE_MAX_BYTES read once and checked strictly in
+    a child process meanwhile (evalkit.core.parsing.check_json_aside); larger ones all checked first (keeping only
+    their hashes), then read again.
+    A file msgspec cannot read (or whose nesting the check cannot bound) is read by the careful path."""
+    # large files are all checked before any is read, so no report read stands beside another file's text
+    checked = [None if _small(path) else _check_lean(path) for path in paths]
+    return [_read_aside(path) if lean is None else _read_lean(path, *lean) for path, lean in zip(paths, checked,
+                                                                                                 strict=True)]
 
 
 class _Test(msgspec.Struct, gc=False):
@@ -486,11 +476,74 @@ class _Test(msgspec.Struct, gc=False):
     case: Any = None
 
 
-class _Report(msgspec.Struct):
-    """A run report's blocks the gate reads (absent ones are None, as report_from_mapping reads them); each
-    test and each case kept as its raw text, read one at a time."""
+_ASIDE_MAX_BYTES = 160 * 1024 * 1024
+"""Reports up to this size are checked in a child process while they are read (one more copy of the file, as text,
+lives in the child meanwhile); larger ones are checked first, then read, holding one copy at a time."""
 
-    tests: list[msgspec.Raw]
+
+def _small(path: Path) -> bool:
+    try:
+        return os.stat(path).st_size <= _ASIDE_MAX_BYTES
+    except OSError:
+        return True  # read_bytes words the refusal
+
+
+def _read_aside(path: Path) -> tuple[RunReport, str]:
+    """A report read once, as bytes: a child process decodes and checks them (check_json_aside) while msgspec reads
+    them here."""
+    data = read_bytes(path, "report")
+    sha = hashlib.sha256(data).hexdigest()
+    checked = check_json_aside(data, str(path), "report")
+    try:
+        report = _read_fast(data, str(path))
+    except BaseException:
+        checked()  # a strict refusal comes first, as the check would have run first
+        raise
+    if not checked():
+        report = None
+    if report is None:
+        report = report_from_mapping(parse_json(decode(data, path, "report"), str(path), "report"), str(path))
+    return report, sha
+
+
+def _check_lean(path: Path) -> tuple[str, bool | RunReport]:
+    """A large report's hash and check_json's answer, its text dropped; where the check cannot bound the nesting
+    (another thread runs), the report read by the careful path from that text."""
+    text, sha = read_text_sha256(path, "report")
+    if check_json(text, str(path), "report"):
+        return sha, True
+    return sha, report_from_mapping(parse_json(text, str(path), "report"), str(path))
+
+
+def _read_lean(path: Path, sha: str, checked: bool | RunReport) -> tuple[RunReport, str]:
+    """A large report, checked already, read again as bytes by msgspec; refused if its bytes changed between the
+    two reads (its hash would not name what was read)."""
+    if isinstance(checked, RunReport):
+        return checked, sha
+    data = read_bytes(path, "report")
+    if hashlib.sha256(data).hexdigest() != sha:
+        raise InputError(f"{path}: the report changed while it was read; gate it again once it is written")
+    report = _read_fast(data, str(path))
+    if report is None:
+        report = report_from_mapping(parse_json(decode(data, path, "report"), str(path), "report"), str(path))
+    return report, sha
+
+
+class _Outcome(msgspec.Struct, gc=False):
+    """One test as the gate reads every test: its id, pytest's outcome, and its repeated samples; the rest of the
+    entry (stages, line numbers) is skipped unread."""
+
+    nodeid: str
+    outcome: Literal["passed", "failed", "skipped", "xfailed", "xpassed", "error"]
+    repeats: Repeats | None = None
+    case: Any = None
+
+
+class _Report(msgspec.Struct):
+    """A run report's blocks the gate reads (absent ones are None, as report_from_mapping reads them); the tests
+    kept as one raw text, read in one call; each case kept as its raw text, read one at a time."""
+
+    tests: msgspec.Raw
     format: Any = None
     eval: Any = None
     exitcode: Any = None
@@ -509,13 +562,18 @@ class _Report(msgspec.Struct):
 
 
 _REPORT, _TEST = msgspec.json.Decoder(_Report), msgspec.json.Decoder(_Test)
+_OUTCOMES, _RAWS = msgspec.json.Decoder(list[_Outcome]), msgspec.json.Decoder(list[msgspec.Raw])
+_REPEATS = attrgetter("repeats")
+_NOT_PASSING = frozenset({"failed", "skipped", "xfailed", "error"})
+"""pytest's outcomes (those _Outcome reads) but PASSING."""
 
 
 def _read_fast(text: str | bytes, where: str) -> RunReport | None:
     """The report, read by msgspec from text check_json has passed; None when the careful path must read it.
 
-    Each test is read on its own from its raw text (a reference into `text`), so a million tests never stand
-    as a million objects with their stages: only their ids and outcomes are kept."""
+    Every test's id and outcome are read in one call, skipping the rest of each entry, so a million tests never
+    stand as a million objects with their stages; the stages are read only for the tests that did not pass (why
+    they failed), each from its raw text (a reference into `text`)."""
     try:
         report = _REPORT.decode(text)
     except (msgspec.ValidationError, msgspec.DecodeError):  # not the part it describes: the careful path
@@ -524,28 +582,32 @@ def _read_fast(text: str | bytes, where: str) -> RunReport | None:
     _check_format(report.format, where)
     if report.cases is not None:  # each case's own bytes, so that the report's text is not kept
         data["cases"] = CaseTexts([bytes(case) for case in report.cases])
-    raws = report.tests
+    tests_text = report.tests
     del report
     _check_key(data["eval"], where)
-    _check_ran(raws, data, where)
-    outcomes: dict[str, str] = {}
-    messages: dict[str, str] = {}
-    repeated: list[dict[str, Any]] = []
-    decode = _TEST.decode
     try:
-        for raw in raws:
-            test = decode(raw)
-            outcomes[test.nodeid] = test.outcome
-            if test.outcome not in PASSING and (line := failure_message(_stages(test))) is not None:
-                messages[test.nodeid] = line
-            if test.repeats is not None or repeated:  # from the first repeated test on, every test (paired below)
-                repeated.append({"repeats": test.repeats, "case": test.case})
+        tests = _OUTCOMES.decode(tests_text)
     except (msgspec.ValidationError, msgspec.DecodeError):  # a test the careful path reads (a plugin's outcome)
-        return None                                              # or refuses
-    if len(outcomes) != len(raws):
+        return None                                          # or refuses
+    _check_ran(tests, data, where)
+    outcomes: dict[str, str] = {test.nodeid: test.outcome for test in tests}
+    if len(outcomes) != len(tests):
         return None  # a test id given twice: the careful path names it
     _check_ids(outcomes, where)
-    del raws
+    messages: dict[str, str] = {}
+    # compress and map make these passes over a million tests without a bytecode loop
+    failing = list(compress(count(), map(_NOT_PASSING.__contains__, outcomes.values())))
+    if failing:
+        raws = _RAWS.decode(tests_text)
+        for index in failing:
+            if (line := failure_message(_stages(_TEST.decode(raws[index])))) is not None:
+                messages[tests[index].nodeid] = line
+        del raws
+    given = list(map(is_not, map(_REPEATS, tests), repeat(None)))
+    first = given.index(True) if True in given else len(tests)
+    # from the first repeated test on, every test (paired below)
+    repeated: list[dict[str, Any]] = [{"repeats": test.repeats, "case": test.case} for test in tests[first:]]
+    del tests, tests_text, given
     if repeated:
         repeated = [{}] * (len(outcomes) - len(repeated)) + repeated
     repeats = _repeats(repeated, outcomes, where) if repeated else {}

@@ -22,8 +22,6 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from evalkit.core.report import Counts
 from evalkit.gate.stats import PairedStatistics, paired_fraction_bootstrap
 
@@ -89,6 +87,8 @@ def sign_flip_p(groups: Sequence[Hashable], differences: Sequence[float], *, see
     """One-sided p-value that the mean per-group change is below zero: each group's mean change is given a
     random sign `resamples` times (a seeded numpy Generator), and p = (1 + draws at or below the observed
     mean) / (1 + resamples), which is valid (never below its nominal level) for any number of draws."""
+    import numpy as np  # here, not at the top: the gate imports this module, and most gates never sample
+
     labels = sorted(set(groups), key=repr)
     index = {label: number for number, label in enumerate(labels)}
     codes = np.fromiter((index[label] for label in groups), dtype=np.int64, count=len(groups))

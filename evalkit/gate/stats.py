@@ -12,13 +12,15 @@ With few groups the interval describes the sample at hand, not a population.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from evalkit.core.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["ESTIMAND", "FEW_GROUPS", "FEW_GROUPS_WARNING", "FRACTION_ESTIMAND", "METHOD", "PairedStatistics",
            "StatisticsInputError", "meets_margin", "paired_cluster_bootstrap", "paired_fraction_bootstrap"]
@@ -31,6 +33,9 @@ FEW_GROUPS_WARNING = "few groups: a method demonstration, not population evidenc
 
 # Resample means are computed this many resamples at a time, so the float64 gather stays small.
 _CHUNK = 256
+# Resample by counts of distinct group effects when there are at most 1/_FEW_VALUES as many of them as groups: a
+# binomial draw costs about as much as several index draws and gathers.
+_FEW_VALUES = 8
 
 
 class StatisticsInputError(InputError, ValueError):
@@ -65,7 +70,13 @@ class PairedStatistics(BaseModel):
 
 
 def _outcomes(values: Sequence[object], side: str) -> npt.NDArray[np.int8]:
-    for position, value in enumerate(values):
+    import numpy as np  # here, not at the top: the gate imports this module, and most gates never resample
+
+    array = np.asarray(values)
+    if array.ndim == 1 and (array.dtype == np.bool_ or (array.dtype.kind in "iu" and bool(((array == 0) | (array == 1))
+                                                                                           .all()))):
+        return array.astype(np.int8)  # bools and integers 0/1 (the usual input), checked at C speed
+    for position, value in enumerate(values):  # the offending value, named
         if not isinstance(value, bool | int | np.integer) or value not in (0, 1):
             raise StatisticsInputError(f"{side}[{position}] is {value!r}; task success must be 0/1 or a bool")
     return np.asarray(values, dtype=np.int8)
@@ -73,9 +84,11 @@ def _outcomes(values: Sequence[object], side: str) -> npt.NDArray[np.int8]:
 
 def _group_effects(groups: Sequence[Hashable], differences: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
     """Each group's mean difference, groups in sorted label order so row order cannot change the result."""
+    import numpy as np  # here, not at the top: the gate imports this module, and most gates never resample
+
     labels = sorted(set(groups), key=repr)
     index = {label: number for number, label in enumerate(labels)}
-    codes = np.fromiter((index[label] for label in groups), dtype=np.int64, count=len(groups))
+    codes = np.fromiter(map(index.__getitem__, groups), dtype=np.int64, count=len(groups))
     sums = np.bincount(codes, weights=differences, minlength=len(labels))
     sizes = np.bincount(codes, minlength=len(labels))
     return sums / sizes
@@ -121,6 +134,8 @@ def paired_fraction_bootstrap(
 ) -> PairedStatistics:
     """The same paired cluster bootstrap over pass fractions (k/N of repeated samples) instead of 0/1 outcomes:
     row i is one test, `groups[i]` its case, so the mean per-case change in pass fraction is the estimand."""
+    import numpy as np
+
     _check_rows(groups, baseline, candidate, resamples, confidence)
     before = np.asarray(baseline, dtype=np.float64)
     after = np.asarray(candidate, dtype=np.float64)
@@ -140,17 +155,28 @@ def _check_settings(resamples: int, confidence: float) -> None:
 def _bootstrap(groups: Sequence[Hashable], differences: npt.NDArray[Any], *, seed: int, resamples: int,
                confidence: float, estimand: str = ESTIMAND) -> PairedStatistics:
     """Resample the groups' mean differences with replacement; the percentile interval of their mean."""
+    import numpy as np
+
     effects = _group_effects(groups, differences)
     n_groups = len(effects)
 
     rng = np.random.default_rng(seed)
-    # int32 halves the index matrix (2,000 x 10,000 is 80 MB rather than 160 MB as int64) and still
-    # addresses 2**31 - 1 groups; the draws differ from int64's, so the dtype is part of the method.
-    dtype = np.int32 if n_groups <= np.iinfo(np.int32).max else np.int64
-    draws = rng.integers(0, n_groups, size=(resamples, n_groups), dtype=dtype)
-    distribution = np.empty(resamples, dtype=np.float64)
-    for start in range(0, resamples, _CHUNK):
-        distribution[start:start + _CHUNK] = effects[draws[start:start + _CHUNK]].mean(axis=1)
+    values, counts = np.unique(effects, return_counts=True)
+    if len(values) * _FEW_VALUES <= n_groups:
+        # A resample's mean depends only on how many of its n draws fall on each distinct group effect, and those
+        # counts are multinomial(n, share of groups with that effect): the same distribution as resampling the
+        # groups, drawn with one binomial per distinct effect instead of one index per group. 0/1 outcomes in
+        # small groups have few distinct effects (fractions with small denominators), so this is the usual path.
+        hits = rng.multinomial(n_groups, counts / n_groups, size=resamples)
+        distribution = hits @ values / n_groups
+    else:
+        # int32 halves the index matrix (2,000 x 10,000 is 80 MB rather than 160 MB as int64) and still
+        # addresses 2**31 - 1 groups; the draws differ from int64's, so the dtype is part of the method.
+        dtype = np.int32 if n_groups <= np.iinfo(np.int32).max else np.int64
+        draws = rng.integers(0, n_groups, size=(resamples, n_groups), dtype=dtype)
+        distribution = np.empty(resamples, dtype=np.float64)
+        for start in range(0, resamples, _CHUNK):
+            distribution[start:start + _CHUNK] = effects[draws[start:start + _CHUNK]].mean(axis=1)
 
     tail = (1 - confidence) / 2
     low, high = np.quantile(distribution, [tail, 1 - tail])

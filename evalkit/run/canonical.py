@@ -25,7 +25,7 @@ VOLATILE = {
     "duration": "how long pytest ran, and each test stage's duration",
     "provenance.git_commit": "the commit the run was made from: it changes whenever anything is committed",
     "provenance.python": "the Python version of the machine that ran it",
-    "execution.live": "how the calls of a live run went this time (sent, retried, seconds, budget spent)",
+    "execution.live": "how the calls of a live run went this time (sent, retried, seconds, CPU seconds, budget spent)",
     "cases[].program.wall_ms": "how long each candidate program ran",
     "tests[] and warnings[] texts": "absolute paths of this machine, and object addresses (`at 0x7f8e...`) in "
                                     "pytest's rendering of a failure's locals",

@@ -155,7 +155,8 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
         stats["money"] = money_section(call_tokens(calls, caller.requests), sides)
     if live is not None:
         stats["live"] = {"sent": caller.sent, "retried": caller.retried,
-                         "seconds": round(caller.live_seconds, 3), "budget": live.budget.summary()}
+                         "seconds": round(caller.live_seconds, 3), "cpu_seconds": round(caller.live_cpu_seconds, 3),
+                         "budget": live.budget.summary()}
         if caller.denied:
             stats["live"]["denied"] = {"calls": len(caller.denied), "first": caller.denied[0]}
     return Execution(calls, caller.recording_to_save(version), stats)
@@ -193,12 +194,16 @@ class _Caller:
         self.requests: dict[str, Request] = {}
         self.sent = self.retried = 0
         self.live_seconds = 0.0
+        self.live_cpu_seconds = 0.0
+        """The process's CPU time over the call phase: what the calls cost on this side, all threads together."""
         self.outages: list[str] = []
         """Reasons of calls that failed after their retries: once there is one, no further call starts."""
         self.denied: list[str] = []
         """Why the budget refused each call it refused, in the order refused."""
         self.misses: list[Miss] = []
         """Calls a replay could not serve, in the order planned."""
+        self._shas: dict[str, str] = {}
+        """The request fingerprint of each call to be made, by call id."""
         self._lock = threading.Lock()
         if live is not None and mode is not Mode.REPLAY:
             self.providers = live.providers
@@ -219,12 +224,13 @@ class _Caller:
                 self.misses.append(found)
                 continue
             assert self.live is not None
+            sha = self._shas[call_id] = request_fingerprint(request)  # computed here once, not on a call's thread
             earlier = self.live.resumed.get(call_id)
-            if earlier is not None and earlier.failure is None and earlier.request_sha == request_fingerprint(request):
+            if earlier is not None and earlier.failure is None and earlier.request_sha == sha:
                 self.new_entries[call_id] = earlier
                 results[call_id] = _from_entry(call_id, earlier, "resumed")
                 continue
-            reused = self.live.reusable.get((call_id, request_fingerprint(request)))
+            reused = self.live.reusable.get((call_id, sha))
             if reused is not None and self.mode is Mode.RECORD_MISSING:
                 self.new_entries[call_id] = reused
                 results[call_id] = _from_entry(call_id, reused, "reused")
@@ -241,7 +247,7 @@ class _Caller:
         instead of competing with the calls for the interpreter lock.
         """
         assert self.live is not None
-        started = time.monotonic()
+        started, cpu_started = time.monotonic(), time.process_time()
         queue = iter(pending)
         results: dict[str, CallResult] = {}
         errors: list[BaseException] = []
@@ -268,6 +274,7 @@ class _Caller:
             for worker in workers:
                 worker.join()
         self.live_seconds += time.monotonic() - started
+        self.live_cpu_seconds += time.process_time() - cpu_started
         if errors:
             raise errors[0]
         # after an outage the calls never started have no result; raise_outage ends the run before they matter
@@ -313,8 +320,8 @@ class _Caller:
                 return self._outage(call_id, request, progress, live.redact(reason))
             live.budget.settle(reservation, reply.usage, config.price, estimate_tokens(reply.text or ""),
                                listed=self.listed[role])
-            if reply.text is not None:
-                reply = reply.model_copy(update={"text": live.redact_reply(reply.text)})
+            if reply.text is not None and (text := live.redact_reply(reply.text)) != reply.text:
+                reply = reply.model_copy(update={"text": text})
             return self._end(call_id, request, progress, reply=reply)
 
     def _outage(self, call_id: str, request: Request, progress: CallProgress, reason: str) -> CallResult:
@@ -354,7 +361,8 @@ class _Caller:
         return result
 
     def _finish(self, call_id: str, request: Request, reply: Reply | None, failure: Failure | None) -> CallResult:
-        entry = Entry(request_sha=request_fingerprint(request), request=request, reply=reply, failure=failure)
+        sha = self._shas.get(call_id) or request_fingerprint(request)
+        entry = Entry(request_sha=sha, request=request, reply=reply, failure=failure)
         assert self.live is not None
         if self.live.journal is not None:
             self.live.journal.append(call_id, entry)

@@ -87,18 +87,21 @@ class Journal:
     def append(self, call_id: str, entry: Entry) -> None:
         scrubbed = self._scrub(JournalLine(call_id=call_id, entry=entry).model_dump(mode="json"))
         data = (json.dumps(scrubbed, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
-        with self._lock:
-            try:
+        try:
+            with self._lock:
                 if self._fd is None:
                     self._fd = self._open()
                 _write_all(self._fd, data)
-                if time.monotonic() - self._synced > _FSYNC_EVERY_S:
-                    os.fsync(self._fd)
-                    self._synced = time.monotonic()
-            except OSError as error:
-                raise RecordingError(f"{self.path}: cannot append to the journal ({error.strerror or error}); the "
-                                     "calls journaled so far are kept: free space (or fix the folder), then continue "
-                                     "with +run.resume=true") from None
+                sync = time.monotonic() - self._synced > _FSYNC_EVERY_S
+                if sync:
+                    self._synced = time.monotonic()  # the other threads go on writing while this one syncs
+                fd = self._fd
+            if sync:
+                os.fsync(fd)
+        except OSError as error:
+            raise RecordingError(f"{self.path}: cannot append to the journal ({error.strerror or error}); the "
+                                 "calls journaled so far are kept: free space (or fix the folder), then continue "
+                                 "with +run.resume=true") from None
 
     def _open(self) -> int:
         self.path.parent.mkdir(parents=True, exist_ok=True)

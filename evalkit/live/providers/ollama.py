@@ -1,79 +1,91 @@
-"""Ollama's /api/chat through the official `ollama` client (extra `ollama`)."""
+"""Ollama's /api/chat, spoken directly over HTTP (evalkit.live.providers.jsonhttp): no client library needed.
+
+The official `ollama` client (over httpx) cost about 1 ms of CPU per call, more than a concurrent run can spend
+(see jsonhttp); the API is one JSON request and one JSON reply, which this module writes and reads as the client
+did: `POST {base_url}/api/chat` with `model`, `messages`, `stream: false`, and `format` (the JSON schema),
+`options` and `think` when set. The reply is checked for the fields read (`message.content`, `done_reason`, the
+two token counts) and nothing else.
+"""
 
 from __future__ import annotations
 
+import http.client
 import json
-import threading
-from typing import TYPE_CHECKING, Any
+import ssl
+from typing import Any
 
-from pydantic import ValidationError
+import msgspec
 
 from evalkit.core.config import ModelConfig
+from evalkit.core.errors import ConfigError
 from evalkit.core.provider_specs import ProviderSpec
+from evalkit.core.version import __version__
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
-from evalkit.live.providers.install import missing_client
-
-if TYPE_CHECKING:
-    import httpx
-    import ollama
+from evalkit.live.providers.jsonhttp import Answer, JsonHttp, parse_target
 
 __all__ = ["OllamaProvider", "create", "SPEC"]
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
+DEFAULT_PORT = 11434
+
+
+class _Message(msgspec.Struct):
+    content: str | None = None
+
+
+class _ChatResponse(msgspec.Struct):
+    """The part of Ollama's ChatResponse evalkit reads; other fields are ignored."""
+
+    message: _Message
+    done_reason: str | None = None
+    prompt_eval_count: int | None = None
+    eval_count: int | None = None
+
+
+_REPLY = msgspec.json.Decoder(_ChatResponse)
 
 
 class OllamaProvider:
-    """Chat completions from an Ollama server, with the JSON schema as `format`.
-
-    Safe to call from many threads: each thread gets its own client (see `_client`).
-    """
+    """Chat completions from an Ollama server, with the JSON schema as `format`. Safe to call from many threads:
+    each keeps its own connection."""
 
     def __init__(self, config: ModelConfig) -> None:
-        try:
-            import httpx
-            import ollama
-        except ImportError:
-            raise missing_client("ollama") from None
         self._name = config.name
         self._host = config.base_url or DEFAULT_HOST
         self._timeout_s = config.timeout_s
         self._secret = api_key(config)  # e.g. a hosted Ollama behind a token; never leaves this object
-        self._httpx = httpx
-        self._response_error = ollama.ResponseError
-        headers = {}
+        try:
+            target = parse_target(self._host, DEFAULT_PORT)
+        except ValueError as error:
+            raise ConfigError(f"model {config.name}: base_url {self._host!r} is not an http(s) URL ({error}); "
+                              "give one like http://127.0.0.1:11434") from None
+        headers = {"User-Agent": f"evalkit/{__version__}"}
         if self._secret is not None:
             headers["Authorization"] = f"Bearer {self._secret}"
-        # The client keeps only the body of an error reply; the response hook sees the whole reply
-        # first, so a 429's Retry-After header reaches the CallFailure. The client does not retry.
-        hooks: dict[str, list[Any]] = {"response": [self._refuse_error_status]}
-        if self._secret is None:  # the client would send OLLAMA_API_KEY; the config names no credential
-            hooks["request"] = [_without_credential]
-        # One TLS context for all the clients (building one costs ~15 ms).
-        self._settings: dict[str, Any] = {"host": self._host, "timeout": config.timeout_s, "headers": headers,
-                                          "event_hooks": hooks, "verify": httpx.create_ssl_context()}
-        self._ollama = ollama
-        self._local = threading.local()
-
-    def _client(self) -> ollama.Client:
-        """This thread's client. httpcore 1.0's shared pool can close a connection it already handed to
-        another thread's request (encode/httpcore#1110: a failed call or a hang), so each thread gets
-        its own pool."""
-        client: ollama.Client | None = getattr(self._local, "client", None)
-        if client is None:
-            client = self._local.client = self._ollama.Client(**self._settings)
-        return client
+        self._http = JsonHttp(target, timeout_s=config.timeout_s, headers=headers)
 
     def complete(self, request: Request) -> Reply:
+        payload: dict[str, Any] = {"model": request.model,
+                                   "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+                                   "stream": False}
         options: dict[str, Any] = dict(request.options)
         think = options.pop("think", None)  # a request flag in Ollama's API, not a sampling option
-        response, latency_ms = timed_call(lambda: self._client().chat(
-            model=request.model,
-            messages=[m.model_dump() for m in request.messages],
-            format=request.response_schema,
-            options=options or None,
-            think=think,
-        ), self._failure)
+        if request.response_schema is not None:
+            payload["format"] = request.response_schema
+        if options:
+            payload["options"] = options
+        if think is not None:
+            payload["think"] = think
+        answer, latency_ms = timed_call(lambda: self._http.post("/api/chat", payload), self._failure)
+        if answer.status >= 300:
+            raise self._refused(answer)
+        try:
+            response = _REPLY.decode(answer.body)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise CallFailure(self._clean(f"{self._name}: the server answered {answer.status} with a body that is "
+                                          f"not a chat response: {excerpt(str(error))}"),
+                              retryable=True, status=answer.status) from None
         return Reply(
             text=response.message.content,
             stop_reason=response.done_reason,
@@ -81,42 +93,31 @@ class OllamaProvider:
             latency_ms=latency_ms,
         )
 
-    def _refuse_error_status(self, response: httpx.Response) -> None:
-        """An httpx response hook: an error status becomes a CallFailure, headers and all."""
-        if response.status_code < 400:
-            return
-        response.read()
-        raise CallFailure.for_status(
-            response.status_code,
-            self._clean(f"{self._name}: HTTP {response.status_code}: {excerpt(_server_message(response.text))}"),
-            retry_after=response.headers.get("retry-after"))
+    def _refused(self, answer: Answer) -> CallFailure:
+        """The CallFailure an error status means; a redirect is not followed (the base URL should name the server)."""
+        if answer.status < 400:
+            return CallFailure(self._clean(f"{self._name}: HTTP {answer.status}: the server redirects to "
+                                           f"{answer.location}; set model.base_url to where it redirects"),
+                               retryable=False, status=answer.status)
+        text = answer.body.decode("utf-8", errors="replace")
+        return CallFailure.for_status(
+            answer.status, self._clean(f"{self._name}: HTTP {answer.status}: {excerpt(_server_message(text))}"),
+            retry_after=answer.retry_after)
 
     def _failure(self, error: Exception) -> CallFailure | None:
-        """The CallFailure a client error means; None for anything else (a bug, a bad argument)."""
-        httpx = self._httpx
-        if isinstance(error, self._response_error):  # only when the hook did not see the reply
-            return CallFailure.for_status(error.status_code,
-                                          self._clean(f"{self._name}: HTTP {error.status_code}: {error.error}"))
-        if isinstance(error, httpx.TimeoutException):
+        """The CallFailure a transport error means; None for anything else (a bug, a bad argument)."""
+        if isinstance(error, TimeoutError):  # socket.timeout is TimeoutError
             return CallFailure(self._clean(f"{self._name}: no reply within {self._timeout_s:g} s"), retryable=True)
-        if isinstance(error, ConnectionError):  # the client's own "Failed to connect to Ollama ..."
+        if isinstance(error, ssl.SSLCertVerificationError):  # trying again cannot help
             return CallFailure(self._clean(f"{self._name}: connection to {self._host} failed: {error}"),
-                               retryable=True)
-        if isinstance(error, httpx.TransportError):
-            dropped = isinstance(error, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ProxyError)
+                               retryable=False)
+        if isinstance(error, OSError | http.client.HTTPException):  # refused, reset, dropped, cut off
             return CallFailure(self._clean(f"{self._name}: connection to {self._host} failed: "
-                                           f"{type(error).__name__}: {error}"), retryable=dropped)
-        if isinstance(error, json.JSONDecodeError | ValidationError):
-            return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a chat "
-                                           f"response: {excerpt(str(error))}"), retryable=True, status=200)
+                                           f"{type(error).__name__}: {error}"), retryable=True)
         return None
 
     def _clean(self, message: str) -> str:
         return masked(message, self._secret)
-
-
-def _without_credential(request: httpx.Request) -> None:
-    request.headers.pop("authorization", None)
 
 
 def _server_message(body: str) -> str:
@@ -134,6 +135,5 @@ def create(config: ModelConfig) -> OllamaProvider:
     return OllamaProvider(config)
 
 
-SPEC = ProviderSpec(name="ollama", factory=create, stop_reasons={"stop": "finished", "length": "truncated"},
-                    extra="ollama", requirements=("ollama",))
+SPEC = ProviderSpec(name="ollama", factory=create, stop_reasons={"stop": "finished", "length": "truncated"})
 """`format` is Ollama's one way to send a schema; `done_reason` is `stop` or `length`."""
