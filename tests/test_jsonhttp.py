@@ -61,6 +61,7 @@ class _ClosingServer:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.connections = 0
+        self.stopping = False
         self.closed = threading.Semaphore(0)
         """Released each time a connection has been closed."""
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -71,6 +72,9 @@ class _ClosingServer:
             try:
                 connection, _ = self.listener.accept()
             except OSError:
+                return
+            if self.stopping:
+                connection.close()
                 return
             self.connections += 1
             with connection:
@@ -88,6 +92,9 @@ class _ClosingServer:
             self.closed.release()
 
     def close(self) -> None:
+        self.stopping = True
+        socket.create_connection(("127.0.0.1", self.port), timeout=5).close()  # wakes the accept() it waits in
+        self.thread.join(timeout=5)
         self.listener.close()
 
 
