@@ -128,9 +128,10 @@ def test_a_connection_is_kept_between_calls() -> None:
 
 
 class _Proxy(BaseHTTPRequestHandler):
-    """A plain HTTP proxy that answers every request itself, keeping what it was sent."""
+    """A plain HTTP proxy that answers every request itself, keeping what it was sent. HTTP/1.0 (http.server's
+    default): it closes each connection after its reply, so no handler thread outlives the test waiting on a
+    client's keep-alive connection (a later test's check_json would step aside for it)."""
 
-    protocol_version = "HTTP/1.1"
     seen: list[tuple[str, str | None]] = []
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
@@ -175,9 +176,7 @@ def test_no_proxy_is_honoured(proxy: str, monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_a_redirect_is_not_followed_and_says_where_it_goes() -> None:
-    class Moved(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
+    class Moved(BaseHTTPRequestHandler):  # HTTP/1.0, closing after its reply, as _Proxy
         def do_POST(self) -> None:  # noqa: N802
             self.rfile.read(int(self.headers["Content-Length"]))
             self.send_response(308)

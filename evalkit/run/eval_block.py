@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 from evalkit.core.call_id import CallId
@@ -222,11 +223,14 @@ def _keep_reply(entry: dict[str, Any], call_id: CallId, text: str | None) -> Non
         entry.setdefault("judge_replies", {})[call_id.metric] = cap_reply(text)
 
 
-def kept_text(text: str, version: str | None, path: str) -> dict[str, Any]:
+def kept_text(text: str, version: str | None, path: str,
+              redact: Callable[[str], str] = lambda text: text) -> dict[str, Any]:
     """A measured text as the report's `texts` block keeps it: which version and file, the SHA-256 of the whole
-    text, the text up to TEXT_CHARS, and how many characters were cut."""
+    text as measured, and the text up to TEXT_CHARS, redacted as a message is (a program or prompt may hold a
+    secret-shaped string), with how many characters were cut."""
+    shown = redact(text)
     return {"version": version, "path": path, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-            "text": text[:TEXT_CHARS], "cut": max(0, len(text) - TEXT_CHARS)}
+            "text": shown[:TEXT_CHARS], "cut": max(0, len(shown) - TEXT_CHARS)}
 
 
 def cap_reply(text: str | None) -> str | None:

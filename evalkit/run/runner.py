@@ -136,7 +136,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
                               contract=contract_problems(r.reply) if r.reply else [])
                for cid, r in execution.calls.items()},
         repeats=config.run.repeats)  # the checks run on every sample (evalkit.run.sample_protocol)
-    texts = {"prompt": kept_text(prompt_text, config.prompt.version, shown(prompt_path))}
+    texts = {"prompt": kept_text(prompt_text, config.prompt.version, shown(prompt_path), redact)}
     report, report_path = _check_and_report(config, suite_dir, run_input, redact,
                                             {"execution": execution.stats, "texts": texts})
     return RunResult(key, report, report_path, rec_path, execution.stats)
@@ -220,7 +220,8 @@ def _run_program_suite(config: RunConfig) -> RunResult:
         "execution": execution,
     }
     try:  # a script's text, for the reviewer's diff; a binary program is named by its SHA-256 alone
-        extra["texts"] = {"program": kept_text(program.read_bytes().decode("utf-8"), option, candidate.program)}
+        extra["texts"] = {"program": kept_text(program.read_bytes().decode("utf-8"), option, candidate.program,
+                                               redact)}
     except (OSError, UnicodeDecodeError):
         pass
     report, report_path = _check_and_report(config, suite_dir, run_input, redact, extra, verify)
