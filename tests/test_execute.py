@@ -14,6 +14,7 @@ from evalkit.core.errors import InputError, OutageError
 from evalkit.core.key import EvalKey
 from evalkit.live.budget import Budget
 from evalkit.live.providers.base import CallFailure, Message, Reply, Request, Usage
+from evalkit.render.sections import latency_rows
 from evalkit.run.execute import LiveSetup, execute
 from evalkit.run.journal import Journal, read_journal
 from evalkit.run.recording import Provenance, Recording
@@ -222,3 +223,54 @@ def test_a_latency_that_is_not_a_finite_duration_is_refused(latency: float):
 
     with pytest.raises(ValidationError, match="latency_ms"):
         Reply(text="x", latency_ms=latency)  # it would reach the report's latency section: NaN is not JSON
+
+
+class OneAtATime(StandIn):
+    """A server that answers one call at a time: concurrent calls queue inside it, as behind a local model."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(delay=0.0)
+        self.serve = threading.Lock()
+        self.service = delay
+
+    def complete(self, request: Request) -> Reply:
+        started = time.perf_counter()  # as a provider's timed_call measures: send to reply, queue included
+        with self.serve:
+            time.sleep(self.service)
+            reply = super().complete(request)
+        return reply.model_copy(update={"latency_ms": round((time.perf_counter() - started) * 1000, 1)})
+
+
+def test_latency_keeps_time_in_flight_apart_from_the_wait_for_a_slot_and_the_pace():
+    provider = OneAtATime(0.02)
+    execution, _ = run(provider, concurrency=4)
+    latency = execution.stats["latency"]
+    assert latency["measured_calls"] == 20 and latency["recorded_calls"] == 0
+    # 20 calls over 4 slots: the last ones waited for a slot at least 4 service times (4 x 20 ms)
+    assert latency["wait"]["calls"] == 20 and latency["wait"]["p95_ms"] >= 80
+    pace = latency["pace"]
+    assert pace["concurrency"] == 4 and pace["calls"] == 20
+    assert pace["ms_per_call"] >= 20
+    # four calls in flight while the server serves one: in flight is mostly the server's queue, and the rows say so
+    assert pace["in_flight_mean"] > 1.5 and latency["mean_ms"] > 1.5 * pace["ms_per_call"]
+    rows = dict(latency_rows(latency))
+    assert "queueing there" in rows["pace"] and "measured in this run" in rows["in flight (send to reply)"]
+    assert "server's own time" not in rows
+
+
+def test_replayed_latency_is_marked_as_recorded_and_has_no_wait_or_pace():
+    timed = Recording(key=KEY, provenance=Provenance(kind="recorded"), calls={})
+    live, _ = run(StandIn(), concurrency=2)
+    assert live.recording is not None
+    calls = {cid: e.model_copy(update={"reply": e.reply.model_copy(update={"latency_ms": 100.0 + n,
+                                                                            "service_ms": 40.0})})
+             for n, (cid, e) in enumerate(live.recording.calls.items()) if e.reply is not None}
+    timed = timed.model_copy(update={"calls": calls})
+    replay, _ = run(StandIn(), mode=Mode.REPLAY, recording=timed)
+    latency = replay.stats["latency"]
+    assert latency["measured_calls"] == latency["recorded_calls"] == 20
+    assert "wait" not in latency and "pace" not in latency
+    assert latency["service"] == {"calls": 20, "mean_ms": 40.0, "p95_ms": 40.0}
+    rows = dict(latency_rows(latency))
+    assert rows["in flight (send to reply)"].startswith("mean 109.5 ms, p95 119.0 ms over 20 calls; all recorded")
+    assert "queueing at the server" in rows["server's own time"]

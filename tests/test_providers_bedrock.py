@@ -108,6 +108,8 @@ def test_free_text_usage_with_cache_counts() -> None:
     assert (reply.text, reply.stop_reason) == ("Hello! Done.", "end_turn")
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (30, 628)
     assert (reply.usage.cache_read_tokens, reply.usage.cache_write_tokens) == (512, 0)
+    # the service's own latency, never more than the time in flight this side measured
+    assert reply.latency_ms is not None and reply.service_ms == min(1275.0, reply.latency_ms)
 
 
 @pytest.mark.parametrize(("reason", "kind"), [("end_turn", StopKind.FINISHED), ("max_tokens", StopKind.TRUNCATED),

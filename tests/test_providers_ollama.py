@@ -128,6 +128,8 @@ def test_reply_text_stop_reason_and_usage_are_mapped() -> None:
     assert reply.usage.input_tokens == 321
     assert reply.usage.output_tokens == 17
     assert reply.latency_ms is not None and reply.latency_ms >= 0
+    # total_duration (1,500,000 ns from the fake) is the server's own time, capped by the time in flight
+    assert reply.service_ms == min(1.5, reply.latency_ms)
 
 
 def test_default_reply_maps_stop_and_counted_tokens(server: FakeOllama) -> None:

@@ -9,6 +9,7 @@ not chat completions.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -219,3 +220,25 @@ def test_the_stop_reason_is_passed_on_as_the_server_spells_it() -> None:
     with FakeOpenAI(lambda body: FakeReply('{"label": "bug"}', stop_reason="length")) as fake:
         reply = OpenAIProvider(config_for(fake.base_url)).complete(request())
     assert reply.stop_reason == "length"
+
+
+def test_llama_cpp_server_timings_become_the_service_time() -> None:
+    """llama.cpp's server adds `timings` to each completion: its own time on the call, queue excluded."""
+    completion = {"id": "x", "object": "chat.completion", "created": 0, "model": "qwen3-8b",
+                  "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+                  "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+                  "timings": {"prompt_n": 3, "prompt_ms": 12.25, "predicted_n": 1, "predicted_ms": 30.0}}
+
+    def answer(body: dict[str, Any]) -> RawReply:
+        time.sleep(0.06)  # in flight longer than the server's own 42.25 ms, as a queued call would be
+        return RawReply(200, json.dumps(completion).encode())
+
+    with FakeOpenAI(answer) as fake:
+        reply = OpenAIProvider(config_for(fake.base_url)).complete(request(response_schema=None))
+    assert reply.service_ms == 42.2 or reply.service_ms == 42.3  # one decimal, as latency
+    assert reply.latency_ms is not None and reply.latency_ms >= 60
+
+
+def test_a_server_without_timings_gives_no_service_time(server: FakeOpenAI) -> None:
+    reply = OpenAIProvider(config_for(server.base_url)).complete(request())
+    assert reply.service_ms is None and reply.latency_ms is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from evalkit.core.report import RunReport
@@ -59,12 +60,38 @@ def sections(report: RunReport, baseline: RunReport | None = None) -> dict[str, 
     live = report.execution.get("live") or {}
     if live:
         cost.append(("live calls sent", f"{live['sent']} ({live['retried']} retried) in {live['seconds']:.1f} s"))
-    latency_data: dict[str, Any] = dict(report.execution.get("latency") or {})
-    latency = []
-    if latency_data.get("measured_calls"):
-        latency = [("measured calls", str(latency_data["measured_calls"])),
-                   ("mean", f"{latency_data['mean_ms']} ms"), ("p95", f"{latency_data['p95_ms']} ms")]
-    return {"quality": quality, "cost": cost, "latency": latency}
+    return {"quality": quality, "cost": cost, "latency": latency_rows(dict(report.execution.get("latency") or {}))}
+
+
+def latency_rows(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The latency section's rows: time in flight, and where known the server's own time, the wait for a slot and
+    the run's pace, each named for what it measures; replayed latencies say they were recorded."""
+    timed = int(data.get("measured_calls") or 0)
+    if not timed:
+        return []
+    recorded = int(data.get("recorded_calls") or 0)
+    source = ("all recorded: replayed replies keep the latency measured when they were recorded" if recorded == timed
+              else f"{recorded} of them recorded earlier (replayed)" if recorded else "measured in this run")
+    rows = [("in flight (send to reply)", f"mean {data['mean_ms']} ms, p95 {data['p95_ms']} ms over {timed} calls; "
+                                          f"{source}")]
+    service = data.get("service") or {}
+    if service:
+        rows.append(("server's own time", f"mean {service['mean_ms']} ms, p95 {service['p95_ms']} ms over "
+                                          f"{service['calls']} calls (as the server reported it; the rest of the "
+                                          "time in flight was queueing at the server and the network)"))
+    wait = data.get("wait") or {}
+    if wait:
+        rows.append(("wait for a slot", f"mean {wait['mean_ms']} ms, p95 {wait['p95_ms']} ms (queued in evalkit "
+                                        "behind run.concurrency, the rate limits and retry pauses; not in flight)"))
+    pace = data.get("pace") or {}
+    if pace:
+        line = (f"{pace['calls']} calls in {pace['seconds']:.1f} s: {pace['ms_per_call']} ms per call, "
+                f"{pace['in_flight_mean']} in flight on average at run.concurrency={pace['concurrency']}")
+        if not service and float(pace["in_flight_mean"]) >= 1.5:
+            line += ("; in-flight times overlap, so if the server answers one call at a time most of each was "
+                     "queueing there (run.concurrency=1 measures the service time)")
+        rows.append(("pace", line))
+    return rows
 
 
 def _split(report: RunReport) -> list[tuple[str, str]]:

@@ -18,7 +18,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar, get_args
 
 from evalkit.core.call_id import CallId
@@ -62,6 +62,10 @@ class CallResult:
     status: Status
     reply: Reply | None = None
     reason: str | None = None
+    wait_ms: float | None = None
+    """Live calls only: from the start of the call's wave until its answered attempt was sent, i.e. queued behind
+    the other calls for one of `run.concurrency` slots, the rate limiter and retry pauses. Never recorded: it is
+    this run's scheduling, not the reply's."""
 
     @property
     def text(self) -> str | None:
@@ -146,7 +150,9 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     for result in calls.values():
         counts[result.status] = counts.get(result.status, 0) + 1
     stats: dict[str, Any] = {"calls": dict(sorted(counts.items())),
-                             "cost": cost_section(calls, caller.requests), "latency": latency_section(calls)}
+                             "cost": cost_section(calls, caller.requests),
+                             "latency": latency_section(calls, caller.live_seconds if live else None,
+                                                        live.settings.concurrency if live else None)}
     if prices is not None:
         sides = {"model": Side(model.name, price_of(prices, model.name))}
         if judged:
@@ -205,6 +211,7 @@ class _Caller:
         self._shas: dict[str, str] = {}
         """The request fingerprint of each call to be made, by call id."""
         self._lock = threading.Lock()
+        self._wave_started = time.monotonic()
         if live is not None and mode is not Mode.REPLAY:
             self.providers = live.providers
             self.limiter = RateLimiter(live.settings.rpm, live.settings.tpm)
@@ -248,6 +255,7 @@ class _Caller:
         """
         assert self.live is not None
         started, cpu_started = time.monotonic(), time.process_time()
+        self._wave_started = started
         queue = iter(pending)
         results: dict[str, CallResult] = {}
         errors: list[BaseException] = []
@@ -295,6 +303,7 @@ class _Caller:
                     self.denied.append(reservation)
                 return self._end(call_id, request, progress, failure=Failure(kind="budget_denied", reason=reservation))
             self.limiter.acquire(estimate + live.budget.limits.reserve_output_tokens)
+            sent_at = time.monotonic()
             with self._lock:
                 self.sent += 1
             try:
@@ -322,7 +331,8 @@ class _Caller:
                                listed=self.listed[role])
             if reply.text is not None and (text := live.redact_reply(reply.text)) != reply.text:
                 reply = reply.model_copy(update={"text": text})
-            return self._end(call_id, request, progress, reply=reply)
+            answered = self._end(call_id, request, progress, reply=reply)
+            return replace(answered, wait_ms=round((sent_at - self._wave_started) * 1000, 1))
 
     def _outage(self, call_id: str, request: Request, progress: CallProgress, reason: str) -> CallResult:
         """A call that failed after its retries: journaled (resume calls it again), and no further call starts."""
@@ -455,14 +465,40 @@ def _usage(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> 
     return {"calls": len(replies), **totals, "estimated_calls": {k: v for k, v in estimated.items() if v}}
 
 
-def latency_section(calls: Mapping[str, CallResult]) -> dict[str, Any]:
-    """Per-call latency where it was measured (live calls); authored replies carry none."""
-    measured = sorted(r.reply.latency_ms for r in calls.values()
-                      if r.reply is not None and r.reply.latency_ms is not None)
-    if not measured:
+def latency_section(calls: Mapping[str, CallResult], live_seconds: float | None = None,
+                    concurrency: int | None = None) -> dict[str, Any]:
+    """Per-call latency where it is known, kept apart by what it measures.
+
+    `mean_ms`/`p95_ms` are times in flight (send to reply), which include any queueing at the server;
+    `recorded_calls` of them come from a recording (replayed, resumed, reused), measured when it was made.
+    `service` is the server's own time where it reports one, `wait` the live calls' wait for a concurrency slot,
+    and `pace` the live wave's wall time per call with the mean number of calls in flight (Little's law), which
+    tells a server answering one call at a time from a slow one. Authored replies carry no latency.
+    """
+    timed = [r for r in calls.values() if r.reply is not None and r.reply.latency_ms is not None]
+    if not timed:
         return {"measured_calls": 0}
-    p95 = measured[min(len(measured) - 1, int(0.95 * len(measured)))]
-    return {"measured_calls": len(measured), "mean_ms": round(sum(measured) / len(measured), 1), "p95_ms": p95}
+    in_flight = [r.reply.latency_ms for r in timed if r.reply is not None and r.reply.latency_ms is not None]
+    section: dict[str, Any] = {"measured_calls": len(timed), **_spread(in_flight),
+                               "recorded_calls": sum(1 for r in timed if r.status != "recorded")}
+    served = [r.reply.service_ms for r in timed if r.reply is not None and r.reply.service_ms is not None]
+    if served:
+        section["service"] = {"calls": len(served), **_spread(served)}
+    live = [r for r in timed if r.status == "recorded" and r.wait_ms is not None]
+    if live:
+        section["wait"] = {"calls": len(live), **_spread([r.wait_ms for r in live if r.wait_ms is not None])}
+    if live and live_seconds:
+        busy = sum(r.reply.latency_ms for r in live if r.reply and r.reply.latency_ms is not None)
+        section["pace"] = {"calls": len(live), "seconds": round(live_seconds, 3), "concurrency": concurrency,
+                           "ms_per_call": round(live_seconds * 1000 / len(live), 1),
+                           "in_flight_mean": round(busy / 1000 / live_seconds, 2)}
+    return section
+
+
+def _spread(values: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {"mean_ms": round(sum(ordered) / len(ordered), 1),
+            "p95_ms": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]}
 
 
 def _from_entry(call_id: str, entry: Entry, status: Status) -> CallResult:

@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Message", "Request", "Usage", "Reply", "Provider", "CallFailure", "excerpt", "timed_call"]
+__all__ = ["Message", "Request", "Usage", "Reply", "Provider", "CallFailure", "excerpt", "service_ms", "timed_call"]
 
 _T = TypeVar("_T")
 
@@ -61,8 +61,12 @@ class Reply(BaseModel):
     stop_reason: str | None = None
     usage: Usage = Usage()
     latency_ms: float | None = Field(None, ge=0, allow_inf_nan=False)
-    """Wall time of the call as measured by evalkit; None for authored fixtures (a finite number: it reaches the
-    report's latency section, and NaN is not JSON)."""
+    """Wall time of the call as measured by evalkit, from sending the request to its reply: the time in flight,
+    which includes any queueing at the server. None for authored fixtures (a finite number: it reaches the report's
+    latency section, and NaN is not JSON)."""
+    service_ms: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """The server's own time spent on the call, where the server reports it (Ollama's `total_duration`, llama.cpp
+    server's `timings`); None otherwise. In flight less service is the time the call queued at the server."""
 
 
 class CallFailure(Exception):
@@ -124,6 +128,14 @@ class Provider(Protocol):
     """
 
     def complete(self, request: Request) -> Reply: ...
+
+
+def service_ms(reported_ms: object, latency_ms: float) -> float | None:
+    """A server's own report of its time on a call, in ms (one decimal), where it is a number; never more than the
+    time in flight (the two clocks differ), and None for anything else, so a strange field cannot fail a call."""
+    if isinstance(reported_ms, bool) or not isinstance(reported_ms, int | float) or not math.isfinite(reported_ms):
+        return None
+    return round(min(max(float(reported_ms), 0.0), latency_ms), 1)
 
 
 def timed_call(call: Callable[[], _T], failure: Callable[[Exception], CallFailure | None]) -> tuple[_T, float]:

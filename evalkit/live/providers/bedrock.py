@@ -14,7 +14,7 @@ from typing import Any
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
 from evalkit.core.provider_specs import ProviderSpec, StopKindName
-from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
+from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, service_ms, timed_call
 from evalkit.live.providers.credentials import masked
 from evalkit.live.providers.dialects import schema_name
 from evalkit.live.providers.install import missing_client
@@ -137,6 +137,8 @@ class BedrockProvider:
                         cache_read_tokens=usage.get("cacheReadInputTokens"),
                         cache_write_tokens=usage.get("cacheWriteInputTokens")),
             latency_ms=latency_ms,
+            service_ms=service_ms(metrics.get("latencyMs") if isinstance(metrics := response.get("metrics"), dict)
+                                  else None, latency_ms),
         )
 
     def _failure(self, error: Exception) -> CallFailure | None:

@@ -20,7 +20,7 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ConfigError
 from evalkit.core.provider_specs import ProviderSpec
 from evalkit.core.version import __version__
-from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
+from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, service_ms, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.jsonhttp import Answer, JsonHttp, parse_target
 
@@ -41,6 +41,8 @@ class _ChatResponse(msgspec.Struct):
     done_reason: str | None = None
     prompt_eval_count: int | None = None
     eval_count: int | None = None
+    total_duration: int | None = None
+    """Nanoseconds the server spent on the request (loading, prompt and generation), not counting its queue."""
 
 
 _REPLY = msgspec.json.Decoder(_ChatResponse)
@@ -91,6 +93,8 @@ class OllamaProvider:
             stop_reason=response.done_reason,
             usage=Usage(input_tokens=response.prompt_eval_count, output_tokens=response.eval_count),
             latency_ms=latency_ms,
+            service_ms=service_ms(response.total_duration / 1e6 if response.total_duration is not None else None,
+                                  latency_ms),
         )
 
     def _refused(self, answer: Answer) -> CallFailure:

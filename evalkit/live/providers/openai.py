@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.provider_specs import ProviderSpec, StopKindName
-from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
+from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, service_ms, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.dialects import response_format, schema_message
 from evalkit.live.providers.install import missing_client
@@ -105,6 +105,7 @@ class OpenAIProvider:
             usage=Usage(input_tokens=usage.prompt_tokens if usage else None,
                         output_tokens=usage.completion_tokens if usage else None),
             latency_ms=latency_ms,
+            service_ms=_server_timings(completion, latency_ms),
         )
 
     def _failure(self, error: Exception) -> CallFailure | None:
@@ -148,3 +149,14 @@ def create(config: ModelConfig) -> OpenAIProvider:
 
 SPEC = ProviderSpec(name="openai", factory=create, dialects=DIALECTS, stop_reasons=STOP_REASONS, extra="openai",
                     requirements=("openai",))
+
+
+def _server_timings(completion: Any, latency_ms: float) -> float | None:
+    """llama.cpp's server adds `timings` (prompt_ms, predicted_ms) to each completion: its own time on the call,
+    without its queue. Other servers send nothing, and the reply then has no service time."""
+    timings = (getattr(completion, "model_extra", None) or {}).get("timings")
+    if not isinstance(timings, dict):
+        return None
+    parts = [timings.get("prompt_ms"), timings.get("predicted_ms")]
+    numbers = [float(part) for part in parts if isinstance(part, int | float) and not isinstance(part, bool)]
+    return service_ms(sum(numbers), latency_ms) if len(numbers) == 2 else None
