@@ -170,6 +170,8 @@ def test_a_structured_reply_follows_the_schema_with_stop_and_usage(provider: lla
     assert reply.usage.input_tokens and reply.usage.input_tokens > 10
     assert reply.usage.output_tokens and 0 < reply.usage.output_tokens <= OPTIONS["max_tokens"]
     assert reply.latency_ms is not None and reply.latency_ms > 0
+    # the worker times its decode (service); in flight adds the pipe and any wait for the one worker
+    assert reply.service_ms is not None and 0 < reply.service_ms <= reply.latency_ms
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ import hashlib
 import shlex
 import sys
 import threading
+import time
 from importlib.metadata import PackageNotFoundError, files, version
 from importlib.util import find_spec
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ConfigError, OutageError, ProviderError
 from evalkit.core.provider_specs import ProviderSpec
-from evalkit.live.providers.base import CallFailure, Reply, Request, Usage
+from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, service_ms
 from evalkit.live.providers.dialects import schema_message
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.supervisor import Worker, WorkerEnded
@@ -192,7 +193,10 @@ class LlamaCppProvider:
             else:
                 arguments["response_format"] = {"type": "json_object", "schema": request.response_schema}
         call = {"messages": messages, "arguments": arguments}
-        try:  # waiting for the worker is not the call's latency: the worker measures its own decode
+        # in flight includes the wait for the one worker (the queue of a local model); the worker times its decode,
+        # which is the call's service time
+        started = time.perf_counter()
+        try:
             answer = _loaded(self._path, settings, restart=False).worker.ask(call)
         except (WorkerEnded, OutageError, ProviderError) as error:
             reason = _crashed(error, "answering a call of", self._path) if isinstance(error, WorkerEnded) else \
@@ -203,12 +207,13 @@ class LlamaCppProvider:
                               retryable=False)
         if "error" in answer:
             raise CallFailure(f"{self._name}: {RUNTIME} failed: {answer['error']}", retryable=False)
+        in_flight = round((time.perf_counter() - started) * 1000, 1)
         completion = answer["completion"]
         choice = completion["choices"][0]
         usage = completion.get("usage") or {}
         return Reply(text=choice["message"].get("content"), stop_reason=choice.get("finish_reason"),
                      usage=Usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens")),
-                     latency_ms=answer["latency_ms"])
+                     latency_ms=in_flight, service_ms=service_ms(answer["latency_ms"], in_flight))
 
     def describe(self) -> dict[str, Any]:
         """What a recording's provenance says about the replies' source: the model file by name and SHA-256,
