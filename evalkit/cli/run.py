@@ -214,7 +214,8 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
         say(redact(_job_line(row, str(decision.decision).upper(), tests, result.report_path)))
     else:
         say(redact(render_decision(decision, critical, settings)))
-        say(redact(render_sections(result.report, base_report)))
+        # the decision lists the tests whose samples disagree with both sides' k/N: the run's rows do not repeat them
+        say(redact(render_sections(result.report, base_report, listed=(decision.repeats or {}).get("disagree") or ())))
         say(redact(run_line))
         say(redact(f"baseline: {name}"))
     if not config.require_pass:  # report-only: everything above was written; only the exit code differs

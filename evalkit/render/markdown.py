@@ -63,7 +63,7 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
                   for name, m in changes]
         lines.append("")
     if candidate is not None:
-        for title, rows in sections(candidate, baseline).items():
+        for title, rows in sections(candidate, baseline, listed=disagree).items():
             lines += [f"**{title.capitalize()}**", ""]
             if rows:
                 lines += ["| | |", "|---|---|"] + [f"| {markdown(str(label))} | {markdown(str(value))} |"

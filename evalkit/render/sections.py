@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from evalkit.core.report import RunReport
@@ -32,9 +32,11 @@ def decision_lists(decision: Decision, critical: tuple[str, ...]) -> list[tuple[
             for title, names in lists if names]
 
 
-def sections(report: RunReport, baseline: RunReport | None = None) -> dict[str, list[tuple[str, str]]]:
+def sections(report: RunReport, baseline: RunReport | None = None, *,
+             listed: Collection[str] = ()) -> dict[str, list[tuple[str, str]]]:
     """Each section as (label, value) rows; shared by the text and Markdown renderers. With the baseline, the cost
-    in money says what it was there (each report at the prices it recorded)."""
+    in money says what it was there (each report at the prices it recorded). Tests in `listed` are left out of the
+    rows of tests whose samples disagree: the decision above them lists those with both sides' k/N."""
     quality = [(name, number(value))
                for name, value in sorted(report.metrics.items())]
     for cut, values in report.slices.items():
@@ -45,7 +47,7 @@ def sections(report: RunReport, baseline: RunReport | None = None) -> dict[str, 
     failing = sorted(str(c.get("id")) for c in report.cases if not c.get("passed"))
     if report.cases:
         quality.append(("failing cases", ", ".join(failing) or "-"))
-    quality += _split(report)
+    quality += _split(report, listed)
     cost_data: dict[str, Any] = dict(report.execution.get("cost") or {})
     cost = []
     if cost_data:
@@ -94,9 +96,9 @@ def latency_rows(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _split(report: RunReport) -> list[tuple[str, str]]:
+def _split(report: RunReport, listed: Collection[str]) -> list[tuple[str, str]]:
     """The repeated tests whose samples disagree (0 < k < N): k/N, the reducer and the outcome it gave."""
-    split = [(name, c) for name, c in report.repeats.items() if 0 < c.passed < c.runs]
+    split = [(name, c) for name, c in report.repeats.items() if 0 < c.passed < c.runs and name not in listed]
     rows = [("samples disagree (k/N)" if index == 0 else "",
              f"{name} {c.passed}/{c.runs} ({c.reduce}: {report.outcomes.get(name, 'absent')})")
             for index, (name, c) in enumerate(split[:SPLIT_SHOWN])]
@@ -105,11 +107,11 @@ def _split(report: RunReport) -> list[tuple[str, str]]:
     return rows
 
 
-def render_sections(report: RunReport, baseline: RunReport | None = None) -> str:
+def render_sections(report: RunReport, baseline: RunReport | None = None, *, listed: Collection[str] = ()) -> str:
     from evalkit.render.confusion import confusion_text  # its own module: labels from replies need care
 
     lines = []
-    for title, rows in sections(report, baseline).items():
+    for title, rows in sections(report, baseline, listed=listed).items():
         lines.append(title.upper())
         lines += [f"  {label:<31} {value}" for label, value in rows] or ["  not measured"]
         if title == "quality" and report.classification:
