@@ -124,12 +124,20 @@ def test_a_classification_suite_from_scaffold_to_a_gated_prompt_change(tmp_path:
         assert report["metrics"]["accuracy"]["mean"] == (15 if v2 else 18) / 20
         assert report["metrics"]["recall.feature"]["mean"] == (3 if v2 else 4) / 5
         assert report["eval"]["dataset"] == "tickets@1"
+        pairs = report["classification"]["label_matches"]["pairs"]  # each case's labels, merged from shards too
+        assert {case: label for case, (label, _) in pairs.items()} == CASES
+        assert sum(expected == predicted for expected, predicted in pairs.values()) == (15 if v2 else 18)
         outcomes = {t["nodeid"]: t["outcome"] for t in report["tests"]}
         assert len(outcomes) == 60 and "error" not in outcomes.values()  # the cut-off reply fails, never errors
     assert outcomes[f"checks.yaml::reply_is_json[{CUT_OFF_V2}]"] == "failed"
 
     decision = json.loads((tmp_path / "outputs/v2/decision.json").read_text())
     assert "1 critical test(s) fail" in decision["reasons"]  # reply_is_json is critical in checks.yaml
+    # the classification metrics' changes come with their paired interval (evalkit.gate.classified)
+    accuracy = decision["metrics"]["accuracy"]
+    assert accuracy["delta"] == pytest.approx(-0.15) and accuracy["interval"][0] < -0.15 < accuracy["interval"][1]
+    assert accuracy["interval"][1] <= 0  # the three cases v2 got wrong, none it got right: no gain is plausible
+    assert "accuracy: 0.900 -> 0.750 (-0.150 [" in gated.stdout and "macro_f1: " in gated.stdout
     assert set(decision["regressed"]) == {f"checks.yaml::label_matches[{c}]" for c in ("bug-3", "account-4")} | {
         f"checks.yaml::{name}[{CUT_OFF_V2}]" for name in ("reply_is_json", "label_matches", "reason_is_short")}
     assert 'expected label "account", came "feature"' in gated.stdout
@@ -137,6 +145,7 @@ def test_a_classification_suite_from_scaffold_to_a_gated_prompt_change(tmp_path:
     markdown = (tmp_path / "outputs/v2/decision.md").read_text()
     assert "| expected \\ predicted | account | billing | bug | feature | (none) |" in markdown
     assert "| feature | 0 | 0 | 1 | 3 | 1 |" in markdown
+    assert f"| accuracy | 0.900 | 0.750 | -0.150 [{accuracy['interval'][0]:.3f}, " in markdown
 
     refused = run("evalkit.bless", "outputs/v2/report.json")  # its own policy blocks it: said, nothing written
     assert refused.returncode == 3

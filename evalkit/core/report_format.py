@@ -93,6 +93,9 @@ class Classification(msgspec.Struct, forbid_unknown_fields=True):
     labels: list[str]
     confusion: dict[str, dict[str, int]]
     cases: int
+    pairs: dict[str, tuple[str, str | None]] = {}
+    """case id -> [expected label, predicted label or null]: what the gate pairs with the baseline's cases for the
+    metrics' intervals (absent in reports written before)."""
 
 
 class Text(msgspec.Struct, forbid_unknown_fields=True):

@@ -24,6 +24,16 @@ class MetricChange:
     delta: float | None
     """after - before, None when either side could not be measured."""
     status: Status
+    interval: tuple[float, float] | None = None
+    """The 95% paired interval of the change, where one was computed (classification metrics, by
+    evalkit.gate.classified)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """As decision.json carries it: `interval` only where there is one."""
+        out: dict[str, Any] = {"before": self.before, "after": self.after, "delta": self.delta, "status": self.status}
+        if self.interval is not None:
+            out["interval"] = list(self.interval)
+        return out
 
 
 @dataclass(frozen=True)

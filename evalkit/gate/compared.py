@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import chain, compress
 from operator import not_
@@ -17,6 +17,7 @@ from typing import Any
 from evalkit.core.nodeid import matches_critical
 from evalkit.core.policy import Policy
 from evalkit.core.report import FAILING, PASSING, RunReport
+from evalkit.gate.classified import paired_intervals
 from evalkit.gate.compare import MetricChange, compare_metrics
 from evalkit.gate.headline import Detectable, detectable
 from evalkit.gate.release import Grades, grades, paired_bootstrap
@@ -128,7 +129,20 @@ class Compared:
 
     @cached_property
     def metrics(self) -> dict[str, MetricChange]:
-        return compare_metrics(self.baseline.metrics, self.candidate.metrics)
+        """Every metric's change; a classification metric with the paired interval of its change, where both
+        reports kept each case's labels for the same check."""
+        changes = compare_metrics(self.baseline.metrics, self.candidate.metrics)
+        checks = sorted(self.baseline.classification.keys() & self.candidate.classification.keys())
+        groups = {str(c.get("id")): str(c.get("group", c.get("id"))) for c in self.candidate.cases}
+        for check in checks:
+            before = self.baseline.classification[check].get("pairs") or {}
+            after = self.candidate.classification[check].get("pairs") or {}
+            prefix = "" if len(self.candidate.classification) == 1 else f"{check}."
+            for name, interval in paired_intervals(before, after, groups).items():
+                change = changes.get(prefix + name)
+                if change is not None and change.delta is not None:
+                    changes[prefix + name] = replace(change, interval=interval)
+        return changes
 
     @cached_property
     def grades(self) -> Grades:

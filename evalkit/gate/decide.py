@@ -61,7 +61,7 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
         verdict_of(found), (*found, *warnings), changed, round(tests.pass_rate, 3),
         tests.regressed, tests.fixed, tests.critical_failures, tests.missing_critical,
         tests=len(candidate.outcomes), passed=tests.passed,
-        metrics={name: vars(change) for name, change in compared.metrics.items()},
+        metrics={name: change.to_json() for name, change in compared.metrics.items()},
         statistics=_paired(compared) if graded else None, failures=failures(compared.grades) if graded else (),
         outcomes=tests.outcomes,
         ran_pass_rate=None if tests.ran_pass_rate is None else round(tests.ran_pass_rate, 3),

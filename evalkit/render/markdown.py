@@ -15,7 +15,7 @@ from evalkit.core.untrusted import MAX_VALUE_CHARS, markdown, terminal
 from evalkit.gate.decision import Decision
 from evalkit.render.answers import render_answers
 from evalkit.render.confusion import confusion_markdown
-from evalkit.render.numbers import number
+from evalkit.render.numbers import change, number
 from evalkit.render.sections import decision_lists, sections
 from evalkit.render.text import detectable_lines, render_changed, render_counts, render_failure, render_statistics
 
@@ -57,9 +57,9 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
         lines += render_answers(baseline, candidate)
     changes = [(name, m) for name, m in decision.metrics.items() if m.get("status") != "unchanged"]
     if changes:
-        lines += ["| metric | before | after | delta | status |", "|---|---|---|---|---|"]
+        lines += ["| metric | before | after | delta [95% paired interval] | status |", "|---|---|---|---|---|"]
         lines += [f"| {markdown(name, MAX_VALUE_CHARS)} | {number(m['before'])} | {number(m['after'])} | "
-                  f"{number(m['delta'])} | {markdown(str(m['status']))} |"
+                  f"{change(m['delta'], m.get('interval'))} | {markdown(str(m['status']))} |"
                   for name, m in changes]
         lines.append("")
     if candidate is not None:

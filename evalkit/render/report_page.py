@@ -24,7 +24,7 @@ from evalkit.gate.decision import Decision
 from evalkit.render.confusion import confusion_tables
 from evalkit.render.html import render_page
 from evalkit.render.markdown import render_policy
-from evalkit.render.numbers import number
+from evalkit.render.numbers import change, number
 from evalkit.render.sections import sections
 from evalkit.render.text import detectable_lines, render_setting, render_statistics
 from evalkit.render.text_diff import text_diffs
@@ -396,15 +396,15 @@ def _program(case: Mapping[str, Any]) -> list[tuple[str, Clipped]] | None:
 def _metrics(decision: Decision | None, candidate: RunReport) -> list[dict[str, Any]]:
     """Before, after, delta and status per metric, with a bar's widths (0-100, scaled to the larger side)."""
     if decision is not None:
-        entries = [(name, m.get("before"), m.get("after"), m.get("delta"), str(m.get("status") or ""))
-                   for name, m in decision.metrics.items()]
+        entries = [(name, m.get("before"), m.get("after"), m.get("delta"), str(m.get("status") or ""),
+                    m.get("interval")) for name, m in decision.metrics.items()]
     else:
-        entries = [(name, None, value, None, "") for name, value in sorted(candidate.metrics.items())]
+        entries = [(name, None, value, None, "", None) for name, value in sorted(candidate.metrics.items())]
     out = []
-    for name, before, after, delta, status in entries:
+    for name, before, after, delta, status, interval in entries:
         numbers = [abs(v) for v in (before, after) if isinstance(v, int | float)]
         scale = max(numbers, default=0.0) or 1.0
-        out.append({"name": name, "before": number(before), "after": number(after), "delta": number(delta),
+        out.append({"name": name, "before": number(before), "after": number(after), "delta": change(delta, interval),
                     "status": status, "sort_delta": delta if isinstance(delta, int | float) else "",
                     "bar_before": _width(before, scale), "bar_after": _width(after, scale)})
     return out

@@ -9,6 +9,7 @@ from typing import Any
 from evalkit.core.untrusted import terminal
 from evalkit.gate.decision import Decision, Verdict
 from evalkit.gate.headline import suite_sentence, tests_sentence
+from evalkit.render.numbers import change, number
 from evalkit.render.sections import decision_lists
 
 __all__ = ["detectable_lines", "render_changed", "render_counts", "render_decision", "render_failure",
@@ -103,6 +104,12 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = (),
         lines += [f"  - {render_failure(f)}" for f in decision.failures]
     if decision.pass_rate is not None:
         lines.append(f"pass rate: {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests passed)")
+    for name, m in decision.metrics.items():  # a classification suite's headline figures, with their intervals
+        headline = name.rsplit(".", 1)[-1] in ("accuracy", "macro_f1") and \
+            name.split(".", 1)[0] not in ("precision", "recall", "f1")
+        if m.get("interval") is not None and headline:
+            lines.append(f"{name}: {number(m['before'])} -> {number(m['after'])} "
+                         f"({change(m['delta'], m['interval'])}, 95% paired interval)")
     for title, names in decision_lists(decision, critical):
         lines.append(f"{title} ({len(names)}):")
         lines += [f"  - {name}{'  (critical)' if marked else ''}{f' -- {why}' if why else ''}"

@@ -59,8 +59,8 @@ class EvalBlock:
         """nodeid -> the reducer its samples' outcome followed (evalkit.core.reducer); `all` when not named."""
         self.metrics: dict[str, dict[str, float | None]] = {}
         self.grades: dict[str, dict[str, Any]] = {}
-        self.classified: dict[str, list[tuple[str, str | None]]] = {}
-        """classification check -> (expected, predicted) per case that ran it."""
+        self.classified: dict[str, dict[str, tuple[str, str | None]]] = {}
+        """classification check -> case id -> (expected, predicted), for each case that ran it."""
 
     def add_to(self, json_report: dict[str, Any]) -> None:
         """Add the eval block to a report that holds its tests (and marks each test with its case)."""
@@ -106,7 +106,7 @@ class EvalBlock:
                 self.grades[recorded["case"]] = recorded["grade"]
             if CLASSIFIED in recorded:
                 seen = recorded[CLASSIFIED]
-                self.classified.setdefault(seen["check"], []).append((seen["label"], seen["predicted"]))
+                self.classified.setdefault(seen["check"], {})[recorded["case"]] = (seen["label"], seen["predicted"])
 
     def _add_classification(self, json_report: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> None:
         """Each classification check's confusion matrix under `classification`, and its metrics among the run's:
@@ -114,10 +114,12 @@ class EvalBlock:
         the check's name (`label_matches.macro_f1`)."""
         blocks: dict[str, Any] = {}
         for check, pairs in sorted(self.classified.items()):
-            result = classify(pairs)
+            result = classify(pairs.values())
             if result is None:
                 continue
-            blocks[check] = {"labels": list(result.labels), "confusion": result.confusion, "cases": result.cases}
+            # each case's pair too: the gate pairs them with the baseline's for the metrics' intervals
+            blocks[check] = {"labels": list(result.labels), "confusion": result.confusion, "cases": result.cases,
+                             "pairs": {case: list(pair) for case, pair in sorted(pairs.items())}}
             prefix = "" if len(self.classified) == 1 else f"{check}."
             for name, value in result.metrics().items():
                 metrics[prefix + name] = {"mean": value, "count": result.cases,
