@@ -31,7 +31,7 @@ def test_every_shipped_baseline_has_a_regeneration_command():
     assert shipped == sorted(REGENERATE)
     readme = docs_text()  # the README and the docs site
     for path, overrides in REGENERATE.items():
-        assert " ".join(["python -m evalkit", *overrides, "baseline=none", f"run.save_report={path}"]) in readme
+        assert " ".join(["evalkit run", *overrides, "baseline=none", f"run.save_report={path}"]) in readme
 
 
 @pytest.mark.slow

@@ -213,7 +213,7 @@ def test_gate_cli_usage_error_is_not_incomparable(run_evalkit):
 
 def test_readme_output_example_is_what_the_program_prints(run_evalkit):
     readme = docs_text()  # the README and the docs site
-    shown = readme.split("What `python -m evalkit model=gemma4` prints", 1)[1].split("```", 2)[1].strip()
+    shown = readme.split("What `evalkit run model=gemma4` prints", 1)[1].split("```", 2)[1].strip()
     done = run_evalkit("model=gemma4")
     printed = re.sub(r"report \S+report\.json", "report outputs/.../report.json", done.stdout.strip())
     assert printed == shown

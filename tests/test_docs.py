@@ -25,7 +25,7 @@ def setup_commands() -> list[str]:
 
 def test_readme_has_the_two_setup_commands():
     run, test = setup_commands()
-    assert run.endswith(".venv/bin/python -m evalkit") and "pip install -q -e ." in run
+    assert run.endswith(".venv/bin/evalkit run") and "pip install -q -e ." in run
     assert test == "bash scripts/test.sh"
 
 
@@ -65,7 +65,7 @@ def test_readme_names_every_config_option():
 
 @pytest.mark.slow
 def test_the_readme_shows_what_python_m_evalkit_model_gemma4_prints(tmp_path: Path) -> None:
-    section = DOCS.split("What `python -m evalkit model=gemma4` prints", 1)[1]
+    section = DOCS.split("What `evalkit run model=gemma4` prints", 1)[1]
     shown = section.split("```\n", 1)[1].split("```", 1)[0]
     done = evalkit_cli("evalkit", "model=gemma4", f"hydra.run.dir={tmp_path / 'job'}")
     assert done.returncode == 1, done.stderr  # BLOCK, as the README says
