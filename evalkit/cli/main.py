@@ -51,6 +51,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                               "show what changes", "evalkit.policy_diff",
                               "evalkit policy-diff git:origin/main:conf/policy/issue_triage.yaml "
                               "conf/policy/issue_triage.yaml"),
+    "merge": Subcommand("evalkit.cli.merge", "join the shard files of a run made on several machines into one "
+                        "report", "", "evalkit merge shards/shard-*-of-4.json --out report.json"),
     "plan": Subcommand("evalkit.cli.plan", "the cases x repeats a run needs to detect a given drop, and their "
                        "cost", "", "evalkit plan suites/issue_triage/runs/baseline.json --detect 0.05"),
     "bless": Subcommand("evalkit.cli.bless", "make a run report its suite's baseline", "evalkit.bless",

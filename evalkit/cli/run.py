@@ -138,7 +138,9 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
 
     for line in deprecations(config):
         print(line, file=sys.stderr)
-    baseline = load_baseline(config.baseline, config.suite.baseline, config.suite.name) if config.baseline else None
+    sharded = config.run.shard is not None  # one machine's shard of the checks: merged later, then gated
+    baseline = (load_baseline(config.baseline, config.suite.baseline, config.suite.name)
+                if config.baseline and not sharded else None)
     try:
         result = run_suite(config, baseline[1] if baseline else None)
     except ReplayRefusal as refusal:  # name the command that records what is missing with this run's overrides
@@ -181,6 +183,13 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     cost = money_line(result.report)
     if cost is not None:
         run_line += f"\n{cost}"
+    if sharded:
+        say(f"decision: none (run.shard={config.run.shard}: one shard of the run's checks, not gated)")
+        say(redact(f"shard {config.run.shard} of suite {config.suite.name}: {tests} in this shard "
+                   f"({config.mode}, recording {result.recording_path.name if result.recording_path else 'none'}); "
+                   f"shard file {result.report_path}\nwhen every shard has run: evalkit merge SHARD_FILES... "
+                   "--out report.json, then evalkit gate BASELINE report.json"))
+        return ExitCode.GO
     if baseline is None:
         write_atomic(Path(config.run.out) / "report.html", redact(render_report_html(result.report)))
         if brief:

@@ -319,6 +319,30 @@ class RunSettings(_Strict):
             return value
         raise ValueError("run.workers is a whole number of processes (at least 1) or auto")
 
+    shard: str | None = None
+    """`K/N`: run only shard K of N of the suite's checks, on one of N machines (a CI matrix), and write the
+    partial report `shard-K-of-N.json` instead of a report and a decision; `evalkit merge` joins the N shards'
+    files into the run report one machine writes, which `evalkit gate` then decides. A replay only: every shard
+    replays the same recording, so record on one machine first."""
+
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _shard(cls, value: Any) -> Any:
+        if value is None:
+            return value
+        shard, _, shards = str(value).partition("/")
+        if not (shard.isdigit() and shards.isdigit() and 1 <= int(shard) <= int(shards)):
+            raise ValueError(f"run.shard={str(value)[:30]} is not K/N with 1 <= K <= N (shard K of N), e.g. 1/4")
+        return f"{int(shard)}/{int(shards)}"
+
+    @property
+    def shard_of(self) -> tuple[int, int] | None:
+        """`run.shard` as (K, N); None for a whole run."""
+        if self.shard is None:
+            return None
+        shard, _, shards = self.shard.partition("/")
+        return int(shard), int(shards)
+
 
 WORKERS_PER_CPU = 4
 """The most `run.workers` per CPU this process may use: checks that wait on files or subprocesses gain from a few
@@ -413,6 +437,13 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
         except regex.error as error:
             raise ConfigError(f"run.secret_patterns: {pattern!r} is not a regular expression ({error})") from None
     _check_policy_metrics(config)
+    if config.run.shard is not None and config.mode is not Mode.REPLAY:
+        raise ConfigError(f"run.shard={config.run.shard} replays a recording on each machine; mode={config.mode} "
+                          "calls the model: record on one machine first (mode=live or record-missing, without "
+                          "run.shard), commit the recording, then replay it in shards")
+    if config.run.shard is not None and config.run.workers != 1:
+        raise ConfigError(f"run.shard={config.run.shard} runs one shard of the checks in one process; leave "
+                          "run.workers at 1 (the machines are the shards)")
     if config.budget.max_cost is not None:
         unpriced = [m.name for m in (config.model, config.judge) if m is not None and m.price is None]
         if unpriced:

@@ -45,7 +45,7 @@ from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
 from evalkit.run.declared import read_checks, with_check_judges
 from evalkit.run.destinations import check_run_destinations
-from evalkit.run.eval_block import EvalBlock, kept_text
+from evalkit.run.eval_block import kept_text
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
@@ -54,8 +54,9 @@ from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.plugin import RUN_OPTION
 from evalkit.run.recording import ForeignRecording, Provenance, Recording, load_recording, save_recording
 from evalkit.run.run_input import CallInput, RunInput, SuiteInput, read_run_input
+from evalkit.run.shards import merged_report, shard_file, shard_name
 from evalkit.run.suite import load_task
-from evalkit.run.workers import RECORDED, SAMPLED, merge_shards, shard_args, worker_count
+from evalkit.run.workers import shard_args, worker_count
 
 __all__ = ["RunResult", "run_suite", "run_checks"]
 
@@ -152,8 +153,12 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, r
     # what the checks read: key values masked (as in the recording), nothing else, so no pattern changes a grade
     write_atomic(input_path, json.dumps(redact.scrub(msgspec.to_builtins(run_input), messages=False),
                                         ensure_ascii=False))
-    data = run_checks(suite_dir, input_path, out, redact, _key_variables(config), worker_count(config.run.workers))
+    shard = config.run.shard_of
+    data = run_checks(suite_dir, input_path, out, redact, _key_variables(config), worker_count(config.run.workers),
+                      shard)
     verify()
+    if shard is not None:
+        return _write_shard(out, shard, input_path, data, extra, redact, config.suite.name)
     data.update(extra)
     data = redact.scrub(data)  # strings only, before serialising: outcomes and the JSON stay intact
     report = report_from_mapping(data, f"report of suite {config.suite.name}")
@@ -167,6 +172,18 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, r
             raise InputError(f"run.save_report={saved}: cannot write the saved run report ({error.strerror or error})"
                              f"; the full report is {report_path}") from None
     return report, report_path
+
+
+def _write_shard(out: Path, shard: tuple[int, int], input_path: Path, partial: dict[str, Any],
+                 sections: dict[str, Any], redact: Redactor, suite: str) -> tuple[RunReport, Path]:
+    """Write a machine's shard file (evalkit.run.shards) instead of a report; return its block of the checks as a
+    report for the terminal's line, never written or gated: a shard alone is not a run."""
+    run_input = json.loads(input_path.read_text(encoding="utf-8"))  # as the checks read it, key values masked
+    path = out / shard_name(*shard)
+    content = redact.scrub(shard_file(*shard, run_input, sections, partial))
+    write_atomic(path, json.dumps(content, ensure_ascii=False, allow_nan=False) + "\n")
+    own = merged_report([partial], msgspec.convert(run_input, RunInput)) | sections
+    return report_from_mapping(redact.scrub(own), f"shard {shard[0]}/{shard[1]} of suite {suite}"), path
 
 
 def _run_program_suite(config: RunConfig) -> RunResult:
@@ -411,18 +428,20 @@ def _what_changed(mode: Mode, rec_path: Path, key: EvalKey, settings: dict[str, 
 
 
 def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[str], str] = lambda text: text,
-               hidden: Iterable[str] = (), workers: int = 1) -> dict[str, Any]:
+               hidden: Iterable[str] = (), workers: int = 1, shard: tuple[int, int] | None = None) -> dict[str, Any]:
     """Run the suite's pytest checks over the obtained calls in a fresh process; return the raw report.
 
     The `hidden` variables (the run's credentials) stay out of the checks' environment: the checks read replies,
     never call a model, and what they print reaches pytest.log. With `workers` above 1 the checks run in that many
     pytest processes, each on its shard of them, and their partial reports are merged into the report one process
-    writes (evalkit.run.workers)."""
+    writes (evalkit.run.workers). With `shard` (K, N) one process runs shard K of N and its partial report is
+    returned as it is, for `evalkit merge` (evalkit.run.shards)."""
     ini = out / "pytest.ini"
     write_atomic(ini, "[pytest]\n")  # isolates the suite from the caller's pytest config
     shards = max(1, workers)
-    raw_paths = [out / ("pytest-report.json" if shards == 1 else f"pytest-report-{k}.json")
-                 for k in range(1, shards + 1)]
+    blocks = [shard] if shard is not None else [(k, shards) for k in range(1, shards + 1)]
+    partial = shard is not None or shards > 1
+    raw_paths = [out / ("pytest-report.json" if not partial else f"pytest-report-{k}.json") for k, _ in blocks]
     for raw_path in raw_paths:
         raw_path.unlink(missing_ok=True)
     dropped = set(_PYTEST_ENV) | set(hidden)
@@ -432,15 +451,15 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[s
     # each process's output to a file of its own, not a pipe: a pipe read after another process's would stall a
     # shard that fills it, and the shards would run one after another
     streams = [((out / f"pytest-{k}.out").open("w+", encoding="utf-8"),
-                (out / f"pytest-{k}.err").open("w+", encoding="utf-8")) for k in range(1, shards + 1)]
+                (out / f"pytest-{k}.err").open("w+", encoding="utf-8")) for k, _ in blocks]
     processes = [subprocess.Popen([
         sys.executable, "-m", "pytest", str(suite_dir), "-q", "--no-header", "-p", "no:cacheprovider",
         "-p", "no:hydra_pytest", "-c", str(ini), "--rootdir", str(suite_dir),
         "--json-report", f"--json-report-file={raw_path}",
         "--json-report-omit", "collectors", "keywords", "log", "streams", "traceback",
-        f"{RUN_OPTION}={input_path}", *shard_args(k, shards),
+        f"{RUN_OPTION}={input_path}", *shard_args(k, of),
     ], cwd=suite_dir, env=env, stdout=stdout, stderr=stderr, text=True)
-        for k, (raw_path, (stdout, stderr)) in enumerate(zip(raw_paths, streams, strict=True), start=1)]
+        for (k, of), raw_path, (stdout, stderr) in zip(blocks, raw_paths, streams, strict=True)]
     codes = [process.wait() for process in processes]
     outputs = []  # each process's stdout, then its stderr
     for pair in streams:
@@ -452,34 +471,28 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[s
             Path(stream.name).unlink()
         outputs.append(text)
     log = out / "pytest.log"
-    if shards == 1:
+    if not partial:
         write_atomic(log, redact(outputs[0]))
     else:
-        shown = zip(codes, outputs, strict=True)
-        write_atomic(log, redact("".join(f"--- shard {k}/{shards} (pytest exit code {code}) ---\n{output}"
-                                         for k, (code, output) in enumerate(shown, start=1))))
-    if all(code == _NO_TESTS for code in codes):
+        shown = zip(blocks, codes, outputs, strict=True)
+        write_atomic(log, redact("".join(f"--- shard {k}/{of} (pytest exit code {code}) ---\n{output}"
+                                         for (k, of), code, output in shown)))
+    if all(code == _NO_TESTS for code in codes) and shard is None:
         raise InputError(f"{suite_dir}: pytest collected no tests (exit code 5); see {log}")
-    for k, (code, raw_path) in enumerate(zip(codes, raw_paths, strict=True), start=1):
+    for index, ((k, of), code, raw_path) in enumerate(zip(blocks, codes, raw_paths, strict=True)):
         # a shard whose block is empty (fewer checks than shards) ran nothing, as pytest says with exit code 5
-        if (code not in _CHECKS_RAN and (shards == 1 or code != _NO_TESTS)) or not raw_path.is_file():
-            last = _last_error_line(outputs[k - 1])
-            where = "" if shards == 1 else f"shard {k}/{shards}: "
+        if (code not in _CHECKS_RAN and (not partial or code != _NO_TESTS)) or not raw_path.is_file():
+            last = _last_error_line(outputs[index])
+            where = "" if not partial else f"shard {k}/{of}: "
             raise InputError(f"{suite_dir}: the suite's checks did not run ({where}pytest exit code {code}: "
                              f"{last}); see {log}")
     partials = [json.loads(raw_path.read_text(encoding="utf-8")) for raw_path in raw_paths]
     for raw_path in raw_paths:
         raw_path.unlink()
-    if shards == 1:
+    if not partial or shard is not None:
         data: dict[str, Any] = partials[0]
         return data
-    data = merge_shards(partials)
-    sampled = data.pop(SAMPLED, None) or {"outcomes": {}, "reducers": {}, "metrics": {}}
-    sample_metrics = {case: {int(sample): values for sample, values in by_sample.items()}
-                      for case, by_sample in sampled["metrics"].items()}
-    EvalBlock(read_run_input(input_path), data.pop(RECORDED), sampled["outcomes"], sample_metrics,
-              sampled["reducers"]).add_to(data)
-    return data
+    return merged_report(partials, read_run_input(input_path))
 
 
 def _last_error_line(output: str) -> str:
