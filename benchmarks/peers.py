@@ -9,7 +9,10 @@ The work, for every tool: N offline cases, case i asks `Q{i}: say ok` with the t
              run against a baseline report (written once, untimed): compose, replay, the pytest check, the report,
              the decision; `workers` is the same command with `run.workers=auto` (one pytest shard per CPU);
   deepeval   a script calling `deepeval.evaluate()` on N `LLMTestCase`s whose `actual_output` comes from a function
-             answering "ok", with DeepEval's `ExactMatchMetric` (no LLM), results written to a results folder;
+             answering "ok", with DeepEval's `ExactMatchMetric` (no LLM), results written to a results folder, and
+             `CacheConfig(write_cache=False)`: with its default, DeepEval re-reads and re-writes its whole test-run
+             file after every case, so its time grows with the square of N (at 10,000 cases, measured once: about
+             2,000 cases done after 7 minutes); its cache only serves a re-run, which a wiped run never is;
   promptfoo  `promptfoo eval` with the `echo` provider and one `equals: ok` assertion per test. echo returns the
              prompt it is sent, so the prompt template renders the answer the question asks for
              (`{{ question.split(": say ")[1] }}`, i.e. "ok"): each test still carries its own question as a
@@ -22,9 +25,9 @@ Every run is a fresh subprocess in a fresh temporary folder that is its HOME, TM
 and output folder, so no tool's state survives from one run to the next (Inspect's log dir and data dir,
 promptfoo's config dir, database and cache — PROMPTFOO_CACHE_ENABLED=false too —, DeepEval's .deepeval folder,
 pytest's cache, evalkit's outputs). Telemetry and update checks are off (DEEPEVAL_TELEMETRY_OPT_OUT=YES,
-PROMPTFOO_DISABLE_TELEMETRY=1, ...); nothing needs the network. Each tool's defaults are kept otherwise (Inspect's
-sample concurrency, DeepEval's async evaluation, promptfoo's concurrency of 4 and its results database): what a
-user running the tool as documented would get.
+PROMPTFOO_DISABLE_TELEMETRY=1, ...); nothing needs the network (the whole benchmark ran under `unshare -n`, with
+none). Each tool's defaults are kept otherwise (Inspect's sample concurrency, DeepEval's async evaluation,
+promptfoo's concurrency of 4 and its results database): what a user running the tool as documented would get.
 
 Runs are interleaved in rounds: each round runs every tool once, in an order rotated by one per round, so a change
 in the machine's load falls on every tool alike. After each run the tool's own output is read (pytest-json-report's
