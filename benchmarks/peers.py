@@ -422,13 +422,14 @@ def bench(n: int, rounds: int, tools: list[str]) -> dict[str, list[float]]:
         generate(root, n)
         baseline(root / "inputs", root)
         print(f"generated {n} cases for every tool and evalkit's baseline report in "
-              f"{time.perf_counter() - start:.1f}s", flush=True)
+              f"{time.perf_counter() - start:.1f}s; {machine()}", flush=True)
         for number in range(rounds):
             order = tools[number % len(tools):] + tools[:number % len(tools)]
             for tool in order:
                 run_dir = root / "runs" / f"{number}-{tool}"
                 times[tool].append(run_once(tool, root / "inputs", run_dir, n))
-                print(f"round {number + 1}/{rounds} {tool}: {times[tool][-1]:.2f}s, {n} of {n} passed", flush=True)
+                print(f"round {number + 1}/{rounds} {tool}: {times[tool][-1]:.2f}s, {n} of {n} passed "
+                      f"(load {os.getloadavg()[0]:.2f})", flush=True)
                 shutil.rmtree(run_dir)
     return times
 

@@ -44,7 +44,7 @@ def test_every_tool_runs_the_same_cases_in_rotated_rounds_and_passes_them_all() 
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     ran = [tool for tool in TOOLS if tool not in missing]
-    runs = [re.fullmatch(r"round (\d)/2 (\w+): \d+\.\d\ds, 3 of 3 passed", line) for line in lines]
+    runs = [re.fullmatch(r"round (\d)/2 (\w+): \d+\.\d\ds, 3 of 3 passed \(load [\d.]+\)", line) for line in lines]
     order = [(int(m[1]), m[2]) for m in runs if m]
     assert order == [(1, tool) for tool in ran] + [(2, tool) for tool in ran[1:] + ran[:1]]
     expected = " ".join(f"{name}=" + ("skipped" if peer in missing else RATIO) for name, peer in
