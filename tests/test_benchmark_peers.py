@@ -69,3 +69,12 @@ def test_a_tool_whose_own_output_shows_a_failed_case_stops_the_benchmark_with_on
     assert done.stderr.strip().splitlines() == [
         "benchmarks/peers.py: deepeval passed 2 of 3 cases (its output test_run_20261202.json: 3 cases, 6 checks, "
         "5 passed)"], done.stderr
+
+
+def test_a_peer_that_is_not_installed_is_one_line_naming_where_it_was_looked_for(tmp_path: Path) -> None:
+    absent = tmp_path / "no-such-python"
+    done = _peers("--cases", "3", env={**os.environ, "EVALKIT_INSPECT_PYTHON": str(absent)})
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        f"benchmarks/peers.py: inspect is not installed at {absent}: run scripts/test.sh (it installs it), set "
+        "EVALKIT_INSPECT_PYTHON, or leave it out with --skip inspect"]
