@@ -140,7 +140,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
         print(line, file=sys.stderr)
     baseline = load_baseline(config.baseline, config.suite.baseline, config.suite.name) if config.baseline else None
     try:
-        result = run_suite(config, baseline[1] if baseline else None)
+        result = run_suite(config, baseline[1] if baseline else None, baseline[0] if baseline else None)
     except ReplayRefusal as refusal:  # name the command that records what is missing with this run's overrides
         raise refusal.for_command([*searched, *row.get("overrides", ())]) from None
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)

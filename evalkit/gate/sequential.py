@@ -64,6 +64,8 @@ class Verdict(enum.StrEnum):
     """Evidence, at level beta, that it did not drop by delta or more: sampling it stops."""
     OPEN = "open"
     """Neither yet: sample it again, up to the most repeats."""
+    NEW = "new"
+    """Not in the baseline: no drop to ask about, so nothing keeps it sampled."""
 
 
 @dataclass(frozen=True)
