@@ -27,7 +27,7 @@ from evalkit.gate.repeats import RepeatsOutcome
 from evalkit.gate.sequential import Counts2, SuiteBets, Verdict, drop_evalue, settle
 from evalkit.gate.stats import paired_fraction_bootstrap
 
-__all__ = ["compare_sequential", "open_cases", "pool", "test_verdicts"]
+__all__ = ["compare_sequential", "open_cases", "pool", "verdicts"]
 
 
 def pool(report: RunReport) -> dict[str, Counts]:
@@ -44,7 +44,7 @@ def pool(report: RunReport) -> dict[str, Counts]:
     return out
 
 
-def test_verdicts(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *, alpha: float, delta: float,
+def verdicts(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *, alpha: float, delta: float,
                   futility: float) -> dict[str, Verdict]:
     """Where each of the candidate's repeated tests stands against the pool: its drop's E held to its Bonferroni
     share of alpha / 2, the no-worse side at `futility`; `new` for a test the baseline lacks."""
@@ -123,7 +123,8 @@ def compare_sequential(baseline: Mapping[str, Counts], candidate: Mapping[str, C
     changes = _round_changes(baseline, candidate, names, batch)
     if changes is None:
         why = "a report does not list which samples failed (repeats.not_passed), so no sample can be paired"
-        return RepeatsOutcome(alpha, regressed, unreliable, insufficient or why, suite, None, False,
+        return RepeatsOutcome(alpha, regressed, unreliable, "; ".join(filter(None, (insufficient, why))), suite,
+                              None, False,
                               method="sequential")
     wealth = SuiteBets().update(changes).log_value
     return RepeatsOutcome(alpha, regressed, unreliable, insufficient, suite, min(1.0, math.exp(-wealth)),

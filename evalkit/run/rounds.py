@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 
 from evalkit.core.config import RunSettings
 from evalkit.core.report import Counts
-from evalkit.gate.sequential_rule import open_cases, test_verdicts
+from evalkit.gate.sequential_rule import open_cases, verdicts
 from evalkit.run.execute import Execution
 from evalkit.run.recording import Recording
 
@@ -52,9 +52,9 @@ def sample_in_rounds(obtain: Obtain, check: Callable[[Execution, Mapping[str, in
     execution, rounds = obtain(samples, None), 1
     while True:
         counts = check(execution, samples)
-        verdicts = test_verdicts(pool, counts, alpha=alpha, delta=settings.repeat_delta,
+        standing = verdicts(pool, counts, alpha=alpha, delta=settings.repeat_delta,
                                  futility=settings.repeat_futility)
-        still = sorted(case for case in open_cases(counts, verdicts) if samples.get(case, most) < most)
+        still = sorted(case for case in open_cases(counts, standing) if samples.get(case, most) < most)
         if not still:
             return _done(execution, samples, rounds, recording, replay)
         for case in still:

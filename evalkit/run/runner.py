@@ -33,7 +33,7 @@ from evalkit.core.outputs import refuse_link
 from evalkit.core.provider_specs import provider_spec
 from evalkit.core.report import Counts, RunReport, report_from_mapping
 from evalkit.core.version import __version__
-from evalkit.gate.sequential_rule import pool, test_verdicts
+from evalkit.gate.sequential_rule import pool, verdicts
 from evalkit.judging.check_spec import ChecksFile
 from evalkit.live.budget import Budget, UnitBudget
 from evalkit.live.contract import contract_problems
@@ -176,12 +176,12 @@ def _sequential(config: RunConfig, execution: Execution, baseline: RunReport | N
     alpha = config.policy.repeats.alpha
 
     def block(counts: Mapping[str, Counts]) -> dict[str, Any]:
-        verdicts = {} if baseline is None else test_verdicts(pool(baseline), counts, alpha=alpha,
-                                                             delta=run.repeat_delta, futility=run.repeat_futility)
+        found = {} if baseline is None else verdicts(pool(baseline), counts, alpha=alpha, delta=run.repeat_delta,
+                                                     futility=run.repeat_futility)
         return {"max_repeats": run.most_samples, "batch": run.repeat_batch, "delta": run.repeat_delta,
                 "futility": run.repeat_futility, "alpha": alpha,
                 "baseline": None if baseline is None else (baseline_name or "given"), "rounds": rounds,
-                "samples": samples, "verdicts": {name: str(v) for name, v in sorted(verdicts.items())}}
+                "samples": samples, "verdicts": {name: str(v) for name, v in sorted(found.items())}}
 
     return block
 
