@@ -35,7 +35,8 @@ decision said it could detect (the suite's true mean drop in per-case pass fract
 `detectable.suite.drop`, and each test's true drop at or above its `detectable.tests` figure), the share caught
 (a block; for a test, the test among the regressed). At the policy's power (0.8) it should be at least 0.8.
 
-Run from the project root:  .venv/bin/python benchmarks/sequential.py [PAIRS]
+Run from the project root:  .venv/bin/python benchmarks/sequential.py [PAIRS [POOL_FOLDER]]
+(POOL_FOLDER keeps the pool reports, so a second run records no pool again.)
 The last line is `calls_ratio=<r> false_block_rate=<r> detect_hard=<r> detect_broad=<r>`.
 """
 
@@ -124,16 +125,24 @@ class Pool:
         return data
 
 
-def record(root: Path, conf: Path, system: str, index: int, chunks: int) -> list[Pool]:
+def record(root: Path, conf: Path, system: str, index: int, chunks: int, keep: Path | None) -> list[Pool]:
+    """`chunks` pool runs of CHUNK samples per case of one system, recorded live (or, with `keep`, read from
+    there when an earlier run of the benchmark kept them: the same seeds give the same replies)."""
     pools = []
     for chunk in range(chunks):
         seed = index * SEED_RANGE + chunk * CHUNK
+        kept = keep / f"{system}-{seed}.json" if keep is not None else None
+        if kept is not None and kept.is_file():
+            pools.append(Pool(json.loads(kept.read_text(encoding="utf-8")), seed))
+            continue
         started = time.perf_counter()
         report = evalkit(root, conf, f"pool-{system}-{chunk}", "mode=live", "baseline=none", f"model={system}",
                          f"model.options.seed={seed}", f"run.repeats={CHUNK}", "run.concurrency=16",
                          f"run.recordings={root / f'rec-{system}-{chunk}'}")
         print(f"pool {system} chunk {chunk}: seeds {seed}..{seed + CHUNK - 1}, {report['execution']['calls']}, "
               f"{time.perf_counter() - started:.0f} s", flush=True)
+        if kept is not None:
+            kept.write_text(json.dumps(report), encoding="utf-8")
         pools.append(Pool(report, seed))
     return pools
 
@@ -208,6 +217,11 @@ class Tally:
         return self.verdicts.get(str(Verdict.BLOCK), 0) / self.pairs
 
 
+def samples_of(report: Mapping[str, Any]) -> list[tuple[str, int, int, list[int]]]:
+    return [(t["nodeid"], t["repeats"]["passed"], t["repeats"]["runs"], t["repeats"]["not_passed"])
+            for t in report["tests"]]
+
+
 def cross_check(root: Path, conf: Path, pools: dict[str, list[Pool]], settings: RunSettings, alpha: float,
                 policy: Policy) -> None:
     """One pair per scenario run for real: the same samples, the same decision, and a byte-identical replay."""
@@ -218,7 +232,7 @@ def cross_check(root: Path, conf: Path, pools: dict[str, list[Pool]], settings: 
     real_base = evalkit(root, conf, "check-base", "mode=live", "baseline=none", "model=sys-base",
                         f"model.options.seed={seed}", f"run.recordings={root / 'rec-check'}", *auto)
     simulated_base = base_pool.block(start, MOST)
-    if [t["repeats"] for t in real_base["tests"]] != [t["repeats"] for t in simulated_base["tests"]]:
+    if samples_of(real_base) != samples_of(simulated_base):
         raise SystemExit("the real 20-sample baseline differs from its block of the pool")
     base_path = root / "check-base" / "report.json"
     for name, system in SCENARIO.items():
@@ -247,6 +261,9 @@ def cross_check(root: Path, conf: Path, pools: dict[str, list[Pool]], settings: 
 
 def main(argv: list[str]) -> int:
     pairs = int(argv[0]) if argv else PAIRS
+    keep = Path(argv[1]) if len(argv) > 1 else None  # a folder keeping the pool reports between runs
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
     settings = RunSettings(out="unused", repeats="auto", max_repeats=MOST, repeat_batch=BATCH)
     with tempfile.TemporaryDirectory(prefix="evalkit-bench-sequential-") as tmp, \
             FakeOpenAI(flaky_model(SYSTEMS), record=False) as server:
@@ -261,7 +278,8 @@ def main(argv: list[str]) -> int:
         per_chunk = CHUNK // MOST
         need = {"sys-base": math.ceil(2 * pairs / per_chunk) + 1, "sys-hard": math.ceil(pairs / per_chunk) + 1,
                 "sys-broad": math.ceil(pairs / per_chunk) + 1}  # the last chunk's end is the cross-check's
-        pools = {system: record(root, conf, system, index, need[system]) for index, system in enumerate(SYSTEMS)}
+        pools = {system: record(root, conf, system, index, need[system], keep)
+                 for index, system in enumerate(SYSTEMS)}
         cross_check(root, conf, pools, settings, alpha, policy)
         fixed_blocks = {s: blocks(pools[s][:-1], FIXED) for s in SYSTEMS}
         seq_blocks = {s: blocks(pools[s][:-1], MOST) for s in SYSTEMS}

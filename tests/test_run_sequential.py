@@ -25,7 +25,7 @@ from evalkit.core.config import validate_config
 from evalkit.core.errors import ConfigError, InputError
 from evalkit.core.report import Counts, report_from_mapping
 from evalkit.gate.sequential import Counts2, Verdict, settle
-from evalkit.gate.sequential_rule import compare_sequential, open_cases, pool, verdicts
+from evalkit.gate.sequential_rule import compare_sequential, decided_block, open_cases, pool, verdicts
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -140,8 +140,14 @@ def outcomes(system: dict[str, float], case: str, seed: int, samples: int) -> di
     return {"test_label": right, "test_judged_right": right, "test_reply_is_json": [True] * samples}
 
 
+def as_counts(by_case: dict[str, dict[str, list[bool]]]) -> dict[str, Counts]:
+    return {f"test_flaky.py::{check}[{case}]": counts(passes, case)
+            for case, checks in by_case.items() for check, passes in checks.items()}
+
+
 def expected_samples(system: dict[str, float], seed: int) -> dict[str, int]:
-    """The samples each case should take: the rounds replayed here against the baseline's known samples."""
+    """The samples each case should take: the rounds replayed here against the baseline's known samples (a case
+    stops when its tests are settled; every case, once the samples taken already block)."""
     base = {case: outcomes(CASES, case, BASE_SEED, MOST) for case in CASES}
     level = 0.05 / 2 / (len(CASES) * len(CHECKS))
     samples = dict.fromkeys(CASES, BATCH)
@@ -150,10 +156,11 @@ def expected_samples(system: dict[str, float], seed: int) -> dict[str, int]:
         for case, taken in samples.items():
             now = outcomes(system, case, seed, taken)
             verdicts = [settle(Counts2(sum(base[case][check]), MOST, sum(now[check]), taken), level=level,
-                               futility=0.2, delta=0.6) for check in CHECKS]
+                               futility=0.3, delta=0.6) for check in CHECKS]
             if Verdict.OPEN in verdicts and taken < MOST:
                 still.append(case)
-        if not still:
+        taken_now = {case: outcomes(system, case, seed, n) for case, n in samples.items()}
+        if not still or decided_block(as_counts(base), as_counts(taken_now), alpha=0.05, batch=BATCH):
             return samples
         for case in still:
             samples[case] = min(MOST, samples[case] + BATCH)

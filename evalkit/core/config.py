@@ -315,7 +315,7 @@ class RunSettings(_Strict):
     run of 10 samples a side can detect at all (a one-sided Fisher test at alpha/2 = 0.025, 80 % power: 0.58), so
     sequential sampling never gives up on a drop a fixed N = 10 could have shown; smaller, broad drops are the
     suite guard's, which sees every sample taken."""
-    repeat_futility: float = Field(0.2, gt=0, lt=1)
+    repeat_futility: float = Field(0.3, gt=0, lt=1)
     """With `repeats=auto`: the chance, at most, that a test which did drop by `repeat_delta` stops being sampled
     as no worse. It costs power, never false blocks: an unchanged system is blocked at most `repeats.alpha` of the
     time whatever this is."""

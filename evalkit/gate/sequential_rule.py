@@ -27,7 +27,7 @@ from evalkit.gate.repeats import RepeatsOutcome
 from evalkit.gate.sequential import Counts2, SuiteBets, Verdict, drop_evalue, settle
 from evalkit.gate.stats import paired_fraction_bootstrap
 
-__all__ = ["compare_sequential", "open_cases", "pool", "verdicts"]
+__all__ = ["compare_sequential", "decided_block", "open_cases", "pool", "verdicts"]
 
 
 def pool(report: RunReport) -> dict[str, Counts]:
@@ -92,6 +92,22 @@ def _round_changes(baseline: Mapping[str, Counts], candidate: Mapping[str, Count
             stop = min(start + batch, pairs)
             changes.append(sum(before[s] - after[s] for s in range(start, stop)) / (stop - start))
     return changes
+
+
+def decided_block(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *, alpha: float,
+                  batch: int) -> bool:
+    """Whether the gate's sequential rule already blocks these samples (a test regressed, or the suite guard
+    reached its bar): the rounds stop there, since more samples cannot undo a block (an e-value that reached its
+    bar decides, whatever comes after)."""
+    names = sorted(name for name in candidate if name in baseline)
+    if not names:
+        return False
+    bar = math.log(len(names) / (alpha / 2))
+    if any(drop_evalue(Counts2(baseline[n].passed, baseline[n].runs, candidate[n].passed, candidate[n].runs)) >= bar
+           for n in names):
+        return True
+    changes = _round_changes(baseline, candidate, names, batch)
+    return changes is not None and SuiteBets().update(changes).log_value >= math.log(2 / alpha)
 
 
 def compare_sequential(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *, alpha: float,

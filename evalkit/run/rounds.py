@@ -4,9 +4,12 @@ The first round takes `run.repeat_batch` samples of every case. After each round
 every sample taken so far, and each repeated test is set against the baseline's recorded samples of the same test
 (evalkit.gate.sequential_rule): shown worse, shown no worse than `run.repeat_delta` below it, or still open. A case
 with an open test takes another batch, up to `run.max_repeats`; a settled case is never sampled again (its counts,
-and so its verdicts, cannot change). Each sample is a call with its sample index, as with a fixed `run.repeats`
-(evalkit.run.samples), so recordings, the journal, `+run.resume=true` and `mode=record-missing` work round by
-round: an interrupted run resumes its journaled calls, and the same replies settle the same tests.
+and so its verdicts, cannot change). Once the gate's sequential rule already blocks the samples taken (a test
+regressed, or the suite's paired guard reached its bar) no case is sampled again: an e-value that reached its bar
+decides whatever follows, so more samples would only cost calls. Each sample is a call with its sample index, as
+with a fixed `run.repeats` (evalkit.run.samples), so recordings, the journal, `+run.resume=true` and
+`mode=record-missing` work round by round: an interrupted run resumes its journaled calls, and the same replies
+settle the same tests.
 
 Without a baseline (`baseline=none`, a first run, a run to bless) every case takes `max_repeats` samples: a fixed
 run, and the pool later sequential runs are compared against.
@@ -24,7 +27,7 @@ from collections.abc import Callable, Mapping
 
 from evalkit.core.config import RunSettings
 from evalkit.core.report import Counts
-from evalkit.gate.sequential_rule import open_cases, verdicts
+from evalkit.gate.sequential_rule import decided_block, open_cases, verdicts
 from evalkit.run.execute import Execution
 from evalkit.run.recording import Recording
 
@@ -55,7 +58,7 @@ def sample_in_rounds(obtain: Obtain, check: Callable[[Execution, Mapping[str, in
         standing = verdicts(pool, counts, alpha=alpha, delta=settings.repeat_delta,
                                  futility=settings.repeat_futility)
         still = sorted(case for case in open_cases(counts, standing) if samples.get(case, most) < most)
-        if not still:
+        if not still or decided_block(pool, counts, alpha=alpha, batch=batch):
             return _done(execution, samples, rounds, recording, replay)
         for case in still:
             samples[case] = min(most, samples[case] + batch)
