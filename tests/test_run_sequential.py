@@ -85,21 +85,21 @@ def counts(passes: list[bool], case: str) -> Counts:
 def test_the_sequential_rule_blocks_a_broken_test_and_pairs_samples_by_round() -> None:
     pool_ = {f"t[{c}]": counts([True] * 10, c) for c in "abcd"}
     same = {f"t[{c}]": counts([True] * 4, c) for c in "abcd"}
-    outcome = compare_sequential(pool_, same, alpha=0.05, batch=2, max_repeats=10)
+    outcome = compare_sequential(pool_, same, alpha=0.05, max_repeats=10)
     assert outcome.method == "sequential" and outcome.regressed == {} and not outcome.suite_drop
     assert outcome.suite_p == 1.0  # every pair equal: no bettor won anything
     broken = same | {"t[a]": counts([False] * 10, "a")}
-    outcome = compare_sequential(pool_, broken, alpha=0.05, batch=2, max_repeats=10)
+    outcome = compare_sequential(pool_, broken, alpha=0.05, max_repeats=10)
     assert list(outcome.regressed) == ["t[a]"] and outcome.regressed["t[a]"] <= 0.025 / 4
     # too small a pool for any outcome to count: said, with what would
     tiny = compare_sequential({"t[a]": counts([True], "a")}, {"t[a]": counts([False] * 2, "a")}, alpha=0.05,
-                              batch=2, max_repeats=2)
+                              max_repeats=2)
     assert tiny.insufficient_data is not None and "record a baseline with more samples" in tiny.insufficient_data
 
 
 def test_the_suite_guard_needs_each_sides_failed_samples() -> None:
     unlisted = {"t[a]": Counts(3, 4, "a")}  # an older report: k of n without which samples failed
-    outcome = compare_sequential({"t[a]": counts([True] * 12, "a")}, unlisted, alpha=0.05, batch=2, max_repeats=12)
+    outcome = compare_sequential({"t[a]": counts([True] * 12, "a")}, unlisted, alpha=0.05, max_repeats=12)
     assert outcome.suite_p is None and outcome.insufficient_data == (
         "a report does not list which samples failed (repeats.not_passed), so no sample can be paired")
 
@@ -160,7 +160,7 @@ def expected_samples(system: dict[str, float], seed: int) -> dict[str, int]:
             if Verdict.OPEN in verdicts and taken < MOST:
                 still.append(case)
         taken_now = {case: outcomes(system, case, seed, n) for case, n in samples.items()}
-        if not still or decided_block(as_counts(base), as_counts(taken_now), alpha=0.05, batch=BATCH):
+        if not still or decided_block(as_counts(base), as_counts(taken_now), alpha=0.05):
             return samples
         for case in still:
             samples[case] = min(MOST, samples[case] + BATCH)

@@ -95,7 +95,7 @@ class Compared:
         rounds = self.candidate.sequential
         if rounds is not None:
             return compare_sequential(pool(self.baseline), self.candidate.repeats, alpha=rule.alpha,
-                                      batch=rounds.batch, max_repeats=rounds.max_repeats, seed=rule.seed,
+                                      max_repeats=rounds.max_repeats, seed=rule.seed,
                                       resamples=rule.resamples)
         if not (sampled(self.baseline) and sampled(self.candidate)):
             return None

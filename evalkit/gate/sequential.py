@@ -25,7 +25,8 @@ longer sampled. Stopping a test's sampling early never raises the rate at which 
 regressed: that rate is bounded by the first process alone, over every stopping rule.
 
 The suite's paired guard (`SuiteBets`) spends its share of alpha the same way: bettors stake a fixed fraction
-of their wealth on each case's mean paired change as rounds bring them; while no case got worse each stake is
+of their wealth on each paired change (the gate bets on every pair of samples; a case's mean over a round is
+as valid) as rounds bring them; while no case got worse each stake is
 fair or worse, whichever cases a round chose to sample, so Ville's inequality bounds it as above.
 
 Over m tests, each test's drop process is held to m / alpha_share (Bonferroni over e-values, valid whatever the

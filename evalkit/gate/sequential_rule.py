@@ -7,9 +7,9 @@ error rate over such a run, since when to stop depended on what the samples show
 stopping, because both of its guards are e-processes, evaluated at the samples the run took:
 - per test, the mixture likelihood ratio of a drop against the pool (`drop_evalue`), Bonferroni over the tests
   compared: a test regressed when its E reaches m / (alpha / 2);
-- for the suite, `SuiteBets` over each case's paired changes round by round: candidate sample i against the pool's
-  sample i of the same case (sample i was taken in round i // batch), blocking when its wealth reaches
-  1 / (alpha / 2).
+- for the suite, `SuiteBets` over each case's paired changes, sample by sample: candidate sample i against the
+  pool's sample i of the same case, blocking when its wealth reaches 1 / (alpha / 2). Every bet is on a sample
+  the rounds chose to take before it was drawn, so each is fair or worse while no case got worse.
 
 The two halves of alpha add up as the fixed rule's do. Both are functions of the reports alone (each test's
 counts and the samples that did not pass), so a replay that took the same samples decides byte for byte as the
@@ -74,28 +74,24 @@ def _sample_passes(tests: list[Counts]) -> list[bool] | None:
     return [sample not in failed for sample in range(runs)]
 
 
-def _round_changes(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], names: list[str],
-                   batch: int) -> list[float] | None:
-    """Each case's mean paired change (pool sample i minus candidate sample i) per round; None when a side's
-    samples are not listed."""
+def _paired_changes(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts],
+                    names: list[str]) -> list[float] | None:
+    """Each case's paired changes, pool sample i minus candidate sample i (-1, 0 or 1), for every sample both
+    sides took; None when a side does not list which samples failed."""
     by_case: dict[str, list[str]] = {}
     for name in names:
         by_case.setdefault(candidate[name].case or name, []).append(name)
-    changes = []
+    changes: list[float] = []
     for case in sorted(by_case):
         before = _sample_passes([baseline[n] for n in by_case[case]])
         after = _sample_passes([candidate[n] for n in by_case[case]])
         if before is None or after is None:
             return None
-        pairs = min(len(before), len(after))
-        for start in range(0, pairs, batch):
-            stop = min(start + batch, pairs)
-            changes.append(sum(before[s] - after[s] for s in range(start, stop)) / (stop - start))
+        changes += [float(b) - float(a) for b, a in zip(before, after, strict=False)]
     return changes
 
 
-def decided_block(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *, alpha: float,
-                  batch: int) -> bool:
+def decided_block(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *, alpha: float) -> bool:
     """Whether the gate's sequential rule already blocks these samples (a test regressed, or the suite guard
     reached its bar): the rounds stop there, since more samples cannot undo a block (an e-value that reached its
     bar decides, whatever comes after)."""
@@ -106,12 +102,12 @@ def decided_block(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts
     if any(drop_evalue(Counts2(baseline[n].passed, baseline[n].runs, candidate[n].passed, candidate[n].runs)) >= bar
            for n in names):
         return True
-    changes = _round_changes(baseline, candidate, names, batch)
+    changes = _paired_changes(baseline, candidate, names)
     return changes is not None and SuiteBets().update(changes).log_value >= math.log(2 / alpha)
 
 
 def compare_sequential(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *, alpha: float,
-                       batch: int, max_repeats: int, seed: int = 17, resamples: int = 2000) -> RepeatsOutcome:
+                       max_repeats: int, seed: int = 17, resamples: int = 2000) -> RepeatsOutcome:
     """Both guards over the tests repeated on both sides, each at alpha / 2 (see the module). `regressed` and
     `suite_p` hold always-valid p-values (1 / E, at most 1)."""
     share = alpha / 2
@@ -136,7 +132,7 @@ def compare_sequential(baseline: Mapping[str, Counts], candidate: Mapping[str, C
     before = [baseline[n].passed / baseline[n].runs for n in names]
     after = [candidate[n].passed / candidate[n].runs for n in names]
     suite = paired_fraction_bootstrap(groups, before, after, seed=seed, resamples=resamples, confidence=1 - alpha)
-    changes = _round_changes(baseline, candidate, names, batch)
+    changes = _paired_changes(baseline, candidate, names)
     if changes is None:
         why = "a report does not list which samples failed (repeats.not_passed), so no sample can be paired"
         return RepeatsOutcome(alpha, regressed, unreliable, "; ".join(filter(None, (insufficient, why))), suite,

@@ -58,7 +58,7 @@ def sample_in_rounds(obtain: Obtain, check: Callable[[Execution, Mapping[str, in
         standing = verdicts(pool, counts, alpha=alpha, delta=settings.repeat_delta,
                                  futility=settings.repeat_futility)
         still = sorted(case for case in open_cases(counts, standing) if samples.get(case, most) < most)
-        if not still or decided_block(pool, counts, alpha=alpha, batch=batch):
+        if not still or decided_block(pool, counts, alpha=alpha):
             return _done(execution, samples, rounds, recording, replay)
         for case in still:
             samples[case] = min(most, samples[case] + batch)
