@@ -21,11 +21,20 @@ from fakes.flaky import JUDGE_MODEL, flaky_model, is_right, write_suite
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from evalkit.core.config import validate_config
-from evalkit.core.errors import ConfigError, InputError
+from evalkit.core.config import BudgetConfig, Mode, ModelConfig, RunSettings, validate_config
+from evalkit.core.dataset import Case
+from evalkit.core.errors import ConfigError, InputError, OutageError
+from evalkit.core.key import EvalKey
 from evalkit.core.report import Counts, report_from_mapping
 from evalkit.gate.sequential import Counts2, Verdict, settle
 from evalkit.gate.sequential_rule import compare_sequential, decided_block, open_cases, pool, verdicts
+from evalkit.live.budget import Budget
+from evalkit.live.providers.base import CallFailure, Message, Reply, Request, Usage
+from evalkit.run.execute import LiveSetup, execute
+from evalkit.run.journal import Journal, read_journal
+from evalkit.run.recording import Provenance, Recording
+from evalkit.run.rounds import sample_in_rounds
+from evalkit.run.suite import SuiteTask
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -244,9 +253,10 @@ def test_sequential_repeats_record_stop_replay_and_gate_end_to_end(tmp_path: Pat
         assert decision["decision"] != "block" and decision["repeats"]["method"] == "sequential"
 
         # the replay takes exactly those samples, calls nothing, and decides byte for byte as the live run did
+        # (its checks on two processes: each shard runs each case's own number of samples)
         sent = len(server.chat_requests)
         done, replay_path = suite.run("replay", "mode=replay", f"baseline={base_path}",
-                                      f"model.options.seed={CAND_SEED}")
+                                      f"model.options.seed={CAND_SEED}", "run.workers=2")
         assert done.returncode == 0, done.stdout + done.stderr
         assert len(server.chat_requests) == sent
         replayed = json.loads(replay_path.read_text(encoding="utf-8"))
@@ -281,3 +291,66 @@ def test_sequential_repeats_record_stop_replay_and_gate_end_to_end(tmp_path: Pat
         html = (tmp_path / "broken" / "report.html").read_text(encoding="utf-8")
         steady = report["sequential"]["samples"]["steady"]
         assert f"{steady - 1} more samples (sample 0 above)" in html and f"sample {steady - 1}</h6>" in html
+
+
+# -- the rounds in process: the journal and resume work round by round -----------------------------
+
+
+class SeedEcho:
+    """Answers each request with its seed; `right(case, seed)` says whether that reply passes; fails the calls in
+    `fail` (not retryable)."""
+
+    def __init__(self, fail: tuple[tuple[str, int], ...] = ()) -> None:
+        self.fail = set(fail)
+        self.calls: list[tuple[str, int]] = []
+
+    def complete(self, request: Request) -> Reply:
+        call = (request.messages[-1].content, int(request.options["seed"]))
+        self.calls.append(call)
+        if call in self.fail:
+            raise CallFailure("refused", retryable=False)
+        return Reply(text=str(call[1]), stop_reason="stop", usage=Usage(input_tokens=1, output_tokens=1))
+
+
+ENGINE_MODEL = ModelConfig(name="m", provider="openai", options={"temperature": 0.9, "seed": 0})
+ENGINE_KEY = EvalKey(suite="s", dataset="d@1", dataset_sha="a", model="m", prompt_version="v1", prompt_sha="p")
+
+
+def in_rounds(provider: SeedEcho, journal: Journal | None = None, resumed: dict[str, Any] | None = None) -> Any:
+    """Case `steady` always passes, case `broke` never; the pool: 8 passing samples of each."""
+    live = LiveSetup(providers={"model": provider}, settings=RunSettings(out="unused", concurrency=1),
+                     budget=Budget(BudgetConfig()), journal=journal, resumed=resumed or {})
+    task = SuiteTask(lambda case, prompt, model: Request(model=model.name, options=model.options,
+                                                         messages=(Message(role="user", content=case.id),)), None)
+    recording = Recording(key=ENGINE_KEY, provenance=Provenance(kind="recorded"))
+    cases = [Case("steady"), Case("broke")]
+
+    def obtain(samples: Any, prior: Any) -> Any:
+        return execute(task=task, cases=cases, prompt="p", model=ENGINE_MODEL, judge=None, mode=Mode.LIVE,
+                       recording=recording, where="rec.json", version="test", live=live, repeats=MOST,
+                       samples=samples, prior=prior)
+
+    def check(execution: Any, samples: Any) -> dict[str, Counts]:
+        return {f"t[{case}]": counts([case == "steady"] * samples[case], case) for case in samples}
+
+    settings = RunSettings(out="unused", repeats="auto", max_repeats=MOST, repeat_batch=BATCH)
+    base = {f"t[{case}]": counts([True] * MOST, case) for case in ("steady", "broke")}
+    return sample_in_rounds(obtain, check, cases=["steady", "broke"], settings=settings, alpha=0.05, pool=base,
+                            recorded=None, recording=recording, replay=False)
+
+
+def test_an_interrupted_run_in_rounds_resumes_from_its_journal(tmp_path: Path) -> None:
+    done = in_rounds(SeedEcho())
+    # round 2: steady settles no worse, broke regresses (its 4 failures against 8 passes), and the run stops
+    assert done.samples == {"steady": 4, "broke": 4} and done.rounds == 2
+    assert done.recording.provenance.rounds == done.samples
+    path = tmp_path / "rec.json.journal.jsonl"
+    with Journal(path, lambda data: data) as journal, pytest.raises(OutageError, match=r"task/broke#2"):
+        in_rounds(SeedEcho(fail=(("broke", 2),)), journal=journal)  # the first call of broke's second round
+    kept = read_journal(path)
+    assert {cid for cid, entry in kept.items() if entry.failure is None} == {
+        "task/steady", "task/steady#1", "task/steady#2", "task/steady#3", "task/broke", "task/broke#1"}
+    provider = SeedEcho()
+    again = in_rounds(provider, resumed=kept)
+    assert provider.calls == [("broke", 2), ("broke", 3)]  # the failed call and the rest, nothing twice
+    assert again.samples == done.samples and again.calls["task/steady#3"].status == "resumed"
