@@ -31,6 +31,7 @@ from evalkit.core.isolation import isolation_label
 if TYPE_CHECKING:
     from evalkit.core.config import RunConfig
     from evalkit.core.policy import Policy
+    from evalkit.core.report_format import Sequential
     from evalkit.live.redact import Redactor
 
 
@@ -142,7 +143,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     baseline = (load_baseline(config.baseline, config.suite.baseline, config.suite.name)
                 if config.baseline and not sharded else None)
     try:
-        result = run_suite(config, baseline[1] if baseline else None)
+        result = run_suite(config, baseline[1] if baseline else None, baseline[0] if baseline else None)
     except ReplayRefusal as refusal:  # name the command that records what is missing with this run's overrides
         raise refusal.for_command([*searched, *row.get("overrides", ())]) from None
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
@@ -168,6 +169,9 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     else:
         run_line = (f"run: suite {config.suite.name}, {tests} ({config.mode}, recording {result.recording_path.name}, "
                     f"{result.report.provenance.get('recording_provenance')}); report {result.report_path}")
+    rounds = result.report.sequential
+    if rounds is not None:
+        run_line += "\n" + sequential_line(rounds)
     live = result.execution.get("live")
     if live:
         budget = live["budget"]
@@ -230,6 +234,21 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     if not config.require_pass:  # report-only: everything above was written; only the exit code differs
         return ExitCode.GO
     return exit_code(decision.decision, policy.review_fails)
+
+
+def sequential_line(rounds: Sequential) -> str:
+    """What a run sampled in rounds took: its samples, its rounds, and what it compared against."""
+    taken = sorted(rounds.samples.values())
+    spread = f"{taken[0]}" if taken[0] == taken[-1] else f"{taken[0]} to {taken[-1]}"
+    total = sum(taken)
+    if rounds.baseline is None:
+        why = "no baseline: every case took run.max_repeats, the pool later sequential runs compare against"
+    else:
+        settled = sum(v != "open" for v in rounds.verdicts.values())
+        why = (f"against the baseline's samples; {settled} of {len(rounds.verdicts)} repeated tests settled (no "
+               f"worse by {rounds.delta:g}, or regressed at alpha {rounds.alpha:g})")
+    return (f"sequential repeats: {total} samples over {len(taken)} cases ({spread} each, most "
+            f"{rounds.max_repeats}, {rounds.rounds} round(s) of {rounds.batch}); {why}")
 
 
 def _job_line(row: dict[str, Any], decision: str, tests: str, report: Path) -> str:

@@ -293,10 +293,32 @@ class RunSettings(_Strict):
     secret_patterns: tuple[str, ...] = ()
     """Extra regular expressions whose matches are redacted from messages (error texts, failure reasons, logs,
     pytest.log, the terminal), never from the replies the checks grade (evalkit/live/redact.py)."""
-    repeats: int = Field(1, ge=1, le=MAX_REPEATS)
+    repeats: int | Literal["auto"] = 1
     """How many times each call is sampled (sample i with seed `options.seed + i`); every check runs on every
     sample and reports k passes of N. It sizes the measurement rather than changing what is measured, so it is
-    not part of the eval key (evalkit.run.samples says why); each report's tests carry their counts."""
+    not part of the eval key (evalkit.run.samples says why); each report's tests carry their counts.
+
+    `auto` samples sequentially (evalkit.run.rounds): `repeat_batch` samples of every case, then, after each
+    round, another batch of the cases that still have a test whose question is open, up to `max_repeats`. A test
+    is settled when the candidate is shown worse than the baseline's recorded samples (the gate's sequential
+    test at the policy's `repeats.alpha`), or shown no worse than them by `repeat_delta`. Without a baseline
+    (`baseline=none`, a first run, a run to bless) every case gets `max_repeats` samples: the pool a later
+    sequential run is compared against. A replay takes exactly the samples the recorded run took."""
+    max_repeats: int | None = Field(None, ge=1, le=MAX_REPEATS)
+    """With `repeats=auto`: the most samples of a case (required there, refused elsewhere)."""
+    repeat_batch: int = Field(2, ge=1, le=MAX_REPEATS)
+    """With `repeats=auto`: the samples each round adds to every case still open (the first round samples every
+    case). Smaller batches stop sooner and run the checks more often."""
+    repeat_delta: float = Field(0.6, gt=0, lt=1)
+    """With `repeats=auto`: a test stops being sampled once it is shown not to have dropped by this much below the
+    baseline's pass rate (at level `repeat_futility`). 0.6 is about the smallest drop of one test that a fixed
+    run of 10 samples a side can detect at all (a one-sided Fisher test at alpha/2 = 0.025, 80 % power: 0.58), so
+    sequential sampling never gives up on a drop a fixed N = 10 could have shown; smaller, broad drops are the
+    suite guard's, which sees every sample taken."""
+    repeat_futility: float = Field(0.3, gt=0, lt=1)
+    """With `repeats=auto`: the chance, at most, that a test which did drop by `repeat_delta` stops being sampled
+    as no worse. It costs power, never false blocks: an unchanged system is blocked at most `repeats.alpha` of the
+    time whatever this is."""
     workers: int | Literal["auto"] = 1
     """Processes the suite's checks run on (shards, evalkit.run.workers): 1 runs them in one process, `auto` on
     every CPU this process may use. The run report is the same whichever (durations aside), with repeated samples
@@ -342,6 +364,28 @@ class RunSettings(_Strict):
             return None
         shard, _, shards = self.shard.partition("/")
         return int(shard), int(shards)
+
+    @field_validator("repeats", mode="before")
+    @classmethod
+    def _repeats(cls, value: Any) -> Any:
+        # one line for every wrong value (a union would list one complaint per member)
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_REPEATS):
+            return value
+        raise ValueError(f"run.repeats is a whole number of samples from 1 to {MAX_REPEATS}, or auto (sequential, "
+                         "with run.max_repeats=N)")
+
+    @property
+    def sequential(self) -> bool:
+        """Whether the run samples in rounds (`repeats=auto`)."""
+        return self.repeats == "auto"
+
+    @property
+    def most_samples(self) -> int:
+        """The most samples of one call this run may take: `repeats`, or `max_repeats` when sequential."""
+        if self.repeats == "auto":
+            assert self.max_repeats is not None  # the validator above
+            return self.max_repeats
+        return self.repeats
 
 
 WORKERS_PER_CPU = 4
@@ -430,6 +474,7 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
     except ValidationError as error:
         raise _refusal(error, choices, overrides) from None
     config = _check_run_paths(config)
+    _check_sequential(config.run)
     _check_suite_kind(config, overrides)
     for pattern in config.run.secret_patterns:  # compiled as the redactor compiles them (evalkit.live.redact)
         try:
@@ -441,6 +486,9 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
         raise ConfigError(f"run.shard={config.run.shard} replays a recording on each machine; mode={config.mode} "
                           "calls the model: record on one machine first (mode=live or record-missing, without "
                           "run.shard), commit the recording, then replay it in shards")
+    if config.run.shard is not None and config.run.sequential:
+        raise ConfigError(f"run.shard={config.run.shard} cannot follow run.repeats=auto: which cases get another "
+                          "round depends on every test's samples; shard a replay with a fixed run.repeats")
     if config.run.shard is not None and config.run.workers != 1:
         raise ConfigError(f"run.shard={config.run.shard} runs one shard of the checks in one process; leave "
                           "run.workers at 1 (the machines are the shards)")
@@ -528,6 +576,22 @@ def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
         where = f"conf/dataset/{config.choices['dataset']}.yaml" if "dataset" in config.choices else "the dataset"
         raise ConfigError(f"split={config.split}: {where} is a single file without splits; "
                           "splits need a manifest dataset")
+
+
+def _check_sequential(run: RunSettings) -> None:
+    """`run.repeats=auto` and its settings go together: one line for each way they do not."""
+    if run.repeats == "auto" and run.max_repeats is None:
+        raise ConfigError("run.repeats=auto needs run.max_repeats=N, the most samples of a case (e.g. "
+                          "run.max_repeats=20)")
+    if run.repeats == "auto" and run.max_repeats is not None and run.max_repeats < 2:
+        raise ConfigError(f"run.max_repeats={run.max_repeats} leaves run.repeats=auto nothing to decide; give at "
+                          "least 2 (or use run.repeats=1)")
+    if run.repeats != "auto" and run.max_repeats is not None:
+        raise ConfigError(f"run.max_repeats={run.max_repeats} is for run.repeats=auto (sequential); with "
+                          f"run.repeats={run.repeats} drop it")
+    if run.max_repeats is not None and run.repeat_batch > run.max_repeats:
+        raise ConfigError(f"run.repeat_batch={run.repeat_batch} is more than run.max_repeats={run.max_repeats}; a "
+                          "round cannot take more samples than the most a case may have")
 
 
 def _check_policy_metrics(config: RunConfig) -> None:

@@ -26,7 +26,7 @@ from evalkit.core.failure import failure_message
 from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
 from evalkit.core.parsing import check_json, check_json_aside, parse_json
 from evalkit.core.reducer import parse_reducer
-from evalkit.core.report_format import FORMATS, Repeats, Text, check_repeats
+from evalkit.core.report_format import FORMATS, Repeats, Sequential, Text, check_repeats
 
 __all__ = ["CaseHead", "CaseTexts", "Counts", "RunReport", "case_heads", "report_from_mapping", "load_report",
            "parse_report", "read_reports"]
@@ -52,6 +52,8 @@ class Counts:
     runs: int
     case: str | None = None
     reduce: str = "all"
+    not_passed: tuple[int, ...] = ()
+    """The samples that did not pass, when the report lists them (`runs - passed` of them); empty otherwise."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,8 @@ class RunReport:
     texts: Mapping[str, Any] = field(default_factory=dict)
     """The texts the run measured (`prompt`, `program`): version, path, SHA-256 and the text, for a reviewer's diff
     (evalkit.core.report_format.Text); absent from reports written before they were kept."""
+    sequential: Sequential | None = None
+    """A run that sampled in rounds (`run.repeats=auto`): its settings and each case's samples; None otherwise."""
 
     @property
     def passed(self) -> int:
@@ -165,7 +169,19 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
                      _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
                      _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages,
                      repeats=repeats, critical=_critical(data.get("critical_checks"), where),
-                     classification=_mapping(data.get("classification")), texts=_texts(data.get("texts"), where))
+                     classification=_mapping(data.get("classification")), texts=_texts(data.get("texts"), where),
+                     sequential=_sequential(data.get("sequential"), where))
+
+
+def _sequential(value: Any, where: str) -> Sequential | None:
+    """The report's sequential block, checked against its model (evalkit.core.report_format.Sequential)."""
+    if value is None:
+        return None
+    try:
+        return msgspec.convert(value, Sequential)
+    except msgspec.ValidationError as error:
+        raise InputError(f"{where}: 'sequential' is not the block of a run sampled in rounds ({error}); regenerate "
+                         "the report with `evalkit run`") from None
 
 
 def _texts(value: Any, where: str) -> Mapping[str, Any]:
@@ -213,7 +229,12 @@ def _repeats(tests: list[Any], outcomes: Mapping[str, str], where: str) -> dict[
                              f"{runs} samples passing under reduce {reducer.name}; a repeated test is 'passed' "
                              "exactly when its reducer passes the counts ('all': every sample passed)")
         case = test.get("case")
-        out[nodeid] = Counts(passed, runs, case if isinstance(case, str) else None, reducer.name)
+        listed = tuple(counts.not_passed)
+        if listed and (len(listed) != runs - passed or len(set(listed)) != len(listed)
+                       or not all(0 <= sample < runs for sample in listed)):
+            raise InputError(f"{where}: tests[{index}] ({nodeid}): 'repeats.not_passed' {str(listed)[:200]} must "
+                             f"name the {runs - passed} distinct samples (0 to {runs - 1}) that did not pass")
+        out[nodeid] = Counts(passed, runs, case if isinstance(case, str) else None, reducer.name, listed)
     return out
 
 

@@ -19,7 +19,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 __all__ = ["FORMAT", "FORMATS", "CaseEntry", "CaseRepeats", "Classification", "MetricSummary", "Repeats",
-           "RunReportFormat", "TestEntry", "Text", "check_repeats", "run_report_schema"]
+           "RunReportFormat", "Sequential", "TestEntry", "Text", "check_repeats", "run_report_schema"]
 
 FORMAT: Final = "evalkit-run-report/1"
 FORMATS: Final = (FORMAT,)
@@ -80,6 +80,9 @@ class CaseEntry(msgspec.Struct, forbid_unknown_fields=True):
     metrics: dict[str, float | None]
     input: Any = None
     output: str | None = None
+    """The task reply (sample 0's with repeats), cut to 2,000 characters."""
+    outputs: list[str | None] = []
+    """With repeats: every sample's task reply in sample order (sample 0 first, as `output`), each cut like it."""
     judge_replies: dict[str, str | None] = {}
     repeats: CaseRepeats | None = None
     group: Any = None
@@ -109,6 +112,29 @@ class Text(msgspec.Struct, forbid_unknown_fields=True):
     cut: int = 0
 
 
+class Sequential(msgspec.Struct, forbid_unknown_fields=True):
+    """A run that sampled in rounds (`run.repeats=auto`, evalkit.run.rounds): its settings, how many samples each
+    case took and where each repeated test stood when sampling stopped. The gate decides such a run with the
+    sequential test (evalkit.gate.sequential_rule), whatever baseline it is gated against."""
+
+    max_repeats: int
+    batch: int
+    """Samples per round: sample i of a case was taken in round i // batch."""
+    delta: float
+    futility: float
+    alpha: float
+    """The policy's `repeats.alpha` the rounds stopped at (a gate under another alpha decides at its own)."""
+    baseline: str | None
+    """The baseline report whose recorded samples the rounds compared against; None: there was none, and every
+    case took `max_repeats` samples."""
+    rounds: int
+    samples: dict[str, int]
+    """Case id -> the samples it took."""
+    verdicts: dict[str, str] = {}
+    """Repeated test -> `regressed`, `no_worse`, `open` (sampled up to max_repeats) or `new` (not in the
+    baseline), against that baseline when sampling stopped."""
+
+
 class RunReportFormat(msgspec.Struct, kw_only=True):
     """A run report as evalkit writes it: pytest-json-report's fields (kept as they are) and the eval block."""
 
@@ -129,6 +155,8 @@ class RunReportFormat(msgspec.Struct, kw_only=True):
     candidate: dict[str, Any] = {}
     texts: dict[str, Text] = {}
     """The texts the run measured, by what they are (`prompt`, `program`), for the diff a reviewer reads."""
+    sequential: Sequential | None = None
+    """Present when the run sampled in rounds (`run.repeats=auto`)."""
     exitcode: int | None = None
     summary: dict[str, Any] = {}
 

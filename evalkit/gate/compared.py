@@ -22,6 +22,7 @@ from evalkit.gate.compare import MetricChange, compare_metrics
 from evalkit.gate.headline import Detectable, detectable
 from evalkit.gate.release import Grades, grades, paired_bootstrap
 from evalkit.gate.repeats import RepeatsOutcome, compare_repeats
+from evalkit.gate.sequential_rule import compare_sequential, pool
 from evalkit.gate.stats import PairedStatistics
 
 __all__ = ["Compared", "TestChanges", "critical_of", "is_critical", "sampled", "unmatched_critical"]
@@ -89,10 +90,16 @@ class Compared:
 
     @cached_property
     def repeated(self) -> RepeatsOutcome | None:
-        """The statistical comparison, when both sides sampled their tests several times."""
+        """The statistical comparison, when both sides sampled their tests several times; for a candidate sampled
+        in rounds (`run.repeats=auto`) the sequential one, against the baseline's samples (single runs included)."""
+        rule = self.policy.repeats
+        rounds = self.candidate.sequential
+        if rounds is not None:
+            return compare_sequential(pool(self.baseline), self.candidate.repeats, alpha=rule.alpha,
+                                      max_repeats=rounds.max_repeats, seed=rule.seed,
+                                      resamples=rule.resamples)
         if not (sampled(self.baseline) and sampled(self.candidate)):
             return None
-        rule = self.policy.repeats
         return compare_repeats(self.baseline.repeats, self.candidate.repeats, alpha=rule.alpha,
                                min_repeats=rule.min_repeats, seed=rule.seed, resamples=rule.resamples)
 
@@ -110,7 +117,8 @@ class Compared:
         repeated = self.repeated
         if repeated is not None:
             # a test sampled on both sides regresses only when its drop is significant (evalkit.gate.repeats)
-            both, was = self.candidate.repeats, self.baseline.repeats
+            both = self.candidate.repeats
+            was = pool(self.baseline) if self.candidate.sequential is not None else self.baseline.repeats
             regressed = [name for name in regressed if name not in both or name not in was]
             regressed += [name for name in repeated.regressed if name not in regressed]
             fixed = [name for name in fixed if name not in both or name not in was]

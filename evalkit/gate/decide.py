@@ -87,7 +87,7 @@ def _paired(compared: Compared) -> dict[str, Any] | None:
 
 
 def _repeat_summary(repeated: RepeatsOutcome, compared: Compared) -> dict[str, Any]:
-    return {"alpha": repeated.alpha, "regressed": dict(sorted(repeated.regressed.items())),
+    return {"method": repeated.method, "alpha": repeated.alpha, "regressed": dict(sorted(repeated.regressed.items())),
             "unreliable_baseline": list(repeated.unreliable_baseline),
             "insufficient_data": repeated.insufficient_data,
             "suite": repeated.suite.model_dump(mode="json") if repeated.suite else None,

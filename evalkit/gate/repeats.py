@@ -126,6 +126,9 @@ class RepeatsOutcome:
     improved: dict[str, float] = field(default_factory=dict)
     """Tests whose rise is significant by the same test turned round (the candidate's rate above the
     baseline's), Holm-corrected at alpha / 2: reported as fixed, deciding nothing."""
+    method: str = "fixed"
+    """`fixed` (Fisher with Holm, the sign-flip test: this module) or `sequential` (e-values for a run sampled in
+    rounds, evalkit.gate.sequential_rule; its p-values are always-valid ones, 1 / E)."""
 
 
 def compare_repeats(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *, alpha: float,

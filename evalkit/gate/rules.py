@@ -24,6 +24,7 @@ from evalkit.gate.findings import Effect, Finding
 from evalkit.gate.headline import points
 from evalkit.gate.release import scored, why_unpaired
 from evalkit.gate.repeats import wilson_interval
+from evalkit.gate.sequential_rule import pool
 
 __all__ = ["RULES", "Rule", "Stage", "registered", "rule", "incomparable_finding", "rules_for", "reference",
            "repeat_messages"]
@@ -235,9 +236,10 @@ def suite_drop(c: Compared) -> Iterator[Finding]:
     suite = repeated.suite if repeated is not None else None
     if repeated is None or suite is None or not repeated.suite_drop:
         return
+    test = "sign-flip" if repeated.method == "fixed" else "sequential (paired bets over rounds, always-valid)"
     yield Finding("suite_drop", Effect.BLOCK,
                   f"pass fractions fell across cases: mean change {suite.difference:+.3f} "
-                  f"(interval {suite.interval[0]:+.3f} to {suite.interval[1]:+.3f}), sign-flip "
+                  f"(interval {suite.interval[0]:+.3f} to {suite.interval[1]:+.3f}), {test} "
                   f"p={repeated.suite_p:.2g} below alpha/2 = {repeated.alpha / 2:g}",
                   figures={"difference": suite.difference, "interval": list(suite.interval),
                            "p": repeated.suite_p, "alpha": repeated.alpha})
@@ -446,9 +448,12 @@ def repeat_messages(c: Compared) -> dict[str, str]:
     out: dict[str, str] = {}
     if c.repeated is None:
         return out
+    fixed = c.repeated.method == "fixed"
+    was = c.baseline.repeats if fixed else pool(c.baseline)
     for name, p in c.repeated.regressed.items():
-        before, after = c.baseline.repeats[name], c.candidate.repeats[name]
+        before, after = was[name], c.candidate.repeats[name]
         low, high = wilson_interval(after.passed, after.runs)
+        test = "one-sided Fisher p" if fixed else "sequential (always-valid) p"
         out[name] = (f"{after.passed}/{after.runs} samples passed (95% interval {low:.2f}-{high:.2f}), baseline "
-                     f"{before.passed}/{before.runs}; one-sided Fisher p={p:.2g}")
+                     f"{before.passed}/{before.runs}; {test}={p:.2g}")
     return out

@@ -9,7 +9,7 @@ or stop.
 baseline is a recorded pool: k_b passes of N_b samples of the test. The candidate's samples arrive in rounds: k of
 n passed so far. The evidence of a drop after n samples is
 
-    E_n = [ mean over a grid of (p_b, p_c) with p_c < p_b of L(p_b, p_c) ] / max over p_c >= p_b of L(p_b, p_c)
+    E_n = [ mean over a grid of (p_b, p_c) with p_c < p_b - 0.25 of L(p_b, p_c) ] / max over p_c >= p_b of L(p_b, p_c)
 
 with L(p_b, p_c) = p_b^k_b (1 - p_b)^(N_b - k_b) p_c^k (1 - p_c)^(n - k) the likelihood of the pool and the
 candidate's samples. For any (p_b, p_c) in the null, the numerator over L(p_b, p_c) is a nonnegative martingale
@@ -25,7 +25,8 @@ longer sampled. Stopping a test's sampling early never raises the rate at which 
 regressed: that rate is bounded by the first process alone, over every stopping rule.
 
 The suite's paired guard (`SuiteBets`) spends its share of alpha the same way: bettors stake a fixed fraction
-of their wealth on each case's mean paired change as rounds bring them; while no case got worse each stake is
+of their wealth on each paired change (the gate bets on every pair of samples; a case's mean over a round is
+as valid) as rounds bring them; while no case got worse each stake is
 fair or worse, whichever cases a round chose to sample, so Ville's inequality bounds it as above.
 
 Over m tests, each test's drop process is held to m / alpha_share (Bonferroni over e-values, valid whatever the
@@ -45,11 +46,16 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["GRID_POINTS", "SUITE_BETS", "Counts2", "SuiteBets", "Verdict", "drop_evalue", "no_worse_evalue",
-           "settle", "upper_bound"]
+__all__ = ["GRID_POINTS", "LEAST_DROP", "SUITE_BETS", "Counts2", "SuiteBets", "Verdict", "drop_evalue",
+           "no_worse_evalue", "settle", "upper_bound"]
 
 GRID_POINTS = 40
 """The prior's grid on each rate: points (i + 1/2) / 40, so no rate sits at 0 or 1."""
+LEAST_DROP = 0.25
+"""The drop test's prior lies on drops of at least this much (p_c < p_b - 0.25): any fixed prior keeps the test
+valid, and one spread over drops too small for one test's 20 samples to show would only dilute the evidence for
+those it can (measured: 0.90 -> 0.94 of a 0.95 -> 0.2 break caught by 20 samples); smaller drops spread over
+many cases are the suite guard's."""
 SUITE_BETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
 """The fractions the suite's bettors stake (below 1: a case's change can be -1)."""
 _STEPS = 100  # ternary-search steps for the boundary maximum: far below any figure's resolution
@@ -64,6 +70,8 @@ class Verdict(enum.StrEnum):
     """Evidence, at level beta, that it did not drop by delta or more: sampling it stops."""
     OPEN = "open"
     """Neither yet: sample it again, up to the most repeats."""
+    NEW = "new"
+    """Not in the baseline: no drop to ask about, so nothing keeps it sampled."""
 
 
 @dataclass(frozen=True)
@@ -110,7 +118,7 @@ def drop_evalue(c: Counts2) -> float:
     if c.runs == 0:
         return 0.0
     grid = _grid(GRID_POINTS)
-    numerator = _log_mixture(c, grid[None, :] < grid[:, None])
+    numerator = _log_mixture(c, grid[None, :] < grid[:, None] - LEAST_DROP)
     base, cand = _rate(c.base_passed, c.base_runs), _rate(c.passed, c.runs)
     if cand >= base:  # the sides' own rates lie in the null
         denominator = float(_loglik(base, c.base_passed, c.base_runs)) + float(_loglik(cand, c.passed, c.runs))

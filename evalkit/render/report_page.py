@@ -86,6 +86,8 @@ class _Side:
     output: Clipped | None = None
     kept: bool = False
     segments: list[tuple[str, str]] = field(default_factory=list)
+    more: list[tuple[int, Clipped | None]] = field(default_factory=list)
+    """With repeats: the other samples' replies (sample number, reply), one click away under the first."""
 
 
 def render_report_html(candidate: RunReport, decision: Decision | None = None, baseline: RunReport | None = None,
@@ -322,6 +324,11 @@ def _sides(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> tuple[_Side
         left.output = clip(str(old["output"]))
     if right.kept and new.get("output") is not None:
         right.output = clip(str(new["output"]))
+    for side, entry in ((left, old), (right, new)):
+        outputs = entry.get("outputs") if entry is not None else None
+        if isinstance(outputs, list):
+            side.more = [(number, clip(str(text)) if text is not None else None)
+                         for number, text in enumerate(outputs) if number > 0]
     if left.output is not None and right.output is not None:
         left.segments, right.segments = diff_sides(left.output.text, right.output.text)
     else:

@@ -158,6 +158,10 @@ class EvalBlock:
                 by_case[case_id]["calls"][call_id] = call.status
                 if which.sample == 0:
                     _keep_reply(by_case[case_id], which, call.text)
+                if which.kind == "task" and self.run.repeats > 1:  # every sample's reply, in sample order
+                    outputs = by_case[case_id].setdefault("outputs", [None] * self.run.samples_of(case_id))
+                    if which.sample < len(outputs):
+                        outputs[which.sample] = cap_reply(call.text)
                 if call.reason:
                     by_case[case_id]["problems"].append(call.reason)
                 if call.status in UNSCORED:
@@ -190,8 +194,9 @@ class EvalBlock:
             entry["metrics"] = self.metrics.get(entry["id"], {})
             if self.run.repeats > 1:  # the samples in which the case passed, by the same rule
                 checks = sampled.get(entry["id"], [])
-                entry["repeats"] = {"passed": sum(_case_passed([c[s] for c in checks])
-                                                  for s in range(self.run.repeats)), "runs": self.run.repeats}
+                runs = self.run.samples_of(entry["id"])
+                entry["repeats"] = {"passed": sum(_case_passed([c[s] for c in checks if s < len(c)])
+                                                  for s in range(runs)), "runs": runs}
         return list(by_case.values())
 
 

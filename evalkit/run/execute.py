@@ -104,6 +104,12 @@ class Execution:
     calls: dict[str, CallResult]
     recording: Recording | None
     stats: dict[str, Any]
+    caller: _Caller | None = field(default=None, repr=False, compare=False)
+    """What obtained the calls, for the next round of a run sampled in rounds (`prior` of `execute`)."""
+    samples: dict[str, int] | None = None
+    """For a run sampled in rounds (evalkit.run.rounds): case id -> the samples it took."""
+    rounds: int = 1
+    """The rounds that took them."""
 
 
 Planned = tuple[str, Request, str]  # call id, request, role ("model" or "judge")
@@ -112,32 +118,46 @@ Planned = tuple[str, Request, str]  # call id, request, role ("model" or "judge"
 def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: ModelConfig,
             judge: ModelConfig | None, mode: Mode, recording: Recording, where: str, version: str,
             live: LiveSetup | None = None, repeats: int = 1,
-            prices: Mapping[str, PriceEntry] | None = None) -> Execution:
+            prices: Mapping[str, PriceEntry] | None = None, samples: Mapping[str, int] | None = None,
+            prior: Execution | None = None) -> Execution:
     """Obtain every call of the run, each sampled `repeats` times (evalkit.run.samples). With `prices` (the price
-    table), the statistics hold the cost in money (`money`) and `budget.max_usd` is enforced at those prices."""
+    table), the statistics hold the cost in money (`money`) and `budget.max_usd` is enforced at those prices.
+
+    A run sampled in rounds (evalkit.run.rounds) gives `samples` (case id -> how many of its calls' samples, in
+    place of `repeats`, which is then the most a case may take) and, after its first round, `prior`: the previous
+    round's execution, whose calls are kept as they are and whose new recording entries are saved with this
+    round's."""
     if mode is not Mode.REPLAY and live is None:
         raise ValueError(f"mode={mode} needs a LiveSetup")
     judged = task.build_judge is not None and judge is not None
-    caller = _Caller(mode, recording, where, live, model, judge if judged else None, prices or {})
+    caller = prior.caller if prior is not None and prior.caller is not None else \
+        _Caller(mode, recording, where, live, model, judge if judged else None, prices or {})
+    calls: dict[str, CallResult] = dict(prior.calls) if prior is not None else {}
+
+    def count(case: Case) -> int:
+        return repeats if samples is None else samples.get(case.id, repeats)
 
     planned: list[Planned] = []
     for case in cases:
         request = _built(task.build_task, case, prompt, model)
-        for sample in range(repeats):
+        for sample in range(count(case)):
             call_id = str(CallId.task(case.id, sample))
-            planned.append((call_id, seeded(request, sample, repeats, call_id), "model"))
-    calls = caller.wave(planned)
+            if call_id not in calls:
+                planned.append((call_id, seeded(request, sample, repeats, call_id), "model"))
+    calls |= caller.wave(planned)
     caller.refuse_misses(len(planned))
     caller.raise_outage()
     if judged:
         assert task.build_judge is not None and judge is not None
         planned = []
         for case in cases:
-            for sample in range(repeats):  # each sample's reply is judged on its own
+            for sample in range(count(case)):  # each sample's reply is judged on its own
                 task_id = str(CallId.task(case.id, sample))
                 output = calls[task_id]
                 for metric, request in _built(task.build_judge, case, output.text or "", judge).items():
                     call_id = str(CallId.judge(metric, case.id, sample))
+                    if call_id in calls:
+                        continue
                     if output.text is None:
                         calls[call_id] = CallResult("blocked", reason=f"{call_id} needs {task_id}, which has no reply")
                     else:
@@ -165,7 +185,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
                          "budget": live.budget.summary()}
         if caller.denied:
             stats["live"]["denied"] = {"calls": len(caller.denied), "first": caller.denied[0]}
-    return Execution(calls, caller.recording_to_save(version), stats)
+    return Execution(calls, caller.recording_to_save(version), stats, caller)
 
 
 _Built = TypeVar("_Built")

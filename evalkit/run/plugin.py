@@ -208,10 +208,12 @@ class _EvalRun:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
         """With N > 1 samples, run a check over a case once per sample and report it once (see the module)."""
-        if self.run.repeats == 1 or not isinstance(_case_param(item), Case):
+        case = _case_param(item)
+        if self.run.repeats == 1 or not isinstance(case, Case):
             return None  # pytest's own protocol
         reducer = reducer_of(item, self.run.repeats)
-        self.sampled[item.nodeid] = run_samples(item, nextitem, self.run.repeats, self._use_sample, reducer)
+        self.sampled[item.nodeid] = run_samples(item, nextitem, self.run.samples_of(case.id), self._use_sample,
+                                                reducer)
         self.reducers[item.nodeid] = reducer.name
         return True
 

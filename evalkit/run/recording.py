@@ -59,6 +59,10 @@ class Provenance(BaseModel):
     samples: int | None = None
     """The most samples of one call the file holds (`task/<case>`, `task/<case>#1` ...: `run.repeats`, see
     evalkit.run.samples); None when it holds one sample per call, as every recording made with N = 1."""
+    rounds: dict[str, int] | None = None
+    """Case id -> the samples of its calls that the run sampling in rounds which last wrote the file took
+    (`run.repeats=auto`, evalkit.run.rounds): a replay takes exactly these, so it decides as that run did; None
+    when that run sampled every case alike."""
 
 
 FailureKind = Literal["failed", "budget_denied"]

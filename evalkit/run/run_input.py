@@ -58,7 +58,10 @@ class RunInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     cases: list[Case]
     calls: dict[str, CallInput] = {}
     repeats: int = 1
-    """Samples of each call (`run.repeats`); the checks over a case run once per sample."""
+    """Samples of each call (`run.repeats`; the most a case may take, `run.max_repeats`, when sampled in rounds);
+    the checks over a case run once per sample."""
+    samples: dict[str, int] = {}
+    """A run sampled in rounds (`run.repeats=auto`): case id -> the samples it took, in place of `repeats`."""
     components: dict[str, Any] = {}
     settings: dict[str, Any] | None = None
     """What the key's fingerprints cover, shown beside it (the components, the model's and judge's options);
@@ -68,6 +71,10 @@ class RunInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Suites that run a candidate program: what each case's run left, by case id."""
     references: dict[str, dict[str, Any]] = {}
     """The private references to grade each case's program run by."""
+
+    def samples_of(self, case_id: str) -> int:
+        """How many samples of the case's calls the run took."""
+        return self.samples.get(case_id, self.repeats)
 
     @property
     def shown_settings(self) -> dict[str, Any]:

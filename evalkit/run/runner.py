@@ -7,6 +7,7 @@ process, and an in-process pytest would keep the first job's test modules for th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -30,8 +31,9 @@ from evalkit.core.key import EvalKey, build_key, recording_path
 from evalkit.core.loaders import load_cases
 from evalkit.core.outputs import refuse_link
 from evalkit.core.provider_specs import provider_spec
-from evalkit.core.report import RunReport, report_from_mapping
+from evalkit.core.report import Counts, RunReport, report_from_mapping
 from evalkit.core.version import __version__
+from evalkit.gate.sequential_rule import pool, verdicts
 from evalkit.judging.check_spec import ChecksFile
 from evalkit.live.budget import Budget, UnitBudget
 from evalkit.live.contract import contract_problems
@@ -53,6 +55,7 @@ from evalkit.run.manifest import load_manifest_dataset
 from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.plugin import RUN_OPTION
 from evalkit.run.recording import ForeignRecording, Provenance, Recording, load_recording, save_recording
+from evalkit.run.rounds import sample_in_rounds
 from evalkit.run.run_input import CallInput, RunInput, SuiteInput, read_run_input
 from evalkit.run.shards import merged_report, shard_file, shard_name
 from evalkit.run.suite import load_task
@@ -80,10 +83,12 @@ class RunResult:
     """Call statistics: statuses, and for live runs calls sent, retries, seconds and budget spent."""
 
 
-def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult:
+def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_name: str | None = None) -> RunResult:
     """Execute and check one run; writes `report.json` (and the recording, in live modes).
 
-    With a baseline, its recorded task replies are offered to the suite's judge (pairwise judging)."""
+    With a baseline, its recorded task replies are offered to the suite's judge (pairwise judging), and a run
+    sampled in rounds (`run.repeats=auto`) compares against its recorded samples (`baseline_name` names it in the
+    report)."""
     check_run_destinations(config)  # a run folder or save_report it may not write: refused before any work
     if config.suite.program is not None:
         return _run_program_suite(config)
@@ -104,14 +109,41 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
     if config.judge is None and judged:
         raise ConfigError(f"{suite_dir / 'checks.yaml'}: {', '.join(judged)} checks need the suite's pinned judge; "
                           "add `- /judge: NAME` to the suite option's defaults (or pass judge=NAME)")
-    _refuse_unreachable_reducers(declared, config.run.repeats, suite_dir)
+    most = config.run.most_samples
+    _refuse_unreachable_reducers(declared, most, suite_dir)
     task = with_check_judges(task, declared, replies)
 
+    def run_input(execution: Execution, provenance: Provenance) -> RunInput:
+        return RunInput(
+            key=key.model_dump(mode="json"), components=config.components, settings=settings,
+            suite=_suite_input(config, replies), provenance=_provenance(config, rec_path, provenance),
+            cases=list(dataset.cases),
+            calls={cid: CallInput(status=r.status, text=r.text, reason=r.reason,
+                                  stop_reason=r.reply.stop_reason if r.reply else None,
+                                  contract=contract_problems(r.reply) if r.reply else [])
+                   for cid, r in execution.calls.items()},
+            repeats=most, samples=execution.samples or {})  # the checks run on every sample (sample_protocol)
+
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
-        assert config.model is not None
-        return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model, judge=config.judge,
-                       mode=config.mode, recording=recording, where=shown(rec_path), version=__version__, live=live,
-                       repeats=config.run.repeats, prices=config.prices)
+        def obtain(samples: Mapping[str, int] | None, prior: Execution | None) -> Execution:
+            assert config.model is not None
+            return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model,
+                           judge=config.judge, mode=config.mode, recording=recording, where=shown(rec_path),
+                           version=__version__, live=live, repeats=most, prices=config.prices, samples=samples,
+                           prior=prior)
+
+        if not config.run.sequential:
+            return obtain(None, None)
+
+        def counts(execution: Execution, samples: Mapping[str, int]) -> Mapping[str, Counts]:
+            between = dataclasses.replace(execution, samples=dict(samples))
+            data = _checks(config, suite_dir, run_input(between, recording.provenance), redact)
+            return report_from_mapping(data, f"a round of suite {config.suite.name}").repeats
+
+        return sample_in_rounds(obtain, counts, cases=[case.id for case in dataset.cases], settings=config.run,
+                                alpha=config.policy.repeats.alpha, pool=pool(baseline) if baseline else None,
+                                recorded=recording.provenance.rounds, recording=recording,
+                                replay=config.mode is Mode.REPLAY)
 
     if config.mode is Mode.REPLAY:
         if not os.path.lexists(rec_path):
@@ -128,38 +160,61 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None) -> RunResult
         with recording_lock(rec_path, config.run.lock_timeout_s, notify):
             recording, execution = _record(config, key, settings, rec_path, redact, providers, run_calls, notify)
 
-    run_input = RunInput(
-        key=key.model_dump(mode="json"), components=config.components, settings=settings,
-        suite=_suite_input(config, replies), provenance=_provenance(config, rec_path, recording.provenance),
-        cases=list(dataset.cases),
-        calls={cid: CallInput(status=r.status, text=r.text, reason=r.reason,
-                              stop_reason=r.reply.stop_reason if r.reply else None,
-                              contract=contract_problems(r.reply) if r.reply else [])
-               for cid, r in execution.calls.items()},
-        repeats=config.run.repeats)  # the checks run on every sample (evalkit.run.sample_protocol)
     texts = {"prompt": kept_text(prompt_text, config.prompt.version, shown(prompt_path), redact)}
-    report, report_path = _check_and_report(config, suite_dir, run_input, redact,
-                                            {"execution": execution.stats, "texts": texts})
+    extra: dict[str, Any] = {"execution": execution.stats, "texts": texts}
+    report, report_path = _check_and_report(config, suite_dir, run_input(execution, recording.provenance), redact,
+                                            extra, sequential=_sequential(config, execution, baseline, baseline_name))
     return RunResult(key, report, report_path, rec_path, execution.stats)
 
 
-def _check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Redactor,
-                      extra: dict[str, Any], verify: Callable[[], None] = lambda: None) -> tuple[RunReport, Path]:
-    """Hand the run's input to the suite's checks, add `extra` sections, write `report.json` (and save_report).
-    `verify` runs after the checks, before anything is written: it may refuse the run."""
+def _sequential(config: RunConfig, execution: Execution, baseline: RunReport | None,
+                baseline_name: str | None) -> Callable[[Mapping[str, Counts]], dict[str, Any]] | None:
+    """For a run sampled in rounds: the report's `sequential` block, from the final counts (so a replay that took
+    the same samples writes the same block)."""
+    if not config.run.sequential or execution.samples is None:
+        return None
+    run, samples, rounds = config.run, dict(execution.samples), execution.rounds
+    alpha = config.policy.repeats.alpha
+
+    def block(counts: Mapping[str, Counts]) -> dict[str, Any]:
+        found = {} if baseline is None else verdicts(pool(baseline), counts, alpha=alpha, delta=run.repeat_delta,
+                                                     futility=run.repeat_futility)
+        return {"max_repeats": run.most_samples, "batch": run.repeat_batch, "delta": run.repeat_delta,
+                "futility": run.repeat_futility, "alpha": alpha,
+                "baseline": None if baseline is None else (baseline_name or "given"), "rounds": rounds,
+                "samples": samples, "verdicts": {name: str(v) for name, v in sorted(found.items())}}
+
+    return block
+
+
+def _checks(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Redactor) -> dict[str, Any]:
+    """Hand the run's input to the suite's checks; their raw report."""
     out = Path(config.run.out)
     out.mkdir(parents=True, exist_ok=True)
     input_path = out / "run-input.json"
     # what the checks read: key values masked (as in the recording), nothing else, so no pattern changes a grade
     write_atomic(input_path, json.dumps(redact.scrub(msgspec.to_builtins(run_input), messages=False),
                                         ensure_ascii=False))
+    return run_checks(suite_dir, input_path, out, redact, _key_variables(config), worker_count(config.run.workers),
+                      config.run.shard_of)
+
+
+def _check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Redactor,
+                      extra: dict[str, Any], verify: Callable[[], None] = lambda: None,
+                      sequential: Callable[[Mapping[str, Counts]], dict[str, Any]] | None = None,
+                      ) -> tuple[RunReport, Path]:
+    """Hand the run's input to the suite's checks, add `extra` sections (and `sequential`'s block, from the
+    tests' counts), write `report.json` (and save_report). `verify` runs after the checks, before anything is
+    written: it may refuse the run."""
+    out = Path(config.run.out)
+    data = _checks(config, suite_dir, run_input, redact)
     shard = config.run.shard_of
-    data = run_checks(suite_dir, input_path, out, redact, _key_variables(config), worker_count(config.run.workers),
-                      shard)
     verify()
     if shard is not None:
-        return _write_shard(out, shard, input_path, data, extra, redact, config.suite.name)
+        return _write_shard(out, shard, out / "run-input.json", data, extra, redact, config.suite.name)
     data.update(extra)
+    if sequential is not None:
+        data["sequential"] = sequential(report_from_mapping(data, f"report of suite {config.suite.name}").repeats)
     data = redact.scrub(data)  # strings only, before serialising: outcomes and the JSON stay intact
     report = report_from_mapping(data, f"report of suite {config.suite.name}")
     report_path = out / "report.json"
@@ -515,7 +570,7 @@ def _provenance(config: RunConfig, rec_path: Path | None, recording: Provenance 
     }
     if rec_path is not None and recording is not None:
         out.update(recording=shown(rec_path), recording_provenance=recording.kind, recording_note=recording.note)
-    if config.run.repeats > 1:  # absent for single runs, so their reports stay as they were
+    if config.run.most_samples > 1:  # absent for single runs, so their reports stay as they were
         out["repeats"] = config.run.repeats
     return out
 
