@@ -481,7 +481,7 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[s
             where = "" if shards == 1 else f"shard {k}/{shards}: "
             raise InputError(f"{suite_dir}: the suite's checks did not run ({where}pytest exit code {code}: "
                              f"{last}); see {log}")
-    partials = [json.loads(raw_path.read_text(encoding="utf-8")) for raw_path in raw_paths]
+    partials = [json_value(raw_path.read_text(encoding="utf-8")) for raw_path in raw_paths]
     for raw_path in raw_paths:
         raw_path.unlink()
     if shards == 1:
