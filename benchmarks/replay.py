@@ -20,7 +20,7 @@ Each side is run a few times (interleaved) and the minimum wall time is kept. On
 per size with the times and ratios, the CPU count and the load average (the parallel figure depends
 on both: on a shared machine other work takes the cores); the last line is
 `overhead_vs_pytest=<evalkit/pytest at 10,000> parallel_vs_pytest=<parallel/pytest at 10,000>`
-(targets: <= 1.3 and < 1.0).
+(targets, issue 26: <= 1.05 and <= 0.6 on 2 CPUs).
 
 Run from the project root:  .venv/bin/python benchmarks/replay.py
 Uses the standard library and evalkit (and PyYAML, which evalkit itself uses, to read the default
