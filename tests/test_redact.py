@@ -179,3 +179,43 @@ def test_the_value_of_a_credential_variable_is_found_in_any_encoding():
 ])
 def test_ordinary_overrides_pass(override):
     assert override_credential(override, environ={"SOME_TOKEN": "short"}) is None
+
+
+# `leaves`: the one scan of a file's text that lets a writer skip the walk. It may say False where scrub would
+# change nothing (the walk then runs), never True where scrub would change something.
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from evalkit.live.redact import MESSAGE_KEYS  # noqa: E402
+
+_QUOTED_KEY = 'AbC"de\\fGh1234567'  # a quote and a backslash: its JSON-escaped forms differ from its own
+_FRAGMENTS = sorted({piece for form in secret_variants(_QUOTED_KEY) for variant in form
+                     for piece in (variant, variant.upper(), variant.lower(), variant[:6])}
+                    | {"Bearer abcdefgh1234", "bearer", "?key=zz", "x-goog-api-key: v", "sk-", "\n", '"', "\\",
+                       "é", "\uff21", "\u200b", "passed"})
+_STRINGS = st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=4), max_size=4).map("".join)
+_DATA = st.recursive(_STRINGS | st.integers() | st.none(),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.sampled_from(sorted(MESSAGE_KEYS)) | _STRINGS, inner, max_size=3),
+                     max_leaves=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=_DATA, messages=st.booleans(), keyed=st.booleans(), patterned=st.booleans())
+def test_leaves_never_passes_text_that_scrub_would_change(data, messages, keyed, patterned):
+    redact = Redactor(["K"] if keyed else [], ["zz"] if patterned else [], environ={"K": _QUOTED_KEY})
+    if redact.leaves(json.dumps(data, ensure_ascii=False), messages):
+        assert redact.scrub(data, messages) == data
+
+
+def test_leaves_passes_ordinary_text_and_stops_at_a_key_or_a_shape():
+    redact = Redactor(["K"], environ={"K": _QUOTED_KEY})
+    report = {"tests": [{"nodeid": "t.py::test_x[c1]", "outcome": "failed", "call": {"longrepr": "assert 1 == 2"}}]}
+    assert redact.leaves(json.dumps(report, ensure_ascii=False))
+    for planted in (_QUOTED_KEY, _QUOTED_KEY.upper(), base64.b64encode(f"u:{_QUOTED_KEY}".encode()).decode(),
+                    "Authorization: Bearer abcdefgh1234"):
+        text = json.dumps({**report, "note": planted}, ensure_ascii=False)
+        assert not redact.leaves(text)
+        assert redact.scrub(json.loads(text))["note"] != planted
+    assert redact.leaves(json.dumps({"output": "Bearer abcdefgh1234"}), messages=False)  # a reply keeps shapes
+    assert not Redactor(patterns=["x"]).leaves("{}")  # user patterns are tried string by string

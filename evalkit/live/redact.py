@@ -102,6 +102,10 @@ class Redactor:
         alternatives = [f"(?i:{re.escape(v)})" for v in sorted(caseless, key=len, reverse=True)]
         alternatives += [re.escape(v) for v in sorted(exact, key=len, reverse=True)]
         self._values = re.compile("|".join(alternatives)) if alternatives else None
+        # The same forms as JSON text writes them (a `"` or `\` escaped): what `leaves` scans a written file for.
+        escaped = [f"(?i:{re.escape(_json_escaped(v))})" for v in caseless if _json_escaped(v) != v]
+        escaped += [re.escape(_json_escaped(v)) for v in exact if _json_escaped(v) != v]
+        self._in_json = re.compile("|".join(alternatives + escaped)) if alternatives else None
         # Every journal line passes through here: one scan for all defaults, and none without a marker.
         self._defaults = re.compile("|".join(f"(?:{p})" for p in DEFAULT_PATTERNS))
         self._patterns = [_user_pattern(p) for p in patterns]
@@ -156,6 +160,16 @@ class Redactor:
         keeps its format whatever a pattern matches."""
         return self._scrub(data, messages, False)
 
+    def leaves(self, text: str, messages: bool = True) -> bool:
+        """Whether `scrub(data, messages)` would change no string of the data that `text` was written from (by
+        json.dumps with ensure_ascii=False): one scan of the text about to be written, where scrub walks every
+        value. False (then scrub) where a key value in any encoding, or with `messages` a credential shape,
+        may be in it, where the text is not ASCII and key values are masked (their normalised forms are found
+        string by string), and where `run.secret_patterns` are set (each is tried string by string)."""
+        if self._in_json is not None and (not text.isascii() or self._in_json.search(text)):
+            return False
+        return not messages or not (self._patterns or any(marker in text.lower() for marker in _MARKERS))
+
     def _scrub(self, data: Any, messages: bool, message: bool) -> Any:
         # `message`: this value is a message field, or a line of one (a list or mapping of strings under its key)
         if isinstance(data, str):
@@ -180,6 +194,11 @@ class Redactor:
 
         for handler in logging.getLogger().handlers:
             handler.addFilter(_Filter())
+
+
+def _json_escaped(text: str) -> str:
+    """`text` as it stands inside a JSON string that json.dumps wrote with ensure_ascii=False."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
 def _flat(value: Any) -> bool:

@@ -25,7 +25,7 @@ from markupsafe import Markup, escape
 
 from evalkit.core.untrusted import visible
 
-__all__ = ["breakable", "content_security_policy", "environment", "render_page", "is_sealed_page"]
+__all__ = ["breakable", "content_security_policy", "environment", "render_page", "is_sealed_page", "shown"]
 
 _TEMPLATES = "templates"
 _BLANK = "0" * 64
@@ -49,6 +49,11 @@ def _shown(value: Any) -> Any:
     if isinstance(value, str) and not isinstance(value, Markup):
         return visible(value, keep="\n\r\t", controls_only=True)
     return value
+
+
+def shown(value: str) -> str:
+    """Report text as a template prints it (`{{ value }}`): its control characters as escapes, then HTML-escaped."""
+    return str(escape(_shown(value)))
 
 
 def breakable(text: object) -> Markup:

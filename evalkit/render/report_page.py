@@ -16,13 +16,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from markupsafe import Markup
+
 from evalkit.core.isolation import isolation_label
 from evalkit.core.key import changed_settings
 from evalkit.core.report import PASSING, RunReport
 from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
 from evalkit.render.confusion import confusion_tables
-from evalkit.render.html import render_page
+from evalkit.render.html import breakable, render_page, shown
 from evalkit.render.markdown import render_policy
 from evalkit.render.numbers import change, number
 from evalkit.render.sections import sections
@@ -106,7 +108,8 @@ def render_report_html(candidate: RunReport, decision: Decision | None = None, b
         text_diffs=text_diffs(baseline.texts, candidate.texts) if baseline is not None else [],
         key=[(name, _key_text(value)) for name, value in candidate.eval.items() if name != "settings"],
         statistics=render_statistics(decision.statistics) if decision and decision.statistics else None,
-        tests=tests, counts=counts, filters=FILTERS, omitted_rows=omitted, initial_filter=_initial_filter(counts),
+        tests=tests, test_rows=_rows_html(tests), counts=counts,
+        filters=FILTERS, omitted_rows=omitted, initial_filter=_initial_filter(counts),
         panels=panels, unshown_panels=unshown, gated=baseline is not None,
         metrics=_metrics(decision, candidate),
         slices=_slices(candidate),
@@ -280,6 +283,22 @@ class _Row(NamedTuple):
     tags: str
     message: str
     message_cut: int
+
+
+def _rows_html(rows: list[_Row]) -> Markup:
+    """The test table's rows as the template would write them, written here: up to MAX_TEST_ROWS rows of seven
+    values each, every value shown and escaped as the template's own output is (evalkit.render.html.shown)."""
+    out = []
+    for t in rows:
+        id_note = f'<span class="note"> [{t.id_cut} more characters]</span>' if t.id_cut else ""
+        tags = "".join(f'<span class="tag {shown(tag)}">{shown(tag)}</span>' for tag in t.tags.split(" ")
+                       ) if t.tags else ""
+        message_note = f'<span class="note"> [{t.message_cut} more characters]</span>' if t.message_cut else ""
+        before, after = shown(t.before), shown(t.after)
+        out.append(f'<tr data-tags="{shown(t.tags)}"><td><code>{breakable(t.id)}</code>{id_note}</td>'
+                   f'<td>{shown(t.case)}</td><td class="{before}">{before}</td><td class="{after}">{after}</td>'
+                   f"<td>{tags}</td><td>{shown(t.message)}{message_note}</td></tr>\n")
+    return Markup("".join(out))
 
 
 def _cut(text: str, limit: int) -> tuple[str, int]:

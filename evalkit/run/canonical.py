@@ -9,12 +9,12 @@ regeneration to the next without the run changing, and the gate reads both forms
 from __future__ import annotations
 
 import functools
-import json
 import re
 import sys
 from collections.abc import Mapping
 from typing import Any
 
+from evalkit.core.json_text import indented_json
 from evalkit.project.paths import find_project
 
 __all__ = ["VOLATILE", "canonical_report", "canonical_text"]
@@ -57,7 +57,7 @@ def canonical_text(data: Mapping[str, Any]) -> str:
     (tests in pytest's collection order, which the suite's code fixes)."""
     report = canonical_report(data)
     ordered = {name: report[name] if name == "eval" else _sorted(report[name]) for name in sorted(report)}
-    return json.dumps(ordered, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    return indented_json(ordered) + "\n"
 
 
 def _sorted(value: Any) -> Any:

@@ -22,6 +22,7 @@ from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError, RecordingError, describe_validation
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import fingerprint
+from evalkit.core.json_text import indented_json
 from evalkit.core.key import LOAD_OPTIONS, EvalKey
 from evalkit.core.parsing import parse_json
 from evalkit.live.providers.base import Reply, Request
@@ -153,10 +154,13 @@ def lookup(recording: Recording, call_id: str, request: Request) -> Hit | Miss:
     return Hit(entry)
 
 
-def load_recording(path: Path, expected: EvalKey | None = None) -> Recording:
-    """Read a recording; refuse a missing, malformed or foreign one (another key at this path)."""
+def load_recording(path: Path, expected: EvalKey | None = None, read: Recording | None = None) -> Recording:
+    """Read a recording; refuse a missing, malformed or foreign one (another key at this path). `read` is the
+    recording at this path as this process already read it: then only its key is checked."""
     if not os.path.lexists(path):
         raise RecordingError(f"{path}: no recording for this eval key; {RERECORD}")
+    if read is not None:
+        return _of_key(read, path, expected)
     try:
         data: Any = parse_json(read_text(path, "recording"), str(path), "recording")
     except InputError as error:
@@ -169,6 +173,10 @@ def load_recording(path: Path, expected: EvalKey | None = None) -> Recording:
         recording = Recording.model_validate(data)
     except ValidationError as error:
         raise RecordingError(describe_validation(error, Recording, str(path))) from None
+    return _of_key(recording, path, expected)
+
+
+def _of_key(recording: Recording, path: Path, expected: EvalKey | None) -> Recording:
     if expected is not None and recording.key != expected:
         differs = first_difference(recording.key.model_dump(mode="json"), expected.model_dump(mode="json"))
         raise ForeignRecording(f"{path}: this recording belongs to another eval key ({differs}); "
@@ -199,4 +207,4 @@ def save_recording(recording: Recording, path: Path, scrub: Callable[[Any], Any]
     before it is serialised (a redaction can never break the JSON)."""
     data = recording.model_dump(mode="json", exclude_none=True)
     data["calls"] = dict(sorted(data["calls"].items()))
-    write_atomic(path, json.dumps(scrub(data), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    write_atomic(path, indented_json(scrub(data)) + "\n")

@@ -27,6 +27,7 @@ from evalkit.core.config import Mode, ModelConfig, RunConfig
 from evalkit.core.errors import ConfigError, InputError, ProviderError, RecordingError, one_line
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
+from evalkit.core.json_text import compact_json, indented_json, json_value
 from evalkit.core.key import EvalKey, build_key, recording_path
 from evalkit.core.loaders import load_cases
 from evalkit.core.outputs import refuse_link
@@ -102,7 +103,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
     key, settings = run_key(config, dataset, prompt_text), run_settings(config)
     rec_path = recording_path(key, project_path(config.run.recordings))
     redact = redactor_for(config)
-    replies = baseline_replies(baseline, project_path(config.run.recordings))
+    read: dict[Path, Recording] = {}  # the baseline's recording, when it is this run's, is read once
+    replies = baseline_replies(baseline, project_path(config.run.recordings), read)
     task = load_task(suite_dir, config.components, replies)
     declared = read_checks(suite_dir)
     judged = sorted({c.kind for c in declared.checks if c.call == "judge"}) if declared is not None else []
@@ -148,7 +150,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
     if config.mode is Mode.REPLAY:
         if not os.path.lexists(rec_path):
             raise ReplayRefusal(no_recording(rec_path, key, settings))
-        recording = load_recording(rec_path, key)
+        recording = load_recording(rec_path, key, read.get(rec_path.resolve()))
         execution = run_calls(recording, None)
     else:
         refuse_short_keys(config, redact)
@@ -193,8 +195,11 @@ def _checks(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Red
     out.mkdir(parents=True, exist_ok=True)
     input_path = out / "run-input.json"
     # what the checks read: key values masked (as in the recording), nothing else, so no pattern changes a grade
-    write_atomic(input_path, json.dumps(redact.scrub(msgspec.to_builtins(run_input), messages=False),
-                                        ensure_ascii=False))
+    given = msgspec.to_builtins(run_input)
+    text = json.dumps(given, ensure_ascii=False)
+    if not redact.leaves(text, messages=False):  # one scan of the text; the walk only where it may mask something
+        text = json.dumps(redact.scrub(given, messages=False), ensure_ascii=False)
+    write_atomic(input_path, text)
     return run_checks(suite_dir, input_path, out, redact, _key_variables(config), worker_count(config.run.workers),
                       config.run.shard_of)
 
@@ -215,10 +220,15 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, r
     data.update(extra)
     if sequential is not None:
         data["sequential"] = sequential(report_from_mapping(data, f"report of suite {config.suite.name}").repeats)
-    data = redact.scrub(data)  # strings only, before serialising: outcomes and the JSON stay intact
+    compact = compact_json(data)
+    if redact.leaves(compact):  # nothing to mask: the report is read as its file will hold it
+        data = json_value(compact)
+    else:  # strings only, before serialising: outcomes and the JSON stay intact
+        data = redact.scrub(data)
+        compact = compact_json(data)
     report = report_from_mapping(data, f"report of suite {config.suite.name}")
     report_path = out / "report.json"
-    write_atomic(report_path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    write_atomic(report_path, indented_json(data, compact=compact) + "\n")
     if config.run.save_report:  # a baseline to keep: its canonical form, so regenerating it changes no byte
         saved = Path(config.run.save_report).expanduser()
         try:  # the destination was checked before the run (evalkit.run.destinations); the disk may be full now
@@ -328,8 +338,10 @@ def _checks_fingerprint(suite_dir: Path, program: Path) -> str:
     return checks_fingerprint(suite_dir, program)
 
 
-def baseline_replies(baseline: RunReport | None, recordings: Path) -> dict[str, str]:
-    """case id -> the baseline's task reply, from the recording its report names; empty when there is none.
+def baseline_replies(baseline: RunReport | None, recordings: Path,
+                     read: dict[Path, Recording] | None = None) -> dict[str, str]:
+    """case id -> the baseline's task reply, from the recording its report names; empty when there is none. The
+    recording read is kept in `read` under its resolved path, so a replay of the same file need not read it again.
 
     The report names the recording, so only a file inside the project's `recordings` folder or the run's is
     read: a baseline must not point evalkit at any file on the machine. One recorded elsewhere (in another run's
@@ -343,6 +355,8 @@ def baseline_replies(baseline: RunReport | None, recordings: Path) -> dict[str, 
     if not os.path.lexists(path):
         return {}
     recording = load_recording(path)
+    if read is not None:
+        read[path.resolve()] = recording
     # sample 0 of each case: the reply a run with N = 1 would have made (evalkit.run.samples)
     out = {}
     for call_id, entry in recording.calls.items():
@@ -541,7 +555,7 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[s
             where = "" if not partial else f"shard {k}/{of}: "
             raise InputError(f"{suite_dir}: the suite's checks did not run ({where}pytest exit code {code}: "
                              f"{last}); see {log}")
-    partials = [json.loads(raw_path.read_text(encoding="utf-8")) for raw_path in raw_paths]
+    partials = [json_value(raw_path.read_text(encoding="utf-8")) for raw_path in raw_paths]
     for raw_path in raw_paths:
         raw_path.unlink()
     if not partial or shard is not None:
