@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from helpers.compose import composed
 
 from evalkit.core.config import Mode, RunConfig, validate_config
 from evalkit.core.errors import ConfigError
@@ -25,17 +22,6 @@ SUITE_OF = {"retriever": "evidencedesk", "reply_format": "evidencedesk",
             "candidate": "quality_lab", "dataset/quality_lab": "quality_lab", "policy/quality_lab": "quality_lab"}
 
 
-@pytest.fixture(scope="module")
-def hydra_conf() -> Iterator[None]:
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        yield
-
-
-def composed(*overrides: str) -> dict[str, Any]:
-    cfg = compose("config", overrides=["run.out=/tmp/evalkit-test-out", *overrides])
-    data = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(data, dict)
-    return {str(k): v for k, v in data.items()}
 
 
 def options() -> list[tuple[str, str]]:

@@ -12,15 +12,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes import FakeOpenAI
 from fakes.flaky import JUDGE_MODEL, flaky_model, is_right, write_suite
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from helpers.compose import composed
 
 from evalkit.core.call_id import CallId
 from evalkit.core.config import BudgetConfig, Mode, ModelConfig, RunSettings, validate_config
@@ -79,17 +77,6 @@ def test_a_seed_that_is_not_an_integer_is_refused(seed: Any) -> None:
 # -- configuration -----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def hydra_conf() -> Iterator[None]:
-    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
-        yield
-
-
-def composed(*overrides: str) -> dict[str, Any]:
-    data = OmegaConf.to_container(compose("config", overrides=["run.out=/tmp/evalkit-test-out", *overrides]),
-                                  resolve=True)
-    assert isinstance(data, dict)
-    return {str(k): v for k, v in data.items()}
 
 
 def test_repeats_default_to_one(hydra_conf: None) -> None:
