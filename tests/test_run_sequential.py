@@ -238,6 +238,8 @@ def test_sequential_repeats_record_stop_replay_and_gate_end_to_end(tmp_path: Pat
             json.dumps(rounds, sort_keys=True) for rounds in (dict.fromkeys(CASES, MOST), expected))
         decision = json.loads((tmp_path / "cand" / "decision.json").read_text(encoding="utf-8"))
         assert decision["decision"] != "block" and decision["repeats"]["method"] == "sequential"
+        markdown = (tmp_path / "cand" / "decision.md").read_text(encoding="utf-8")
+        assert "**Sampled in rounds:** sequential repeats: " in markdown  # decided by the sequential rule
 
         # the replay takes exactly those samples, calls nothing, and decides byte for byte as the live run did
         # (its checks on two processes: each shard runs each case's own number of samples)

@@ -31,7 +31,6 @@ from evalkit.core.isolation import isolation_label
 if TYPE_CHECKING:
     from evalkit.core.config import RunConfig
     from evalkit.core.policy import Policy
-    from evalkit.core.report_format import Sequential
     from evalkit.live.redact import Redactor
 
 
@@ -132,7 +131,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     from evalkit.render.money import money_line
     from evalkit.render.report_page import render_report_html
     from evalkit.render.sections import render_sections
-    from evalkit.render.text import render_changed, render_decision
+    from evalkit.render.text import render_changed, render_decision, sequential_line
     from evalkit.run.baseline import load_baseline
     from evalkit.run.mismatch import ReplayRefusal
     from evalkit.run.runner import run_suite
@@ -234,21 +233,6 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     if not config.require_pass:  # report-only: everything above was written; only the exit code differs
         return ExitCode.GO
     return exit_code(decision.decision, policy.review_fails)
-
-
-def sequential_line(rounds: Sequential) -> str:
-    """What a run sampled in rounds took: its samples, its rounds, and what it compared against."""
-    taken = sorted(rounds.samples.values())
-    spread = f"{taken[0]}" if taken[0] == taken[-1] else f"{taken[0]} to {taken[-1]}"
-    total = sum(taken)
-    if rounds.baseline is None:
-        why = "no baseline: every case took run.max_repeats, the pool later sequential runs compare against"
-    else:
-        settled = sum(v != "open" for v in rounds.verdicts.values())
-        why = (f"against the baseline's samples; {settled} of {len(rounds.verdicts)} repeated tests settled (no "
-               f"worse by {rounds.delta:g}, or regressed at alpha {rounds.alpha:g})")
-    return (f"sequential repeats: {total} samples over {len(taken)} cases ({spread} each, most "
-            f"{rounds.max_repeats}, {rounds.rounds} round(s) of {rounds.batch}); {why}")
 
 
 def _job_line(row: dict[str, Any], decision: str, tests: str, report: Path) -> str:

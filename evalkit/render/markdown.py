@@ -17,7 +17,14 @@ from evalkit.render.answers import render_answers
 from evalkit.render.confusion import confusion_markdown
 from evalkit.render.numbers import change, number
 from evalkit.render.sections import decision_lists, sections
-from evalkit.render.text import detectable_lines, render_changed, render_counts, render_failure, render_statistics
+from evalkit.render.text import (
+    detectable_lines,
+    render_changed,
+    render_counts,
+    render_failure,
+    render_statistics,
+    sequential_line,
+)
 
 __all__ = ["render_markdown", "render_policy"]
 
@@ -43,6 +50,8 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
         lines += [f"- {markdown(render_failure(f))}" for f in decision.failures] + ["", "</details>", ""]
     if decision.pass_rate is not None:
         lines += [f"**Pass rate:** {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests)", ""]
+    if candidate is not None and candidate.sequential is not None:  # decided by the sequential rule, not fixed N
+        lines += [f"**Sampled in rounds:** {markdown(sequential_line(candidate.sequential))}", ""]
     for title, names in decision_lists(decision, critical):
         lines += [f"<details><summary>{title.capitalize()} ({len(names)})</summary>", ""]
         lines += [f"- {_code(name)}{' (critical)' if marked else ''}{f': {_code(why)}' if why else ''}"

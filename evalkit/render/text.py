@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from evalkit.core.report_format import Sequential
 from evalkit.core.untrusted import terminal
 from evalkit.gate.decision import Decision, Verdict
 from evalkit.gate.headline import suite_sentence, tests_sentence
@@ -13,7 +14,7 @@ from evalkit.render.numbers import change, number
 from evalkit.render.sections import decision_lists
 
 __all__ = ["detectable_lines", "render_changed", "render_counts", "render_decision", "render_failure",
-           "render_setting", "render_statistics"]
+           "render_setting", "render_statistics", "sequential_line"]
 
 
 def render_changed(changed: dict[str, tuple[Any, Any]], settings: Mapping[str, tuple[Any, Any]] | None = None) -> str:
@@ -121,3 +122,18 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = (),
     # every line holds report data (test ids, reasons, model names): nothing in it may forge a line of its own,
     # clear the screen or colour a verdict
     return "\n".join(terminal(line) for line in lines)
+
+
+def sequential_line(rounds: Sequential) -> str:
+    """What a run sampled in rounds took: its samples, its rounds, and what it compared against."""
+    taken = sorted(rounds.samples.values())
+    spread = f"{taken[0]}" if taken[0] == taken[-1] else f"{taken[0]} to {taken[-1]}"
+    total = sum(taken)
+    if rounds.baseline is None:
+        why = "no baseline: every case took run.max_repeats, the pool later sequential runs compare against"
+    else:
+        settled = sum(v != "open" for v in rounds.verdicts.values())
+        why = (f"against the baseline's samples; {settled} of {len(rounds.verdicts)} repeated tests settled (no "
+               f"worse by {rounds.delta:g}, or regressed at alpha {rounds.alpha:g})")
+    return (f"sequential repeats: {total} samples over {len(taken)} cases ({spread} each, most "
+            f"{rounds.max_repeats}, {rounds.rounds} round(s) of {rounds.batch}); {why}")
