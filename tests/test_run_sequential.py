@@ -240,6 +240,8 @@ def test_sequential_repeats_record_stop_replay_and_gate_end_to_end(tmp_path: Pat
         assert decision["decision"] != "block" and decision["repeats"]["method"] == "sequential"
         markdown = (tmp_path / "cand" / "decision.md").read_text(encoding="utf-8")
         assert "**Sampled in rounds:** sequential repeats: " in markdown  # decided by the sequential rule
+        page = (tmp_path / "cand" / "report.html").read_text(encoding="utf-8")
+        assert '<p class="detectable">sequential repeats: ' in page
 
         # the replay takes exactly those samples, calls nothing, and decides byte for byte as the live run did
         # (its checks on two processes: each shard runs each case's own number of samples)

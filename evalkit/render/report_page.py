@@ -28,7 +28,7 @@ from evalkit.render.html import breakable, render_page, shown
 from evalkit.render.markdown import render_policy
 from evalkit.render.numbers import change, number
 from evalkit.render.sections import sections
-from evalkit.render.text import detectable_lines, render_setting, render_statistics
+from evalkit.render.text import detectable_lines, render_setting, render_statistics, sequential_line
 from evalkit.render.text_diff import text_diffs
 
 __all__ = ["MAX_PANELS", "MAX_TEST_ROWS", "SHOWN_CHARS", "Clipped", "clip", "diff_sides", "render_report_html"]
@@ -102,7 +102,8 @@ def render_report_html(candidate: RunReport, decision: Decision | None = None, b
     return render_page(
         "report.html.j2",
         suite=str(candidate.eval.get("suite") or candidate.provenance.get("suite") or "run"),
-        banner=_banner(decision), tradeoff=_tradeoff(decision, baseline, candidate),
+        banner=_banner(decision) | {"sequential": _sequential(candidate)},
+        tradeoff=_tradeoff(decision, baseline, candidate),
         policy=_policy(evidence),
         changed=_changed(decision, baseline, candidate),
         text_diffs=text_diffs(baseline.texts, candidate.texts) if baseline is not None else [],
@@ -131,6 +132,11 @@ def _banner(decision: Decision | None) -> dict[str, Any]:
             "reasons": [clip(r, MESSAGE_CHARS) for r in decision.reasons],
             "review": [clip(r, MESSAGE_CHARS) for r in decision.review_reasons],
             "warnings": [clip(w, MESSAGE_CHARS) for w in decision.warnings], "pass_line": pass_line}
+
+
+def _sequential(candidate: RunReport) -> Clipped | None:
+    """How a run sampled in rounds sampled (the terminal's line), for the banner; None for a fixed N."""
+    return None if candidate.sequential is None else clip(sequential_line(candidate.sequential), MESSAGE_CHARS)
 
 
 def _tradeoff(decision: Decision | None, baseline: RunReport | None,
