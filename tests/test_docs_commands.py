@@ -23,7 +23,7 @@ from docs_text import pages
 
 TESTS = Path(__file__).resolve().parent
 EVALKIT = Path(sys.executable).parent / "evalkit"  # the installed console script, as the docs run it
-PLACEHOLDER = re.compile(r"[A-Z]{2,}[A-Z_]*|\.\.\.|path/to|my-policy|DATE|main\.xml")
+PLACEHOLDER = re.compile(r"[A-Z]{2,}[A-Z_]*|\.\.\.|path/to|my-policy|main\.xml")
 NOT_HERE = ("mode=live", "mode=record-missing", "run.save_report=", "hydra/launcher=", "+run.resume", "hydra.run.dir=",
             "evalkit history", "evalkit new ")
 DECISIONS = {"GO": 0, "BLOCK": 1, "INCOMPARABLE": 2}
