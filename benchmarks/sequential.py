@@ -13,21 +13,23 @@ The suite: 10 cases x 2 checks (the label; the reply is JSON). Under the baselin
 - A/A: the candidate is the same system with other seeds; a block is a false block.
 - hard: the 0.95 case falls to 0.2 (one test breaks).
 - broad: every case falls by 0.3 (to no less than 0).
-Fixed: N = M = 10 (Fisher with Holm, the sign-flip suite test). Sequential: the baseline is a run of 20 samples per
-case (what `run.repeats=auto` takes without a baseline), the candidate samples in rounds of `run.repeat_batch`
-(default 2) until every test over a case is settled (evalkit.run.rounds), at most 20; the gate decides it by the
-sequential rule (evalkit.gate.sequential_rule). `calls_ratio` is the candidates' model calls, sequential over fixed,
-over all three scenarios (the baseline is recorded once, on the main branch, and serves every pull request).
+Fixed: N = M = 10 (Fisher with Holm, the sign-flip suite test). Sequential: the baseline is a run of 40 samples per
+case (what `run.repeats=auto run.max_repeats=20` takes without a baseline: `run.pool_repeats`, twice max_repeats),
+the candidate samples in rounds of `run.repeat_batch` (default 2) until every test over a case is settled
+(evalkit.run.rounds), at most 20; the gate decides it by the sequential rule (evalkit.gate.sequential_rule).
+`calls_ratio` is the candidates' model calls, sequential over fixed, over all three scenarios (the baseline is
+recorded once, on the main branch, and serves every pull request: its calls are counted for neither design).
 
 How the pairs are made (1,200 real runs with several rounds of pytest each would take hours on a shared 2-CPU
 machine), as benchmarks/repeats.py does: each system is recorded once as a pool of samples through the real
 pipeline, `python -m evalkit mode=live run.repeats=1000 model.options.seed=S`, whose checks run on every sample
 and whose report lists, per test, the samples that did not pass. A run is then a block of consecutive samples
-(seeds S+j, S+j+1, ...): the fixed run's a block of 10; the sequential candidate's, the rounds of the real round
-loop (`evalkit.run.rounds.sample_in_rounds`, the very function the runner calls) over a block of 20, each round
+(seeds S+j, S+j+1, ...): the fixed run's a block of 10; the sequential baseline's a block of 40; the sequential
+candidate's, the rounds of the real round loop (`evalkit.run.rounds.sample_in_rounds`, the very function the
+runner calls) over a block of 20, each round
 reading the block's first n samples of each open case. Each pair's two reports are gated by
 `evalkit.gate.decide`. A cross-check runs one pair per scenario for real (`python -m evalkit run.repeats=auto`
-live, its baseline the real 20-sample run of the baseline's block), and requires each case's samples and the
+live, its baseline the real 40-sample run of the baseline's block), and requires each case's samples and the
 decision to equal the block pair's, and a replay of the candidate to decide byte for byte as it did.
 
 The line before the last is the detectable-effect calibration: over the drop scenarios' pairs, of the drops the
@@ -74,6 +76,7 @@ from tests.fakes.flaky import flaky_model, write_suite  # noqa: E402
 PAIRS = 200
 FIXED = 10
 MOST = 20
+POOL = 2 * MOST  # run.pool_repeats' default
 BATCH = 2
 CHUNK = 1000
 TEMPERATURE = 0.8
@@ -225,18 +228,18 @@ def samples_of(report: Mapping[str, Any]) -> list[tuple[str, int, int, list[int]
 def cross_check(root: Path, conf: Path, pools: dict[str, list[Pool]], settings: RunSettings, alpha: float,
                 policy: Policy) -> None:
     """One pair per scenario run for real: the same samples, the same decision, and a byte-identical replay."""
-    base_pool, start = pools["sys-base"][-1], CHUNK - MOST
+    base_pool, start = pools["sys-base"][-1], CHUNK - POOL
     seed = base_pool.seed + start
     auto = ["run.repeats=auto", f"run.max_repeats={MOST}", f"run.repeat_batch={settings.repeat_batch}",
             f"run.repeat_delta={settings.repeat_delta}", f"run.repeat_futility={settings.repeat_futility}"]
     real_base = evalkit(root, conf, "check-base", "mode=live", "baseline=none", "model=sys-base",
                         f"model.options.seed={seed}", f"run.recordings={root / 'rec-check'}", *auto)
-    simulated_base = base_pool.block(start, MOST)
+    simulated_base = base_pool.block(start, POOL)
     if samples_of(real_base) != samples_of(simulated_base):
-        raise SystemExit("the real 20-sample baseline differs from its block of the pool")
+        raise SystemExit(f"the real {POOL}-sample baseline differs from its block of the pool")
     base_path = root / "check-base" / "report.json"
     for name, system in SCENARIO.items():
-        pool, start = pools[system][-1], CHUNK - 2 * MOST if system == "sys-base" else CHUNK - MOST
+        pool, start = pools[system][-1], CHUNK - POOL - MOST if system == "sys-base" else CHUNK - MOST
         simulated = sequential_candidate(settings, alpha, load(simulated_base), pool, start)
         expected = decide(policy, load(simulated_base), load(simulated))
         overrides = [f"model={system}", f"model.options.seed={pool.seed + start}", f"baseline={base_path}",
@@ -273,28 +276,30 @@ def main(argv: list[str]) -> int:
         policy = Policy.model_validate(yaml.safe_load((conf / "policy" / "flaky.yaml").read_text(encoding="utf-8")))
         alpha = policy.repeats.alpha
         print(f"suite: {len(BASE)} cases x {len(CHECKS)} checks; fixed N = M = {FIXED}; sequential: baseline of "
-              f"{MOST}, max_repeats {MOST}, batch {settings.repeat_batch}, delta {settings.repeat_delta}, futility "
+              f"{POOL}, max_repeats {MOST}, batch {settings.repeat_batch}, delta {settings.repeat_delta}, futility "
               f"{settings.repeat_futility}; alpha {alpha}; {pairs} pairs per scenario", flush=True)
         per_chunk = CHUNK // MOST
-        need = {"sys-base": math.ceil(2 * pairs / per_chunk) + 1, "sys-hard": math.ceil(pairs / per_chunk) + 1,
+        need = {"sys-base": math.ceil(pairs * (POOL + MOST) / CHUNK) + 1, "sys-hard": math.ceil(pairs / per_chunk) + 1,
                 "sys-broad": math.ceil(pairs / per_chunk) + 1}  # the last chunk's end is the cross-check's
         pools = {system: record(root, conf, system, index, need[system], keep)
                  for index, system in enumerate(SYSTEMS)}
         cross_check(root, conf, pools, settings, alpha, policy)
         fixed_blocks = {s: blocks(pools[s][:-1], FIXED) for s in SYSTEMS}
         seq_blocks = {s: blocks(pools[s][:-1], MOST) for s in SYSTEMS}
+        base_blocks = blocks(pools["sys-base"][:-1], POOL)
         tallies: dict[tuple[str, str], Tally] = {}
         for name, system in SCENARIO.items():
             offset = pairs if system == "sys-base" else 0  # A/A candidates: blocks after the baselines'
+            seq_offset = pairs * POOL // MOST if system == "sys-base" else 0
             fixed, sequential = Tally(), Tally()
             for p in range(pairs):
                 base_pool, start = fixed_blocks["sys-base"][p]
                 cand_pool, cand_start = fixed_blocks[system][offset + p]
                 fixed.add(decide(policy, load(base_pool.block(start, FIXED)),
                                  load(cand_pool.block(cand_start, FIXED))), FIXED * len(BASE), system)
-                base_pool, start = seq_blocks["sys-base"][p]
-                baseline = load(base_pool.block(start, MOST))
-                cand_pool, cand_start = seq_blocks[system][offset + p]
+                base_pool, start = base_blocks[p]
+                baseline = load(base_pool.block(start, POOL))
+                cand_pool, cand_start = seq_blocks[system][seq_offset + p]
                 candidate = sequential_candidate(settings, alpha, baseline, cand_pool, cand_start)
                 sequential.add(decide(policy, baseline, load(candidate)),
                                sum(candidate["sequential"]["samples"].values()), system)

@@ -43,7 +43,12 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 def test_auto_with_max_repeats_is_sequential(hydra_conf: None) -> None:
     run = validate_config(composed("run.repeats=auto", "run.max_repeats=20"), {}).run
-    assert run.sequential and run.most_samples == 20 and run.repeat_batch == 2 and run.repeat_delta == 0.6
+    assert run.sequential and run.max_repeats == 20 and run.repeat_batch == 2 and run.repeat_delta == 0.6
+    assert run.pool_samples == 40 and run.most_samples == 40  # a run without a baseline: twice max_repeats
+    small = validate_config(composed("run.repeats=auto", "run.max_repeats=20", "run.pool_repeats=12"), {}).run
+    assert small.pool_samples == 12 and small.most_samples == 20
+    capped = validate_config(composed("run.repeats=auto", "run.max_repeats=900"), {}).run
+    assert capped.pool_samples == 1000
     fixed = validate_config(composed("run.repeats=7"), {}).run
     assert not fixed.sequential and fixed.most_samples == 7
 
@@ -55,6 +60,7 @@ def test_auto_with_max_repeats_is_sequential(hydra_conf: None) -> None:
     (("run.max_repeats=5",), r"^run\.max_repeats=5 is for run\.repeats=auto \(sequential\); with run\.repeats=1 "),
     (("run.repeats=auto", "run.max_repeats=4", "run.repeat_batch=5"),
      r"^run\.repeat_batch=5 is more than run\.max_repeats=4"),
+    (("run.pool_repeats=40",), r"^run\.pool_repeats=40 is for run\.repeats=auto \(sequential\); with run\.repeats=1 "),
     (("run.repeats=sometimes",), r"run\.repeats is a whole number of samples from 1 to 1000, or auto"),
     (("run.repeats=auto", "run.max_repeats=9", "run.repeat_delta=1.2"), r"run\.repeat_delta.*less than 1"),
 ])
@@ -126,6 +132,7 @@ def test_a_not_passed_list_that_contradicts_the_counts_is_refused() -> None:
 CASES = {"steady": 1.0, "coin": 0.5, "broken": 0.0, "often": 0.8}
 BASE_SEED, CAND_SEED, TEMPERATURE = 4, 100, 0.8
 MOST, BATCH = 8, 2
+POOL = 2 * MOST  # run.pool_repeats' default: what a run without a baseline takes
 CHECKS = ("test_label", "test_judged_right", "test_reply_is_json")
 
 
@@ -144,14 +151,14 @@ def as_counts(by_case: dict[str, dict[str, list[bool]]]) -> dict[str, Counts]:
 def expected_samples(system: dict[str, float], seed: int) -> dict[str, int]:
     """The samples each case should take: the rounds replayed here against the baseline's known samples (a case
     stops when its tests are settled; every case, once the samples taken already block)."""
-    base = {case: outcomes(CASES, case, BASE_SEED, MOST) for case in CASES}
+    base = {case: outcomes(CASES, case, BASE_SEED, POOL) for case in CASES}
     level = 0.05 / 2 / (len(CASES) * len(CHECKS))
     samples = dict.fromkeys(CASES, BATCH)
     while True:
         still = []
         for case, taken in samples.items():
             now = outcomes(system, case, seed, taken)
-            verdicts = [settle(Counts2(sum(base[case][check]), MOST, sum(now[check]), taken), level=level,
+            verdicts = [settle(Counts2(sum(base[case][check]), POOL, sum(now[check]), taken), level=level,
                                futility=0.3, delta=0.6) for check in CHECKS]
             if Verdict.OPEN in verdicts and taken < MOST:
                 still.append(case)
@@ -200,13 +207,13 @@ def test_sequential_repeats_record_stop_replay_and_gate_end_to_end(tmp_path: Pat
     broken = CASES | {"steady": 0.0}
     with FakeOpenAI(flaky_model({"sys-a": CASES, "sys-b": broken})) as server:
         suite = Suite(tmp_path, server.base_url)
-        # no baseline: every case takes max_repeats, the pool the runs below compare against
+        # no baseline: every case takes pool_repeats (twice max_repeats), the pool the runs below compare against
         done, base_path = suite.run("base", "mode=live", "baseline=none")
         assert done.returncode == 0, done.stderr
         base = json.loads(base_path.read_text(encoding="utf-8"))
-        assert base["sequential"]["baseline"] is None and base["sequential"]["samples"] == dict.fromkeys(CASES, MOST)
-        assert task_seeds(server, 0) == {c: list(range(BASE_SEED, BASE_SEED + MOST)) for c in sorted(CASES)}
-        assert "sequential repeats: 32 samples over 4 cases (8 each" in done.stdout
+        assert base["sequential"]["baseline"] is None and base["sequential"]["samples"] == dict.fromkeys(CASES, POOL)
+        assert task_seeds(server, 0) == {c: list(range(BASE_SEED, BASE_SEED + POOL)) for c in sorted(CASES)}
+        assert "sequential repeats: 64 samples over 4 cases (16 each, 8 round(s) of 2); no baseline" in done.stdout
 
         # an unchanged system with other seeds: each case stops as the rounds computed here say
         sent = len(server.chat_requests)
@@ -235,7 +242,7 @@ def test_sequential_repeats_record_stop_replay_and_gate_end_to_end(tmp_path: Pat
         recorded = [json.loads(p.read_text(encoding="utf-8"))["provenance"]
                     for p in (tmp_path / "rec" / "flaky_seq").glob("sys-a-*.json")]
         assert sorted(json.dumps(r["rounds"], sort_keys=True) for r in recorded) == sorted(  # what a replay takes
-            json.dumps(rounds, sort_keys=True) for rounds in (dict.fromkeys(CASES, MOST), expected))
+            json.dumps(rounds, sort_keys=True) for rounds in (dict.fromkeys(CASES, POOL), expected))
         decision = json.loads((tmp_path / "cand" / "decision.json").read_text(encoding="utf-8"))
         assert decision["decision"] != "block" and decision["repeats"]["method"] == "sequential"
         markdown = (tmp_path / "cand" / "decision.md").read_text(encoding="utf-8")

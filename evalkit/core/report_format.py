@@ -126,7 +126,7 @@ class Sequential(msgspec.Struct, forbid_unknown_fields=True):
     """The policy's `repeats.alpha` the rounds stopped at (a gate under another alpha decides at its own)."""
     baseline: str | None
     """The baseline report whose recorded samples the rounds compared against; None: there was none, and every
-    case took `max_repeats` samples."""
+    case took `run.pool_repeats` samples (the pool for later runs)."""
     rounds: int
     samples: dict[str, int]
     """Case id -> the samples it took."""

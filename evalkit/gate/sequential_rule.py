@@ -127,7 +127,7 @@ def compare_sequential(baseline: Mapping[str, Counts], candidate: Mapping[str, C
                         f"{max(baseline[n].runs for n in names)} sample(s): even every one of {max_repeats} "
                         f"candidate samples failing gives E {math.exp(best):.3g}, below {len(names)} / (alpha/2) "
                         f"= {math.exp(bar):.3g}; record a baseline with more samples (run.repeats=auto without a "
-                        "baseline takes max_repeats of each case) or raise run.max_repeats")
+                        "baseline takes run.pool_repeats of each case) or raise run.max_repeats")
     groups = [candidate[n].case or baseline[n].case or n for n in names]
     before = [baseline[n].passed / baseline[n].runs for n in names]
     after = [candidate[n].passed / candidate[n].runs for n in names]

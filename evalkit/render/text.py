@@ -130,10 +130,11 @@ def sequential_line(rounds: Sequential) -> str:
     spread = f"{taken[0]}" if taken[0] == taken[-1] else f"{taken[0]} to {taken[-1]}"
     total = sum(taken)
     if rounds.baseline is None:
-        why = "no baseline: every case took run.max_repeats, the pool later sequential runs compare against"
+        why = "no baseline: every case took run.pool_repeats, the pool later sequential runs compare against"
     else:
         settled = sum(v != "open" for v in rounds.verdicts.values())
         why = (f"against the baseline's samples; {settled} of {len(rounds.verdicts)} repeated tests settled (no "
                f"worse by {rounds.delta:g}, or regressed at alpha {rounds.alpha:g})")
-    return (f"sequential repeats: {total} samples over {len(taken)} cases ({spread} each, most "
-            f"{rounds.max_repeats}, {rounds.rounds} round(s) of {rounds.batch}); {why}")
+    most = "" if rounds.baseline is None else f"most {rounds.max_repeats}, "
+    return (f"sequential repeats: {total} samples over {len(taken)} cases ({spread} each, {most}"
+            f"{rounds.rounds} round(s) of {rounds.batch}); {why}")

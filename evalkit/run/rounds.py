@@ -11,8 +11,8 @@ with a fixed `run.repeats` (evalkit.run.samples), so recordings, the journal, `+
 `mode=record-missing` work round by round: an interrupted run resumes its journaled calls, and the same replies
 settle the same tests.
 
-Without a baseline (`baseline=none`, a first run, a run to bless) every case takes `max_repeats` samples: a fixed
-run, and the pool later sequential runs are compared against.
+Without a baseline (`baseline=none`, a first run, a run to bless) every case takes `run.pool_repeats` samples
+(twice `max_repeats` unless set): a fixed run, and the pool later sequential runs are compared against.
 
 The recording keeps how many samples each case took (`provenance.rounds`), and a replay takes exactly those in one
 round, without re-deciding: its report, and the gate's decision on it, are the live run's byte for byte, whichever
@@ -43,14 +43,15 @@ def sample_in_rounds(obtain: Obtain, check: Callable[[Execution, Mapping[str, in
     """Sample in rounds (see the module). `check` runs the checks over an execution's samples and returns each
     repeated test's counts; `pool` is the baseline's samples of each test (None: no baseline); `recorded` the
     recording's per-case samples, which a replay (`replay`) takes as they are."""
-    most, batch = settings.most_samples, settings.repeat_batch
+    most, batch = settings.max_repeats or settings.most_samples, settings.repeat_batch
     if replay and recorded is not None:
-        samples = {case: min(most, recorded.get(case, most)) for case in cases}
+        limit = settings.most_samples  # a pool's, or a candidate's
+        samples = {case: min(limit, recorded.get(case, limit)) for case in cases}
         return _done(obtain(samples, None), samples, math.ceil(max(samples.values(), default=1) / batch),
                      recording, replay)
     if pool is None:
-        samples = {case: most for case in cases}
-        return _done(obtain(samples, None), samples, math.ceil(most / batch), recording, replay)
+        samples = {case: settings.pool_samples for case in cases}
+        return _done(obtain(samples, None), samples, math.ceil(settings.pool_samples / batch), recording, replay)
     samples = {case: batch for case in cases}
     execution, rounds = obtain(samples, None), 1
     while True:
