@@ -24,6 +24,7 @@ from evalkit.core.dataset import Case
 from evalkit.core.errors import ConfigError, InputError, OutageError
 from evalkit.core.key import EvalKey
 from evalkit.core.report import Counts, report_from_mapping
+from evalkit.gate.detectable import sequential_test_drop
 from evalkit.gate.sequential import Counts2, Verdict, settle
 from evalkit.gate.sequential_rule import compare_sequential, decided_block, open_cases, pool, verdicts
 from evalkit.live.budget import Budget
@@ -97,6 +98,16 @@ def test_the_sequential_rule_blocks_a_broken_test_and_pairs_samples_by_round() -
     tiny = compare_sequential({"t[a]": counts([True], "a")}, {"t[a]": counts([False] * 2, "a")}, alpha=0.05,
                               max_repeats=2)
     assert tiny.insufficient_data is not None and "record a baseline with more samples" in tiny.insufficient_data
+
+
+def test_a_sequential_decision_lists_improved_tests_and_states_the_rounds_figures() -> None:
+    pool_ = {f"t[{c}]": counts([True] * 40, c) for c in "abcd"} | {"t[e]": counts([False] * 40, "e")}
+    candidate = {f"t[{c}]": counts([True] * 2, c) for c in "abcd"} | {"t[e]": counts([True] * 20, "e")}
+    outcome = compare_sequential(pool_, candidate, alpha=0.05, max_repeats=20)
+    assert outcome.regressed == {} and list(outcome.improved) == ["t[e]"]  # rose from 0/40 to 20/20
+    flat = compare_sequential(pool_, {f"t[{c}]": counts([True] * 2, c) for c in "abcde"}, alpha=0.05,
+                              max_repeats=20)
+    assert flat.improved == {}
 
 
 def test_the_suite_guard_needs_each_sides_failed_samples() -> None:
@@ -245,6 +256,11 @@ def test_sequential_repeats_record_stop_replay_and_gate_end_to_end(tmp_path: Pat
             json.dumps(rounds, sort_keys=True) for rounds in (dict.fromkeys(CASES, POOL), expected))
         decision = json.loads((tmp_path / "cand" / "decision.json").read_text(encoding="utf-8"))
         assert decision["decision"] != "block" and decision["repeats"]["method"] == "sequential"
+        tests = decision["detectable"]["tests"]  # what the rounds could have caught, up to max_repeats samples
+        assert (tests["method"], tests["most"]) == ("sequential", MOST)
+        assert tests["drops"]["test_flaky.py::test_label[steady]"] == sequential_test_drop(
+            POOL, POOL, MOST, BATCH, level=tests["level"], power=0.8, delta=0.6, futility=0.3)
+        assert f"(the sequential test in rounds of up to {MOST} samples, at " in done.stdout
         markdown = (tmp_path / "cand" / "decision.md").read_text(encoding="utf-8")
         assert "**Sampled in rounds:** sequential repeats: " in markdown  # decided by the sequential rule
         page = (tmp_path / "cand" / "report.html").read_text(encoding="utf-8")

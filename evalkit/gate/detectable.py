@@ -17,6 +17,12 @@ Two figures, each at a one-sided level and a power the caller gives (the gate: i
   suites are also held to an exact floor the approximation misses: a sign-flip test that sees k equal falls and
   nothing else moving gives p = 2**-k, so at least `fewest_falling(level)` units must fall, which happens with
   the stated power only from some d on (`suite_drop` is the larger of the two).
+- **one repeated test sampled in rounds** (`sequential_test_drop`, `run.repeats=auto`): the gate's sequential
+  test (evalkit.gate.sequential) looking after every round of `batch` samples, up to `most`, and the runner
+  stopping the test's sampling once it is shown no worse. Exact by dynamic programming over the candidate's pass
+  count at each look: the chance that the drop's e-value reaches its bar at some look before the no-worse side
+  stops it. A case also keeps being sampled while another of its tests is open, which only adds looks, so the
+  figure is conservative.
 - **one repeated test** (`one_test_drop`): a one-sided Fisher exact test of the baseline's k/N against the
   candidate's k'/M at a fixed level (the gate: its per-test share of alpha over the m tests compared, the level
   Holm's first step applies, so that the figure holds whichever step a test is reached at). Exact: the
@@ -36,9 +42,10 @@ from functools import lru_cache
 from statistics import NormalDist
 
 from evalkit.gate.repeats import MOST_REPEATS, fisher_lower_p
+from evalkit.gate.sequential import Counts2, drop_evalue, no_worse_evalue
 
 __all__ = ["MOST_UNITS", "Spread", "cases_needed", "counted_spread", "fewest_falling", "one_test_drop",
-           "one_test_repeats", "repeats_needed", "spread", "suite_drop", "z"]
+           "one_test_repeats", "repeats_needed", "sequential_test_drop", "spread", "suite_drop", "z"]
 
 _STEPS = 60  # bisection steps: 2**-60 of the unit interval, far below any figure shown
 MOST_UNITS = 10_000_000
@@ -220,6 +227,68 @@ def one_test_drop(base_passed: int, base_runs: int, cand_runs: int, *, level: fl
     for _ in range(_STEPS):
         middle = (low + high) / 2
         if _binomial_cdf(caught, cand_runs, middle) >= power:
+            low = middle
+        else:
+            high = middle
+    return rate - low
+
+
+@lru_cache(maxsize=4096)
+def _looks(base_passed: int, base_runs: int, most: int, batch: int, level: float, delta: float,
+           futility: float) -> tuple[tuple[int, int, int], ...]:
+    """Each look of the rounds as (samples, the most passes the drop's e-value still catches at `level`, the
+    fewest passes the no-worse side stops at): -1 for none caught, samples + 1 for none stopped."""
+    looks = []
+    caught_bar, stop_bar = math.log(1 / level), math.log(2 / futility)
+    for runs in sorted({min(most, n) for n in range(batch, most + batch, batch)}):
+        caught = -1
+        while caught < runs and drop_evalue(Counts2(base_passed, base_runs, caught + 1, runs)) >= caught_bar:
+            caught += 1
+        stop = runs + 1
+        while stop > caught + 1 and no_worse_evalue(Counts2(base_passed, base_runs, stop - 1, runs), delta,
+                                                    pool_level=futility / 2) >= stop_bar:
+            stop -= 1
+        looks.append((runs, caught, stop))
+    return tuple(looks)
+
+
+def _caught_in_rounds(looks: tuple[tuple[int, int, int], ...], rate: float) -> float:
+    """The chance that a candidate passing at `rate` is caught at some look: the distribution of its passes among
+    the paths still sampled, carried from look to look."""
+    still, taken, caught = [1.0], 0, 0.0
+    for runs, most_caught, fewest_stopped in looks:
+        step = runs - taken
+        grown = [0.0] * (runs + 1)
+        for passes, chance in enumerate(still):
+            if chance:
+                for more in range(step + 1):
+                    grown[passes + more] += chance * math.comb(step, more) * rate ** more * (1 - rate) ** (step - more)
+        caught += math.fsum(grown[:most_caught + 1])
+        still = [0.0 if passes <= most_caught or passes >= fewest_stopped else chance
+                 for passes, chance in enumerate(grown)]
+        taken = runs
+    return caught
+
+
+@lru_cache(maxsize=4096)
+def sequential_test_drop(base_passed: int, base_runs: int, most: int, batch: int, *, level: float, power: float,
+                         delta: float, futility: float) -> float | None:
+    """The smallest drop from the pool's rate k/N that the sequential rule catches with `power`, sampling in
+    rounds of `batch` up to `most` (see the module); None when even a candidate that never passes is not caught
+    that often, or the pool never passed."""
+    _check(level, power)
+    if base_runs < 1 or base_passed == 0 or most < 1:
+        return None
+    looks = _looks(base_passed, base_runs, most, batch, level, delta, futility)
+    if _caught_in_rounds(looks, 0.0) < power:
+        return None
+    rate = base_passed / base_runs
+    low, high = 0.0, rate  # the chance of being caught falls as the candidate's rate rises
+    if _caught_in_rounds(looks, high) >= power:
+        return 0.0
+    for _ in range(_STEPS // 2):  # 2**-30: still far below a point
+        middle = (low + high) / 2
+        if _caught_in_rounds(looks, middle) >= power:
             low = middle
         else:
             high = middle

@@ -26,6 +26,7 @@ from evalkit.gate.detectable import (
     counted_spread,
     one_test_drop,
     repeats_needed,
+    sequential_test_drop,
     spread,
     suite_drop,
 )
@@ -70,7 +71,9 @@ def tests_sentence(tests: Mapping[str, Any]) -> str:
         parts.append(f"{blind} test(s) could show no drop at these sample sizes")
     if not parts:
         parts.append("no repeated test passed on the baseline, so none could show a drop")
-    return "; ".join(parts) + f" (one-sided Fisher at {tests['level']:.3g}, power {tests['power']:.0%})"
+    test = ("one-sided Fisher" if tests.get("method") != "sequential"
+            else f"the sequential test in rounds of up to {tests['most']} samples,")
+    return "; ".join(parts) + f" ({test} at {tests['level']:.3g}, power {tests['power']:.0%})"
 
 
 @dataclass(frozen=True)
@@ -116,20 +119,27 @@ class Headline:
 
 @dataclass(frozen=True)
 class RepeatedDrops:
-    """Each repeated test's smallest detectable drop from its baseline rate (one-sided Fisher at `level`)."""
+    """Each repeated test's smallest detectable drop from its baseline rate: one-sided Fisher at `level` for fixed
+    repeats, the sequential test in rounds up to `most` samples for a candidate sampled in rounds."""
 
     level: float
-    """alpha / 2 over the tests compared: the level of Holm's first step, which every test clears at the latest."""
+    """alpha / 2 over the tests compared: the level of Holm's first step, which every test clears at the latest
+    (and the sequential rule's per-test level)."""
     power: float
     drops: dict[str, float | None] = field(default_factory=dict)
     """nodeid -> the drop, None when no outcome at these sample sizes is significant; tests the baseline never
     passed are left out (nothing to drop from)."""
+    most: int | None = None
+    """Set for a candidate sampled in rounds: the most samples a test could have taken (`run.max_repeats`)."""
 
     def summary(self) -> str:
         return tests_sentence(self.to_json())
 
     def to_json(self) -> dict[str, Any]:
-        return {"level": self.level, "power": self.power, "drops": dict(sorted(self.drops.items()))}
+        out = {"level": self.level, "power": self.power, "drops": dict(sorted(self.drops.items()))}
+        if self.most is not None:
+            out |= {"method": "sequential", "most": self.most}
+        return out
 
 
 @dataclass(frozen=True)
@@ -194,6 +204,12 @@ def _repeated(baseline: RunReport, candidate: RunReport, share: float, power: fl
     suite = _headline("pass fraction per case", units, changes, len(set(cases)), share, power, repeats,
                       grouped=bool(groups))
     level = share / len(names)
+    rounds = candidate.sequential
+    if rounds is not None:  # what the rounds could have caught, had the test dropped: up to max_repeats samples
+        drops = {n: sequential_test_drop(before[n].passed, before[n].runs, rounds.max_repeats, rounds.batch,
+                                         level=level, power=power, delta=rounds.delta, futility=rounds.futility)
+                 for n in names if before[n].passed > 0}
+        return Detectable(suite, RepeatedDrops(level, power, drops, most=rounds.max_repeats))
     drops = {n: one_test_drop(before[n].passed, before[n].runs, after[n].runs, level=level, power=power)
              for n in names if before[n].passed > 0}
     return Detectable(suite, RepeatedDrops(level, power, drops))

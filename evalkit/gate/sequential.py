@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = ["GRID_POINTS", "LEAST_DROP", "SUITE_BETS", "Counts2", "SuiteBets", "Verdict", "drop_evalue",
-           "no_worse_evalue", "settle", "upper_bound"]
+           "no_worse_evalue", "rise_evalue", "settle", "upper_bound"]
 
 GRID_POINTS = 40
 """The prior's grid on each rate: points (i + 1/2) / 40, so no rate sits at 0 or 1."""
@@ -127,6 +127,14 @@ def drop_evalue(c: Counts2) -> float:
         denominator = (float(_loglik(pooled, c.base_passed, c.base_runs))
                        + float(_loglik(pooled, c.passed, c.runs)))
     return numerator - denominator
+
+
+def rise_evalue(c: Counts2) -> float:
+    """log E of a rise (p_c > p_b): the drop's construction with the sides' roles exchanged, a likelihood ratio
+    of the same data and so as valid; 0 before any candidate sample."""
+    if c.runs == 0:
+        return 0.0
+    return drop_evalue(Counts2(c.passed, c.runs, c.base_passed, c.base_runs))
 
 
 @lru_cache(maxsize=4096)

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 
 from evalkit.core.report import FAILING, PASSING, Counts, RunReport
 from evalkit.gate.repeats import RepeatsOutcome
-from evalkit.gate.sequential import Counts2, SuiteBets, Verdict, drop_evalue, settle
+from evalkit.gate.sequential import Counts2, SuiteBets, Verdict, drop_evalue, rise_evalue, settle
 from evalkit.gate.stats import paired_fraction_bootstrap
 
 __all__ = ["compare_sequential", "decided_block", "open_cases", "pool", "verdicts"]
@@ -109,7 +109,8 @@ def decided_block(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts
 def compare_sequential(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *, alpha: float,
                        max_repeats: int, seed: int = 17, resamples: int = 2000) -> RepeatsOutcome:
     """Both guards over the tests repeated on both sides, each at alpha / 2 (see the module). `regressed` and
-    `suite_p` hold always-valid p-values (1 / E, at most 1)."""
+    `suite_p` hold always-valid p-values (1 / E, at most 1); `improved` the tests whose rise the same test turned
+    round shows at the per-test level (reported as fixed, deciding nothing)."""
     share = alpha / 2
     names = sorted(name for name in candidate if name in baseline)
     unreliable = tuple(name for name in names if 0 < baseline[name].passed < baseline[name].runs)
@@ -119,6 +120,9 @@ def compare_sequential(baseline: Mapping[str, Counts], candidate: Mapping[str, C
     evidence = {name: drop_evalue(Counts2(baseline[name].passed, baseline[name].runs, candidate[name].passed,
                                           candidate[name].runs)) for name in names}
     regressed = {name: min(1.0, math.exp(-e)) for name, e in evidence.items() if e >= bar}
+    rises = {name: rise_evalue(Counts2(baseline[name].passed, baseline[name].runs, candidate[name].passed,
+                                       candidate[name].runs)) for name in names}
+    improved = {name: min(1.0, math.exp(-e)) for name, e in rises.items() if e >= bar}  # reported, never deciding
     # the best outcome: a test passing all its pool samples failing every one of max_repeats candidate samples
     best = max(drop_evalue(Counts2(baseline[n].passed, baseline[n].runs, 0, max_repeats)) for n in names)
     insufficient = None
@@ -136,8 +140,7 @@ def compare_sequential(baseline: Mapping[str, Counts], candidate: Mapping[str, C
     if changes is None:
         why = "a report does not list which samples failed (repeats.not_passed), so no sample can be paired"
         return RepeatsOutcome(alpha, regressed, unreliable, "; ".join(filter(None, (insufficient, why))), suite,
-                              None, False,
-                              method="sequential")
+                              None, False, improved, method="sequential")
     wealth = SuiteBets().update(changes).log_value
     return RepeatsOutcome(alpha, regressed, unreliable, insufficient, suite, min(1.0, math.exp(-wealth)),
-                          wealth >= math.log(1 / share), method="sequential")
+                          wealth >= math.log(1 / share), improved, method="sequential")
