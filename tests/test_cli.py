@@ -206,6 +206,21 @@ def test_gate_cli_bad_input(run_evalkit, tmp_path, write, args, message):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("outputs, message", [
+    (["--out", "{tmp}/no-such-folder/d.json"], "the folder {tmp}/no-such-folder does not exist"),
+    (["--out", "{tmp}/d.json", "--markdown", "{tmp}/d.json"], "--out and --markdown name the same file"),
+    (["--out", "{tmp}/d.json", "--html", "{tmp}/d.xml"], "--html names a file another output of this command writes"),
+    (["--markdown", "{tmp}/b.json"], "an input of this command, and evalkit never overwrites its inputs"),
+])
+def test_gate_cli_refuses_its_outputs_before_reading_any_report(run_evalkit, tmp_path, outputs, message):
+    # the reports do not exist: a refusal that names the output, not them, was made before reading them
+    write_json(tmp_path / "b.json", report(BASE))
+    args = [a.replace("{tmp}", str(tmp_path)) for a in outputs]
+    done = run_evalkit(str(tmp_path / "b.json"), str(tmp_path / "missing.json"), *args, module="evalkit.gate")
+    assert done.returncode == 3 and len(done.stderr.strip().splitlines()) == 1
+    assert message.replace("{tmp}", str(tmp_path)) in done.stderr and "missing.json" not in done.stderr
+
+
 def test_gate_cli_usage_error_is_not_incomparable(run_evalkit):
     done = run_evalkit("only-one-argument.json", module="evalkit.gate")
     assert done.returncode == 3 and "usage:" in done.stderr

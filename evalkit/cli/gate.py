@@ -13,7 +13,7 @@ from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import evidence, policy_identity, report_identity
-from evalkit.cli.guard import command, say, write_outputs
+from evalkit.cli.guard import check_outputs, command, say, write_outputs
 from evalkit.cli.main import epilog
 from evalkit.core.errors import InputError
 from evalkit.core.key import changed_settings
@@ -64,26 +64,17 @@ def main(argv: list[str] | None = None) -> int:
     # A short-lived process parsing reports of up to millions of tests: the cyclic garbage collector
     # would rescan every parsed object again and again while nothing here forms cycles.
     gc.disable()
+    inputs = _inputs(args)
+    _refuse_outputs(args, inputs)  # before reports that may take seconds to read
     (baseline, baseline_sha), (candidate, candidate_sha) = read_reports([args.baseline, args.candidate])
     policy, identity = _choose_policy(args.policy, candidate, args.candidate)
     refuse_short_isolation(policy, {"baseline": baseline, "candidate": candidate})
     decision = decide(policy, baseline, candidate)
     facts = evidence(identity, report_identity(str(args.baseline), baseline_sha, baseline),
                      report_identity(str(args.candidate), candidate_sha, candidate))
-    inputs = _inputs(args)
-    if args.html:  # refused before anything is written
-        others = [path for path in (args.out, args.out and _junit_path(args.out), args.markdown) if path]
-        if any(same_file(args.html, other) for other in others):
-            raise InputError(f"{args.html}: --html names a file another output of this command writes; give it "
-                             "its own path")
     outputs: dict[Path, tuple[str, str]] = {}
     if args.out:
         junit = _junit_path(args.out)
-        if args.markdown and same_file(args.out, args.markdown):
-            raise InputError(f"{args.out}: --out and --markdown name the same file; give each its own path")
-        if args.markdown and same_file(junit, args.markdown):
-            raise InputError(f"{args.markdown}: --markdown names {junit}, where --out writes its JUnit XML; give "
-                             "--markdown another path")
         outputs[args.out] = (json.dumps({**decision.to_json(), "evidence": facts}, indent=2, allow_nan=False) + "\n",
                              "decision (--out)")
         outputs[junit] = (render_junit(decision, candidate), "decision as JUnit XML (beside --out)")
@@ -104,6 +95,26 @@ def main(argv: list[str] | None = None) -> int:
     if not args.require_pass:
         return ExitCode.GO
     return exit_code(decision.decision, policy.review_fails)
+
+
+def _refuse_outputs(args: argparse.Namespace, inputs: dict[str, Path]) -> None:
+    """The output files refused as writing them would refuse them, and any two of them naming one file."""
+    if args.html:
+        others = [path for path in (args.out, args.out and _junit_path(args.out), args.markdown) if path]
+        if any(same_file(args.html, other) for other in others):
+            raise InputError(f"{args.html}: --html names a file another output of this command writes; give it "
+                             "its own path")
+    if args.out and args.markdown:
+        if same_file(args.out, args.markdown):
+            raise InputError(f"{args.out}: --out and --markdown name the same file; give each its own path")
+        if same_file(_junit_path(args.out), args.markdown):
+            raise InputError(f"{args.markdown}: --markdown names {_junit_path(args.out)}, where --out writes its "
+                             "JUnit XML; give --markdown another path")
+    planned = {args.out: "decision (--out)", args.markdown: "decision (--markdown)",
+               args.html: "decision as HTML (--html)"}
+    if args.out:
+        planned[_junit_path(args.out)] = "decision as JUnit XML (beside --out)"
+    check_outputs({path: what for path, what in planned.items() if path}, inputs=inputs)
 
 
 def _junit_path(out: Path) -> Path:

@@ -22,7 +22,7 @@ from evalkit.core.outputs import refuse_input, refuse_link
 from evalkit.core.untrusted import terminal
 from evalkit.gate.decision import ExitCode
 
-__all__ = ["command", "write_output", "write_outputs", "say"]
+__all__ = ["check_outputs", "command", "write_output", "write_outputs", "say"]
 
 P = ParamSpec("P")
 
@@ -63,12 +63,11 @@ def write_output(path: Path, text: str, what: str, *, inputs: Mapping[str, Path]
     write_outputs({path: (text, what)}, inputs=inputs, make_folder=make_folder)
 
 
-def write_outputs(outputs: Mapping[Path, tuple[str, str]], *, inputs: Mapping[str, Path] | None = None,
+def check_outputs(outputs: Mapping[Path, str], *, inputs: Mapping[str, Path] | None = None,
                   make_folder: bool = False) -> None:
-    """Write a set of output files ({path: (text, what it is)}) all or nothing, each checked as `write_output`
-    checks one: a CI step must never find half of the set (a decision.json without its decision.xml) after a full
-    disk."""
-    for path, (_, what) in outputs.items():
+    """Refuse, as `write_outputs` would, a set of output files ({path: what it is}) before they are written: a
+    command whose inputs take seconds to read calls this first, so that a mistyped folder costs no wait."""
+    for path, what in outputs.items():
         refuse_input(path, inputs or {}, what)
         refuse_link(path, what)
         if not make_folder and not path.parent.is_dir():
@@ -76,6 +75,14 @@ def write_outputs(outputs: Mapping[Path, tuple[str, str]], *, inputs: Mapping[st
                              "create it first or choose another path")
         if path.is_dir():
             raise InputError(f"{path}: cannot write the {what}: it is a folder; name a file")
+
+
+def write_outputs(outputs: Mapping[Path, tuple[str, str]], *, inputs: Mapping[str, Path] | None = None,
+                  make_folder: bool = False) -> None:
+    """Write a set of output files ({path: (text, what it is)}) all or nothing, each checked as `write_output`
+    checks one: a CI step must never find half of the set (a decision.json without its decision.xml) after a full
+    disk."""
+    check_outputs({path: what for path, (_, what) in outputs.items()}, inputs=inputs, make_folder=make_folder)
     try:
         write_atomic_set({path: text for path, (text, _) in outputs.items()})
     except OSError as error:
