@@ -26,7 +26,7 @@ from evalkit.core.key import EvalKey
 from evalkit.core.report import Counts, report_from_mapping
 from evalkit.gate.detectable import sequential_test_drop
 from evalkit.gate.sequential import Counts2, Verdict, settle
-from evalkit.gate.sequential_rule import compare_sequential, decided_block, open_cases, pool, verdicts
+from evalkit.gate.sequential_rule import compare_sequential, decided_block, open_cases, pool, unpaired, verdicts
 from evalkit.live.budget import Budget
 from evalkit.live.providers.base import CallFailure, Message, Reply, Request, Usage
 from evalkit.run.execute import LiveSetup, execute
@@ -117,6 +117,15 @@ def test_the_suite_guard_needs_each_sides_failed_samples() -> None:
         "a report does not list which samples failed (repeats.not_passed), so no sample can be paired")
 
 
+def test_the_rounds_choose_cases_by_the_pool_samples_the_suite_guard_never_pairs() -> None:
+    pool_ = {"t[a]": counts([False, True, True, False, True, True], "a"), "t[b]": counts([True] * 3, "b"),
+             "t[c]": Counts(2, 6, "c")}  # c does not list its failed samples
+    found = unpaired(pool_, 2)
+    assert found["t[a]"] == Counts(3, 4, "a", not_passed=(1,))  # samples 2..5, renumbered from 0
+    assert found["t[b]"] == Counts(1, 1, "b")
+    assert found["t[c]"] == pool_["t[c]"] and unpaired(pool_, 6) == pool_  # nothing apart: the whole pool
+
+
 def test_verdicts_and_open_cases_follow_the_sequential_test() -> None:
     pool_ = {"t[a]": counts([True] * 8, "a"), "t[b]": counts([True] * 8, "b")}
     candidate = {"t[a]": counts([True] * 2, "a"), "t[b]": counts([True] * 8, "b"), "t[new]": counts([True], "n")}
@@ -163,6 +172,8 @@ def expected_samples(system: dict[str, float], seed: int) -> dict[str, int]:
     """The samples each case should take: the rounds replayed here against the baseline's known samples (a case
     stops when its tests are settled; every case, once the samples taken already block)."""
     base = {case: outcomes(CASES, case, BASE_SEED, POOL) for case in CASES}
+    chosen_by = {case: {check: passes[MOST:] for check, passes in checks.items()}  # the samples the guard never
+                 for case, checks in base.items()}                                # pairs (unpaired)
     level = 0.05 / 2 / (len(CASES) * len(CHECKS))
     samples = dict.fromkeys(CASES, BATCH)
     while True:
@@ -170,7 +181,9 @@ def expected_samples(system: dict[str, float], seed: int) -> dict[str, int]:
         for case, taken in samples.items():
             now = outcomes(system, case, seed, taken)
             verdicts = [settle(Counts2(sum(base[case][check]), POOL, sum(now[check]), taken), level=level,
-                               futility=0.3, delta=0.6) for check in CHECKS]
+                               futility=0.3, delta=0.6,
+                               choosing=Counts2(sum(chosen_by[case][check]), POOL - MOST, sum(now[check]), taken))
+                        for check in CHECKS]
             if Verdict.OPEN in verdicts and taken < MOST:
                 still.append(case)
         taken_now = {case: outcomes(system, case, seed, n) for case, n in samples.items()}

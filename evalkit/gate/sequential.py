@@ -203,12 +203,13 @@ class SuiteBets:
         return top + math.log(math.fsum(math.exp(value - top) for value in self.logs) / len(self.logs))
 
 
-def settle(c: Counts2, *, level: float, futility: float, delta: float) -> Verdict:
+def settle(c: Counts2, *, level: float, futility: float, delta: float, choosing: Counts2 | None = None) -> Verdict:
     """After a round: regressed when the drop's E reaches 1 / level (the test's share of alpha); no worse when the
     candidate's rate is shown above the pool's upper bound less delta, half of `futility` spent on each of the
-    bound and the candidate's E; else open."""
+    bound and the candidate's E; else open. `choosing`, where given, is the part of the pool the no-worse side
+    reads (the samples the suite guard never pairs, evalkit.gate.sequential_rule.unpaired)."""
     if drop_evalue(c) >= math.log(1 / level):
         return Verdict.REGRESSED
-    if no_worse_evalue(c, delta, pool_level=futility / 2) >= math.log(2 / futility):
+    if no_worse_evalue(choosing or c, delta, pool_level=futility / 2) >= math.log(2 / futility):
         return Verdict.NO_WORSE
     return Verdict.OPEN

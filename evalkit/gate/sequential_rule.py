@@ -27,7 +27,7 @@ from evalkit.gate.repeats import RepeatsOutcome
 from evalkit.gate.sequential import Counts2, SuiteBets, Verdict, drop_evalue, rise_evalue, settle
 from evalkit.gate.stats import paired_fraction_bootstrap
 
-__all__ = ["compare_sequential", "decided_block", "open_cases", "pool", "verdicts"]
+__all__ = ["compare_sequential", "decided_block", "open_cases", "pool", "unpaired", "verdicts"]
 
 
 def pool(report: RunReport) -> dict[str, Counts]:
@@ -44,17 +44,44 @@ def pool(report: RunReport) -> dict[str, Counts]:
     return out
 
 
+def unpaired(pool: Mapping[str, Counts], paired: int) -> dict[str, Counts]:
+    """Each test's pool samples from index `paired` on: those the suite guard never pairs with a candidate sample
+    (it pairs sample i with sample i, and a candidate takes at most `paired`), for the rounds to choose cases by.
+    Were the rounds to choose by the samples the guard bets against, a case whose paired pool samples happened to
+    pass would be sampled on while others stopped, and the bets would no longer be fair under the null. A test with
+    no samples beyond `paired`, or whose failed samples are not listed, is given whole (the guard's bound is then
+    exact only where its pool is all passes or all failures)."""
+    out = {}
+    for name, counts in pool.items():
+        listed = len(counts.not_passed) == counts.runs - counts.passed
+        if counts.runs <= paired or not listed:
+            out[name] = counts
+            continue
+        failed = sum(1 for sample in counts.not_passed if sample >= paired)
+        runs = counts.runs - paired
+        out[name] = Counts(runs - failed, runs, counts.case, counts.reduce,
+                           tuple(sample - paired for sample in counts.not_passed if sample >= paired))
+    return out
+
+
 def verdicts(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *, alpha: float, delta: float,
-                  futility: float) -> dict[str, Verdict]:
-    """Where each of the candidate's repeated tests stands against the pool: its drop's E held to its Bonferroni
-    share of alpha / 2, the no-worse side at `futility`; `new` for a test the baseline lacks."""
+             futility: float, paired: int | None = None) -> dict[str, Verdict]:
+    """Where each of the candidate's repeated tests stands against the pool: its drop's E over the whole pool held
+    to its Bonferroni share of alpha / 2 (as the gate holds it), the no-worse side at `futility` over the pool's
+    samples from `paired` on (`unpaired`: those the suite guard never bets against; the whole pool when None);
+    `new` for a test the baseline lacks."""
     compared = [name for name in candidate if name in baseline]
     level = alpha / 2 / max(1, len(compared))
+    choosing = unpaired(baseline, paired) if paired is not None else baseline
     out = {}
     for name, counts in candidate.items():
-        base = baseline.get(name)
-        out[name] = Verdict.NEW if base is None else settle(
-            Counts2(base.passed, base.runs, counts.passed, counts.runs), level=level, futility=futility, delta=delta)
+        base, apart = baseline.get(name), choosing.get(name)
+        if base is None or apart is None:
+            out[name] = Verdict.NEW
+            continue
+        out[name] = settle(Counts2(base.passed, base.runs, counts.passed, counts.runs), level=level,
+                           futility=futility, delta=delta,
+                           choosing=Counts2(apart.passed, apart.runs, counts.passed, counts.runs))
     return out
 
 

@@ -2,7 +2,9 @@
 
 The first round takes `run.repeat_batch` samples of every case. After each round the suite's checks run over
 every sample taken so far, and each repeated test is set against the baseline's recorded samples of the same test
-(evalkit.gate.sequential_rule): shown worse, shown no worse than `run.repeat_delta` below it, or still open. A case
+(evalkit.gate.sequential_rule): shown worse (over the whole pool, as the gate decides), shown no worse than
+`run.repeat_delta` below it (over the pool's samples beyond `max_repeats` where it has more: the suite's paired
+guard bets against the first ones, and a choice of cases made by them would bias its bets), or still open. A case
 with an open test takes another batch, up to `run.max_repeats`; a settled case is never sampled again (its counts,
 and so its verdicts, cannot change). Once the gate's sequential rule already blocks the samples taken (a test
 regressed, or the suite's paired guard reached its bar) no case is sampled again: an e-value that reached its bar
@@ -55,9 +57,9 @@ def sample_in_rounds(obtain: Obtain, check: Callable[[Execution, Mapping[str, in
     samples = {case: batch for case in cases}
     execution, rounds = obtain(samples, None), 1
     while True:
-        counts = check(execution, samples)
+        counts = check(execution, samples)  # no case stops by a pool sample the suite guard bets against:
         standing = verdicts(pool, counts, alpha=alpha, delta=settings.repeat_delta,
-                                 futility=settings.repeat_futility)
+                            futility=settings.repeat_futility, paired=most)
         still = sorted(case for case in open_cases(counts, standing) if samples.get(case, most) < most)
         if not still or decided_block(pool, counts, alpha=alpha):
             return _done(execution, samples, rounds, recording, replay)

@@ -180,7 +180,7 @@ def _sequential(config: RunConfig, execution: Execution, baseline: RunReport | N
 
     def block(counts: Mapping[str, Counts]) -> dict[str, Any]:
         found = {} if baseline is None else verdicts(pool(baseline), counts, alpha=alpha, delta=run.repeat_delta,
-                                                     futility=run.repeat_futility)
+                                                     futility=run.repeat_futility, paired=run.max_repeats)
         return {"max_repeats": run.max_repeats, "batch": run.repeat_batch, "delta": run.repeat_delta,
                 "futility": run.repeat_futility, "alpha": alpha,
                 "baseline": None if baseline is None else (baseline_name or "given"), "rounds": rounds,
