@@ -8,6 +8,7 @@ import copy
 import glob
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,7 +92,21 @@ def variants() -> dict[str, dict[str, Any]]:
     nulls["tests"][0]["repeats"] = None
     nulls["provenance"] = None
     out["nulls where objects may be"] = nulls
+    rounds = copy.deepcopy(repeated)  # a run sampled in rounds: the gate decides it by the sequential rule
+    rounds["sequential"] = {"max_repeats": 20, "batch": 2, "delta": 0.6, "futility": 0.3, "alpha": 0.05,
+                            "baseline": "runs/baseline.json", "rounds": 2, "samples": {"c2": 3},
+                            "verdicts": {"t.py::test_b[c2]": "open"}}
+    out["sampled in rounds"] = rounds
     return out
+
+
+def test_the_fast_reader_keeps_every_block_the_careful_path_reads() -> None:
+    """A block the careful path reads but the fast reader's struct lacks would be dropped unread (msgspec skips
+    unknown fields): the sequential block once was, and `evalkit gate` decided such a run by the fixed-N rule."""
+    source = Path(report_module.__file__).read_text(encoding="utf-8")
+    read = set(re.findall(r'data\.get\("([a-z_]+)"\)|data\["([a-z_]+)"\]', source))
+    blocks = {name for pair in read for name in pair if name}
+    assert "sequential" in blocks and blocks <= set(report_module._Report.__struct_fields__)
 
 
 @pytest.mark.parametrize("name", list(variants()))

@@ -279,6 +279,25 @@ def test_sequential_repeats_record_stop_replay_and_gate_end_to_end(tmp_path: Pat
         page = (tmp_path / "cand" / "report.html").read_text(encoding="utf-8")
         assert '<p class="detectable">sequential repeats: ' in page
 
+        # `evalkit gate` on the two reports, away from the run, decides as the run's own gate did
+        gated = tmp_path / "gated"
+        gated.mkdir()
+        alone = subprocess.run([sys.executable, "-m", "evalkit.gate", str(base_path), str(cand_path), "--out",
+                                str(gated / "decision.json"), "--policy", str(suite.conf / "policy" / "flaky.yaml")], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                               timeout=120, check=False)
+        assert alone.returncode == done.returncode, alone.stdout + alone.stderr
+        again = json.loads((gated / "decision.json").read_text(encoding="utf-8"))
+        assert again["repeats"] == decision["repeats"] and again["detectable"] == decision["detectable"]
+
+        # blessing it says that it makes a small pool (each case stopped as soon as it was settled)
+        blessed = subprocess.run([sys.executable, "-m", "evalkit.bless", str(cand_path), "--to",
+                                  str(tmp_path / "blessed.json"), "--dry-run"], cwd=PROJECT_ROOT,
+                                 capture_output=True, text=True, timeout=120, check=False)
+        assert blessed.returncode == 0, blessed.stderr
+        low, high = min(expected.values()), max(expected.values())
+        assert (f"note: this run was sampled in rounds ({low} to {high} samples per case), so as a baseline it is "
+                "a small pool") in blessed.stdout
+
         # the replay takes exactly those samples, calls nothing, and decides byte for byte as the live run did
         # (its checks on two processes: each shard runs each case's own number of samples)
         sent = len(server.chat_requests)

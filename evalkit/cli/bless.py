@@ -33,7 +33,7 @@ from evalkit.render.text import render_changed
 from evalkit.run.canonical import canonical_text
 from evalkit.run.destinations import check_saved_report
 
-__all__ = ["build_parser", "main", "refusal"]
+__all__ = ["build_parser", "main", "refusal", "small_pool"]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
@@ -81,7 +81,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"warning: {blocked}")
     if note:
         print(note)
+    if (small := small_pool(report)) is not None:
+        print(f"note: {small}")
     return ExitCode.GO
+
+
+def small_pool(report: RunReport) -> str | None:
+    """Why a run sampled in rounds against a baseline makes a weak pool, or None: it stopped each case as soon as
+    the comparison was settled, so later sequential runs would be compared against a few samples per case."""
+    rounds = report.sequential
+    if rounds is None or rounds.baseline is None or not rounds.samples:
+        return None
+    taken = sorted(rounds.samples.values())
+    spread = f"{taken[0]}" if taken[0] == taken[-1] else f"{taken[0]} to {taken[-1]}"
+    return (f"this run was sampled in rounds ({spread} samples per case), so as a baseline it is a small pool: "
+            "later run.repeats=auto runs can show only large drops against it; for a pool, record main with "
+            "run.repeats=auto baseline=none (run.pool_repeats samples of every case)")
 
 
 def self_block(report: RunReport) -> str | None:

@@ -580,6 +580,7 @@ class _Report(msgspec.Struct):
     critical_checks: Any = None
     classification: Any = None
     texts: Any = None
+    sequential: Any = None
 
 
 _REPORT, _TEST = msgspec.json.Decoder(_Report), msgspec.json.Decoder(_Test)
