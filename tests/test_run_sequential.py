@@ -272,7 +272,8 @@ def test_sequential_repeats_record_stop_replay_and_gate_end_to_end(tmp_path: Pat
         tests = decision["detectable"]["tests"]  # what the rounds could have caught, up to max_repeats samples
         assert (tests["method"], tests["most"]) == ("sequential", MOST)
         assert tests["drops"]["test_flaky.py::test_label[steady]"] == sequential_test_drop(
-            POOL, POOL, MOST, BATCH, level=tests["level"], power=0.8, delta=0.6, futility=0.3)
+            POOL, POOL, MOST, BATCH, level=tests["level"], power=0.8, delta=0.6, futility=0.3,
+            choosing=(POOL - MOST, POOL - MOST))  # steady passed every pool sample
         assert f"(the sequential test in rounds of up to {MOST} samples, at " in done.stdout
         markdown = (tmp_path / "cand" / "decision.md").read_text(encoding="utf-8")
         assert "**Sampled in rounds:** sequential repeats: " in markdown  # decided by the sequential rule

@@ -126,34 +126,40 @@ def test_the_suite_guard_sees_a_broad_drop_within_a_few_rounds() -> None:
         SuiteBets().update([1.5])
 
 
-def _caught_in_rounds(rng: np.random.Generator, pool: int, runs: int, rate: float, trials: int, level: float) -> float:
+def _caught_in_rounds(rng: np.random.Generator, pool: int, runs: int, rate: float, trials: int, level: float,
+                      choosing: tuple[int, int] | None) -> float:
     """The share of candidates at `rate` that the rounds (2 samples each, up to 20) find regressed before they
     stop them as no worse: settle() after every round, as the runner does for one test."""
     hits = 0
     for _ in range(trials):
         passes = np.cumsum(rng.random(20) < rate)
         for n in range(2, 21, 2):
-            verdict = settle(Counts2(pool, runs, int(passes[n - 1]), n), level=level, futility=0.3, delta=0.6)
+            chosen = None if choosing is None else Counts2(*choosing, int(passes[n - 1]), n)
+            verdict = settle(Counts2(pool, runs, int(passes[n - 1]), n), level=level, futility=0.3, delta=0.6,
+                             choosing=chosen)
             if verdict is not Verdict.OPEN:
                 hits += verdict is Verdict.REGRESSED
                 break
     return hits / trials
 
 
-@pytest.mark.parametrize(("pool", "runs"), [(40, 40), (38, 40), (19, 20)])
-def test_the_sequential_detectable_drop_is_caught_with_its_power_by_the_rounds(pool: int, runs: int) -> None:
+@pytest.mark.parametrize(("pool", "runs", "choosing"), [(40, 40, None), (38, 40, None), (19, 20, None),
+                                                       (36, 40, (17, 20))])
+def test_the_sequential_detectable_drop_is_caught_with_its_power_by_the_rounds(
+        pool: int, runs: int, choosing: tuple[int, int] | None) -> None:
     """The figure a sequential decision states for one test (an exact sum over the rounds' paths) against the
     rounds simulated with settle(): at the figure about 80 % are caught, 5 points further down more, 5 points
-    less far fewer."""
+    less far fewer. `choosing`: the pool samples the no-worse side reads, where they are not the whole pool."""
     level = 0.025 / 20
-    drop = sequential_test_drop(pool, runs, 20, 2, level=level, power=0.8, delta=0.6, futility=0.3)
+    drop = sequential_test_drop(pool, runs, 20, 2, level=level, power=0.8, delta=0.6, futility=0.3,
+                                choosing=choosing)
     assert drop is not None and 0 < drop < pool / runs
     rng, trials = np.random.default_rng(pool * 100 + runs), 1500
     margin = 3 * math.sqrt(0.8 * 0.2 / trials)
-    at = _caught_in_rounds(rng, pool, runs, pool / runs - drop, trials, level)
+    at = _caught_in_rounds(rng, pool, runs, pool / runs - drop, trials, level, choosing)
     assert abs(at - 0.8) <= margin
-    assert _caught_in_rounds(rng, pool, runs, pool / runs - drop - 0.05, trials, level) > 0.8
-    assert _caught_in_rounds(rng, pool, runs, pool / runs - drop + 0.05, trials, level) < 0.8
+    assert _caught_in_rounds(rng, pool, runs, pool / runs - drop - 0.05, trials, level, choosing) > 0.8
+    assert _caught_in_rounds(rng, pool, runs, pool / runs - drop + 0.05, trials, level, choosing) < 0.8
     # none when even a candidate that never passes is not caught that often: a pool of 2 cannot show a drop
     assert sequential_test_drop(2, 2, 20, 2, level=level, power=0.8, delta=0.6, futility=0.3) is None
 

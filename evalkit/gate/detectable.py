@@ -234,18 +234,19 @@ def one_test_drop(base_passed: int, base_runs: int, cand_runs: int, *, level: fl
 
 
 @lru_cache(maxsize=4096)
-def _looks(base_passed: int, base_runs: int, most: int, batch: int, level: float, delta: float,
+def _looks(pool: tuple[int, int], choosing: tuple[int, int], most: int, batch: int, level: float, delta: float,
            futility: float) -> tuple[tuple[int, int, int], ...]:
-    """Each look of the rounds as (samples, the most passes the drop's e-value still catches at `level`, the
-    fewest passes the no-worse side stops at): -1 for none caught, samples + 1 for none stopped."""
+    """Each look of the rounds as (samples, the most passes the drop's e-value over the `pool` (passes, runs)
+    still catches at `level`, the fewest passes the no-worse side over `choosing` stops at): -1 for none caught,
+    samples + 1 for none stopped."""
     looks = []
     caught_bar, stop_bar = math.log(1 / level), math.log(2 / futility)
     for runs in sorted({min(most, n) for n in range(batch, most + batch, batch)}):
         caught = -1
-        while caught < runs and drop_evalue(Counts2(base_passed, base_runs, caught + 1, runs)) >= caught_bar:
+        while caught < runs and drop_evalue(Counts2(*pool, caught + 1, runs)) >= caught_bar:
             caught += 1
         stop = runs + 1
-        while stop > caught + 1 and no_worse_evalue(Counts2(base_passed, base_runs, stop - 1, runs), delta,
+        while stop > caught + 1 and no_worse_evalue(Counts2(*choosing, stop - 1, runs), delta,
                                                     pool_level=futility / 2) >= stop_bar:
             stop -= 1
         looks.append((runs, caught, stop))
@@ -272,14 +273,16 @@ def _caught_in_rounds(looks: tuple[tuple[int, int, int], ...], rate: float) -> f
 
 @lru_cache(maxsize=4096)
 def sequential_test_drop(base_passed: int, base_runs: int, most: int, batch: int, *, level: float, power: float,
-                         delta: float, futility: float) -> float | None:
+                         delta: float, futility: float, choosing: tuple[int, int] | None = None) -> float | None:
     """The smallest drop from the pool's rate k/N that the sequential rule catches with `power`, sampling in
-    rounds of `batch` up to `most` (see the module); None when even a candidate that never passes is not caught
-    that often, or the pool never passed."""
+    rounds of `batch` up to `most` (see the module), its no-worse side reading `choosing` (passes, runs: the pool
+    samples the rounds choose by, evalkit.gate.sequential_rule.unpaired; the whole pool when None); None when
+    even a candidate that never passes is not caught that often, or the pool never passed."""
     _check(level, power)
     if base_runs < 1 or base_passed == 0 or most < 1:
         return None
-    looks = _looks(base_passed, base_runs, most, batch, level, delta, futility)
+    looks = _looks((base_passed, base_runs), choosing or (base_passed, base_runs), most, batch, level, delta,
+                   futility)
     if _caught_in_rounds(looks, 0.0) < power:
         return None
     rate = base_passed / base_runs

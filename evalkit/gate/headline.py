@@ -32,6 +32,7 @@ from evalkit.gate.detectable import (
 )
 from evalkit.gate.release import Grades
 from evalkit.gate.repeats import RepeatsOutcome
+from evalkit.gate.sequential_rule import unpaired
 
 __all__ = ["Detectable", "Headline", "RepeatedDrops", "detectable", "points", "suite_sentence", "tests_sentence"]
 
@@ -206,8 +207,10 @@ def _repeated(baseline: RunReport, candidate: RunReport, share: float, power: fl
     level = share / len(names)
     rounds = candidate.sequential
     if rounds is not None:  # what the rounds could have caught, had the test dropped: up to max_repeats samples
+        choosing = unpaired({n: before[n] for n in names}, rounds.max_repeats)
         drops = {n: sequential_test_drop(before[n].passed, before[n].runs, rounds.max_repeats, rounds.batch,
-                                         level=level, power=power, delta=rounds.delta, futility=rounds.futility)
+                                         level=level, power=power, delta=rounds.delta, futility=rounds.futility,
+                                         choosing=(choosing[n].passed, choosing[n].runs))
                  for n in names if before[n].passed > 0}
         return Detectable(suite, RepeatedDrops(level, power, drops, most=rounds.max_repeats))
     drops = {n: one_test_drop(before[n].passed, before[n].runs, after[n].runs, level=level, power=power)
