@@ -7,7 +7,9 @@ The work, for every tool: N offline cases, case i asks `Q{i}: say ok` with the t
              test over the cases (read from a JSON file) calling a function that returns "ok", `==` the target;
   evalkit    `python -m evalkit` replaying an authored recording of the N calls (every reply "ok") and gating the
              run against a baseline report (written once, untimed): compose, replay, the pytest check, the report,
-             the decision; `workers` is the same command with `run.workers=auto` (one pytest shard per CPU);
+             the decision; `workers` is the same command with `run.workers=auto` (one pytest shard per CPU). The
+             suite says `pytest_plugins: []` (its checks need no installed pytest plugin), so its checks' process
+             loads none besides evalkit's and pytest-json-report, as bare pytest runs here;
   deepeval   a script calling `deepeval.evaluate()` on N `LLMTestCase`s whose `actual_output` comes from a function
              answering "ok", with DeepEval's `ExactMatchMetric` (no LLM), results written to a results folder, and
              `CacheConfig(write_cache=False)`: with its default, DeepEval re-reads and re-writes its whole test-run
@@ -148,6 +150,7 @@ suite:
   name: {suite}
   path: {path}
   baseline: null
+  pytest_plugins: []  # the checks need no installed plugin: none is loaded, as bare pytest runs here
 """
 
 DEEPEVAL_SCRIPT = '''"""DeepEval: evaluate() with ExactMatchMetric (no LLM); the fake model answers "ok"."""
