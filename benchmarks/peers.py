@@ -7,7 +7,9 @@ The work, for every tool: N offline cases, case i asks `Q{i}: say ok` with the t
              test over the cases (read from a JSON file) calling a function that returns "ok", `==` the target;
   evalkit    `python -m evalkit` replaying an authored recording of the N calls (every reply "ok") and gating the
              run against a baseline report (written once, untimed): compose, replay, the pytest check, the report,
-             the decision; `workers` is the same command with `run.workers=auto` (one pytest shard per CPU);
+             the decision; `workers` is the same command with `run.workers=auto` (one pytest shard per CPU). The
+             suite says `pytest_plugins: []` (its checks need no installed pytest plugin), so its checks' process
+             loads none besides evalkit's and pytest-json-report, as bare pytest runs here;
   deepeval   a script calling `deepeval.evaluate()` on N `LLMTestCase`s whose `actual_output` comes from a function
              answering "ok", with DeepEval's `ExactMatchMetric` (no LLM), results written to a results folder, and
              `CacheConfig(write_cache=False)`: with its default, DeepEval re-reads and re-writes its whole test-run
@@ -20,6 +22,10 @@ The work, for every tool: N offline cases, case i asks `Q{i}: say ok` with the t
   inspect    a script calling `inspect_ai.eval()` on a Task of N samples (`json_dataset`), `generate()`, the
              `exact()` scorer and `mockllm/model` with custom outputs answering "ok" (usage given, so mockllm does
              not count tokens with tiktoken, which would download its encoding).
+
+evalkit's bytecode caches are written once before the runs (compileall, as `pip install` writes them for an
+installed package; this checkout is an editable install, so under PYTHONDONTWRITEBYTECODE every run would
+otherwise compile evalkit from source).
 
 Every run is a fresh subprocess in a fresh temporary folder that is its HOME, TMPDIR, XDG folders, working folder
 and output folder, so no tool's state survives from one run to the next (Inspect's log dir and data dir,
@@ -148,6 +154,7 @@ suite:
   name: {suite}
   path: {path}
   baseline: null
+  pytest_plugins: []  # the checks need no installed plugin: none is loaded, as bare pytest runs here
 """
 
 DEEPEVAL_SCRIPT = '''"""DeepEval: evaluate() with ExactMatchMetric (no LLM); the fake model answers "ok"."""
@@ -408,6 +415,20 @@ def machine() -> str:
     return f"cpu={model!r} nproc={os.cpu_count()} workers_auto={worker_count('auto')} load_avg={load}"
 
 
+def byte_compile_evalkit() -> None:
+    """Write evalkit's bytecode caches, as `pip install` does for an installed package: this checkout is an
+    editable install, so a run started with PYTHONDONTWRITEBYTECODE set (as in some CI and agent shells) would
+    otherwise compile every evalkit module it imports from source, on every timed run, while the peers and pytest
+    import theirs compiled at install time."""
+    import compileall
+
+    import evalkit
+    import hydra_plugins.evalkit_launchers as launchers
+
+    for package in (evalkit, launchers):
+        compileall.compile_dir(str(Path(package.__file__).parent), quiet=1)
+
+
 def ratio(times: dict[str, list[float]], top: str, bottom: str) -> str:
     if not times.get(top) or not times.get(bottom):
         return "skipped"
@@ -419,6 +440,7 @@ def bench(n: int, rounds: int, tools: list[str]) -> dict[str, list[float]]:
     with tempfile.TemporaryDirectory(prefix="evalkit-bench-peers-") as tmp:
         root = Path(tmp)
         start = time.perf_counter()
+        byte_compile_evalkit()
         generate(root, n)
         baseline(root / "inputs", root)
         print(f"generated {n} cases for every tool and evalkit's baseline report in "

@@ -16,7 +16,9 @@ subprocess:
            process per CPU this process may use), at 10,000 cases only: against the same single-process bare
            pytest, so the figure says whether a big suite on every core beats bare pytest on one.
 
-Each side is run a few times (interleaved) and the minimum wall time is kept. One line is printed
+evalkit's bytecode caches are written first (compileall, as `pip install` writes them for an installed package;
+this checkout is an editable install, so under PYTHONDONTWRITEBYTECODE each run would otherwise compile evalkit
+from source). Each side is run a few times (interleaved) and the minimum wall time is kept. One line is printed
 per size with the times and ratios, the CPU count and the load average (the parallel figure depends
 on both: on a shared machine other work takes the cores); the last line is
 `overhead_vs_pytest=<evalkit/pytest at 10,000> parallel_vs_pytest=<parallel/pytest at 10,000>`
@@ -309,8 +311,23 @@ def cpus() -> int:
     return worker_count("auto")
 
 
+def byte_compile_evalkit() -> None:
+    """Write evalkit's bytecode caches, as `pip install` does for an installed package: this checkout is an
+    editable install, so a run started with PYTHONDONTWRITEBYTECODE set (as in some CI and agent shells) would
+    otherwise compile every evalkit module it imports from source, on every timed run, while the peers and pytest
+    import theirs compiled at install time."""
+    import compileall
+
+    import evalkit
+    import hydra_plugins.evalkit_launchers as launchers
+
+    for package in (evalkit, launchers):
+        compileall.compile_dir(str(Path(package.__file__).parent), quiet=1)
+
+
 def main() -> int:
     ratios, parallel = {}, 0.0
+    byte_compile_evalkit()
     for n, reps in SIZES:
         best = bench_size(n, reps, parallel=n == TARGET_SIZE)
         ratios[n] = best["evalkit"] / best["pytest"]

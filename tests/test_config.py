@@ -127,6 +127,8 @@ def test_a_bad_entry_in_the_composed_table_names_the_price_table(hydra_conf):
     ("budget.max_calls=-1", r"'budget\.max_calls': Input should be greater than or equal to 0"),
     ("run.progress=sometimes", r"'run\.progress': Input should be 'auto', 'on' or 'off'"),
     ("+run.resum=true", r"unknown key 'run\.resum'"),
+    ("+suite.pytest_plugins=[no:anyio]", r"'suite\.pytest_plugins': Value error, 'no:anyio' is not a plugin name as "
+                                          r"`pytest -p NAME` takes it"),
 ])
 def test_live_settings_are_validated(hydra_conf, override, message):
     with pytest.raises(ConfigError, match=message):

@@ -38,6 +38,8 @@ class Progress(enum.StrEnum):
 MAX_NAME_CHARS = 100
 """The longest model name, prompt version or suite name: each names part of a recording's file name, and file
 names end at 255 bytes."""
+PLUGIN_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+"""A pytest plugin's module or entry-point name, as `pytest -p NAME` takes it (no `no:`, which blocks one)."""
 
 
 class _Strict(BaseModel):
@@ -233,6 +235,20 @@ class SuiteConfig(_Strict):
     """Set for suites that run a candidate program per case; they make no model calls and need no prompt."""
     group_by: str | None = None
     """Case field naming each case's independent group (project, customer...), for paired statistics."""
+    pytest_plugins: tuple[str, ...] | None = None
+    """The installed pytest plugins the checks' process loads, each named as `pytest -p NAME` takes it (`anyio`,
+    `pytest_asyncio.plugin`); then no other installed plugin is imported, besides evalkit's own and
+    pytest-json-report (`[]`: none), which saves their start-up and their hooks on every check. Null (the
+    default): every installed plugin loads, as pytest loads them. A conftest's `pytest_plugins` loads either way."""
+
+    @field_validator("pytest_plugins")
+    @classmethod
+    def _plugin_names(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for name in value or ():
+            if not PLUGIN_NAME.fullmatch(name):
+                raise ValueError(f"{name[:60]!r} is not a plugin name as `pytest -p NAME` takes it (a module or an "
+                                 "entry-point name, e.g. anyio or pytest_asyncio.plugin)")
+        return value
 
 
 class BudgetConfig(_Strict):

@@ -33,6 +33,9 @@ CARRIED = "evalkit_recorded"
 """The attribute of a test's teardown report holding what the test recorded (its case, metrics, grade), taken in
 by pytest_runtest_logreport: the report is where a test's outcome and what it recorded meet."""
 MACHINE_FIELDS = ("environment", "root")  # about the machine, not the eval: dropped from reports
+LEAN_OMITS = frozenset({"streams", "log"})
+"""What the runner leaves out of pytest-json-report's stages (`--json-report-omit`) so that a stage with nothing to
+show is only its duration and outcome (_EvalRun.pytest_json_runtest_stage)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -52,7 +55,10 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption(RUN_OPTION)
     if path:
         shard = bool(config.getoption(SHARD_OPTION))
-        config.pluginmanager.register(_EvalRun(read_run_input(Path(path)), config.rootpath, shard), "evalkit-run")
+        run = _EvalRun(read_run_input(Path(path)), config.rootpath, shard)
+        omitted = config.getoption("json_report_omit", None) or ()
+        run.lean_stages = LEAN_OMITS <= set(omitted)
+        config.pluginmanager.register(run, "evalkit-run")
         register_for_workers(config)
 
 
@@ -76,6 +82,8 @@ class _EvalRun:
         """case id -> sample -> the metrics that sample's checks recorded."""
         self.reducers: dict[str, str] = {}
         """nodeid -> the reducer of its samples (evalkit.core.reducer), for the checks run once per sample."""
+        self.lean_stages = False
+        """Whether pytest-json-report leaves streams and logs out, so a quiet stage is its duration and outcome."""
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
         """The suite's declared checks (evalkit.run.declared), collected beside its test modules."""
@@ -226,6 +234,15 @@ class _EvalRun:
 
     def _use_sample(self, sample: int) -> None:
         self.sample = sample
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_json_runtest_stage(self, report: pytest.TestReport) -> dict[str, Any] | None:
+        """A stage without a failure or skip to show, as pytest-json-report writes it when the runner leaves out
+        streams and logs, without rendering its empty text (a terminal writer per stage); any other stage, and
+        any stage when streams or logs are kept, is pytest-json-report's own (None: the next implementation)."""
+        if report.longrepr is not None or not self.lean_stages or hasattr(report, "node"):  # node: xdist's line
+            return None
+        return {"duration": report.duration, "outcome": report.outcome}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ import platform
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,8 @@ PROGRAM_RUN_KIND = ("candidate program per case (authored deterministic fixtures
                     "no model calls")
 # Settings from the caller's environment that would change which checks run or how.
 _PYTEST_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+_OWN_PLUGINS = ("evalkit.run.plugin", "pytest_jsonreport.plugin")
+"""The plugins a suite's checks always need, by module name: loaded this way when the suite names its plugins."""
 
 
 @dataclass(frozen=True)
@@ -201,7 +203,7 @@ def _checks(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Red
         text = json.dumps(redact.scrub(given, messages=False), ensure_ascii=False)
     write_atomic(input_path, text)
     return run_checks(suite_dir, input_path, out, redact, _key_variables(config), worker_count(config.run.workers),
-                      config.run.shard_of)
+                      config.run.shard_of, config.suite.pytest_plugins)
 
 
 def _check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Redactor,
@@ -497,14 +499,16 @@ def _what_changed(mode: Mode, rec_path: Path, key: EvalKey, settings: dict[str, 
 
 
 def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[str], str] = lambda text: text,
-               hidden: Iterable[str] = (), workers: int = 1, shard: tuple[int, int] | None = None) -> dict[str, Any]:
+               hidden: Iterable[str] = (), workers: int = 1, shard: tuple[int, int] | None = None,
+               plugins: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the suite's pytest checks over the obtained calls in a fresh process; return the raw report.
 
     The `hidden` variables (the run's credentials) stay out of the checks' environment: the checks read replies,
     never call a model, and what they print reaches pytest.log. With `workers` above 1 the checks run in that many
     pytest processes, each on its shard of them, and their partial reports are merged into the report one process
     writes (evalkit.run.workers). With `shard` (K, N) one process runs shard K of N and its partial report is
-    returned as it is, for `evalkit merge` (evalkit.run.shards)."""
+    returned as it is, for `evalkit merge` (evalkit.run.shards). With `plugins` (the suite's `pytest_plugins`) the
+    process loads only those installed plugins, evalkit's and pytest-json-report; with None, every installed one."""
     ini = out / "pytest.ini"
     write_atomic(ini, "[pytest]\n")  # isolates the suite from the caller's pytest config
     shards = max(1, workers)
@@ -517,6 +521,10 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[s
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     # the checks' process runs in the suite folder: name the project absolutely, whatever EVALKIT_PROJECT said
     env[PROJECT_ENV] = str(project_root())
+    loading: list[str] = []  # None: pytest loads every installed plugin, as it does by default
+    if plugins is not None:  # by module name, so no other installed plugin is even imported
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        loading = [arg for name in (*_OWN_PLUGINS, *plugins) for arg in ("-p", name)]
     # each process's output to a file of its own, not a pipe: a pipe read after another process's would stall a
     # shard that fills it, and the shards would run one after another
     streams = [((out / f"pytest-{k}.out").open("w+", encoding="utf-8"),
@@ -526,7 +534,7 @@ def run_checks(suite_dir: Path, input_path: Path, out: Path, redact: Callable[[s
         "-p", "no:hydra_pytest", "-c", str(ini), "--rootdir", str(suite_dir),
         "--json-report", f"--json-report-file={raw_path}",
         "--json-report-omit", "collectors", "keywords", "log", "streams", "traceback",
-        f"{RUN_OPTION}={input_path}", *shard_args(k, of),
+        *loading, f"{RUN_OPTION}={input_path}", *shard_args(k, of),
     ], cwd=suite_dir, env=env, stdout=stdout, stderr=stderr, text=True)
         for (k, of), raw_path, (stdout, stderr) in zip(blocks, raw_paths, streams, strict=True)]
     codes = [process.wait() for process in processes]
