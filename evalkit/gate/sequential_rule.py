@@ -75,10 +75,11 @@ def verdicts(baseline: Mapping[str, Counts], candidate: Mapping[str, Counts], *,
     choosing = unpaired(baseline, paired) if paired is not None else baseline
     out = {}
     for name, counts in candidate.items():
-        base, apart = baseline.get(name), choosing.get(name)
-        if base is None or apart is None:
+        base = baseline.get(name)
+        if base is None:
             out[name] = Verdict.NEW
             continue
+        apart = choosing[name]  # unpaired keeps every test of the pool
         out[name] = settle(Counts2(base.passed, base.runs, counts.passed, counts.runs), level=level,
                            futility=futility, delta=delta,
                            choosing=Counts2(apart.passed, apart.runs, counts.passed, counts.runs))
@@ -144,11 +145,11 @@ def compare_sequential(baseline: Mapping[str, Counts], candidate: Mapping[str, C
     if not names:
         return RepeatsOutcome(alpha, insufficient_data="no test is repeated on both sides", method="sequential")
     bar = math.log(len(names) / share)
-    evidence = {name: drop_evalue(Counts2(baseline[name].passed, baseline[name].runs, candidate[name].passed,
-                                          candidate[name].runs)) for name in names}
+    both = {name: Counts2(baseline[name].passed, baseline[name].runs, candidate[name].passed, candidate[name].runs)
+            for name in names}
+    evidence = {name: drop_evalue(counts) for name, counts in both.items()}
     regressed = {name: min(1.0, math.exp(-e)) for name, e in evidence.items() if e >= bar}
-    rises = {name: rise_evalue(Counts2(baseline[name].passed, baseline[name].runs, candidate[name].passed,
-                                       candidate[name].runs)) for name in names}
+    rises = {name: rise_evalue(counts) for name, counts in both.items()}
     improved = {name: min(1.0, math.exp(-e)) for name, e in rises.items() if e >= bar}  # reported, never deciding
     # the best outcome: a test passing all its pool samples failing every one of max_repeats candidate samples
     best = max(drop_evalue(Counts2(baseline[n].passed, baseline[n].runs, 0, max_repeats)) for n in names)

@@ -55,9 +55,8 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption(RUN_OPTION)
     if path:
         shard = bool(config.getoption(SHARD_OPTION))
-        run = _EvalRun(read_run_input(Path(path)), config.rootpath, shard)
         omitted = config.getoption("json_report_omit", None) or ()
-        run.lean_stages = LEAN_OMITS <= set(omitted)
+        run = _EvalRun(read_run_input(Path(path)), config.rootpath, shard, lean_stages=LEAN_OMITS <= set(omitted))
         config.pluginmanager.register(run, "evalkit-run")
         register_for_workers(config)
 
@@ -65,7 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
 class _EvalRun:
     """The active half of the plugin, registered only for an evalkit run."""
 
-    def __init__(self, run: RunInput, root: Path, shard: bool = False) -> None:
+    def __init__(self, run: RunInput, root: Path, shard: bool = False, *, lean_stages: bool = False) -> None:
         self.run = run
         self.root = root
         self.shard = shard
@@ -82,7 +81,7 @@ class _EvalRun:
         """case id -> sample -> the metrics that sample's checks recorded."""
         self.reducers: dict[str, str] = {}
         """nodeid -> the reducer of its samples (evalkit.core.reducer), for the checks run once per sample."""
-        self.lean_stages = False
+        self.lean_stages = lean_stages
         """Whether pytest-json-report leaves streams and logs out, so a quiet stage is its duration and outcome."""
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
