@@ -36,7 +36,7 @@ exact sum over binomial counts.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -219,14 +219,20 @@ def one_test_drop(base_passed: int, base_runs: int, cand_runs: int, *, level: fl
     caught = _critical_count(base_passed, base_runs, cand_runs, level)
     if caught is None:
         return None
-    rate = base_passed / base_runs
-    # P(caught) = P(K' <= caught) falls as the candidate's rate rises: the highest rate still caught with `power`
+    # P(caught) = P(K' <= caught) falls as the candidate's rate rises
+    return _smallest_drop(lambda rate: _binomial_cdf(caught, cand_runs, rate), base_passed / base_runs, power,
+                          _STEPS)
+
+
+def _smallest_drop(caught: Callable[[float], float], rate: float, power: float, steps: int) -> float:
+    """`rate` less the highest candidate rate still caught with `power`, by bisection over [0, rate]; `caught`
+    (a rate's chance of being caught) must fall as the rate rises."""
     low, high = 0.0, rate
-    if _binomial_cdf(caught, cand_runs, high) >= power:
+    if caught(high) >= power:
         return 0.0
-    for _ in range(_STEPS):
+    for _ in range(steps):
         middle = (low + high) / 2
-        if _binomial_cdf(caught, cand_runs, middle) >= power:
+        if caught(middle) >= power:
             low = middle
         else:
             high = middle
@@ -285,17 +291,8 @@ def sequential_test_drop(base_passed: int, base_runs: int, most: int, batch: int
                    futility)
     if _caught_in_rounds(looks, 0.0) < power:
         return None
-    rate = base_passed / base_runs
-    low, high = 0.0, rate  # the chance of being caught falls as the candidate's rate rises
-    if _caught_in_rounds(looks, high) >= power:
-        return 0.0
-    for _ in range(_STEPS // 2):  # 2**-30: still far below a point
-        middle = (low + high) / 2
-        if _caught_in_rounds(looks, middle) >= power:
-            low = middle
-        else:
-            high = middle
-    return rate - low
+    # 2**-30 of the rate: still far below a point, in half the passes of the rounds' sums
+    return _smallest_drop(lambda rate: _caught_in_rounds(looks, rate), base_passed / base_runs, power, _STEPS // 2)
 
 
 def one_test_repeats(drop: float, base_rate: float, *, level: float, power: float) -> int | None:
