@@ -29,7 +29,7 @@ from evalkit.core.report import RunReport, parse_report
 from evalkit.gate.decide import changed_components
 from evalkit.gate.decision import ExitCode
 from evalkit.project.paths import project_path
-from evalkit.render.text import render_changed
+from evalkit.render.text import render_changed, samples_spread
 from evalkit.run.canonical import canonical_text
 from evalkit.run.destinations import check_saved_report
 
@@ -92,8 +92,7 @@ def small_pool(report: RunReport) -> str | None:
     rounds = report.sequential
     if rounds is None or rounds.baseline is None or not rounds.samples:
         return None
-    taken = sorted(rounds.samples.values())
-    spread = f"{taken[0]}" if taken[0] == taken[-1] else f"{taken[0]} to {taken[-1]}"
+    spread = samples_spread(rounds.samples)
     return (f"this run was sampled in rounds ({spread} samples per case), so as a baseline it is a small pool: "
             "later run.repeats=auto runs can show only large drops against it; for a pool, record main with "
             "run.repeats=auto baseline=none (run.pool_repeats samples of every case)")

@@ -13,7 +13,7 @@ from evalkit.gate.headline import suite_sentence, tests_sentence
 from evalkit.render.numbers import change, number
 from evalkit.render.sections import decision_lists
 
-__all__ = ["detectable_lines", "render_changed", "render_counts", "render_decision", "render_failure",
+__all__ = ["samples_spread", "detectable_lines", "render_changed", "render_counts", "render_decision", "render_failure",
            "render_setting", "render_statistics", "sequential_line"]
 
 
@@ -124,11 +124,15 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = (),
     return "\n".join(terminal(line) for line in lines)
 
 
+def samples_spread(samples: Mapping[str, int]) -> str:
+    """How many samples the cases took, as `4` or `2 to 8`."""
+    taken = sorted(samples.values())
+    return f"{taken[0]}" if taken[0] == taken[-1] else f"{taken[0]} to {taken[-1]}"
+
+
 def sequential_line(rounds: Sequential) -> str:
     """What a run sampled in rounds took: its samples, its rounds, and what it compared against."""
-    taken = sorted(rounds.samples.values())
-    spread = f"{taken[0]}" if taken[0] == taken[-1] else f"{taken[0]} to {taken[-1]}"
-    total = sum(taken)
+    spread, total = samples_spread(rounds.samples), sum(rounds.samples.values())
     if rounds.baseline is None:
         why = "no baseline: every case took run.pool_repeats, the pool later sequential runs compare against"
     else:
@@ -136,5 +140,5 @@ def sequential_line(rounds: Sequential) -> str:
         why = (f"against the baseline's samples; {settled} of {len(rounds.verdicts)} repeated tests settled (no "
                f"worse by {rounds.delta:g}, or regressed at alpha {rounds.alpha:g})")
     most = "" if rounds.baseline is None else f"most {rounds.max_repeats}, "
-    return (f"sequential repeats: {total} samples over {len(taken)} cases ({spread} each, {most}"
+    return (f"sequential repeats: {total} samples over {len(rounds.samples)} cases ({spread} each, {most}"
             f"{rounds.rounds} round(s) of {rounds.batch}); {why}")
