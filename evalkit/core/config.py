@@ -615,12 +615,10 @@ def _check_sequential(run: RunSettings) -> None:
     if run.repeats == "auto" and run.max_repeats is not None and run.max_repeats < 2:
         raise ConfigError(f"run.max_repeats={run.max_repeats} leaves run.repeats=auto nothing to decide; give at "
                           "least 2 (or use run.repeats=1)")
-    if run.repeats != "auto" and run.max_repeats is not None:
-        raise ConfigError(f"run.max_repeats={run.max_repeats} is for run.repeats=auto (sequential); with "
-                          f"run.repeats={run.repeats} drop it")
-    if run.repeats != "auto" and run.pool_repeats is not None:
-        raise ConfigError(f"run.pool_repeats={run.pool_repeats} is for run.repeats=auto (sequential); with "
-                          f"run.repeats={run.repeats} drop it")
+    for name, value in (("max_repeats", run.max_repeats), ("pool_repeats", run.pool_repeats)):
+        if run.repeats != "auto" and value is not None:
+            raise ConfigError(f"run.{name}={value} is for run.repeats=auto (sequential); with "
+                              f"run.repeats={run.repeats} drop it")
     if run.max_repeats is not None and run.repeat_batch > run.max_repeats:
         raise ConfigError(f"run.repeat_batch={run.repeat_batch} is more than run.max_repeats={run.max_repeats}; a "
                           "round cannot take more samples than the most a case may have")
