@@ -10,19 +10,13 @@ from typing import Any
 
 import pytest
 from conftest import evalkit_cli
+from helpers.run_input import authored_run_input
 from test_workers import _generated_project, _report, _without_durations
 
 from evalkit.core.errors import InputError
 from evalkit.run.runner import run_checks
 
-RUN_INPUT = {
-    "key": {"suite": "s", "dataset": "d@1", "dataset_sha": "aaa", "model": "m", "prompt_version": "v1",
-            "prompt_sha": "p", "judge_model": None, "components": {}},
-    "provenance": {"recording_provenance": "authored"},
-    "cases": [{"id": f"c{n}", "fields": {"n": n}} for n in range(3)],
-    "calls": {f"task/c{n}": {"status": "replayed", "text": "x", "reason": None, "stop_reason": "stop"}
-              for n in range(3)},
-}
+RUN_INPUT = authored_run_input(3)
 
 CHECKS = '''
 import sys

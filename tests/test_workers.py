@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import evalkit_cli
+from helpers.run_input import authored_run_input
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import load_dataset
@@ -233,14 +234,7 @@ def test_a_shipped_suite_on_two_workers_reproduces_its_baseline_and_decision(tmp
 
 # --- failures inside a worker end as they end in one process ------------------------------------------------------
 
-RUN_INPUT = {
-    "key": {"suite": "s", "dataset": "d@1", "dataset_sha": "aaa", "model": "m", "prompt_version": "v1",
-            "prompt_sha": "p", "judge_model": None, "components": {}},
-    "provenance": {"recording_provenance": "authored"},
-    "cases": [{"id": f"c{n}", "fields": {"n": n}} for n in range(8)],
-    "calls": {f"task/c{n}": {"status": "replayed", "text": "x", "reason": None, "stop_reason": "stop"}
-              for n in range(8)},
-}
+RUN_INPUT = authored_run_input(8)
 
 
 def _checks(tmp_path: Path, modules: dict[str, str], workers: int) -> dict[str, Any]:
