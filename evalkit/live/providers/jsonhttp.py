@@ -3,7 +3,9 @@
 A concurrent live run spends the client's CPU time on every call while holding the interpreter lock, so that
 time, not the server, sets the pace: at 64 calls in flight and 50 ms per reply the whole budget is under 0.8 ms
 per call. The official Ollama client over httpx took 0.9 to 1.1 ms of it on its own (URL merging, header
-models, the connection pool's checks, pydantic on the request and the reply); `http.client` takes about 0.2.
+models, the connection pool's checks, pydantic on the request and the reply); `http.client` took about 0.2, and
+the exchange of evalkit.live.providers.http1 (the request in one send, the reply's head parsed once) under 0.1.
+`http.client` still opens the connections: proxies, CONNECT tunnels and TLS are its, as they were.
 
 `JsonHttp.post` sends one JSON body and returns the status, the headers that matter here and the body; it never
 retries and never follows a redirect. Errors are the standard library's (`OSError`, `TimeoutError`,
@@ -24,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+
+from evalkit.live.providers.http1 import Exchange, check_target, request_head
 
 __all__ = ["Answer", "JsonHttp", "Target", "parse_target"]
 
@@ -71,41 +75,56 @@ class JsonHttp:
     """POSTs JSON to one server; safe to call from many threads, each of which keeps its own connection."""
 
     def __init__(self, target: Target, *, timeout_s: float, headers: dict[str, str]) -> None:
+        """ValueError when a header or the target's path could split a request (a line break, a space)."""
         self.target = target
         self._timeout_s = timeout_s
         self._tls = ssl.create_default_context() if target.scheme == "https" else None
         self._proxy, self._proxy_headers = _proxy_for(target)
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json", **headers}
+        default_port = 443 if target.scheme == "https" else 80
+        host = f"[{target.host}]" if ":" in target.host else target.host
+        fixed = {"Host": host if target.port == default_port else f"{host}:{target.port}",
+                 "Accept-Encoding": "identity",  # as http.client sent it: a body is never compressed
+                 "Content-Type": "application/json", "Accept": "application/json", **headers}
         if self._proxy is not None and target.scheme == "http":  # through an HTTPS tunnel it goes to the proxy only
-            self._headers.update(self._proxy_headers)
+            fixed.update(self._proxy_headers)
+        self._fixed = fixed
+        check_target(target.prefix or "/")
+        request_head("POST", "/", fixed)  # refused here, before any call, rather than on the first
+        self._heads: dict[str, bytes] = {}
         self._local = threading.local()
 
     def post(self, path: str, payload: Any) -> Answer:
         """POST `payload` as JSON to the target's prefix + `path`; the whole reply is read before returning."""
         body = msgspec.json.encode(payload)
-        url = self.target.prefix + path
-        if self._proxy is not None and self.target.scheme == "http":
-            url = self.target.origin + url  # a plain HTTP proxy takes the absolute form
-        connection = self._connection()
+        head = self._heads.get(path)
+        if head is None:
+            url = self.target.prefix + path
+            if self._proxy is not None and self.target.scheme == "http":
+                url = self.target.origin + url  # a plain HTTP proxy takes the absolute form
+            head = self._heads[path] = request_head("POST", url, self._fixed)
+        held = self._held()
         try:
-            connection.request("POST", url, body, self._headers)
-            response = connection.getresponse()
-            data = response.read()
+            exchange = held.exchange()
+            exchange.send(head, body)
+            reply = exchange.reply()
         except BaseException:
-            connection.close()  # a half-used connection is never reused; the next call opens a fresh one
+            held.close()  # a half-used connection is never reused; the next call opens a fresh one
             raise
-        return Answer(response.status, data, response.getheader("retry-after"), response.getheader("location"))
+        if not reply.keep_alive:
+            held.close()
+        return Answer(reply.status, reply.body, reply.headers.get("retry-after"), reply.headers.get("location"))
 
     def _connection(self) -> http.client.HTTPConnection:
-        """This thread's connection, reopened when the server has closed it since the last reply (an idle
-        keep-alive connection the server dropped reads as end-of-file at once)."""
+        """This thread's connection, open (tests look at its socket)."""
+        held = self._held()
+        held.exchange()
+        return held.connection
+
+    def _held(self) -> _Held:
         held: _Held | None = getattr(self._local, "held", None)
         if held is None:
             held = self._local.held = _Held(self._open())
-        connection = held.connection
-        if connection.sock is not None and _readable(connection.sock):
-            connection.close()  # the next request connects again (http.client's auto_open)
-        return connection
+        return held
 
     def _open(self) -> http.client.HTTPConnection:
         target, proxy = self.target, self._proxy
@@ -135,9 +154,29 @@ class _Held:
 
     def __init__(self, connection: http.client.HTTPConnection) -> None:
         self.connection = connection
+        self._exchange: Exchange | None = None
+
+    def exchange(self) -> Exchange:
+        """The exchange on this thread's connection, opened again when the server has closed it since the last
+        reply (an idle keep-alive connection the server dropped reads as end-of-file at once)."""
+        sock = self.connection.sock
+        if sock is not None and _readable(sock):
+            self.close()
+            sock = None
+        if sock is None or self._exchange is None:
+            self.connection.connect()  # http.client's: through the proxy or its tunnel, TLS verified
+            self._exchange = Exchange(self.connection.sock, _KEPT)
+        return self._exchange
+
+    def close(self) -> None:
+        self.connection.close()
+        self._exchange = None
 
     def __del__(self) -> None:
         self.connection.close()
+
+
+_KEPT = frozenset({"retry-after", "location"})
 
 
 def _proxy_for(target: Target) -> tuple[urllib.parse.SplitResult | None, dict[str, str]]:

@@ -65,7 +65,11 @@ class OllamaProvider:
         headers = {"User-Agent": f"evalkit/{__version__}"}
         if self._secret is not None:
             headers["Authorization"] = f"Bearer {self._secret}"
-        self._http = JsonHttp(target, timeout_s=config.timeout_s, headers=headers)
+        try:
+            self._http = JsonHttp(target, timeout_s=config.timeout_s, headers=headers)
+        except ValueError as error:  # a header or path that could split a request; the message holds no value
+            raise ConfigError(f"model {config.name}: {error}; fix model.base_url, or the key variable the "
+                              "Authorization header is built from") from None
 
     def complete(self, request: Request) -> Reply:
         payload: dict[str, Any] = {"model": request.model,

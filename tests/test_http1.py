@@ -1,0 +1,180 @@
+"""evalkit.live.providers.http1: one HTTP/1.1 exchange, read as http.client reads it.
+
+The replies are scripted byte for byte (an authored socket that hands them out in the pieces a test chooses), so
+each framing rule is met exactly: chunked bodies with extensions and trailers, interim 1xx replies, bodies that run
+to the connection's end, LF-only lines, and every malformed reply http.client refuses, refused with its exception.
+The same transport against real servers (http.server, the fake model servers, a proxy) is in test_jsonhttp.py."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from evalkit.core.config import ModelConfig
+from evalkit.core.errors import ConfigError
+from evalkit.live.providers.http1 import Exchange, Reply, request_head
+from evalkit.live.providers.jsonhttp import JsonHttp, parse_target
+from evalkit.live.providers.ollama import OllamaProvider
+
+KEPT = frozenset({"retry-after", "location"})
+
+
+class Scripted:
+    """A socket whose peer has sent `pieces`, each arriving as its own read; then the connection's end."""
+
+    def __init__(self, *pieces: bytes) -> None:
+        self.pieces = list(pieces)
+        self.sent = b""
+
+    def recv(self, size: int) -> bytes:
+        if not self.pieces:
+            return b""
+        piece = self.pieces.pop(0)
+        if len(piece) > size:
+            piece, rest = piece[:size], piece[size:]
+            self.pieces.insert(0, rest)
+        return piece
+
+    def sendall(self, data: bytes) -> None:
+        self.sent += data
+
+
+def read(*pieces: bytes) -> Reply:
+    return Exchange(Scripted(*pieces), KEPT).reply()
+
+
+def test_a_reply_framed_by_its_length_keeps_the_connection() -> None:
+    reply = read(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"a\": true}")
+    assert (reply.status, reply.body, reply.keep_alive) == (200, b'{"a": true}', True)
+
+
+def test_a_reply_in_pieces_of_one_byte_reads_the_same() -> None:
+    whole = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 4\r\n\r\nslow"
+    reply = read(*(whole[i:i + 1] for i in range(len(whole))))
+    assert (reply.status, reply.body, reply.headers) == (429, b"slow", {"retry-after": "3"})
+
+
+def test_a_chunked_body_is_joined_with_extensions_and_trailers_skipped() -> None:
+    reply = read(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                 b"4;ext=1\r\n{\"ok\r\n", b"3\r\n\": \r\n", b"5\r\ntrue}\r\n0\r\nX-Trailer: t\r\n\r\n")
+    assert (reply.body, reply.keep_alive) == (b'{"ok": true}', True)
+
+
+def test_interim_replies_are_skipped_for_the_final_one() -> None:
+    reply = read(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"
+                 b"HTTP/1.1 308 Permanent Redirect\r\nLocation: http://elsewhere.invalid/\r\nContent-Length: 0\r\n\r\n")
+    assert (reply.status, reply.headers["location"], reply.body) == (308, "http://elsewhere.invalid/", b"")
+
+
+def test_a_body_without_length_runs_to_the_connection_s_end_and_the_connection_goes() -> None:
+    reply = read(b"HTTP/1.0 200 OK\nContent-Type: application/json\n\n{\"a\"", b": 1}")
+    assert (reply.status, reply.body, reply.keep_alive) == (200, b'{"a": 1}', False)
+
+
+@pytest.mark.parametrize(("head", "kept"), [
+    (b"HTTP/1.1 200 OK\r\nConnection: close\r\n", False),
+    (b"HTTP/1.0 200 OK\r\n", False),
+    (b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n", True),
+])
+def test_the_connection_is_kept_only_where_the_reply_allows_it(head: bytes, kept: bool) -> None:
+    assert read(head + b"Content-Length: 2\r\n\r\nok").keep_alive is kept
+
+
+def test_bytes_after_the_reply_end_the_connection() -> None:
+    assert read(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokJUNK").keep_alive is False
+
+
+@pytest.mark.parametrize(("pieces", "error", "match"), [
+    ((), http.client.RemoteDisconnected, "closed connection without response"),
+    ((b"HTTP/1.1 200 OK\r\nContent-Le",), http.client.IncompleteRead, None),
+    ((b"ICY 200 OK\r\n\r\n",), http.client.BadStatusLine, "ICY 200 OK"),
+    ((b"HTTP/1.1 2x0 OK\r\n\r\n",), http.client.BadStatusLine, None),
+    ((b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",), http.client.IncompleteRead, "5 bytes read, 5 more"),
+    ((b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nabc",), http.client.HTTPException,
+     "2 different Content-Length"),
+    ((b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",), http.client.HTTPException, "not a number"),
+    ((b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 101 + b"\r\n",), http.client.HTTPException, "more than 100 headers"),
+    ((b"HTTP/1.1 200 OK\r\nX: " + b"y" * 70000,), http.client.LineTooLong, None),
+    ((b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",), http.client.IncompleteRead, None),
+    ((b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",), http.client.IncompleteRead, None),
+])
+def test_a_malformed_reply_is_refused_as_http_client_refuses_it(
+        pieces: tuple[bytes, ...], error: type[Exception], match: str | None) -> None:
+    with pytest.raises(error, match=match):
+        read(*pieces)
+
+
+def test_a_request_is_one_send_with_its_length() -> None:
+    sock = Scripted()
+    Exchange(sock, KEPT).send(request_head("POST", "/api/chat", {"Host": "h:1"}), b'{"a": 1}')
+    assert sock.sent == b'POST /api/chat HTTP/1.1\r\nHost: h:1\r\nContent-Length: 8\r\n\r\n{"a": 1}'
+
+
+@pytest.mark.parametrize(("url", "headers", "match"), [
+    ("/api/chat HTTP/1.1\r\nX: y", {}, "no whitespace or control"),
+    ("/a b", {}, "no whitespace or control"),
+    ("/api", {"Authorization": "Bearer k\r\nX-Injected: 1"}, "Authorization header holds a line break"),
+    ("/api", {"Bad Name": "v"}, "not an HTTP header name"),
+])
+def test_a_request_that_could_be_split_is_refused(url: str, headers: dict[str, str], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        request_head("POST", url, headers)
+
+
+def test_a_key_with_a_line_break_is_refused_before_any_call_without_showing_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALKIT_TEST_OLLAMA_KEY", "secret-value\r\nX-Injected: 1")
+    config = ModelConfig(name="m", provider="ollama", base_url="http://127.0.0.1:1",
+                         api_key_env="EVALKIT_TEST_OLLAMA_KEY")
+    with pytest.raises(ConfigError, match="Authorization header holds a line break") as raised:
+        OllamaProvider(config)
+    assert "secret-value" not in str(raised.value)
+
+
+@pytest.fixture
+def chunking_server() -> Iterator[int]:
+    """Answers every request on a connection with a chunked reply, keeping the connection; counts connections."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+
+    def serve(connection: socket.socket) -> None:
+        data = b""
+        with connection:
+            while True:
+                while b"\r\n\r\n" not in data:
+                    chunk = connection.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                head, _, data = data.partition(b"\r\n\r\n")
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                while len(data) < length:
+                    data += connection.recv(65536)
+                data = data[length:]
+                connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                   b"2\r\nok\r\n0\r\n\r\n")
+
+    def accept() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(connection)
+            threading.Thread(target=serve, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield listener.getsockname()[1]
+    listener.close()
+    assert len(accepted) == 1, "the chunked replies did not keep the connection"
+
+
+def test_chunked_replies_keep_one_connection(chunking_server: int) -> None:
+    http = JsonHttp(parse_target(f"http://127.0.0.1:{chunking_server}", 11434), timeout_s=5, headers={})
+    answers = [http.post("/api/chat", {"n": n}) for n in range(3)]
+    assert [(a.status, a.body) for a in answers] == [(200, b"ok")] * 3
