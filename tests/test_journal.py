@@ -16,8 +16,9 @@ from helpers.live import TOTAL_TESTS, Evalkit, FakeOllama, read_json, replies, t
 
 from evalkit.core.errors import RecordingError
 from evalkit.live.providers.base import Message, Reply, Request
+from evalkit.live.redact import Redactor
 from evalkit.run.journal import Journal, cut_torn_tail, read_journal, recording_lock
-from evalkit.run.recording import Entry
+from evalkit.run.recording import Entry, Failure
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
@@ -266,3 +267,31 @@ def test_a_committed_journal_link_makes_a_live_run_refuse_before_any_call(evalki
             assert "symbolic link" in run.done.stderr
         assert server.requests == []
     assert target.read_text() == "precious\n"
+
+
+# --- redaction ----------------------------------------------------------------------------------------------------
+
+def test_a_journal_line_is_masked_where_it_holds_a_secret_and_written_as_is_where_not(tmp_path: Path) -> None:
+    """The journal scans each line once (Redactor.leaves) and walks it (scrub) only where something may be masked:
+    a key value in a request, a bearer token in a failure reason; a line with neither is written unchanged."""
+    key = "k3y-value-0123456789"
+    redactor = Redactor(["EVALKIT_TEST_KEY"], environ={"EVALKIT_TEST_KEY": key})
+    path = tmp_path / "rec.json.journal.jsonl"
+    leaking = Entry(request_sha="s", request=Request(model="m", messages=(Message(role="user", content=f"use {key}"),)),
+                    failure=Failure(kind="failed", reason="401: Authorization: Bearer abcdefgh12345678 refused"))
+    walked: list[object] = []
+
+    def scrub(data: object) -> object:
+        walked.append(data)
+        return redactor.scrub(data)
+
+    with Journal(path, scrub, redactor.leaves) as journal:
+        journal.append("task/clean", entry("nothing to hide"))
+        journal.append("task/leaky", leaking)
+    clean, leaky = path.read_text().splitlines()
+    assert clean == json.dumps({"call_id": "task/clean", "entry": entry("nothing to hide").model_dump(mode="json")},
+                               ensure_ascii=False)
+    assert len(walked) == 1  # the clean line was not walked
+    assert key not in leaky and "abcdefgh12345678" not in leaky
+    assert json.loads(leaky)["entry"]["request"]["messages"][0]["content"] == "use [REDACTED]"
+    assert read_journal(path)["task/leaky"].failure is not None

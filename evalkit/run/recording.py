@@ -22,7 +22,7 @@ from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError, RecordingError, describe_validation
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import fingerprint
-from evalkit.core.json_text import indented_json
+from evalkit.core.json_text import compact_json, indented_json
 from evalkit.core.key import LOAD_OPTIONS, EvalKey
 from evalkit.core.parsing import parse_json
 from evalkit.live.providers.base import Reply, Request
@@ -202,9 +202,15 @@ def recorded_identities(folder: Path) -> list[tuple[Path, EvalKey, dict[str, Any
     return found
 
 
-def save_recording(recording: Recording, path: Path, scrub: Callable[[Any], Any] = lambda data: data) -> None:
+def save_recording(recording: Recording, path: Path, scrub: Callable[[Any], Any] = lambda data: data,
+                   leaves: Callable[[str], bool] = lambda text: False) -> None:
     """Write atomically, calls sorted by id, so re-recording gives a reviewable diff; `scrub` redacts the data
-    before it is serialised (a redaction can never break the JSON)."""
+    before it is serialised (a redaction can never break the JSON), unless `leaves` (Redactor.leaves) finds
+    nothing it would mask in the text, one scan where scrub walks every value."""
     data = recording.model_dump(mode="json", exclude_none=True)
     data["calls"] = dict(sorted(data["calls"].items()))
-    write_atomic(path, indented_json(scrub(data)) + "\n")
+    compact = compact_json(data)
+    if not leaves(compact):
+        data = scrub(data)
+        compact = compact_json(data)
+    write_atomic(path, indented_json(data, compact=compact) + "\n")

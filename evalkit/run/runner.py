@@ -459,12 +459,12 @@ def _record(config: RunConfig, key: EvalKey, settings: dict[str, Any], rec_path:
     live = LiveSetup(providers=providers, settings=config.run, budget=Budget(config.budget), resumed=resumed,
                      reusable=reusable, redact=redact, redact_reply=redact.values,
                      progress=progress_enabled(config.run.progress))
-    with Journal(journal_file, redact.scrub) as journal:
+    with Journal(journal_file, redact.scrub, redact.leaves) as journal:
         live.journal = journal
         execution = run_calls(recording, live)
     if execution.recording is not None:
         try:
-            save_recording(execution.recording, rec_path, redact.scrub)
+            save_recording(execution.recording, rec_path, redact.scrub, redact.leaves)
         except OSError as error:  # a full disk: every call is in the journal, which stays for the next run
             raise RecordingError(f"{rec_path}: cannot write the recording ({error.strerror or error}); the journal "
                                  f"{journal_file} keeps every call: free space, then continue with "
