@@ -11,6 +11,7 @@ import pytest
 from evalkit.core.errors import RecordingError
 from evalkit.core.key import EvalKey
 from evalkit.live.providers.base import Message, Reply, Request
+from evalkit.live.redact import Redactor
 from evalkit.run.recording import (
     Entry,
     ForeignRecording,
@@ -75,6 +76,27 @@ def test_save_then_load_round_trips_sorted(tmp_path):
     assert load_recording(path, KEY) == recording()
     assert json.loads(path.read_text())["provenance"]["kind"] == "authored"
     assert [p.name for p in path.parent.iterdir()] == ["rec.json"]  # no temp file left behind
+
+
+def test_a_saved_recording_is_scrubbed_only_where_it_holds_a_secret(tmp_path):
+    """save_recording scans the text once (Redactor.leaves) and walks the data only where a key value may be."""
+    key = "k3y-value-0123456789"
+    redactor = Redactor(["EVALKIT_TEST_KEY"], environ={"EVALKIT_TEST_KEY": key})
+    walked = []
+
+    def scrub(data):
+        walked.append(True)
+        return redactor.scrub(data)
+
+    clean, leaky = tmp_path / "clean.json", tmp_path / "leaky.json"
+    save_recording(recording(), clean, scrub, redactor.leaves)
+    save_recording(recording(), tmp_path / "plain.json")
+    assert clean.read_bytes() == (tmp_path / "plain.json").read_bytes() and walked == []
+    holding = recording().model_copy(update={"calls": {"task/c1": Entry(
+        request_sha="s", request=request(f"use {key}"), reply=Reply(text="hi"))}})
+    save_recording(holding, leaky, scrub, redactor.leaves)
+    assert walked == [True] and key not in leaky.read_text()
+    assert "use [REDACTED]" in leaky.read_text()
 
 
 def test_a_failed_save_leaves_the_old_file_whole(tmp_path, monkeypatch):
