@@ -54,6 +54,7 @@ def _job(cfg: Any) -> None:
     from hydra.types import RunMode
     from omegaconf import OmegaConf
 
+    from evalkit.core import collector
     from evalkit.core.config import from_hydra
     from evalkit.gate.decision import ExitCode
     from evalkit.live.redact import Redactor
@@ -76,7 +77,8 @@ def _job(cfg: Any) -> None:
         redact.install_log_filter()
         MaskedStream.redactors = [*MaskedStream.redactors[:2], redact]
         scrub_hydra_files(hydra_cfg, multirun, redact)
-        code = _run(config, row, redact, searched, brief=multirun and not _Outcome.verbose)
+        with collector.paused():  # the run builds large trees (evalkit.core.collector); its live calls resume it
+            code = _run(config, row, redact, searched, brief=multirun and not _Outcome.verbose)
     except OutageError as error:  # the server failed, not the model: never a decision
         message = one_line(redact(str(error)))
         print(f"outage: {message}", file=sys.stderr)

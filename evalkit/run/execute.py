@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar, get_args
 
+from evalkit.core import collector
 from evalkit.core.call_id import CallId
 from evalkit.core.config import Mode, ModelConfig, RunSettings
 from evalkit.core.dataset import Case
@@ -279,7 +280,8 @@ class _Caller:
         queue = iter(pending)
         results: dict[str, CallResult] = {}
         errors: list[BaseException] = []
-        with CallProgress(len(pending), self.live.progress) as progress:
+        # a retried call leaves a cycle (its exception's traceback holds its frame): collected as the calls go
+        with CallProgress(len(pending), self.live.progress) as progress, collector.running():
 
             def work() -> None:
                 try:

@@ -1,0 +1,64 @@
+"""evalkit.core.collector: the cyclic garbage collector paused while a run builds its data, on while live calls
+(which leave cycles when retried) are in flight; each restores what it found."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+from test_execute import StandIn, run
+
+from evalkit.core import collector
+from evalkit.live.providers.base import Reply, Request
+
+
+@pytest.fixture(autouse=True)
+def collector_as_found() -> Iterator[None]:
+    enabled = gc.isenabled()
+    yield
+    (gc.enable if enabled else gc.disable)()
+
+
+def test_paused_and_running_restore_what_they_found_and_nest() -> None:
+    gc.enable()
+    with collector.paused():
+        assert not gc.isenabled()
+        with collector.running():
+            assert gc.isenabled()
+            with collector.paused():
+                assert not gc.isenabled()
+            assert gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    with collector.paused():
+        assert not gc.isenabled()
+    assert not gc.isenabled()  # it was off before: it stays off
+
+
+def test_the_collector_is_restored_when_the_block_raises() -> None:
+    gc.enable()
+    with pytest.raises(RuntimeError), collector.paused():
+        raise RuntimeError("a refusal mid-run")
+    assert gc.isenabled()
+
+
+class Watching(StandIn):
+    """Notes whether the collector runs during each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.collecting: list[bool] = []
+
+    def complete(self, request: Request) -> Reply:
+        self.collecting.append(gc.isenabled())
+        return super().complete(request)
+
+
+def test_live_calls_run_with_the_collector_on_inside_a_paused_run() -> None:
+    provider = Watching()
+    with collector.paused():
+        run(provider, concurrency=4)
+        assert not gc.isenabled()  # paused again once the calls are done
+    assert provider.collecting and all(provider.collecting)
