@@ -62,3 +62,18 @@ def test_live_calls_run_with_the_collector_on_inside_a_paused_run() -> None:
         run(provider, concurrency=4)
         assert not gc.isenabled()  # paused again once the calls are done
     assert provider.collecting and all(provider.collecting)
+
+
+def test_what_was_built_before_the_calls_is_set_apart_during_them_and_returned_after() -> None:
+    before = gc.get_freeze_count()
+    seen: list[int] = []
+
+    class Counting(StandIn):
+        def complete(self, request: Request) -> Reply:
+            seen.append(gc.get_freeze_count())
+            return super().complete(request)
+
+    with collector.paused():
+        run(Counting(), concurrency=2)
+    assert seen and min(seen) > before  # the run's earlier objects were frozen while the calls ran
+    assert gc.get_freeze_count() == before  # and given back to the collector after
