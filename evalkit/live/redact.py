@@ -168,7 +168,10 @@ class Redactor:
         string by string), and where `run.secret_patterns` are set (each is tried string by string)."""
         if self._in_json is not None and (not text.isascii() or self._in_json.search(text)):
             return False
-        return not messages or not (self._patterns or any(marker in text.lower() for marker in _MARKERS))
+        if not messages:
+            return True
+        lowered = text.lower()  # once: the text may be a whole report
+        return not (self._patterns or any(marker in lowered for marker in _MARKERS))
 
     def _scrub(self, data: Any, messages: bool, message: bool) -> Any:
         # `message`: this value is a message field, or a line of one (a list or mapping of strings under its key)
