@@ -7,13 +7,15 @@ normal command line, at run.concurrency=64:
   1. clean:  every call succeeds. The call phase must take at most 1.15 x the ideal time,
              2,000 x 0.05 s / 64 = 1.5625 s. The call phase is what evalkit reports as
              `execution.live.seconds` in the run report (Hydra start-up and the pytest checks that
-             follow are not part of it: they do not scale with latency or concurrency);
+             follow are not part of it: they do not scale with latency or concurrency). Three clean runs,
+             each printed, and the median judged: the phase lasts two seconds, and on a shared machine
+             one run in several is slowed by other work (1.08 and 1.31 in two runs a minute apart);
   2. faults: the server answers 20 % of calls with 429 (Retry-After: 1) or 500, and the run allows
              8 retries. Every call must still end recorded and the run complete (exit code 0); a call
              that ran out of retries would end the run as an outage (exit code 5), never a verdict.
 
 The call phase's CPU time on evalkit's side (`execution.live.cpu_seconds`: the whole process, every thread) over
-the requests it sent is printed as the line before the last, `client_cpu_ms_per_call=<ms>
+the requests it sent (the clean runs' median) is printed as the line before the last, `client_cpu_ms_per_call=<ms>
 faults_client_cpu_ms_per_call=<ms>`: the calls share one interpreter, so this is what sets the pace on a slow or
 busy machine, and a regression shows there before it costs wall time (the ratio needs it well under
 64 / 0.05 s = 0.78 ms). Last line: `ratio_to_ideal=<x> faults_run_completed=<true|false>`.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,6 +41,7 @@ CONCURRENCY = 64
 LATENCY_S = 0.05
 IDEAL_S = CASES * LATENCY_S / CONCURRENCY
 TARGET_RATIO = 1.15
+CLEAN_RUNS = 3  # a 2-second phase on a shared machine: one run in several is slowed by something else
 
 TASK = '''
 from evalkit import Message, Request
@@ -140,19 +144,23 @@ def main() -> int:
         root = Path(tmp)
         conf = make_suite(root)
         print(f"suite of {CASES} cases; ideal call phase {IDEAL_S:.4f} s "
-              f"({CASES} x {LATENCY_S * 1000:.0f} ms / {CONCURRENCY})", flush=True)
+              f"({CASES} x {LATENCY_S * 1000:.0f} ms / {CONCURRENCY}); {CLEAN_RUNS} clean runs, the median judged",
+              flush=True)
 
-        with Server(root) as server:
-            code, report, wall = record(root, conf, "clean", server.url)
-            served = server
-        live = report["execution"]["live"]
-        ratio = live["seconds"] / IDEAL_S
-        cpu_ms = 1000 * live["cpu_seconds"] / live["sent"]
-        print(f"clean:  exit {code}, {live['sent']} calls sent, call phase {live['seconds']:.3f} s "
-              f"(ratio {ratio:.3f}, target <= {TARGET_RATIO}), {cpu_ms:.3f} ms CPU per call, whole run {wall:.1f} s, "
-              f"server saw {served.stats()['calls']} calls", flush=True)
-        if code != 0 or report["execution"]["calls"] != {"recorded": CASES}:
-            raise SystemExit(f"the clean run did not record every call: {report['execution']['calls']}")
+        ratios, cpus = [], []
+        for run in range(1, CLEAN_RUNS + 1):
+            with Server(root) as server:
+                code, report, wall = record(root, conf, f"clean-{run}", server.url)
+                served = server
+            live = report["execution"]["live"]
+            ratios.append(live["seconds"] / IDEAL_S)
+            cpus.append(1000 * live["cpu_seconds"] / live["sent"])
+            print(f"clean {run}: exit {code}, {live['sent']} calls sent, call phase {live['seconds']:.3f} s "
+                  f"(ratio {ratios[-1]:.3f}, target <= {TARGET_RATIO}), {cpus[-1]:.3f} ms CPU per call, whole run "
+                  f"{wall:.1f} s, server saw {served.stats()['calls']} calls", flush=True)
+            if code != 0 or report["execution"]["calls"] != {"recorded": CASES}:
+                raise SystemExit(f"the clean run did not record every call: {report['execution']['calls']}")
+        ratio, cpu_ms = statistics.median(ratios), statistics.median(cpus)
 
         with Server(root, "--fault-rate", "0.2", "--faults", "429,500", "--retry-after", "1", "--seed", "7") as server:
             code, report, wall = record(root, conf, "faults", server.url, "run.retries=8")
