@@ -8,19 +8,25 @@ The same transport against real servers (http.server, the fake model servers, a 
 from __future__ import annotations
 
 import http.client
+import json
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ConfigError
+from evalkit.live.providers.base import CallFailure, Message, Request
 from evalkit.live.providers.http1 import Exchange, Reply, request_head
 from evalkit.live.providers.jsonhttp import JsonHttp, parse_target
 from evalkit.live.providers.ollama import OllamaProvider
 
 KEPT = frozenset({"retry-after", "location"})
+REQUEST = Request(model="m", messages=(Message(role="user", content="say ok"),))
 
 
 class Scripted:
@@ -178,3 +184,65 @@ def test_chunked_replies_keep_one_connection(chunking_server: int) -> None:
     http = JsonHttp(parse_target(f"http://127.0.0.1:{chunking_server}", 11434), timeout_s=5, headers={})
     answers = [http.post("/api/chat", {"n": n}) for n in range(3)]
     assert [(a.status, a.body) for a in answers] == [(200, b"ok")] * 3
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    """A loopback HTTPS server with a certificate made here for 127.0.0.1 (openssl), answering chat replies on
+    one keep-alive connection per client; yields its port and the certificate to trust."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    reply = json.dumps({"model": "m", "message": {"role": "assistant", "content": "over tls"}, "done": True}).encode()
+
+    def serve(connection: socket.socket) -> None:
+        try:
+            answer(context.wrap_socket(connection, server_side=True))
+        except (ssl.SSLError, OSError):
+            connection.close()  # the client refused the certificate: what the first call checks
+
+    def answer(tls: ssl.SSLSocket) -> None:
+        with tls:
+            data = b""
+            while True:
+                while b"\r\n\r\n" not in data:
+                    chunk = tls.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                head, _, data = data.partition(b"\r\n\r\n")
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                while len(data) < length:
+                    data += tls.recv(65536)
+                data = data[length:]
+                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(reply), reply))
+
+    def accept() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield listener.getsockname()[1], cert
+    listener.close()
+
+
+def test_https_is_verified_and_read_through_the_exchange(tls_server: tuple[int, Path],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    port, cert = tls_server
+    config = ModelConfig(name="m", provider="ollama", base_url=f"https://127.0.0.1:{port}")
+    with pytest.raises(CallFailure, match="CERTIFICATE_VERIFY_FAILED") as raised:  # not trusted: refused
+        OllamaProvider(config).complete(REQUEST)
+    assert raised.value.retryable is False
+    trusting = ssl.create_default_context(cafile=str(cert))
+    monkeypatch.setattr("evalkit.live.providers.jsonhttp.ssl.create_default_context", lambda: trusting)
+    provider = OllamaProvider(config)
+    assert [provider.complete(REQUEST).text for _ in range(3)] == ["over tls"] * 3
