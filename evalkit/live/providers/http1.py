@@ -23,6 +23,7 @@ from typing import Any
 __all__ = ["Exchange", "Reply", "check_target", "request_head"]
 
 _MAX_HEADERS = 100  # as http.client
+_MAX_INTERIM = 100  # 1xx replies before the final one (http.client takes any number)
 _MAX_HEAD = 65536  # the status line and headers together (http.client allows 64 KiB per line)
 _READ = 65536
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
@@ -77,10 +78,12 @@ class Exchange:
 
     def reply(self) -> Reply:
         """Read the next final reply whole."""
-        while True:
+        for _ in range(_MAX_INTERIM + 1):
             status, version, headers = self._head()
             if status >= 200 or status == 101:
                 break  # other 1xx replies are interim: a final one follows
+        else:
+            raise http.client.HTTPException(f"more than {_MAX_INTERIM} interim (1xx) replies and no final one")
         body, framed = self._body(status, headers)
         connection = headers.get("connection", "").lower()
         keep_alive = framed and not self._buffer and (
@@ -108,7 +111,7 @@ class Exchange:
         status_line = lines[0]
         version, _, rest = status_line.partition(" ")
         code = rest[:3]
-        if not version.startswith("HTTP/") or not code.isdigit() or rest[3:4] not in ("", " "):
+        if not version.startswith("HTTP/") or not (code.isascii() and code.isdigit()) or rest[3:4] not in ("", " "):
             raise http.client.BadStatusLine(status_line)
         if len(lines) - 1 > _MAX_HEADERS:
             raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
@@ -135,7 +138,7 @@ class Exchange:
             return self._chunked(), True
         length = headers.get("content-length")
         if length is not None:
-            if not length.isdigit():
+            if not (length.isascii() and length.isdigit()):
                 raise http.client.HTTPException(f"Content-Length {length!r} is not a number")
             return self._exactly(int(length)), True
         while chunk := self._sock.recv(_READ):
