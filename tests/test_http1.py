@@ -13,7 +13,7 @@ import socket
 import ssl
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -145,18 +145,37 @@ def test_a_key_with_a_line_break_is_refused_before_any_call_without_showing_it(
     assert "secret-value" not in str(raised.value)
 
 
-@pytest.fixture
-def chunking_server() -> Iterator[int]:
-    """Answers every request on a connection with a chunked reply, keeping the connection; counts connections."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    accepted: list[socket.socket] = []
+class Loopback:
+    """A loopback server answering every request on a connection with `reply`, keeping the connection; `wrap` makes
+    each accepted socket the one to talk over (TLS: a refused handshake closes it). Counts the connections."""
 
-    def serve(connection: socket.socket) -> None:
+    def __init__(self, reply: bytes, wrap: Callable[[socket.socket], socket.socket] = lambda sock: sock) -> None:
+        self.reply, self.wrap = reply, wrap
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self.listener.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        try:
+            sock = self.wrap(connection)
+        except (ssl.SSLError, OSError):
+            connection.close()  # the client refused the certificate
+            return
         data = b""
-        with connection:
+        with sock:
             while True:
                 while b"\r\n\r\n" not in data:
-                    chunk = connection.recv(65536)
+                    chunk = sock.recv(65536)
                     if not chunk:
                         return
                     data += chunk
@@ -164,30 +183,18 @@ def chunking_server() -> Iterator[int]:
                 length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
                                   if line.lower().startswith(b"content-length")))
                 while len(data) < length:
-                    data += connection.recv(65536)
+                    data += sock.recv(65536)
                 data = data[length:]
-                connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                   b"2\r\nok\r\n0\r\n\r\n")
-
-    def accept() -> None:
-        while True:
-            try:
-                connection, _ = listener.accept()
-            except OSError:
-                return
-            accepted.append(connection)
-            threading.Thread(target=serve, args=(connection,), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield listener.getsockname()[1]
-    listener.close()
-    assert len(accepted) == 1, "the chunked replies did not keep the connection"
+                sock.sendall(self.reply)
 
 
-def test_chunked_replies_keep_one_connection(chunking_server: int) -> None:
-    http = JsonHttp(parse_target(f"http://127.0.0.1:{chunking_server}", 11434), timeout_s=5, headers={})
+def test_chunked_replies_keep_one_connection() -> None:
+    server = Loopback(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+    http = JsonHttp(parse_target(f"http://127.0.0.1:{server.port}", 11434), timeout_s=5, headers={})
     answers = [http.post("/api/chat", {"n": n}) for n in range(3)]
+    server.listener.close()
     assert [(a.status, a.body) for a in answers] == [(200, b"ok")] * 3
+    assert server.accepted == 1  # the chunked replies kept the connection
 
 
 @pytest.fixture
@@ -200,43 +207,11 @@ def tls_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
                    check=True, capture_output=True)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
-    listener = socket.create_server(("127.0.0.1", 0))
-    reply = json.dumps({"model": "m", "message": {"role": "assistant", "content": "over tls"}, "done": True}).encode()
-
-    def serve(connection: socket.socket) -> None:
-        try:
-            answer(context.wrap_socket(connection, server_side=True))
-        except (ssl.SSLError, OSError):
-            connection.close()  # the client refused the certificate: what the first call checks
-
-    def answer(tls: ssl.SSLSocket) -> None:
-        with tls:
-            data = b""
-            while True:
-                while b"\r\n\r\n" not in data:
-                    chunk = tls.recv(65536)
-                    if not chunk:
-                        return
-                    data += chunk
-                head, _, data = data.partition(b"\r\n\r\n")
-                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                                  if line.lower().startswith(b"content-length")))
-                while len(data) < length:
-                    data += tls.recv(65536)
-                data = data[length:]
-                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(reply), reply))
-
-    def accept() -> None:
-        while True:
-            try:
-                connection, _ = listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=serve, args=(connection,), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield listener.getsockname()[1], cert
-    listener.close()
+    body = json.dumps({"model": "m", "message": {"role": "assistant", "content": "over tls"}, "done": True}).encode()
+    server = Loopback(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body),
+                      lambda sock: context.wrap_socket(sock, server_side=True))
+    yield server.port, cert
+    server.listener.close()
 
 
 def test_https_is_verified_and_read_through_the_exchange(tls_server: tuple[int, Path],
