@@ -147,23 +147,46 @@ def test_a_key_with_a_line_break_is_refused_before_any_call_without_showing_it(
 
 class Loopback:
     """A loopback server answering every request on a connection with `reply`, keeping the connection; `wrap` makes
-    each accepted socket the one to talk over (TLS: a refused handshake closes it). Counts the connections."""
+    each accepted socket the one to talk over (TLS: a refused handshake closes it). Counts the connections. A
+    context manager: on the way out every thread it started has ended (a later test's strict JSON check steps
+    aside while other threads run)."""
 
     def __init__(self, reply: bytes, wrap: Callable[[socket.socket], socket.socket] = lambda sock: sock) -> None:
         self.reply, self.wrap = reply, wrap
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self.listener.getsockname()[1]
-        self.accepted = 0
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.accepted: list[socket.socket] = []
+        self.connections = 0
+        self.stopping = False
+        self.threads = [threading.Thread(target=self._accept, daemon=True)]
+
+    def __enter__(self) -> Loopback:
+        self.threads[0].start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping = True
+        socket.create_connection(("127.0.0.1", self.port), timeout=5).close()  # wakes the accept() it waits in
+        for connection in self.accepted:  # wakes each recv() a kept connection waits in (plain, then as wrapped)
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by its client
+        for thread in self.threads:
+            thread.join(timeout=5)
+        self.listener.close()
 
     def _accept(self) -> None:
         while True:
-            try:
-                connection, _ = self.listener.accept()
-            except OSError:
+            connection, _ = self.listener.accept()
+            if self.stopping:
+                connection.close()
                 return
-            self.accepted += 1
-            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+            self.connections += 1
+            self.accepted.append(connection)
+            thread = threading.Thread(target=self._serve, args=(connection,), daemon=True)
+            self.threads.append(thread)
+            thread.start()
 
     def _serve(self, connection: socket.socket) -> None:
         try:
@@ -171,11 +194,15 @@ class Loopback:
         except (ssl.SSLError, OSError):
             connection.close()  # the client refused the certificate
             return
+        self.accepted.append(sock)  # a TLS socket takes the connection's descriptor: shut down through it
         data = b""
         with sock:
             while True:
                 while b"\r\n\r\n" not in data:
-                    chunk = sock.recv(65536)
+                    try:
+                        chunk = sock.recv(65536)
+                    except OSError:  # shut down by __exit__ mid-handshake or mid-read
+                        return
                     if not chunk:
                         return
                     data += chunk
@@ -189,12 +216,11 @@ class Loopback:
 
 
 def test_chunked_replies_keep_one_connection() -> None:
-    server = Loopback(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
-    http = JsonHttp(parse_target(f"http://127.0.0.1:{server.port}", 11434), timeout_s=5, headers={})
-    answers = [http.post("/api/chat", {"n": n}) for n in range(3)]
-    server.listener.close()
+    with Loopback(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n") as server:
+        http = JsonHttp(parse_target(f"http://127.0.0.1:{server.port}", 11434), timeout_s=5, headers={})
+        answers = [http.post("/api/chat", {"n": n}) for n in range(3)]
     assert [(a.status, a.body) for a in answers] == [(200, b"ok")] * 3
-    assert server.accepted == 1  # the chunked replies kept the connection
+    assert server.connections == 1  # the chunked replies kept the connection
 
 
 @pytest.fixture
@@ -208,10 +234,9 @@ def tls_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
     body = json.dumps({"model": "m", "message": {"role": "assistant", "content": "over tls"}, "done": True}).encode()
-    server = Loopback(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body),
-                      lambda sock: context.wrap_socket(sock, server_side=True))
-    yield server.port, cert
-    server.listener.close()
+    with Loopback(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body),
+                  lambda sock: context.wrap_socket(sock, server_side=True)) as server:
+        yield server.port, cert
 
 
 def test_https_is_verified_and_read_through_the_exchange(tls_server: tuple[int, Path],
