@@ -178,7 +178,7 @@ def test_a_denied_call_never_replaces_a_good_recorded_reply():
 
 def test_the_journal_keeps_what_succeeded_before_an_outage_and_resume_continues(tmp_path: Path):
     path = tmp_path / "rec.json.journal.jsonl"
-    with Journal(path, lambda text: text) as journal, pytest.raises(OutageError, match="task/c5"):
+    with Journal(path) as journal, pytest.raises(OutageError, match="task/c5"):
         run(StandIn({"p:c5": [CallFailure("400", retryable=False)]}), journal=journal, concurrency=1)
     entries = read_journal(path)
     assert len(entries) == 6 and entries["task/c5"].failure is not None
@@ -191,7 +191,7 @@ def test_the_journal_keeps_what_succeeded_before_an_outage_and_resume_continues(
 
 def test_a_torn_last_journal_line_is_dropped(tmp_path: Path):
     path = tmp_path / "j.jsonl"
-    with Journal(path, lambda text: text) as journal:
+    with Journal(path) as journal:
         run(StandIn(), journal=journal)
     text = path.read_text()
     path.write_text(text + text.splitlines()[0][:40])  # killed in the middle of a write

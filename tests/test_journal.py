@@ -29,7 +29,7 @@ def entry(text: str = "ok") -> Entry:
 
 
 def write_calls(path: Path, *call_ids: str) -> bytes:
-    with Journal(path, lambda text: text) as journal:
+    with Journal(path) as journal:
         for call_id in call_ids:
             journal.append(call_id, entry(call_id))
     return path.read_bytes()
@@ -42,12 +42,12 @@ def test_a_journal_that_is_a_symbolic_link_is_refused_not_followed(tmp_path: Pat
     target.write_text("precious\n")
     journal = tmp_path / "rec.json.journal.jsonl"
     journal.symlink_to(target)
-    with pytest.raises(RecordingError, match="the journal is a symbolic link"), Journal(journal, str) as j:
+    with pytest.raises(RecordingError, match="the journal is a symbolic link"), Journal(journal) as j:
         j.append("task/a", entry())
     assert target.read_text() == "precious\n"
     dangling = tmp_path / "other.json.journal.jsonl"
     dangling.symlink_to(tmp_path / "created-elsewhere.txt")
-    with pytest.raises(RecordingError, match="symbolic link"), Journal(dangling, str) as j:
+    with pytest.raises(RecordingError, match="symbolic link"), Journal(dangling) as j:
         j.append("task/a", entry())
     assert not (tmp_path / "created-elsewhere.txt").exists()
     with pytest.raises(RecordingError, match="symbolic link"):
@@ -191,7 +191,7 @@ def test_a_full_disk_while_journaling_is_one_refusal_and_the_journal_stays_resum
 
     monkeypatch.setattr(os, "write", half_then_full)
     with pytest.raises(RecordingError, match=r"cannot append to the journal \(No space left on device\).*"
-                                             r"\+run\.resume=true"), Journal(path, str) as journal:
+                                             r"\+run\.resume=true"), Journal(path) as journal:
         journal.append("task/b", entry())
     monkeypatch.undo()
     assert path.read_bytes().startswith(whole) and len(path.read_bytes()) == len(whole) + 10
@@ -272,7 +272,7 @@ def test_a_committed_journal_link_makes_a_live_run_refuse_before_any_call(evalki
 # --- redaction ----------------------------------------------------------------------------------------------------
 
 def test_a_journal_line_is_masked_where_it_holds_a_secret_and_written_as_is_where_not(tmp_path: Path) -> None:
-    """The journal scans each line once (Redactor.leaves) and walks it (scrub) only where something may be masked:
+    """The journal scans each line once (Redactor.masked) and walks it (scrub) only where something may be masked:
     a key value in a request, a bearer token in a failure reason; a line with neither is written unchanged."""
     key = "k3y-value-0123456789"
     redactor = Redactor(["EVALKIT_TEST_KEY"], environ={"EVALKIT_TEST_KEY": key})
@@ -280,12 +280,14 @@ def test_a_journal_line_is_masked_where_it_holds_a_secret_and_written_as_is_wher
     leaking = Entry(request_sha="s", request=Request(model="m", messages=(Message(role="user", content=f"use {key}"),)),
                     failure=Failure(kind="failed", reason="401: Authorization: Bearer abcdefgh12345678 refused"))
     walked: list[object] = []
+    walk = redactor.scrub
 
-    def scrub(data: object) -> object:
+    def scrub(data: object, messages: bool = True) -> object:
         walked.append(data)
-        return redactor.scrub(data)
+        return walk(data, messages)
 
-    with Journal(path, scrub, redactor.leaves) as journal:
+    redactor.scrub = scrub  # type: ignore[method-assign]  # counts the walks
+    with Journal(path, redactor) as journal:
         journal.append("task/clean", entry("nothing to hide"))
         journal.append("task/leaky", leaking)
     clean, leaky = path.read_text().splitlines()

@@ -79,22 +79,25 @@ def test_save_then_load_round_trips_sorted(tmp_path):
 
 
 def test_a_saved_recording_is_scrubbed_only_where_it_holds_a_secret(tmp_path):
-    """save_recording scans the text once (Redactor.leaves) and walks the data only where a key value may be."""
+    """save_recording scans the text once (Redactor.masked) and walks the data only where a key value may be."""
     key = "k3y-value-0123456789"
     redactor = Redactor(["EVALKIT_TEST_KEY"], environ={"EVALKIT_TEST_KEY": key})
     walked = []
+    walk = redactor.scrub
 
-    def scrub(data):
+    def scrub(data, messages=True):
         walked.append(True)
-        return redactor.scrub(data)
+        return walk(data, messages)
+
+    redactor.scrub = scrub  # counts the walks
 
     clean, leaky = tmp_path / "clean.json", tmp_path / "leaky.json"
-    save_recording(recording(), clean, scrub, redactor.leaves)
+    save_recording(recording(), clean, redactor)
     save_recording(recording(), tmp_path / "plain.json")
     assert clean.read_bytes() == (tmp_path / "plain.json").read_bytes() and walked == []
     holding = recording().model_copy(update={"calls": {"task/c1": Entry(
         request_sha="s", request=request(f"use {key}"), reply=Reply(text="hi"))}})
-    save_recording(holding, leaky, scrub, redactor.leaves)
+    save_recording(holding, leaky, redactor)
     assert walked == [True] and key not in leaky.read_text()
     assert "use [REDACTED]" in leaky.read_text()
 

@@ -131,7 +131,7 @@ ENGINE_KEY = EvalKey(suite="s", dataset="d@1", dataset_sha="a", model="m", promp
 
 def test_the_journal_and_resume_work_per_sample(tmp_path: Path) -> None:
     path = tmp_path / "rec.json.journal.jsonl"
-    with Journal(path, lambda data: data) as journal, pytest.raises(OutageError, match=r"task/a#2"):
+    with Journal(path) as journal, pytest.raises(OutageError, match=r"task/a#2"):
         sampled(SeedEcho(fail=(("a", 42),)), 3, journal=journal)
     kept = read_journal(path)
     assert sorted(kept) == ["task/a", "task/a#1", "task/a#2"] and kept["task/a#2"].failure is not None

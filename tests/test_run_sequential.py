@@ -392,7 +392,7 @@ def test_an_interrupted_run_in_rounds_resumes_from_its_journal(tmp_path: Path) -
     assert done.samples == {"steady": 4, "broke": 4} and done.rounds == 2
     assert done.recording.provenance.rounds == done.samples
     path = tmp_path / "rec.json.journal.jsonl"
-    with Journal(path, lambda data: data) as journal, pytest.raises(OutageError, match=r"task/broke#2"):
+    with Journal(path) as journal, pytest.raises(OutageError, match=r"task/broke#2"):
         in_rounds(SeedEcho(fail=(("broke", 2),)), journal=journal)  # the first call of broke's second round
     kept = read_journal(path)
     assert {cid for cid, entry in kept.items() if entry.failure is None} == {

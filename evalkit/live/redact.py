@@ -25,7 +25,7 @@ import logging
 import os
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -172,6 +172,16 @@ class Redactor:
             return True
         lowered = text.lower()  # once: the text may be a whole report
         return not (self._patterns or any(marker in lowered for marker in _MARKERS))
+
+    def masked(self, data: Any, dump: Callable[[Any], str], messages: bool = True) -> tuple[Any, str]:
+        """`data` as `scrub(data, messages)` leaves it, and its text as `dump` writes it (json.dumps or
+        compact_json, ensure_ascii=False): one scan of the text where nothing may be masked (`leaves`), the walk
+        only where something may."""
+        text = dump(data)
+        if self.leaves(text, messages):
+            return data, text
+        data = self.scrub(data, messages)
+        return data, dump(data)
 
     def _scrub(self, data: Any, messages: bool, message: bool) -> Any:
         # `message`: this value is a message field, or a line of one (a list or mapping of strings under its key)

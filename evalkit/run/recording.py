@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import json
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -26,6 +25,7 @@ from evalkit.core.json_text import compact_json, indented_json
 from evalkit.core.key import LOAD_OPTIONS, EvalKey
 from evalkit.core.parsing import parse_json
 from evalkit.live.providers.base import Reply, Request
+from evalkit.live.redact import Redactor
 from evalkit.run.mismatch import first_difference
 
 __all__ = ["FORMAT", "OLD_FORMATS", "Provenance", "Failure", "FailureKind", "Entry", "Recording", "Hit", "Miss",
@@ -202,15 +202,10 @@ def recorded_identities(folder: Path) -> list[tuple[Path, EvalKey, dict[str, Any
     return found
 
 
-def save_recording(recording: Recording, path: Path, scrub: Callable[[Any], Any] = lambda data: data,
-                   leaves: Callable[[str], bool] = lambda text: False) -> None:
-    """Write atomically, calls sorted by id, so re-recording gives a reviewable diff; `scrub` redacts the data
-    before it is serialised (a redaction can never break the JSON), unless `leaves` (Redactor.leaves) finds
-    nothing it would mask in the text, one scan where scrub walks every value."""
+def save_recording(recording: Recording, path: Path, redact: Redactor | None = None) -> None:
+    """Write atomically, calls sorted by id, so re-recording gives a reviewable diff; `redact` masks the data
+    before it is serialised (a redaction can never break the JSON; Redactor.masked)."""
     data = recording.model_dump(mode="json", exclude_none=True)
     data["calls"] = dict(sorted(data["calls"].items()))
-    compact = compact_json(data)
-    if not leaves(compact):
-        data = scrub(data)
-        compact = compact_json(data)
+    data, compact = (data, compact_json(data)) if redact is None else redact.masked(data, compact_json)
     write_atomic(path, indented_json(data, compact=compact) + "\n")

@@ -198,9 +198,7 @@ def _checks(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Red
     input_path = out / "run-input.json"
     # what the checks read: key values masked (as in the recording), nothing else, so no pattern changes a grade
     given = msgspec.to_builtins(run_input)
-    text = json.dumps(given, ensure_ascii=False)
-    if not redact.leaves(text, messages=False):  # one scan of the text; the walk only where it may mask something
-        text = json.dumps(redact.scrub(given, messages=False), ensure_ascii=False)
+    _, text = redact.masked(given, lambda data: json.dumps(data, ensure_ascii=False), messages=False)
     write_atomic(input_path, text)
     return run_checks(suite_dir, input_path, out, redact, _key_variables(config), worker_count(config.run.workers),
                       config.run.shard_of, config.suite.pytest_plugins)
@@ -459,12 +457,12 @@ def _record(config: RunConfig, key: EvalKey, settings: dict[str, Any], rec_path:
     live = LiveSetup(providers=providers, settings=config.run, budget=Budget(config.budget), resumed=resumed,
                      reusable=reusable, redact=redact, redact_reply=redact.values,
                      progress=progress_enabled(config.run.progress))
-    with Journal(journal_file, redact.scrub, redact.leaves) as journal:
+    with Journal(journal_file, redact) as journal:
         live.journal = journal
         execution = run_calls(recording, live)
     if execution.recording is not None:
         try:
-            save_recording(execution.recording, rec_path, redact.scrub, redact.leaves)
+            save_recording(execution.recording, rec_path, redact)
         except OSError as error:  # a full disk: every call is in the journal, which stays for the next run
             raise RecordingError(f"{rec_path}: cannot write the recording ({error.strerror or error}); the journal "
                                  f"{journal_file} keeps every call: free space, then continue with "
