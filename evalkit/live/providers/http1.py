@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Exchange", "Reply", "check_target", "request_head"]
+__all__ = ["Answer", "Exchange", "request_head"]
 
 _MAX_HEADERS = 100  # as http.client
 _MAX_INTERIM = 100  # 1xx replies before the final one (http.client takes any number)
@@ -34,17 +34,18 @@ _URL = re.compile(r"[^\x00-\x20\x7f]+")  # a request target: no whitespace or co
 
 
 @dataclass(frozen=True)
-class Reply:
-    """A reply's status, the headers asked for (lower-cased names; the last of repeated ones) and its body."""
+class Answer:
+    """One reply: its status, its body and its Retry-After and Location headers (None when absent)."""
 
     status: int
-    headers: dict[str, str]
     body: bytes
-    keep_alive: bool
+    retry_after: str | None = None
+    location: str | None = None
+    keep_alive: bool = True
     """Whether the connection may carry the next request."""
 
 
-def check_target(url: str) -> None:
+def _check_target(url: str) -> None:
     """Refuse a request target `http.client` would refuse (whitespace or a control character: header injection)."""
     if not _URL.fullmatch(url):
         raise ValueError(f"{url!r}: a request path may hold no whitespace or control character")
@@ -53,7 +54,7 @@ def check_target(url: str) -> None:
 def request_head(method: str, url: str, headers: dict[str, str]) -> bytes:
     """The request line and headers, without Content-Length and the blank line that end them; refuses (ValueError)
     a name or value `http.client.putheader` would refuse, so a configured header can never split the request."""
-    check_target(url)
+    _check_target(url)
     lines = [f"{method} {url} HTTP/1.1"]
     for name, value in headers.items():
         if not _TOKEN.fullmatch(name):
@@ -65,18 +66,17 @@ def request_head(method: str, url: str, headers: dict[str, str]) -> bytes:
 
 
 class Exchange:
-    """Requests and replies on one connected socket, one at a time; `keep` names the reply headers to return."""
+    """Requests and replies on one connected socket, one at a time."""
 
-    def __init__(self, sock: Any, keep: frozenset[str]) -> None:
+    def __init__(self, sock: Any) -> None:
         self._sock = sock
-        self._keep = keep
         self._buffer = bytearray()  # what was read past the reply so far; grows in place, not by copies
 
     def send(self, head: bytes, body: bytes) -> None:
         """One request: `head` from request_head, then its length and body, in one send (no delayed segment)."""
         self._sock.sendall(b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body))
 
-    def reply(self) -> Reply:
+    def reply(self) -> Answer:
         """Read the next final reply whole."""
         for _ in range(_MAX_INTERIM + 1):
             status, version, headers = self._head()
@@ -88,8 +88,7 @@ class Exchange:
         connection = headers.get("connection", "").lower()
         keep_alive = framed and not self._buffer and (
             "keep-alive" in connection if version == "HTTP/1.0" else "close" not in connection)
-        return Reply(status, {name: value for name, value in headers.items() if name in self._keep}, body,
-                     keep_alive and status != 101)
+        return Answer(status, body, headers.get("retry-after"), headers.get("location"), keep_alive and status != 101)
 
     def _head(self) -> tuple[int, str, dict[str, str]]:
         """The status, the version and the headers of the next reply; the buffer keeps what follows them."""

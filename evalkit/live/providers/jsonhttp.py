@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from evalkit.live.providers.http1 import Exchange, check_target, request_head
+from evalkit.live.providers.http1 import Answer, Exchange, request_head
 
 __all__ = ["Answer", "JsonHttp", "Target", "parse_target"]
 
@@ -61,16 +61,6 @@ def parse_target(url: str, default_port: int) -> Target:
     return Target(parts.scheme, parts.hostname or "127.0.0.1", port, parts.path.rstrip("/"))
 
 
-@dataclass(frozen=True)
-class Answer:
-    """One reply: its status, its Retry-After and Location headers (None when absent) and its body."""
-
-    status: int
-    body: bytes
-    retry_after: str | None = None
-    location: str | None = None
-
-
 class JsonHttp:
     """POSTs JSON to one server; safe to call from many threads, each of which keeps its own connection."""
 
@@ -88,8 +78,7 @@ class JsonHttp:
         if self._proxy is not None and target.scheme == "http":  # through an HTTPS tunnel it goes to the proxy only
             fixed.update(self._proxy_headers)
         self._fixed = fixed
-        check_target(target.prefix or "/")
-        request_head("POST", "/", fixed)  # refused here, before any call, rather than on the first
+        request_head("POST", target.prefix or "/", fixed)  # refused here, before any call, rather than on the first
         self._heads: dict[str, bytes] = {}
         self._local = threading.local()
 
@@ -106,13 +95,13 @@ class JsonHttp:
         try:
             exchange = held.exchange()
             exchange.send(head, body)
-            reply = exchange.reply()
+            answer = exchange.reply()
         except BaseException:
             held.close()  # a half-used connection is never reused; the next call opens a fresh one
             raise
-        if not reply.keep_alive:
+        if not answer.keep_alive:
             held.close()
-        return Answer(reply.status, reply.body, reply.headers.get("retry-after"), reply.headers.get("location"))
+        return answer
 
     def _connection(self) -> http.client.HTTPConnection:
         """This thread's connection, open (tests look at its socket)."""
@@ -165,7 +154,7 @@ class _Held:
             sock = None
         if sock is None or self._exchange is None:
             self.connection.connect()  # http.client's: through the proxy or its tunnel, TLS verified
-            self._exchange = Exchange(self.connection.sock, _KEPT)
+            self._exchange = Exchange(self.connection.sock)
         return self._exchange
 
     def close(self) -> None:
@@ -174,9 +163,6 @@ class _Held:
 
     def __del__(self) -> None:
         self.connection.close()
-
-
-_KEPT = frozenset({"retry-after", "location"})
 
 
 def _proxy_for(target: Target) -> tuple[urllib.parse.SplitResult | None, dict[str, str]]:
