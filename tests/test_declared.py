@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.bounded import evalkit_bounded
+
+from evalkit.core.failure import failure_message
 
 REPLIES = {"t1": '{"label": "billing", "summary": "refund"}',
            "t2": '{"label": "bug", "summary": "crash"}',
@@ -184,7 +187,7 @@ def replayed(calls: dict[str, str]) -> dict[str, dict]:
 def test_ready_made_judges_read_their_answers_and_keep_the_score_as_a_metric(pytester: pytest.Pytester):
     cases = [{"id": "t1", "fields": {"context": "Refunds within 30 days."}},
              {"id": "t2", "fields": {"context": "Refunds within 30 days."}},
-             {"id": "t3", "fields": {}}]  # no context: no judge was asked, the check fails naming the field
+             {"id": "t3", "fields": {}}]  # no context: no judge was asked, the check could not run, naming the field
     calls = {"task/t1": "30 days", "task/t2": "60 days", "task/t3": "?",
              "judge/faithful/t1": '{"reason": "stated in the context", "score": 5}',
              "judge/faithful/t2": '{"reason": "60 contradicts 30", "score": 1}'}
@@ -194,12 +197,19 @@ def test_ready_made_judges_read_their_answers_and_keep_the_score_as_a_metric(pyt
     assert tests["checks.yaml::faithful[t1]"]["outcome"] == "passed"
     assert tests["checks.yaml::faithful[t2]"]["call"]["longrepr"] == \
         "expected faithfulness to the context at level 4 or above (of 5), came 1: 60 contradicts 30"
-    assert tests["checks.yaml::faithful[t3]"]["call"]["longrepr"] == \
-        "expected case field 'context' for the judge, but case t3 has none"
-    result.assert_outcomes(passed=1, failed=2)
-    assert data["metrics"]["faithful.score"] == {"mean": 3.0, "count": 2, "unmeasured": 0}
-    assert {c["id"]: c["metrics"] for c in data["cases"]} == {"t1": {"faithful.score": 5.0},
-                                                              "t2": {"faithful.score": 1.0}, "t3": {}}
+    # neither a pass nor a plain failure: skipped, saying so; the case unscored with why; the score unmeasured there
+    missing = "expected case field 'context' for the judge, but case t3 has none"
+    assert tests["checks.yaml::faithful[t3]"]["outcome"] == "skipped"
+    assert failure_message(tests["checks.yaml::faithful[t3]"]) == f"Skipped: could not run: {missing}"
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
+    assert data["metrics"]["faithful.score"] == {"mean": 3.0, "count": 2, "unmeasured": 1}
+    cases = {c["id"]: c for c in data["cases"]}
+    assert {cid: c["metrics"] for cid, c in cases.items()} == {"t1": {"faithful.score": 5.0},
+                                                               "t2": {"faithful.score": 1.0},
+                                                               "t3": {"faithful.score": None}}
+    assert [c["status"] for c in cases.values()] == ["scored", "scored", "unscored"]
+    assert cases["t3"]["could_not_run"] == {"faithful": missing}
+    assert cases["t3"]["problems"] == [f"faithful: could not run: {missing}"]
 
 
 PAIRWISE = """\
@@ -289,3 +299,74 @@ def test_a_reducer_that_cannot_pass_or_be_read_is_a_usage_error_naming_the_test(
     bad = MARKED.replace('reduce("majority")', "reduce(most=2)")
     result, _ = run_checks(pytester, run, "checks:\n  - {name: c, equals: x}\n", test_marked=bad)
     result.stderr.fnmatch_lines(["*test_marked.py::test_marked[[]a[]]: reduce {'most': 2} is not a reducer*"])
+
+
+SCAFFOLDED_CHECKS = {  # each appended to a scaffolded suite's checks.yaml, whose cases have id, text and label
+    "  - name: faithful\n    faithfulness: {context: passages}\n":
+        "check faithful: faithfulness.context names case field 'passages', which no case of the dataset has (its "
+        "cases have: label, text)",
+    "  - name: billing_only\n    equals: x\n    where: {label: billing}\n":
+        "check billing_only: where label='billing' matches no case of the dataset, so the check would never run "
+        "(label takes 'negative', 'neutral', 'positive')",
+}
+
+
+@pytest.mark.parametrize("entry", sorted(SCAFFOLDED_CHECKS))
+def test_a_check_that_could_never_run_is_refused_when_the_checks_are_read(tmp_path, entry):
+    # issue 41: `faithfulness: {context: passages}`, a field no case has, failed every case on both sides and the
+    # gate said GO; issue 35: a `where:` that matched no case ended as "pytest collected no tests"
+    assert evalkit_bounded("new", "project", cwd=tmp_path).returncode == 0
+    assert evalkit_bounded("new", "suite", "reviews", cwd=tmp_path).returncode == 0
+    checks = tmp_path / "suites/reviews/checks.yaml"
+    checks.write_text(checks.read_text() + entry)
+    done = evalkit_bounded("run", "baseline=none", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and line.endswith(f"checks.yaml: {SCAFFOLDED_CHECKS[entry]}"), line
+
+
+SUMMARY_SCANS = """
+import _pytest.terminal
+
+scans = []
+_read = _pytest.terminal.TerminalReporter.getreports
+
+
+def getreports(self, name):
+    scans.append(name)
+    return _read(self, name)
+
+
+_pytest.terminal.TerminalReporter.getreports = getreports
+
+
+def pytest_unconfigure(config):
+    print(f"\\nscans of every passed stage: {scans.count('')}")
+"""
+
+
+def test_the_summary_of_many_failing_checks_reads_the_reports_once(pytester: pytest.Pytester):
+    # issue 35: 1,000 declared checks took 124 s, about n^1.9: pytest's summary looked up each failure's teardown
+    # report in a scan of every report of the run (pytest-dev/pytest#13360)
+    checks = "checks:\n" + "".join(f"  - {{name: c{i}, equals: nothing}}\n" for i in range(30))
+    run = {**RUN, "calls": replayed({f"task/{cid}": "something" for cid in LABELS})}
+    result, data = run_checks(pytester, run, checks, conftest=SUMMARY_SCANS, test_noisy=NOISY)
+    assert data["summary"]["failed"] == 121
+    # every failure still shown, with what its teardown printed
+    result.stdout.fnmatch_lines(["*c29[[]t4[]]*", "*test_noisy*", "*Captured stdout teardown*", "said at teardown",
+                                 "scans of every passed stage: 1"])
+
+
+NOISY = """
+import pytest
+
+
+@pytest.fixture
+def noisy():
+    yield
+    print("said at teardown")
+
+
+def test_noisy(noisy):
+    assert False
+"""

@@ -330,3 +330,71 @@ def test_a_drop_rule_may_allow_each_metric_a_fall(rule, verdict):
 def test_a_drop_allowance_is_not_negative():
     with pytest.raises(ValueError, match="the drop a metric may take is a number of at least 0"):
         Policy(block_on_drop={"macro_f1": -0.1})
+
+
+# --- issue 41: a check that can no longer run, a metric that can no longer be measured, one check on one case ---
+
+def declared_run(outcomes: dict[str, str], metrics: dict | None = None, cases: list | None = None) -> dict:
+    """A run report of declared checks (`checks.yaml::NAME[case]`), as evalkit writes it."""
+    return {"eval": report({})["eval"], "metrics": metrics or {}, "cases": cases or [],
+            "tests": [{"nodeid": f"checks.yaml::{name}", "outcome": o} for name, o in outcomes.items()]}
+
+
+def test_a_suite_metric_the_candidate_can_no_longer_measure_never_goes():
+    # issue 41's run: the baseline's weak judge failed every faithfulness test, and a mistyped context field failed
+    # them all on the candidate too; nothing regressed, and faithful.score vanished from the candidate's metrics
+    failing = {f"faithful[{c}]": "failed" for c in ("refund-window", "late-fee")} | {"has_key_facts[late-fee]": "passed"}
+    baseline = declared_run(failing, {"faithful.score": {"mean": 2.0, "count": 2, "unmeasured": 0}})
+    for after in ({}, {"faithful.score": {"mean": None, "count": 0, "unmeasured": 2}}):
+        result = gate(baseline, declared_run(failing, after), Policy())
+        assert result.decision is Verdict.REVIEW
+        why = "its report has no such metric" if not after else "no case measured it"
+        assert result.review_reasons == (f"unmeasurable: faithful.score was 2.000 on the baseline and cannot be "
+                                         f"measured on the candidate ({why})",)
+    # a metric the policy already decides on is said once, by that rule
+    decided = gate(baseline, declared_run(failing), Policy(block_on_drop={"faithful.score": 0.0}))
+    assert decided.decision is Verdict.BLOCK and decided.review_reasons == ()
+    assert decided.reasons == ("faithful.score fell 2.000 -> no longer measurable",)
+
+
+def test_a_check_that_could_not_run_on_a_case_blocks_naming_the_check_and_why():
+    why = "expected case field 'passages' for the judge, but case late-fee has none"
+    outcomes = {"faithful[refund-window]": "passed", "faithful[late-fee]": "skipped"}
+    cases = [{"id": "refund-window", "status": "scored"},
+             {"id": "late-fee", "status": "unscored", "could_not_run": {"faithful": why}}]
+    candidate = declared_run(outcomes, cases=cases)
+    candidate["tests"][1]["call"] = {"outcome": "skipped",
+                                     "longrepr": repr(("declared.py", 99, f"Skipped: could not run: {why}"))}
+    result = gate(declared_run(outcomes | {"faithful[late-fee]": "failed"}), candidate, Policy())
+    assert result.decision is Verdict.BLOCK and result.review_reasons == ()
+    assert result.reasons == ("incomplete run: 1 unscored (late-fee)",
+                              f"could_not_run: check faithful could not run on 1 case(s) (late-fee): {why}")
+    finding = next(f for f in result.findings if f.rule == "could_not_run")
+    assert finding.figures == {"check": "faithful", "cases": ["late-fee"], "why": why}
+
+
+def test_the_policy_makes_one_check_on_one_case_critical_by_the_id_it_shows():
+    outcomes = {"has_key_facts[refund-window]": "failed", "has_key_facts[late-fee]": "failed"}
+    policy = Policy(critical=("has_key_facts[refund-window]",))
+    result = gate(declared_run(outcomes), declared_run(outcomes), policy)  # failing on both sides: no regression
+    assert result.decision is Verdict.BLOCK and result.warnings == ()
+    assert result.critical_failures == ("checks.yaml::has_key_facts[refund-window]",)
+    assert is_critical("checks.yaml::has_key_facts[refund-window]", ("checks.yaml::has_key_facts[refund-window]",))
+    assert not is_critical("checks.yaml::has_key_facts[late-fee]", policy.critical)
+    fixed = outcomes | {"has_key_facts[refund-window]": "passed"}
+    assert gate(declared_run(outcomes), declared_run(fixed), policy).decision is Verdict.GO
+
+
+def test_a_test_that_ran_on_the_baseline_and_is_skipped_on_the_candidate_calls_for_review():
+    before = {"test_label[c1]": "failed", "test_label[c2]": "failed", "test_label[c3]": "passed"}
+    after = {"test_label[c1]": "skipped", "test_label[c2]": "failed", "test_label[c3]": "passed"}
+    result = gate(report(before), report(after), Policy())
+    assert result.decision is Verdict.REVIEW
+    assert result.review_reasons == ("unmeasurable: 1 test(s) that ran on the baseline are skipped on the candidate "
+                                     "(test_triage.py::test_label[c1])",)
+    # a skip over an unscored case is said by the rules that block it, not again here
+    unscored = report(after)
+    unscored["tests"][0]["call"] = {"outcome": "skipped", "longrepr": "('x.py', 1, 'Skipped: unscored: timeout')"}
+    unscored["cases"] = [{"id": "c1", "status": "unscored"}]
+    blocked = gate(report(before), unscored, Policy())
+    assert blocked.decision is Verdict.BLOCK and blocked.review_reasons == ()

@@ -100,15 +100,16 @@ def test_the_check_fails_an_unparseable_answer_and_keeps_the_score_as_a_metric()
     low = judge(spec, '{"reason": "no number", "score": 2}', CASE)
     assert not low.passed and low.message == \
         "expected the criteria at level 3 or above (of 5), came 2: no number"
-    broken = judge(spec, '{"reason": "cut', CASE)  # never raises
-    assert not broken.passed and broken.metrics == {} and "unparseable JSON" in broken.message
+    broken = judge(spec, '{"reason": "cut', CASE)  # never raises; the score is unmeasured, so counted as such
+    assert not broken.passed and broken.metrics == {"score": None} and "unparseable JSON" in broken.message
 
 
-def test_a_case_without_the_field_a_judge_reads_gets_no_call_and_fails_naming_it():
+def test_a_case_without_the_field_a_judge_reads_gets_no_call_and_could_not_run_naming_it():
     spec = check(faithfulness={"context": "passages"})
     assert planned_judge_calls(spec, CASE, "r", JUDGE, None) == {}
-    failed = judge(spec, "unused", CASE)
-    assert failed.message == "expected case field 'passages' for the judge, but case t-1 has none"
+    unrun = judge(spec, "unused", CASE)
+    assert not unrun.ran and not unrun.passed and unrun.metrics == {"score": None}
+    assert unrun.message == "expected case field 'passages' for the judge, but case t-1 has none"
 
 
 @pytest.mark.parametrize(("entry", "error"), [
@@ -166,7 +167,8 @@ def test_pairwise_verdicts(new_first, old_first, require, passed, outcome, messa
 
 def test_a_pairwise_answer_that_is_no_verdict_fails_with_what_came():
     verdict = judge_pair(check(pairwise={"against": "baseline"}), CASE, "The first one, clearly.", "second")
-    assert not verdict.passed and verdict.metrics == {}
+    # its outcomes are unmeasured on the case, and counted so
+    assert not verdict.passed and verdict.metrics == {"win": None, "tie": None, "loss": None, "disagree": None}
     assert verdict.message == ('expected the judge\'s verdict first, second or tie in both orders, came "The first '
                                'one, clearly." and "second"')
 

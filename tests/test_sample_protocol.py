@@ -42,6 +42,10 @@ def test_pyproject_bounds_the_dependency_as_supported_says(distribution):
     assert f">={low[0]}.{low[1]}" in spec and f"<{high[0]}" in spec, spec
 
 
+PRIVATE_ATTRIBUTES = ("_json_report", "_get_teardown_reports")
+"""Private attributes of pytest-json-report's items and of pytest's terminal reporter that evalkit touches."""
+
+
 def _private_uses(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
@@ -51,9 +55,10 @@ def _private_uses(path: Path) -> list[str]:
             found.append(node.module)
         elif isinstance(node, ast.Import):
             found += [a.name for a in node.names if a.name.split(".")[0] in ("_pytest", "pytest_jsonreport")]
-        elif isinstance(node, ast.Attribute) and node.attr.startswith("_json_report"):
+        elif isinstance(node, ast.Attribute) and node.attr.startswith(PRIVATE_ATTRIBUTES):
             found.append(node.attr)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("_json_report"):
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(
+                PRIVATE_ATTRIBUTES):
             found.append(node.value)
     return found
 
@@ -72,6 +77,9 @@ def test_the_private_names_the_protocol_uses_exist_in_the_installed_versions():
     import pytest_jsonreport.plugin as json_report
 
     assert "_json_report_extra" in Path(json_report.__file__).read_text(encoding="utf-8")
+    from _pytest.terminal import TerminalReporter
+
+    assert callable(TerminalReporter._get_teardown_reports)  # the lookup index_teardown_reports replaces
 
 
 @pytest.mark.parametrize("outcomes, shown", [(["passed", "passed"], 0), (["passed", "skipped", "failed"], 2),

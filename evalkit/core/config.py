@@ -10,6 +10,7 @@ import regex  # type: ignore[import-untyped]  # (no stubs shipped)
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evalkit.core.errors import ConfigError, describe_validation
+from evalkit.core.patterns import PatternError, compile_pattern
 from evalkit.core.policy import Policy
 from evalkit.core.prices import GROUP as PRICES
 from evalkit.core.prices import PriceEntry, check_price_file, prices_where
@@ -505,10 +506,10 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
     config = _check_run_paths(config)
     _check_sequential(config.run)
     _check_suite_kind(config, overrides)
-    for pattern in config.run.secret_patterns:  # compiled as the redactor compiles them (evalkit.live.redact)
+    for pattern in config.run.secret_patterns:  # compiled as the redactor runs them (evalkit.core.patterns)
         try:
-            regex.compile(pattern)
-        except regex.error as error:
+            compile_pattern(pattern)
+        except PatternError as error:
             raise ConfigError(f"run.secret_patterns: {pattern!r} is not a regular expression ({error})") from None
     _check_policy_metrics(config)
     if config.run.shard is not None and config.mode is not Mode.REPLAY:

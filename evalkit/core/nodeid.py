@@ -6,6 +6,8 @@ to the parameters (python-dateutil has parametrize ids with `::` in them), never
 
 from __future__ import annotations
 
+import functools
+
 __all__ = ["qualified_name", "name_parts", "matches_critical"]
 
 
@@ -28,11 +30,27 @@ def matches_critical(nodeid: str, prefixes: tuple[str, ...]) -> bool:
 
     An entry without `::` matches by prefix the test's name or the name of a class it is in (`WindowedTests`
     names every test of that unittest class); an entry with `::` matches by prefix the qualified name
-    `Class::test`. Parameters never take part: `test_x` does not match `test_y[test_x]`.
+    `Class::test`. Parameters take no part in a prefix: `test_x` does not match `test_y[test_x]`. An entry with
+    parameters names one test exactly, as its id shows it: the whole node id or its end after a `::`
+    (`has_key_facts[refund-window]` is `checks.yaml::has_key_facts[refund-window]`, one check on one case).
     """
     if not prefixes:
         return False
+    plain, qualified_prefixes, whole, ends = _kinds(prefixes)
+    if ends and (nodeid in whole or nodeid.endswith(ends)):
+        return True
     qualified = qualified_name(nodeid)
-    parts = qualified.split("::")
-    return any(qualified.startswith(p) if "::" in p else any(part.startswith(p) for part in parts)
-               for p in prefixes)
+    if qualified_prefixes and qualified.startswith(qualified_prefixes):
+        return True
+    return bool(plain) and any(part.startswith(plain) for part in qualified.split("::"))
+
+
+@functools.lru_cache(maxsize=16)
+def _kinds(prefixes: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], tuple[str, ...]]:
+    """A policy's critical entries sorted once by how they match, so that one str.startswith or str.endswith call
+    tries them all: name prefixes, qualified-name prefixes, and exact ids (as whole node ids, and as the ends
+    `::ID` of longer ones)."""
+    exact = [entry for entry in prefixes if "[" in entry]
+    return (tuple(p for p in prefixes if "::" not in p and "[" not in p),
+            tuple(p for p in prefixes if "::" in p and "[" not in p),
+            frozenset(exact), tuple(f"::{entry}" for entry in exact))

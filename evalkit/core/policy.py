@@ -96,8 +96,9 @@ class Policy(BaseModel):
     require 1.0 here. A run in which no such test ran is below any floor above 0."""
 
     critical: tuple[str, ...] = ()
-    """Test-name prefixes (`test_priority` matches `test_priority[any-case]`) that must pass on the
-    candidate even when the baseline fails them, and may not disappear from it."""
+    """Test-name prefixes (`test_priority` matches `test_priority[any-case]`), or single tests by their id with
+    parameters (`has_key_facts[refund-window]`: one check on one case), that must pass on the candidate even when
+    the baseline fails them, and may not disappear from it."""
 
     critical_cases: tuple[str, ...] = ()
     """Case ids that must pass every check on the candidate; a failure (naming the failed checks) or

@@ -103,8 +103,21 @@ class RunReport:
 
     @property
     def unscored(self) -> tuple[str, ...]:
-        """Cases the run could not measure (a call failed or was denied by the budget)."""
+        """Cases the run could not measure (a call failed or was denied by the budget, a declared check could not
+        run on it)."""
         return tuple(str(c.get("id")) for c in self.cases if isinstance(c, Mapping) and c.get("status") == "unscored")
+
+    @property
+    def could_not_run(self) -> dict[str, dict[str, str]]:
+        """check -> case id -> why that declared check could not run on the case (a case field it reads is missing
+        there, its pattern ran past its time budget), as the unscored cases' entries say; empty when every check
+        ran."""
+        out: dict[str, dict[str, str]] = {}
+        for head in case_heads(self.cases):
+            if head.status == "unscored" and isinstance(head.could_not_run, dict):
+                for check, why in head.could_not_run.items():
+                    out.setdefault(str(check), {})[head.id] = str(why)
+        return out
 
 
 def report_from_mapping(data: Any, where: str) -> RunReport:
@@ -313,14 +326,16 @@ _CASE = msgspec.json.Decoder()
 
 
 class CaseHead(msgspec.Struct, frozen=True, gc=False):
-    """The few fields of a case that pair it across reports: id, whether it passed, its group, its status and its
-    samples' counts (`repeats`: passed and runs), each as the report gives it (None when absent)."""
+    """The few fields of a case that pair it across reports: id, whether it passed, its group, its status, its
+    samples' counts (`repeats`: passed and runs) and the declared checks that could not run on it
+    (`could_not_run`: check -> why), each as the report gives it (None when absent)."""
 
     id: str
     passed: Any = None
     group: Any = None
     status: Any = None
     repeats: Any = None
+    could_not_run: Any = None
 
 
 _HEAD = msgspec.json.Decoder(CaseHead)
@@ -331,8 +346,8 @@ def case_heads(cases: Sequence[Mapping[str, Any]]) -> list[CaseHead]:
     that make a case long, are skipped unread)."""
     if isinstance(cases, CaseTexts):
         return [_HEAD.decode(text) for text in cases._texts]
-    return [CaseHead(str(c.get("id")), c.get("passed"), c.get("group"), c.get("status"), c.get("repeats"))
-            for c in cases]
+    return [CaseHead(str(c.get("id")), c.get("passed"), c.get("group"), c.get("status"), c.get("repeats"),
+                     c.get("could_not_run")) for c in cases]
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -29,8 +29,8 @@ __all__ = ["Compared", "TestChanges", "critical_of", "is_critical", "sampled", "
 
 
 def is_critical(nodeid: str, prefixes: tuple[str, ...]) -> bool:
-    """A test is critical when its name, or a class it is in, starts with one of the policy's prefixes
-    (evalkit.core.nodeid.matches_critical: parameters in `[...]` never take part)."""
+    """A test is critical when its name, or a class it is in, starts with one of the policy's prefixes, or an entry
+    with parameters is its id (evalkit.core.nodeid.matches_critical: parameters take no part in a prefix)."""
     return matches_critical(nodeid, prefixes)
 
 
@@ -66,6 +66,9 @@ class TestChanges:
     critical_failures: tuple[str, ...]
     missing_critical: tuple[str, ...]
     new_failing: tuple[str, ...]
+    unmeasured: tuple[str, ...]
+    """Tests that ran on the baseline without passing (failed, error) and are skipped on the candidate: no longer
+    measured, where a pass would have been a fix."""
     passed: int
     outcomes: dict[str, int]
     """The candidate's tests per outcome."""
@@ -131,6 +134,8 @@ class Compared:
             critical_failures=tuple(sorted(name for name in failing if is_critical(name, critical))),
             missing_critical=tuple(sorted(missing_critical)),
             new_failing=tuple(sorted(name for name in failing if name not in before)),
+            unmeasured=tuple(sorted(name for name in failing
+                                    if after[name] == "skipped" and before.get(name) in FAILING)),
             passed=passed, outcomes=dict(sorted(counts.items())),
             # an empty candidate loads only with problems that block
             pass_rate=passed / len(after) if after else 0.0, ran_pass_rate=passed / ran if ran else None)

@@ -154,6 +154,18 @@ def incomplete_run(c: Compared) -> Iterator[Finding]:
                       figures={"unscored": len(unscored), "cases": list(unscored)})
 
 
+@rule("could_not_run")
+def could_not_run(c: Compared) -> Iterator[Finding]:
+    """A declared check that could not run on a case (a case field it reads is missing there, its pattern ran past
+    its time budget, its schema refers to nothing) blocks, naming the check, its cases and why: it measured nothing
+    there, so neither a pass nor a failure it shares with the baseline may stand for the candidate."""
+    for check, cases in sorted(c.candidate.could_not_run.items()):
+        ids = sorted(cases)
+        yield Finding("could_not_run", Effect.BLOCK, f"could_not_run: check {check} could not run on {len(ids)} "
+                      f"case(s) ({_few(ids)}): {cases[ids[0]]}",
+                      figures={"check": check, "cases": ids, "why": cases[ids[0]]}, subject=check)
+
+
 @rule("regression", "max_regressions", "regressions", per_test="regressed: passed on the baseline")
 def regression(c: Compared) -> Iterator[Finding]:
     """More tests that passed on the baseline and do not pass now than `max_regressions` allows."""
@@ -329,6 +341,34 @@ def metric_drop(c: Compared) -> Iterator[Finding]:
                 yield Finding("metric_drop", effect, f"{name} fell {before_text} -> {after_text}",
                               figures={"metric": name, "before": change.before, "after": change.after},
                               subject=name)
+
+
+_UNSCORED = ("Skipped: unscored: ", "Skipped: could not run: ")
+"""How the skip of a test over an unscored case begins (evalkit.run.plugin, evalkit.run.declared)."""
+
+
+@rule("unmeasurable")
+def unmeasurable(c: Compared) -> Iterator[Finding]:
+    """A test that ran on the baseline without passing and is skipped on the candidate, or a metric the baseline
+    measured that the candidate cannot (no case measured it, or its report has no such metric, and no floor or drop
+    rule of the policy names it), calls for review: what was measured never vanishes from a decision unremarked."""
+    # a test skipped because its case is unscored is named by incomplete_run and could_not_run, which block
+    skipped = [name for name in c.tests.unmeasured if not c.candidate.messages.get(name, "").startswith(_UNSCORED)]
+    if skipped:
+        yield Finding("unmeasurable", Effect.REVIEW, f"unmeasurable: {len(skipped)} test(s) that ran on the baseline "
+                      f"are skipped on the candidate ({_few(skipped)})", tuple(skipped), {"skipped": len(skipped)},
+                      subject="tests")
+    policy = c.policy
+    decided = {*policy.block_below, *policy.review_below, *policy.block_on_drop, *policy.review_on_drop}
+    for name, change in c.metrics.items():
+        if change.before is None or change.after is not None or name in decided:
+            continue
+        absent = name not in c.candidate.metrics
+        why = "its report has no such metric" if absent else "no case measured it"
+        yield Finding("unmeasurable", Effect.REVIEW, f"unmeasurable: {name} was {change.before:.3f} on the baseline "
+                      f"and cannot be measured on the candidate ({why})",
+                      figures={"metric": name, "before": change.before, "after": None, "absent": absent},
+                      subject=name)
 
 
 # --- release evidence over graded cases (program suites) -------------------------------------------------------

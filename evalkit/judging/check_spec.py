@@ -1,11 +1,17 @@
 """The format of a suite's `checks.yaml`: its entries (one check each: a name, one kind, how to read the reply) and
 their validation, every mistake one line naming the file and the entry. What each kind decides is
 evalkit.judging.checks'.
+
+Two refusals need more than the file: a check that names a case field no case of the run's dataset has, and a
+`where:` that matches no case (`ChecksFile.check_cases`). Either would make a check that can never run: every test
+of it failing or absent, on the baseline as on the candidate, so the gate would see no change.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -13,11 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError, describe_validation
 from evalkit.core.parsing import parse_yaml
+from evalkit.core.patterns import PatternError, compile_pattern
 from evalkit.core.reducer import ALL, Reducer, parse_reducer
 from evalkit.judging.pairwise_check import NEW_FIRST, OLD_FIRST, PairwiseSpec
 from evalkit.judging.ready_judges import JUDGES, AnswerRelevancySpec, FaithfulnessSpec, GEvalSpec, needed_field
 
-__all__ = ["JUDGED", "KINDS", "CaseRef", "CheckSpec", "ChecksFile", "LengthSpec", "NumberSpec", "parse_checks"]
+__all__ = ["JUDGED", "KINDS", "CaseRef", "CheckSpec", "ChecksFile", "LengthSpec", "NumberSpec", "case_ref",
+           "parse_checks"]
 
 KINDS = ("equals", "one-of", "contains", "regex", "is-json", "json-schema", "number", "length", "classification",
          "python", "llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise")
@@ -25,6 +33,11 @@ KINDS = ("equals", "one-of", "contains", "regex", "is-json", "json-schema", "num
 JUDGED = ("llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise")
 """The kinds the suite's pinned judge decides: the check reads the judge's answer about the reply."""
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+_FUNCTION = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+"""`module:function`: a module of the suite's folder by its dotted name (no leading dots) and a function in it."""
+_REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+SHOWN_FIELDS = 12
+"""A refusal naming the fields the cases have lists at most this many."""
 
 
 class CaseRef(BaseModel):
@@ -130,9 +143,9 @@ class CheckSpec(BaseModel):
     @classmethod
     def _pattern(cls, value: str | None) -> str | None:
         if value is not None:
-            try:
-                re.compile(value)
-            except re.error as error:
+            try:  # as it will run: with a time budget per reply (evalkit.core.patterns)
+                compile_pattern(value)
+            except PatternError as error:
                 raise ValueError(f"regex {value!r} does not compile: {error}") from None
         return value
 
@@ -144,8 +157,9 @@ class CheckSpec(BaseModel):
     @field_validator("python")
     @classmethod
     def _function(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[\w.]+:\w+", value):
-            raise ValueError(f"python takes 'module:function', got {value!r}")
+        if value is not None and not _FUNCTION.fullmatch(value):
+            raise ValueError(f"python takes 'module:function', a module of the suite's folder by its dotted name "
+                             f"(no leading dots: nothing is imported relative to evalkit), got {value!r}")
         return value
 
     @field_validator("json_schema")
@@ -159,6 +173,11 @@ class CheckSpec(BaseModel):
                 validator_for(value).check_schema(value)
             except SchemaError as error:
                 raise ValueError(f"json-schema is not a valid JSON Schema: {error.message}") from None
+            outside = next((ref for ref in _references(value) if not ref.startswith("#")), None)
+            if outside is not None:
+                raise ValueError(f"json-schema: reference {outside!r} points outside the schema; a check's schema "
+                                 "may refer only within itself ('#/$defs/NAME'): evalkit fetches no URL and reads no "
+                                 "file while it checks replies")
         return value
 
     @model_validator(mode="after")
@@ -194,9 +213,41 @@ class CheckSpec(BaseModel):
             return (f"{self.name}/{NEW_FIRST}", f"{self.name}/{OLD_FIRST}")
         return (self.name,) if self.call == "judge" else ()
 
+    def case_fields(self) -> Iterator[tuple[str, str]]:
+        """The case fields the check reads, each with the key that names it: (`where`, FIELD),
+        (`equals`, FIELD) for `equals: {case: FIELD}`, (`faithfulness.context`, FIELD) ..."""
+        yield from (("where", name) for name in self.where)
+        for key, value in (("equals", self.equals), ("one-of", self.one_of), ("contains", self.contains)):
+            ref = case_ref(value)
+            if ref is not None:
+                yield key, ref.case
+        if self.number is not None and isinstance(self.number.expected, CaseRef):
+            yield "number.expected", self.number.expected.case
+        if self.classification is not None:
+            yield "classification", self.classification
+        if self.faithfulness is not None:
+            yield "faithfulness.context", self.faithfulness.context
+        if self.answer_relevancy is not None:
+            yield "answer-relevancy.question", self.answer_relevancy.question
+        if self.pairwise is not None:
+            if not isinstance(self.pairwise.against, str):
+                yield "pairwise.against", self.pairwise.against.case
+            if self.pairwise.question is not None:
+                yield "pairwise.question", self.pairwise.question
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """The metrics the check measures on each case (`<check>.<name>`): a ready-made judge's `score`, a pairwise
+        check's outcomes; none for the other kinds."""
+        if self.kind in JUDGES:
+            return ("score",)
+        if self.kind == "pairwise":
+            return ("win", "tie", "loss", "disagree")
+        return ()
+
     def missing_field(self, case: Case) -> str | None:
         """Why a judged check cannot judge this case (its spec names a case field the case lacks); None when it
-        can. The planner asks no judge then, and the check fails with this."""
+        can. The planner asks no judge then, and the check could not run on the case, saying this."""
         wanted = None
         if self.kind in JUDGES:
             wanted = needed_field(self._ready())
@@ -234,8 +285,7 @@ class ChecksFile(BaseModel):
 
     @model_validator(mode="after")
     def _unique(self) -> ChecksFile:
-        names = [c.name for c in self.checks]
-        twice = sorted({n for n in names if names.count(n) > 1})
+        twice = sorted(name for name, seen in Counter(c.name for c in self.checks).items() if seen > 1)
         if twice:
             raise ValueError(f"check name(s) {', '.join(twice)} appear more than once; each names one test")
         return self
@@ -243,6 +293,50 @@ class ChecksFile(BaseModel):
     @property
     def critical(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.checks if c.critical)
+
+    def check_cases(self, cases: Sequence[Case], where: str) -> None:
+        """Refuse, in one line naming `where`, a check that names a case field no case has (the fields the cases
+        have are listed), or whose `where:` matches no case (the values its field takes are listed)."""
+        have = set().union(*(case.fields for case in cases))
+        for spec in self.checks:
+            for key, name in spec.case_fields():
+                if name not in have:
+                    raise InputError(f"{where}: check {spec.name}: {key} names case field {name!r}, which no case "
+                                     f"of the dataset has (its cases have: {_listed(sorted(have))})")
+            if spec.where and not any(spec.applies_to(case) for case in cases):
+                shown = ", ".join(f"{name}={value!r}" for name, value in spec.where.items())
+                taken = {name: sorted({repr(case.get(name)) for case in cases}) for name in spec.where}
+                raise InputError(f"{where}: check {spec.name}: where {shown} matches no case of the dataset, so the "
+                                 "check would never run ("
+                                 + "; ".join(f"{name} takes {_listed(values)}" for name, values in taken.items())
+                                 + ")")
+
+
+def case_ref(value: Any) -> CaseRef | None:
+    """The case field a value names (`{case: FIELD}`, which `equals:` keeps as written, any value being allowed
+    there), or None for a value written in the file."""
+    if isinstance(value, CaseRef):
+        return value
+    if isinstance(value, dict) and set(value) == {"case"} and isinstance(value["case"], str) and value["case"]:
+        return CaseRef(case=value["case"])
+    return None
+
+
+def _listed(names: Sequence[str]) -> str:
+    return ", ".join(names[:SHOWN_FIELDS]) + (f", ... {len(names) - SHOWN_FIELDS} more"
+                                              if len(names) > SHOWN_FIELDS else "") if names else "no fields"
+
+
+def _references(schema: Any) -> Iterator[str]:
+    """Every reference a JSON Schema makes (`$ref`, `$dynamicRef`, `$recursiveRef`), walked without recursion."""
+    stack = [schema]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            yield from (value[key] for key in _REFERENCES if isinstance(value.get(key), str))
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
 
 
 def parse_checks(text: str, where: str) -> ChecksFile:

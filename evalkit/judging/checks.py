@@ -6,14 +6,18 @@ saying what was expected and what came). Turning each check into a pytest test i
 
 A reply that a check needs as JSON and that does not parse fails that check with the parse error; it never
 raises, so a model's malformed reply is data that fails its case, never an error of the test run.
+
+A check that cannot judge a case at all (a case field it reads is missing from this case, its pattern ran past its
+time budget on this reply, its schema refers to nothing) neither passes nor fails it: its Verdict says it could not
+run, and why, and the case is reported unscored (evalkit.run.declared), never a pass or a plain failure.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +25,8 @@ from typing import Any
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
-from evalkit.judging.check_spec import JUDGED, KINDS, CaseRef, ChecksFile, CheckSpec, parse_checks
+from evalkit.core.patterns import budget_s, compile_pattern
+from evalkit.judging.check_spec import JUDGED, KINDS, CaseRef, ChecksFile, CheckSpec, case_ref, parse_checks
 from evalkit.judging.llm_rubric import rubric_request, rubric_verdict
 from evalkit.judging.pairwise_check import pair_metrics, pair_requests, pair_verdict
 from evalkit.judging.ready_judges import judge_request, score_verdict
@@ -42,13 +47,24 @@ class Verdict:
     message: str = ""
     predicted: str | None = None
     """classification checks: the label the reply gave (None when the reply gave none), for the metrics."""
-    metrics: Mapping[str, float] = field(default_factory=dict)
+    metrics: Mapping[str, float | None] = field(default_factory=dict)
     """Numbers the check measured on the case, kept as the metrics `<check>.<name>`: a ready-made judge's
-    `score`, a pairwise check's `win`, `tie`, `loss` and `disagree`."""
+    `score`, a pairwise check's `win`, `tie`, `loss` and `disagree`; None where it could not measure one."""
+    ran: bool = True
+    """False when the check could not judge the case at all: `message` says why, it neither passed nor failed."""
+
+    @classmethod
+    def could_not_run(cls, spec: CheckSpec, why: str) -> Verdict:
+        """The verdict of a check that could not judge the case: why, and each of its metrics unmeasured."""
+        return cls(False, why, metrics=dict.fromkeys(spec.metric_names), ran=False)
 
 
 class _Unreadable(Exception):
     """The reply has no value where the check looks: the check fails with this message."""
+
+
+class _CouldNotRun(Exception):
+    """The check cannot judge this case (a case field it reads is missing, its pattern ran past its budget)."""
 
 
 def judge(spec: CheckSpec, reply: str, case: Case, load: Callable[[str], Any] | None = None) -> Verdict:
@@ -60,6 +76,8 @@ def judge(spec: CheckSpec, reply: str, case: Case, load: Callable[[str], Any] | 
         return _KIND_JUDGES[spec.kind](spec, value, case, load or _import)
     except _Unreadable as problem:
         return Verdict(False, str(problem))
+    except _CouldNotRun as problem:
+        return Verdict.could_not_run(spec, str(problem))
 
 
 def _value(spec: CheckSpec, reply: str) -> Any:
@@ -70,6 +88,9 @@ def _value(spec: CheckSpec, reply: str) -> Any:
     except json.JSONDecodeError as error:
         raise _Unreadable(f"expected a JSON reply, came unparseable JSON ({error.msg}: line {error.lineno} "
                           f"column {error.colno}): {_cut(_line(reply))}") from None
+    except (ValueError, RecursionError) as error:  # a number of more digits, or nesting deeper, than Python reads
+        raise _Unreadable(f"expected a JSON reply, came JSON Python cannot read ({_cut(_line(str(error)))}): "
+                          f"{_cut(_line(reply))}") from None
     return data if spec.field is None else read_field(data, spec.field)
 
 
@@ -103,7 +124,7 @@ def _cut(text: str) -> str:
 def _resolve(value: Any, case: Case) -> Any:
     if isinstance(value, CaseRef):
         if value.case not in case.fields:
-            raise _Unreadable(f"expected a value from case field {value.case!r}, but case {case.id} has none")
+            raise _CouldNotRun(f"expected a value from case field {value.case!r}, but case {case.id} has none")
         return case.fields[value.case]
     return value
 
@@ -119,9 +140,7 @@ def _equals(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any])
 
 def _case_ref(value: Any) -> Any:
     """`equals: {case: FIELD}` names a case field (pydantic keeps `equals` as written, any type)."""
-    if isinstance(value, dict) and set(value) == {"case"} and isinstance(value["case"], str):
-        return CaseRef(case=value["case"])
-    return value
+    return case_ref(value) or value
 
 
 def _one_of(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
@@ -146,8 +165,20 @@ def _contains(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any
 
 def _regex(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
     assert spec.regex is not None
-    matched = isinstance(value, str) and re.search(spec.regex, value) is not None
+    matched = False
+    if isinstance(value, str):
+        budget = budget_s(value)
+        try:  # a pattern that backtracks without end on this reply is stopped at its budget, never a hang
+            matched = _compiled(spec.regex).search(value, timeout=budget) is not None
+        except TimeoutError:
+            raise _CouldNotRun(f"regex /{_cut(spec.regex)}/ ran past its time budget of {budget:.3g} s on a reply of "
+                               f"{len(value):,} characters (evalkit.core.patterns)") from None
     return _verdict(matched, f"expected a match of /{spec.regex}/, came {shown(value)}")
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
+    return compile_pattern(pattern)
 
 
 def _is_json(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
@@ -156,10 +187,18 @@ def _is_json(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]
 
 def _json_schema(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
     from jsonschema.validators import validator_for
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
 
     schema = spec.json_schema
     assert schema is not None
-    error = next(iter(validator_for(schema)(schema).iter_errors(value)), None)
+    # references resolve within the schema only (checks.yaml refuses any other): an empty registry retrieves
+    # nothing, so no URL is fetched and no file read, whatever the schema says
+    validator = validator_for(schema)(schema, registry=Registry())
+    try:
+        error = next(iter(validator.iter_errors(value)), None)
+    except Unresolvable as unresolved:
+        raise _CouldNotRun(f"json-schema: {_line(str(unresolved))[:SHOWN_CHARS]}") from None
     if error is None:
         return Verdict(True)
     where = "/".join(str(p) for p in error.absolute_path) or "the reply"
@@ -244,10 +283,11 @@ def _llm_rubric(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], A
 def _ready_judge(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
     missing = spec.missing_field(case)
     if missing is not None:
-        return Verdict(False, missing)
+        return Verdict.could_not_run(spec, missing)
     scored = score_verdict(spec.kind, value, spec._ready().pass_at)  # `value` is the judge's answer
+    # an answer without a score fails the check, and leaves the score unmeasured on this case (counted as such)
     return Verdict(scored.passed, scored.message,
-                   metrics={} if scored.score is None else {"score": float(scored.score)})
+                   metrics={"score": None if scored.score is None else float(scored.score)})
 
 
 def _pairwise(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
@@ -260,9 +300,11 @@ def judge_pair(spec: CheckSpec, case: Case, new_first: str | None, old_first: st
     assert spec.pairwise is not None
     missing = spec.missing_field(case)
     if missing is not None:
-        return Verdict(False, missing)
+        return Verdict.could_not_run(spec, missing)
     passed, message, verdict = pair_verdict(spec.pairwise, new_first, old_first)
-    return Verdict(passed, message, metrics=pair_metrics(verdict) if verdict is not None else {})
+    # answers that are not a verdict fail the check, and leave its outcomes unmeasured on this case
+    return Verdict(passed, message, metrics=pair_metrics(verdict) if verdict is not None
+                   else dict.fromkeys(spec.metric_names))
 
 
 def planned_judge_calls(spec: CheckSpec, case: Case, reply: str, judge: ModelConfig,

@@ -29,9 +29,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-import regex  # type: ignore[import-untyped]  # (no stubs shipped; used in _user_pattern only)
-
 from evalkit.core.errors import ConfigError
+from evalkit.core.patterns import PatternError, budget_s, compile_pattern
 from evalkit.core.untrusted import markdown, visible
 
 __all__ = ["Redactor", "DEFAULT_PATTERNS", "MASK", "MIN_SECRET", "MESSAGE_KEYS", "secret_variants",
@@ -53,8 +52,6 @@ _MARKERS = ("bearer", "key=", "x-goog-api-key", "aiza", "sk-")
 # Fields of written JSON whose strings are messages (never graded): shapes and patterns are redacted there too.
 MESSAGE_KEYS = frozenset({"reason", "error", "message", "messages", "longrepr", "note", "recording_note",
                           "problems", "stdout", "stderr"})
-# A user pattern gets this long per text (plus a second per million characters); past it the whole text is masked.
-_PATTERN_TIMEOUT_S = 0.5
 
 
 def secret_variants(value: str) -> tuple[list[str], list[str]]:
@@ -148,9 +145,8 @@ class Redactor:
         for pattern in self._patterns:
             try:
                 # a pattern that can match nothing at some position would insert a mask between characters
-                text = pattern.sub(lambda m: MASK if m.group(0) else "", text,
-                                   timeout=_PATTERN_TIMEOUT_S + len(text) / 1e6)
-            except TimeoutError:
+                text = pattern.sub(lambda m: MASK if m.group(0) else "", text, timeout=budget_s(text))
+            except TimeoutError:  # past its budget (evalkit.core.patterns)
                 return MASK  # fail closed: the text could hold what the pattern was written to hide
         return text
 
@@ -229,8 +225,8 @@ def _user_pattern(pattern: str) -> Any:
         raise ConfigError("run.secret_patterns: an empty pattern would match between every two characters; "
                           "remove it")
     try:
-        compiled = regex.compile(pattern)
-    except regex.error as error:
+        compiled = compile_pattern(pattern)
+    except PatternError as error:
         raise ConfigError(f"run.secret_patterns: {pattern!r} is not a regular expression ({error})") from None
     if compiled.fullmatch("") is not None or compiled.search("") is not None:
         raise ConfigError(f"run.secret_patterns: {pattern!r} matches the empty string, so it would mask between "

@@ -6,13 +6,18 @@ the case's reply (or, for a judged kind, the judge's answer), fails it with the 
 records what a classification check saw for the run's classification metrics and what a judged check measured
 (`<check>.score`, `<check>.win` ...) as the case's metrics. It also adds the judged checks' calls to the suite's
 task (`with_check_judges`), so that they are made, recorded and replayed with the suite's own.
+
+A check that could not run on a case (a case field it reads is missing there, its pattern ran past its time budget)
+is skipped as `could not run: WHY`, its metrics recorded as unmeasured, and the case reported unscored with that
+reason (evalkit.run.eval_block): the gate then treats the run as incomplete, never the check as passed or as an
+ordinary failure that the baseline may share.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,12 +41,16 @@ __all__ = ["CHECKS_FILE", "CLASSIFIED", "ChecksYaml", "DeclaredCheck", "read_che
 CHECKS_FILE = "checks.yaml"
 
 
-def read_checks(suite_dir: Path) -> ChecksFile | None:
-    """The suite's `checks.yaml`, validated; None when the suite declares no checks."""
+def read_checks(suite_dir: Path, cases: Sequence[Case] | None = None) -> ChecksFile | None:
+    """The suite's `checks.yaml`, validated, and with `cases` checked against the run's cases too (a case field no
+    case has, a `where:` no case matches: evalkit.judging.check_spec); None when the suite declares no checks."""
     path = suite_dir / CHECKS_FILE
     if not path.is_file():
         return None
-    return parse_checks(decode(read_bytes(path, "checks file"), path, "checks file"), str(path))
+    checks = parse_checks(decode(read_bytes(path, "checks file"), path, "checks file"), str(path))
+    if cases is not None:
+        checks.check_cases(cases, str(path))
+    return checks
 
 
 class ChecksYaml(pytest.File):
@@ -50,7 +59,7 @@ class ChecksYaml(pytest.File):
     run: _EvalRun
 
     def collect(self) -> Iterable[pytest.Item]:
-        checks = read_checks(self.path.parent)
+        checks = read_checks(self.path.parent, self.run.run.cases)
         assert checks is not None  # collected only when the file exists
         load = _loader(self.path.parent)
         for spec in checks.checks:
@@ -84,6 +93,9 @@ class DeclaredCheck(pytest.Item):
         verdict = self._pairwise() if self.spec.kind == "pairwise" else self._verdict()
         for name, value in verdict.metrics.items():
             evalrun.keep_metric(self.nodeid, case.id, f"{self.spec.name}.{name}", value)
+        if not verdict.ran:
+            evalrun.could_not_run(self.nodeid, verdict.message)
+            pytest.skip(f"could not run: {verdict.message}")
         if self.spec.kind == "classification":
             # the first sample's label, whichever sample's report is kept: the metrics count each case once
             if evalrun.sample == 0:
@@ -99,7 +111,7 @@ class DeclaredCheck(pytest.Item):
         if spec.call == "judge":
             missing = spec.missing_field(case)
             if missing is not None:  # no judge was asked: the case lacks what the judge reads
-                return Verdict(False, missing)
+                return Verdict.could_not_run(spec, missing)
         call = CallId.judge(spec.name, case.id, evalrun.sample) if spec.call == "judge" else \
             CallId.task(case.id, evalrun.sample)
         return judge(spec, evalrun.text_of(str(call)), case, self.load)
@@ -111,7 +123,7 @@ class DeclaredCheck(pytest.Item):
         assert spec.pairwise is not None
         missing = spec.missing_field(case)
         if missing is not None:
-            return Verdict(False, missing)
+            return Verdict.could_not_run(spec, missing)
         if spec.pairwise.against == "baseline" and case.id not in evalrun.run.suite.baseline_cases:
             pytest.skip(f"not compared: the run has no baseline reply for case {case.id} (no baseline, or a "
                         "baseline whose recording is not in the project)")

@@ -27,12 +27,15 @@ from evalkit.programs.grade import Grade
 from evalkit.run.execute import UNSCORED  # a case with such a call is reported unscored
 from evalkit.run.run_input import RunInput
 
-__all__ = ["CLASSIFIED", "REPLY_CHARS", "REPORT_FORMAT", "TEXT_CHARS", "EvalBlock", "aggregate_metrics", "cap_reply",
-           "kept_text"]
+__all__ = ["CLASSIFIED", "COULD_NOT_RUN", "REPLY_CHARS", "REPORT_FORMAT", "TEXT_CHARS", "EvalBlock",
+           "aggregate_metrics", "cap_reply", "kept_text"]
 
 REPORT_FORMAT: Final = "evalkit-run-report/1"
 CLASSIFIED: Final = "classified"
 """The key under which a classification check records `{"check", "label", "predicted"}` for its case."""
+COULD_NOT_RUN: Final = "could_not_run"
+"""The key under which a declared check records why it could not run on its case; the case's entry keeps
+`could_not_run: {check: why}`, and the case is unscored."""
 REPLY_CHARS: Final = 2000
 """A reply kept in a case's entry is cut after this many characters (with a marker): enough to see the answer,
 not a copy of the recording."""
@@ -145,12 +148,18 @@ class EvalBlock:
             c.id: {"id": c.id, "status": "scored", "checks": {}, "calls": {}, "problems": [],
                    "input": _capped(c.fields)} for c in self.run.cases}
         for test in tests:
-            case_id = self.recorded.get(test["nodeid"], {}).get("case")
+            recorded = self.recorded.get(test["nodeid"], {})
+            case_id = recorded.get("case")
             if case_id is None:
                 continue
             test["case"] = case_id
             check = test["nodeid"].split("::")[-1].split("[", 1)[0]
             by_case[case_id]["checks"][check] = test["outcome"]
+            if COULD_NOT_RUN in recorded:  # the check neither passed nor failed the case: it is not measured
+                unmeasured = by_case[case_id]
+                unmeasured["status"] = "unscored"
+                unmeasured.setdefault(COULD_NOT_RUN, {})[check] = recorded[COULD_NOT_RUN]
+                unmeasured["problems"].append(f"{check}: could not run: {recorded[COULD_NOT_RUN]}")
         for call_id, call in self.run.calls.items():
             which = CallId.parse(call_id)
             case_id = which.case

@@ -22,10 +22,10 @@ from evalkit.core.dataset import Case
 from evalkit.programs.candidate import is_scorable
 from evalkit.programs.grade import Grade
 from evalkit.run.declared import CHECKS_FILE, ChecksYaml
-from evalkit.run.eval_block import EvalBlock
+from evalkit.run.eval_block import COULD_NOT_RUN, EvalBlock
 from evalkit.run.execute import UNSCORED  # a case with such a call is skipped with the reason and reported unscored
 from evalkit.run.run_input import RunInput, read_run_input
-from evalkit.run.sample_protocol import reducer_of, run_samples
+from evalkit.run.sample_protocol import index_teardown_reports, reducer_of, run_samples
 from evalkit.run.workers import RECORDED, SAMPLED, SHARD_OPTION, register_for_workers
 
 RUN_OPTION = "--evalkit-run"
@@ -83,6 +83,9 @@ class _EvalRun:
         """nodeid -> the reducer of its samples (evalkit.core.reducer), for the checks run once per sample."""
         self.lean_stages = lean_stages
         """Whether pytest-json-report leaves streams and logs out, so a quiet stage is its duration and outcome."""
+        self.unrun: dict[str, str] = {}
+        """nodeid -> why a declared check could not run on its case (in any of its samples), until its report is
+        logged: with repeats, the report logged may be another sample's than the one that could not run."""
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
         """The suite's declared checks (evalkit.run.declared), collected beside its test modules."""
@@ -121,7 +124,12 @@ class _EvalRun:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         recorded = getattr(report, CARRIED, None)
         if isinstance(recorded, dict):
-            self.recorded[report.nodeid] = recorded
+            why = self.unrun.pop(report.nodeid, None)
+            self.recorded[report.nodeid] = recorded if why is None else {**recorded, COULD_NOT_RUN: why}
+
+    def could_not_run(self, nodeid: str, why: str) -> None:
+        """Record that the test `nodeid` (a declared check) could not run on its case: the case is unscored."""
+        self.unrun.setdefault(nodeid, why)
 
     def text_of(self, call_id: str) -> str:
         """The reply text of a call; a call without one fails the asking test with its reason (an unscored call
@@ -233,6 +241,14 @@ class _EvalRun:
 
     def _use_sample(self, sample: int) -> None:
         self.sample = sample
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
+        """Before pytest writes its summary: each failed test's teardown report found through one index instead of
+        a scan of every report of the run (pytest's own lookup scans them all once per failure, pytest-dev/pytest
+        #13360: a suite of N declared checks that fail as often as they pass took time in N squared)."""
+        index_teardown_reports(terminalreporter)
+        return (yield)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_runtest_stage(self, report: pytest.TestReport) -> dict[str, Any] | None:

@@ -108,7 +108,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
     read: dict[Path, Recording] = {}  # the baseline's recording, when it is this run's, is read once
     replies = baseline_replies(baseline, project_path(config.run.recordings), read)
     task = load_task(suite_dir, config.components, replies)
-    declared = read_checks(suite_dir)
+    declared = read_checks(suite_dir, dataset.cases)
     judged = sorted({c.kind for c in declared.checks if c.call == "judge"}) if declared is not None else []
     if config.judge is None and judged:
         raise ConfigError(f"{suite_dir / 'checks.yaml'}: {', '.join(judged)} checks need the suite's pinned judge; "
@@ -120,7 +120,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
     def run_input(execution: Execution, provenance: Provenance) -> RunInput:
         return RunInput(
             key=key.model_dump(mode="json"), components=config.components, settings=settings,
-            suite=_suite_input(config, replies), provenance=_provenance(config, rec_path, provenance),
+            suite=_suite_input(config, declared, replies),
+            provenance=_provenance(config, rec_path, provenance),
             cases=list(dataset.cases),
             calls={cid: CallInput(status=r.status, text=r.text, reason=r.reason,
                                   stop_reason=r.reply.stop_reason if r.reply else None,
@@ -270,6 +271,7 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     components[spec.component] = (option, {**config.components.get(spec.component, {}),
                                            "program_sha256": program_sha})
     suite_dir = project_path(config.suite.path)
+    declared = read_checks(suite_dir, data_set.cases)  # a mistake in it is refused before the program runs
     key = build_key(suite=config.suite.name, dataset=data_set.identity(name), model="none", prompt_version="none",
                     prompt_text="", judge_model=_checks_fingerprint(suite_dir, program), components=components)
     # Where the candidate is not confined to its task folder it runs as evalkit's own OS user: whatever it changed
@@ -288,7 +290,8 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     provenance = {**_provenance(config, None, None), "run_kind": PROGRAM_RUN_KIND,
                   "isolation": probe_isolation().to_json()}
     run_input = RunInput(
-        key=key.model_dump(mode="json"), components=config.components, suite=_suite_input(config),
+        key=key.model_dump(mode="json"), components=config.components,
+        suite=_suite_input(config, declared),
         provenance=provenance, cases=list(data_set.cases), programs=results,
         references=data_set.references)  # for the graders in the checks' process; never in a program's dir
     redact = redactor_for(config)  # a candidate's response could echo a key value: never write it
@@ -320,11 +323,11 @@ def _refuse_unreachable_reducers(declared: ChecksFile | None, repeats: int, suit
                               "more repeats")
 
 
-def _suite_input(config: RunConfig, baseline_replies: Mapping[str, str] | None = None) -> SuiteInput:
+def _suite_input(config: RunConfig, declared: ChecksFile | None,
+                 baseline_replies: Mapping[str, str] | None = None) -> SuiteInput:
     """What the suite's checks need from its config: slices, the abstention check, the group field, the checks its
-    `checks.yaml` marks critical (read here too, so a mistake in it is refused before any call), and the cases the
-    baseline replied to (a pairwise check against the baseline compares only those)."""
-    declared = read_checks(project_path(config.suite.path))
+    `checks.yaml` (`declared`, read once by the run) marks critical, and the cases the baseline replied to (a
+    pairwise check against the baseline compares only those)."""
     return SuiteInput(slices=[s if isinstance(s, str) else s.model_dump() for s in config.suite.slices],
                       abstention_check=config.suite.abstention_check, group_by=config.suite.group_by,
                       critical=list(declared.critical) if declared is not None else [],

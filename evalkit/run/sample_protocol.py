@@ -12,19 +12,23 @@ rather than as wrong repeat counts.
 
 Which sample is shown follows the test's reducer (evalkit.core.reducer: `all` by default, or what a `reduce`
 marker or a declared check's `reduce:` says), so the test's outcome is the reduced one.
+
+The one other private part evalkit touches lives here too, under the same pins: the terminal reporter's lookup of
+a failed test's teardown reports, which scans every report of the run once per failure (pytest-dev/pytest#13360),
+replaced for an evalkit run by an index built once (`index_teardown_reports`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 import pytest
 
 from evalkit.core.reducer import ALL, Reducer, parse_reducer
 from evalkit.core.report import PASSING
 
-__all__ = ["SUPPORTED", "reducer_of", "run_samples", "shown_sample"]
+__all__ = ["SUPPORTED", "index_teardown_reports", "reducer_of", "run_samples", "shown_sample"]
 
 SUPPORTED: Final = {"pytest": ((8, 0), (10, 0)), "pytest-json-report": ((1, 5), (2, 0))}
 """Distribution -> [lowest, above highest) major.minor this protocol supports (also pyproject's bounds)."""
@@ -91,3 +95,17 @@ def reducer_of(item: pytest.Item, samples: int) -> Reducer:
         raise pytest.UsageError(f"{item.nodeid}: reduce {reducer.name} asks for more passing samples than the run "
                                 f"takes (run.repeats={samples}); lower it or run more repeats")
     return reducer
+
+
+def index_teardown_reports(reporter: Any) -> None:
+    """Replace the terminal reporter's `_get_teardown_reports(node_id)` (a scan of every passed stage's report,
+    called once per failed test as the summary shows it) with a lookup in an index of the teardown reports built
+    once, keyed by the node id's text (a string in pytest 8, a structured NodeId whose text is that string in
+    pytest 9). A reporter without that method is left as it is."""
+    if not callable(getattr(reporter, "_get_teardown_reports", None)):
+        return
+    index: dict[str, list[Any]] = {}
+    for report in reporter.getreports(""):
+        if report.when == "teardown":
+            index.setdefault(str(report.nodeid), []).append(report)
+    reporter._get_teardown_reports = lambda node_id: index.get(str(node_id), [])

@@ -1,5 +1,6 @@
-"""Fuzzing every reader of untrusted input: reports, policies, recordings, journals, datasets, manifests, the
-docs-stage reader and the five adapters (Inspect, promptfoo, DeepEval, lm-eval, JUnit).
+"""Fuzzing every reader of untrusted input: reports, policies, recordings, journals, datasets, manifests, a suite's
+checks.yaml (read against its dataset's cases), the docs-stage reader and the five adapters (Inspect, promptfoo,
+DeepEval, lm-eval, JUnit).
 
 Each reader gets structured inputs (a real file of its kind with one value replaced by any JSON value) and
 mutated ones (its bytes cut, flipped, repeated or spliced). Whatever it gets, it must end in one of two ways: a
@@ -22,8 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from evalkit.project.scaffold import suite_files
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests/corpus/adapt"
@@ -33,6 +37,23 @@ READ_TIMEOUT_S = 30.0
 """The longest one read may take on a loaded two-core machine; a hang is reported as one."""
 MAX_LINE = 1000  # evalkit's longest error line (evalkit.core.errors.MAX_MESSAGE_CHARS)
 
+# A suite's checks.yaml: the one `evalkit new suite` writes, and an authored tail with the kinds it does not use,
+# each naming fields of the scaffolded dataset's cases (text, label), which the worker reads it against
+CHECKS_TAIL = """\
+  - {name: keyword, contains: [refund, zip], match: any, ignore_case: true, where: {label: negative}}
+  - {name: shape, regex: '^\\{.*\\}$', reduce: majority}
+  - {name: schema, json-schema: {$defs: {l: {type: string}}, properties: {label: {$ref: '#/$defs/l'}}}}
+  - {name: same_label, field: label, equals: {case: label}, critical: true}
+  - {name: known, field: label, one-of: [positive, negative, neutral]}
+  - {name: score, field: score, number: {min: 0, max: 1, tolerance: 0.1}}
+  - {name: helper, python: helpers.rules:accept}
+  - {name: rubric, llm-rubric: The reason quotes the text}
+  - {name: faithful, faithfulness: {context: text, pass_at: 3}}
+  - {name: answers, answer-relevancy: {question: text}}
+  - {name: explains, g-eval: {criteria: names the words, steps: [read it, score it]}}
+  - {name: no_worse, pairwise: {against: {case: text}, question: text, require: win}}
+"""
+_CHECKS_SEED = next(text for path, text in suite_files(ROOT, "fuzz").items() if path.name == "checks.yaml")
 _recording = ROOT / "recordings/issue_triage/gemini-3.8-flash-v1-issue-triage@1-85d32d9a.json"
 _call, _entry = next(iter(json.loads(_recording.read_text(encoding="utf-8"))["calls"].items()))
 SEEDS: dict[str, tuple[str, bytes]] = {  # reader -> (file name the reader expects, seed bytes)
@@ -48,8 +69,12 @@ SEEDS: dict[str, tuple[str, bytes]] = {  # reader -> (file name the reader expec
     "deepeval": ("run.json", (CORPUS / "deepeval/baseline.json").read_bytes()),
     "lm_eval": ("results.json", next((CORPUS / "lm_eval/baseline").glob("results_*.json")).read_bytes()),
     "junit": ("junit.xml", (CORPUS / "junit/pytest/baseline.xml").read_bytes()),
+    "checks": ("checks.yaml", (_CHECKS_SEED + CHECKS_TAIL).encode()),
 }
 JSON_READERS = [name for name, (file, _) in SEEDS.items() if file.endswith((".json", ".jsonl"))]
+STRUCTURED_READERS = [*JSON_READERS, "checks"]
+"""The readers fed structured inputs: the JSON ones, and checks.yaml (its seed read as YAML, written as JSON, which
+is YAML too)."""
 
 
 class Child:
@@ -167,7 +192,7 @@ def structured(draw: st.DrawFn, reader: str) -> bytes:
     """The seed with one value, anywhere in it, replaced by any JSON value (or its key dropped)."""
     text = SEEDS[reader][1].decode("utf-8")
     lines = text.splitlines() if reader == "journal" else [text]
-    document = json.loads(lines[0])
+    document = yaml.safe_load(text) if SEEDS[reader][0].endswith(".yaml") else json.loads(lines[0])
     path = draw(st.sampled_from(_paths(document)))
     if path and draw(st.booleans()) and isinstance(parent := _get(document, path[:-1]), dict):
         changed = _replace(document, path[:-1], {k: v for k, v in parent.items() if k != path[-1]})
@@ -215,7 +240,7 @@ def _known(kind: str, readers: list[str]) -> list[Any]:
             if (kind, reader) in FINDINGS else reader for reader in readers]
 
 
-@pytest.mark.parametrize("reader", _known("structured", JSON_READERS))
+@pytest.mark.parametrize("reader", _known("structured", STRUCTURED_READERS))
 def test_structured_inputs_end_in_a_result_or_one_line(child: Child, reader: str, fuzz_settings: settings) -> None:
     @fuzz_settings
     @given(data=structured(reader))
@@ -239,6 +264,7 @@ def test_the_harness_sees_a_crash(child: Child) -> None:
     """The harness itself can fail: a file the reader cannot even be handed (a folder in its place) is reported,
     and a seed is read as a result."""
     assert child.read("report", SEEDS["report"][1])["outcome"] == "result"
+    assert child.read("checks", SEEDS["checks"][1])["outcome"] == "result"
     assert child.read("dataset", b"{")["outcome"] == "refused"
     crash = {"outcome": "crash", "error": "KeyError: 'x'"}
     with pytest.raises(AssertionError, match="KeyError"):

@@ -22,10 +22,12 @@ def _readers() -> dict[str, Callable[[Path], Any]]:
     from evalkit.adapt.junit import read_junit
     from evalkit.adapt.lm_eval import read_lm_eval
     from evalkit.adapt.promptfoo import read_promptfoo
-    from evalkit.core.dataset import load_dataset
+    from evalkit.core.dataset import Case, load_dataset
     from evalkit.core.files import read_text
     from evalkit.core.policy import load_policy
     from evalkit.core.report import read_reports
+    from evalkit.project.scaffold import suite_files
+    from evalkit.run.declared import read_checks
     from evalkit.run.journal import read_journal
     from evalkit.run.manifest import load_manifest_dataset
     from evalkit.run.recording import load_recording
@@ -33,10 +35,15 @@ def _readers() -> dict[str, Callable[[Path], Any]]:
     def docs_stage(path: Path) -> Any:
         return adapt_docs_stage(parse_docs_stage(read_text(path, "docs stage"), str(path)), str(path))
 
+    # a checks.yaml is read against its suite's cases: the scaffolded example's, whose fields its seed names
+    example = next(text for name, text in suite_files(Path("."), "fuzz").items() if name.name == "v1.json")
+    cases = [Case(row["id"], {k: v for k, v in row.items() if k != "id"}) for row in json.loads(example)["cases"]]
+
     return {"report": lambda p: read_reports([p]), "policy": load_policy, "recording": load_recording,
             "journal": read_journal, "dataset": load_dataset, "manifest": lambda p: load_manifest_dataset(p, None),
             "inspect": read_inspect_log, "promptfoo": read_promptfoo, "deepeval": read_deepeval,
-            "lm_eval": read_lm_eval, "junit": read_junit, "docs_stage": docs_stage}
+            "lm_eval": read_lm_eval, "junit": read_junit, "docs_stage": docs_stage,
+            "checks": lambda p: read_checks(p.parent, cases)}
 
 
 def main() -> None:
