@@ -370,3 +370,16 @@ def noisy():
 def test_noisy(noisy):
     assert False
 """
+
+
+def test_with_repeats_a_check_that_could_not_run_in_any_sample_leaves_its_case_unscored(pytester: pytest.Pytester):
+    # the regex stops at its budget on one sample's reply only: the shown sample passes under `majority`, and the
+    # case is still unscored, since that sample measured nothing
+    calls = {"task/a": "x", "task/a#1": "a" * 45 + "!", "task/a#2": "x"}
+    run = {**RUN, "repeats": 3, "cases": [{"id": "a", "fields": {}}], "calls": replayed(calls)}
+    result, data = run_checks(pytester, run, r"checks: [{name: c, regex: '^(\w|\w\w)*$', reduce: majority}]")
+    test = data["tests"][0]
+    assert test["outcome"] == "passed" and test["repeats"]["passed"] == 2
+    case = data["cases"][0]
+    assert case["status"] == "unscored" and list(case["could_not_run"]) == ["c"]
+    assert case["could_not_run"]["c"].startswith("regex /^(\\w|\\w\\w)*$/ ran past its time budget of 0.5 s")
