@@ -1,0 +1,80 @@
+"""`evalkit.plugins`: one public module for the extension points, and one registry that finds evalkit's built-ins
+exactly as it finds a third party's (entry points), with no second list of them in the code."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tomllib
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pytest
+
+import evalkit.plugins
+from evalkit.core import registry
+from evalkit.core.errors import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+ENTRY_POINTS = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+
+
+def _typed_names() -> set[str]:
+    tree = ast.parse(Path(evalkit.plugins.__file__).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    return {alias.asname or alias.name for node in block.body if isinstance(node, ast.ImportFrom)
+            for alias in node.names}
+
+
+def test_every_name_of_the_plugin_face_is_typed_listed_and_resolves() -> None:
+    assert set(evalkit.plugins.__all__) == _typed_names()
+    for name in evalkit.plugins.__all__:
+        assert getattr(evalkit.plugins, name) is not None, name
+    with pytest.raises(AttributeError, match="has no attribute 'provider_specs'"):
+        getattr(evalkit.plugins, "provider_specs")  # noqa: B009
+
+
+def test_importing_the_plugin_face_imports_nothing_else_of_evalkit() -> None:
+    code = "import sys, evalkit.plugins; print(sorted(m for m in sys.modules if m.startswith('evalkit.')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "['evalkit.plugins']"
+
+
+@pytest.fixture
+def installed(monkeypatch: pytest.MonkeyPatch) -> list[EntryPoint]:
+    """The installed packages' entry points as the registry reads them, replaced by a list the test fills."""
+    found: list[EntryPoint] = []
+    monkeypatch.setattr(registry, "_installed", lambda group: [
+        (p.name, p.value, "a third party") for p in found if p.group == group])
+    registry.forget()
+    yield found
+    registry.forget()
+
+
+@pytest.mark.parametrize("kind", [evalkit.plugins.PROVIDERS, evalkit.plugins.SOURCES], ids=lambda k: k.group)
+def test_a_source_tree_without_installed_metadata_still_finds_every_builtin(installed: list[EntryPoint],
+                                                                           kind: registry.Kind[object]) -> None:
+    # nothing installed at all: the entries come from evalkit's own pyproject.toml, the one declaration of them
+    found = registry.entries(kind)
+    assert {name: entry.target for name, entry in found.items()} == ENTRY_POINTS[kind.group]
+    assert {entry.owner for entry in found.values()} == {"evalkit"}
+    for name in found:
+        assert kind.name_of(registry.load(kind, name)) == name
+
+
+def test_a_third_party_source_is_a_peer_of_the_builtins(installed: list[EntryPoint]) -> None:
+    installed.append(EntryPoint("junit-again", "evalkit.adapt.junit:SOURCE", evalkit.plugins.SOURCES.group))
+    with pytest.raises(ConfigError, match=r"source 'junit-again' \(from a third party\): evalkit.adapt.junit:SOURCE "
+                                          r"is not a Source named 'junit-again'"):
+        registry.load(evalkit.plugins.SOURCES, "junit-again")
+    installed.append(EntryPoint("junit", "somewhere.else:SOURCE", evalkit.plugins.SOURCES.group))
+    registry.forget()  # entries are read once per process; a test that installs one reads them again
+    with pytest.raises(ConfigError, match=r"source 'junit' is registered twice, by evalkit "
+                                          r"\(evalkit.adapt.junit:SOURCE\) and by a third party"):
+        registry.entries(evalkit.plugins.SOURCES)
+
+
+def test_an_unknown_name_lists_what_is_installed() -> None:
+    with pytest.raises(ConfigError, match=r"provider 'nope' is not installed \(installed: anthropic, azure, "):
+        registry.load(evalkit.plugins.PROVIDERS, "nope")
