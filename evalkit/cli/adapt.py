@@ -29,7 +29,8 @@ from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
 from evalkit.gate.decision import ExitCode, exit_code
 from evalkit.project.options import find_option
 from evalkit.project.paths import shown
-from evalkit.render.markdown import render_markdown, render_policy
+from evalkit.render.bundle import Decided, render_bundle
+from evalkit.render.markdown import render_policy
 from evalkit.render.text import render_decision
 
 __all__ = ["main"]
@@ -64,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "default: no test that passes on the baseline may stop passing or vanish)")
         sub.add_argument("--out", type=Path, metavar="DIR",
                          help="new folder (never overwritten) for baseline.json and candidate.json (the adapted run "
-                              "reports), decision.json and decision.md")
+                              "reports) and the decision's files, as `evalkit run` writes them: decision.json, "
+                              "decision.xml, decision.md and report.html")
         if source.read_thresholded is not None:
             sub.add_argument("--pass-threshold", action="append", default=[], metavar="SCORER=VALUE",
                              help="the least numeric score of SCORER that passes (default: 1.0, full credit), for "
@@ -140,10 +142,8 @@ def _write_folder(out: Path, result: Adaptation, identity: dict[str, object], po
                                      result.candidate_report))
     facts["sources"] = {"baseline": {"path": str(args.baseline), **_source_facts(result.baseline)},
                         "candidate": {"path": str(args.candidate), **_source_facts(result.candidate)}}
-    texts["decision.json"] = json.dumps({**result.decision.to_json(), "evidence": facts}, indent=2,
-                                        allow_nan=False) + "\n"
-    texts["decision.md"] = render_markdown(result.decision, result.candidate_report, policy.critical, facts,
-                                           result.baseline_report)
+    texts.update(render_bundle(Decided(result.decision, result.baseline_report, result.candidate_report, policy,
+                                       facts, str(out / "baseline.json"))))
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         raise InputError(f"{out}: cannot write the result: the folder {parent} does not exist; create it first")

@@ -22,7 +22,7 @@ from evalkit.cli.command_line import (
     refuse_credentials,
     refuse_resolved_credentials,
 )
-from evalkit.cli.guard import command, say
+from evalkit.cli.guard import command, say, write_outputs
 from evalkit.cli.hydra_errors import config_error, missing_option, output_dir_error
 from evalkit.cli.masked import MaskedStream, mask_pattern_overrides, pattern_literals, scrub_hydra_files
 from evalkit.core.errors import EvalkitError, OutageError, one_line
@@ -128,8 +128,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     from evalkit.gate.decide import decide
     from evalkit.gate.decision import ExitCode, exit_code
     from evalkit.gate.isolation import refuse_short_isolation
-    from evalkit.render.junit import render_junit
-    from evalkit.render.markdown import render_markdown
+    from evalkit.render.bundle import Decided, render_bundle
     from evalkit.render.money import money_line
     from evalkit.render.report_page import render_report_html
     from evalkit.render.sections import render_sections
@@ -210,15 +209,9 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     _, candidate_sha = read_text_sha256(result.report_path, "report")  # the report.json just written
     facts = evidence(policy_facts, report_identity(name, base_sha, base_report),
                      report_identity(str(result.report_path), candidate_sha, result.report))
-    written = redact.scrub({"baseline": name, **decision.to_json(), "evidence": facts})
-    write_atomic(Path(config.run.out) / "decision.json", json.dumps(written, indent=2, allow_nan=False) + "\n")
-    write_atomic(Path(config.run.out) / "decision.xml", redact(render_junit(decision, result.report)))
+    bundle = render_bundle(Decided(decision, base_report, result.report, policy, facts, name), mask=redact)
+    write_outputs({Path(config.run.out) / file: (text, file) for file, text in bundle.items()})
     critical = critical_of(policy, base_report, result.report)
-    write_atomic(Path(config.run.out) / "decision.md",
-                 redact(render_markdown(decision, result.report, critical, facts, base_report)))
-    write_atomic(Path(config.run.out) / "report.html",
-                 redact(render_report_html(result.report, decision, base_report, critical, facts,
-                                           policy.critical_cases)))
     settings = changed_settings(base_report.eval, result.report.eval)
     row.update(decision=str(decision.decision), changed=render_changed(decision.changed, settings),
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
