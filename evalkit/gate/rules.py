@@ -272,7 +272,13 @@ def detectable_drop(c: Compared) -> Iterator[Finding]:
     suite guard's level, with the policy's `power`) calls for review, naming how many cases or repeats would."""
     target = c.policy.max_detectable_drop
     suite = c.detectable.suite
-    if target is None or (suite is not None and suite.drop is not None and suite.drop <= target + 1e-12):
+    if target is None or (suite is not None and not suite.at_floor and suite.drop is not None
+                          and suite.drop <= target + 1e-12):
+        return
+    if suite is not None and suite.at_floor:  # a figure for a drop from 0 would pass a run that can show none
+        yield Finding("detectable_drop", Effect.REVIEW,
+                      f"detectable_drop: {suite.sentence()}; the policy asks for {points(target)}",
+                      figures={"drop": None, "required": target, "base": suite.base})
         return
     if suite is None:
         yield Finding("detectable_drop", Effect.REVIEW, "detectable_drop: the two runs share no case or test to "
