@@ -128,6 +128,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     from evalkit.gate.decide import decide
     from evalkit.gate.decision import ExitCode, exit_code
     from evalkit.gate.isolation import refuse_short_isolation
+    from evalkit.judging.judge_health import judge_warnings
     from evalkit.render.junit import render_junit
     from evalkit.render.markdown import render_markdown
     from evalkit.render.money import money_line
@@ -201,6 +202,9 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
             say(redact(_job_line(row, "NOT GATED", tests, result.report_path)))
             return ExitCode.GO
         say("decision: none (baseline=none: the run was not gated)")
+        judged = judge_warnings(result.report.cases)  # no gate to raise them: say them with the run
+        if judged:
+            say(redact("warnings:\n" + "\n".join(f"  - {w.message()}" for w in judged)))
         say(redact(run_line))
         return ExitCode.GO
     name, base_report, base_sha = baseline

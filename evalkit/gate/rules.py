@@ -25,6 +25,7 @@ from evalkit.gate.headline import points
 from evalkit.gate.release import scored, why_unpaired
 from evalkit.gate.repeats import wilson_interval
 from evalkit.gate.sequential_rule import pool
+from evalkit.judging.judge_health import judge_warnings
 
 __all__ = ["RULES", "Rule", "Stage", "registered", "rule", "incomparable_finding", "rules_for", "reference",
            "repeat_messages"]
@@ -447,6 +448,15 @@ def one_side_sampled(c: Compared) -> Iterator[Finding]:
         yield Finding("one_side_sampled", Effect.WARN, f"only the {side} carries repeated samples; outcomes were "
                       "compared as single runs (run both sides with the same run.repeats for the statistical rule)",
                       figures={"sampled": side})
+
+
+@rule("judge_health", stage="warning")
+def judge_health(c: Compared) -> Iterator[Finding]:
+    """A judge that gave one verdict to nearly every case of the candidate, or whose reasons repeat the reply, is
+    warned about: its verdicts may measure nothing (evalkit.judging.judge_health); `evalkit calibrate` checks it."""
+    for warning in judge_warnings(c.candidate.cases):
+        yield Finding("judge_health", Effect.WARN, warning.message(), figures=warning.to_json(),
+                      subject=warning.metric)
 
 
 def repeat_messages(c: Compared) -> dict[str, str]:
