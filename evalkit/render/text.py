@@ -13,8 +13,13 @@ from evalkit.gate.headline import suite_sentence, tests_sentence
 from evalkit.render.numbers import change, number
 from evalkit.render.sections import decision_lists
 
-__all__ = ["samples_spread", "detectable_lines", "render_changed", "render_counts", "render_decision", "render_failure",
+__all__ = ["NOTHING_CHANGED", "samples_spread", "detectable_lines", "render_changed", "render_counts", "render_decision", "render_failure",
            "render_setting", "render_statistics", "sequential_line"]
+
+
+NOTHING_CHANGED = ("- (the two reports' eval keys agree: no component or setting the key covers differs, so the "
+                   "candidate measured the same system as the baseline; was the change applied?)")
+"""`changed:` when nothing did: said, so that a change that never reached the run cannot pass unseen."""
 
 
 def render_changed(changed: dict[str, tuple[Any, Any]], settings: Mapping[str, tuple[Any, Any]] | None = None) -> str:
@@ -95,8 +100,7 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = (),
         lines.append("warnings:")
         lines += [f"  - {w}" for w in decision.warnings]
     lines += found
-    if decision.changed:
-        lines.append(f"changed: {render_changed(decision.changed, settings)}")
+    lines.append(f"changed: {render_changed(decision.changed, settings) if decision.changed else NOTHING_CHANGED}")
     if decision.statistics:
         lines.append(render_statistics(decision.statistics))
     if decision.failures:
