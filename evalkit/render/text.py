@@ -13,8 +13,8 @@ from evalkit.gate.headline import suite_sentence, tests_sentence
 from evalkit.render.numbers import change, number
 from evalkit.render.sections import decision_lists
 
-__all__ = ["NOTHING_CHANGED", "samples_spread", "detectable_lines", "render_changed", "render_counts", "render_decision", "render_failure",
-           "render_setting", "render_statistics", "sequential_line"]
+__all__ = ["NOTHING_CHANGED", "samples_spread", "detectable_lines", "render_changed", "render_counts",
+           "render_decision", "render_failure", "render_setting", "render_statistics", "sequential_line"]
 
 
 NOTHING_CHANGED = ("- (the two reports' eval keys agree: no component or setting the key covers differs, so the "
