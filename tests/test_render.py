@@ -146,3 +146,15 @@ def test_a_candidate_equal_to_its_baseline_says_changed_nothing_and_what_that_me
     other = report_from_mapping(report({"test_a": "passed"}, prompt_sha="other"), "candidate.json")
     assert any(line.startswith("changed: prompt_sha ") for line in render_decision(decide(Policy(), same, other))
                .splitlines())
+
+
+def test_a_review_says_which_exit_code_it_got_and_so_what_ci_does() -> None:
+    baseline = report_from_mapping(report({"test_a": "passed"}), "baseline.json")
+    candidate = report_from_mapping(report({"test_a": "passed", "test_new": "failed"}), "candidate.json")
+    decision = decide(Policy(), baseline, candidate)
+    assert str(decision.decision) == "review"
+    assert render_decision(decision, exits=0).splitlines()[0] == (
+        "decision: REVIEW (exit 0: a CI job passes; the policy's review_fails: true would fail it)")
+    assert render_decision(decision, exits=1).splitlines()[0] == (
+        "decision: REVIEW (exit 1: a CI job fails, as the policy's review_fails asks)")
+    assert render_decision(decision).splitlines()[0] == "decision: REVIEW"  # a caller with no exit code says none

@@ -231,7 +231,8 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     if brief:
         say(redact(_job_line(row, str(decision.decision).upper(), tests, result.report_path)))
     else:
-        say(redact(render_decision(decision, critical, settings)))
+        exits = exit_code(decision.decision, policy.review_fails) if config.require_pass else ExitCode.GO
+        say(redact(render_decision(decision, critical, settings, exits)))
         # the decision lists the tests whose samples disagree with both sides' k/N: the run's rows do not repeat them
         say(redact(render_sections(result.report, base_report, listed=(decision.repeats or {}).get("disagree") or ())))
         say(redact(run_line))
