@@ -213,7 +213,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     decision = decide(policy, base_report, result.report)
     _, candidate_sha = read_text_sha256(result.report_path, "report")  # the report.json just written
     facts = evidence(policy_facts, report_identity(name, base_sha, base_report),
-                     report_identity(str(result.report_path), candidate_sha, result.report))
+                     report_identity(_shown_path(result.report_path), candidate_sha, result.report))
     written = redact.scrub({"baseline": name, **decision.to_json(), "evidence": facts})
     write_atomic(Path(config.run.out) / "decision.json", json.dumps(written, indent=2, allow_nan=False) + "\n")
     write_atomic(Path(config.run.out) / "decision.xml", redact(render_junit(decision, result.report)))
@@ -240,6 +240,16 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     if not config.require_pass:  # report-only: everything above was written; only the exit code differs
         return ExitCode.GO
     return exit_code(decision.decision, policy.review_fails)
+
+
+def _shown_path(path: Path) -> str:
+    """The report's path as decision.json and decision.md name it: from the working folder where it lies below
+    it, else its name alone (it lies beside them), never this machine's absolute path, which a pull-request
+    comment would publish and no reader can open."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return path.name
 
 
 def _job_line(row: dict[str, Any], decision: str, tests: str, report: Path) -> str:
