@@ -172,3 +172,9 @@ def test_the_dataset_option_takes_name_version_and_fields_for_row_files_only():
         DatasetConfig(manifest="m.json", fields={"id": "x"})
     with pytest.raises(ValidationError, match="String should match pattern"):
         DatasetConfig(file="t.csv", name="two words", version="1")
+
+
+@pytest.mark.parametrize("name", ["kb.json", "rows.jsonl", "rows.csv"])
+def test_a_missing_dataset_file_is_said_to_be_not_found(tmp_path: Path, name: str) -> None:
+    with pytest.raises(InputError, match=rf"{name}: dataset file not found; check dataset.file"):
+        load_cases(tmp_path / name, {"id": "id"}, name="kb", version="1")

@@ -16,6 +16,7 @@ import pytest
 from conftest import PROJECT_ROOT, evalkit_env
 
 from evalkit.core.config import Price
+from evalkit.core.errors import InputError
 from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.plan import plan
 from evalkit.gate.repeats import fisher_lower_p, sign_flip_p
@@ -157,3 +158,21 @@ def test_the_how_to_shows_what_evalkit_plan_prints() -> None:
     done = _evalkit(*command.split()[1:])
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip("\n") == shown
+
+
+def test_a_plan_to_detect_a_drop_from_zero_is_refused_naming_a_measure_that_moves() -> None:
+    cases = [{"id": f"c{i}", "status": "scored", "passed": False, "metrics": {"faithfulness.score": 1.0 + i % 2}}
+             for i in range(20)]
+    tests = [{"nodeid": f"t.py::test_x[c{i}]", "outcome": "failed"} for i in range(20)]
+    report = report_from_mapping({"eval": {"suite": "s"}, "tests": tests, "cases": cases}, "floor.json")
+    with pytest.raises(InputError, match=r"case pass rate is 0 \(every case failed\), so no drop from it can be "
+                                         r"detected .*the metric faithfulness.score \(mean 1.5 over 20 cases\)"):
+        plan(report, target=0.1, alpha=0.05, power=0.8, concurrency=1)
+
+
+def test_the_how_to_shows_the_refusal_of_a_floor_as_evalkit_plan_prints_it() -> None:
+    page = (PROJECT_ROOT / "docs" / "how-to" / "plan.md").read_text(encoding="utf-8")
+    block = page.split("```text\n$ ", 1)[1].split("\n```", 1)[0]
+    command, shown = block.split("\n", 1)
+    done = _evalkit(*command.split()[1:])
+    assert done.returncode == 3 and done.stderr.rstrip("\n") == shown

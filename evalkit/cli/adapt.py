@@ -99,9 +99,10 @@ def _source_main(source: Source, args: argparse.Namespace) -> int:
                        candidate_where=str(args.candidate))
     if out is not None:
         _write_folder(out, result, identity, policy, args)
-    say(render_decision(result.decision, policy.critical))
+    exits = exit_code(result.decision.decision, policy.review_fails)
+    say(render_decision(result.decision, policy.critical, exits=exits))
     say(render_policy(identity))
-    return exit_code(result.decision.decision, policy.review_fails)
+    return exits
 
 
 def _thresholds(given: list[str]) -> dict[str, float]:

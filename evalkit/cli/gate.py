@@ -86,11 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     # every output is checked before any is written, and they are written all or nothing: a refusal or a full disk
     # must not leave a decision.json for a CI step to pick up without its other files
     write_outputs(outputs, inputs=inputs)
-    say(render_decision(decision, critical, changed_settings(baseline.eval, candidate.eval)))
+    exits = exit_code(decision.decision, policy.review_fails) if args.require_pass else ExitCode.GO
+    say(render_decision(decision, critical, changed_settings(baseline.eval, candidate.eval), exits))
     say(render_policy(identity))
-    if not args.require_pass:
-        return ExitCode.GO
-    return exit_code(decision.decision, policy.review_fails)
+    return exits
 
 
 def _refuse_outputs(args: argparse.Namespace, inputs: dict[str, Path]) -> None:

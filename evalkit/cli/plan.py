@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.concurrency < 1:
         raise InputError(f"--concurrency {args.concurrency}: at least one call must be in flight")
     [(report, _)] = read_reports([args.report])
-    found = plan(report, target=args.detect, alpha=args.alpha, power=args.power, concurrency=args.concurrency)
+    try:
+        found = plan(report, target=args.detect, alpha=args.alpha, power=args.power, concurrency=args.concurrency)
+    except InputError as error:  # the report's own refusal (a metric at its floor): name the file
+        raise InputError(f"{args.report}: {error}") from None
     say(render_plan(found, str(args.report)))
     return ExitCode.GO

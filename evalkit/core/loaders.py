@@ -36,6 +36,9 @@ def load_cases(path: Path, fields: Mapping[str, str] | None = None, name: str | 
                version: str | None = None) -> Dataset:
     """The dataset at `path`: evalkit's JSON (name and version from the file, fingerprint of its bytes) or a file
     (or saved `datasets` folder) of rows (name and version from config, fingerprint of the loaded cases)."""
+    if not path.exists():  # first: every other refusal below is about a file that is there
+        raise InputError(f"{path}: dataset file not found; check dataset.file (relative paths are from the project "
+                         "root)")
     suffix = path.suffix.lower()
     saved = is_saved_dataset(path)
     if path.is_dir() and not saved:

@@ -223,16 +223,28 @@ def parse_yaml(text: str, where: str, what: str = "file") -> Any:
     except _Refusal as refusal:
         raise InputError(f"{where}: {refusal}") from None
     except yaml.YAMLError as error:
-        first = " ".join(str(error).split())
-        if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
-            first = f"{error.problem or error.context} (line {error.problem_mark.line + 1})"
-        raise InputError(f"{where}: not valid YAML: {_short(first, quote=False)}") from None
+        first = _short(" ".join(str(error).split()), quote=False)
+        if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:  # PyYAML's words, our lines
+            first = f"{_short(error.problem or error.context, quote=False)} ({_lines(error)})"
+        raise InputError(f"{where}: not valid YAML: {first}") from None
     except RecursionError:
         raise InputError(_too_deep(where, what)) from None
     except ValueError as error:  # an integer of more digits than Python converts
         raise InputError(_too_long(where, what, error)) from None
     check_values(data, where, what)
     return data
+
+
+def _lines(error: yaml.MarkedYAMLError) -> str:
+    """Where a YAML error is, 1-based: PyYAML's marks count from 0, and the line it names is where it noticed, often
+    the line after the mistake (an unclosed bracket or quote is found where the next key begins), so the line of
+    what it was reading then is named too."""
+    assert error.problem_mark is not None
+    where = f"line {error.problem_mark.line + 1}"
+    context = error.context_mark
+    if error.problem and error.context and context is not None and context.line != error.problem_mark.line:
+        where += f"; {error.context} that starts on line {context.line + 1}"
+    return where
 
 
 def check_values(data: Any, where: str, what: str = "file") -> None:

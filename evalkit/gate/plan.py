@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalkit.core.config import Price
-from evalkit.core.report import RunReport, case_heads
+from evalkit.core.errors import InputError
+from evalkit.core.report import PASSING, RunReport, case_heads
 from evalkit.gate.detectable import Spread, cases_needed, one_test_drop, one_test_repeats, suite_drop
+from evalkit.gate.floor import bound, informative
 from evalkit.gate.headline import Headline
 
 __all__ = ["LADDER", "Design", "Plan", "Usage", "plan"]
@@ -94,6 +96,13 @@ def plan(report: RunReport, *, target: float, alpha: float, power: float, concur
         raise ValueError(f"target is {target!r}; a drop lies in (0, 1]")
     level = alpha / 2
     metric, unit, units, rows, repeats, sd, noise = _units(report)
+    if bound(_base(report, metric)) == "floor":
+        other = informative(report)
+        raise InputError(f"the report's {metric} is 0 (every {unit} failed), so no drop from it can be detected "
+                         "and a plan for one would spend calls that can show nothing; "
+                         + (f"{other} differs across the cases: gate on it (the policy's review_on_drop)"
+                            if other else "no per-case metric or check differs across its cases either")
+                         + ", or fix what fails every case (a judge that fails every reply: evalkit calibrate)")
     now = Headline(metric, unit, Spread(units, sd, 0.0), rows, level, power, repeats,
                    suite_drop(units, sd, level=level, power=power))
     usage = _usage(report, rows, repeats)
@@ -145,6 +154,18 @@ def _units(report: RunReport) -> tuple[str, str, int, int, int, float, str]:
         units = len({("group", h.group) if h.group is not None else h.id for h in scored})
         return "case pass rate", "group" if groups else "case", units, len(scored), 1, 0.0, one
     return "test pass rate", "test", len(report.outcomes), len(report.outcomes), 1, 0.0, one
+
+
+def _base(report: RunReport, metric: str) -> float | None:
+    """The report's own value of the headline metric `_units` chose (None: nothing to average)."""
+    if metric == "pass fraction per case":
+        sampled = [counts.passed / counts.runs for counts in report.repeats.values() if counts.runs > 1]
+        return statistics.fmean(sampled) if sampled else None
+    if metric == "case pass rate":
+        scored = [head.passed is True for head in case_heads(report.cases) if head.status != "unscored"]
+        return statistics.fmean(scored) if scored else None
+    outcomes = report.outcomes.values()
+    return sum(1 for outcome in outcomes if outcome in PASSING) / len(outcomes) if outcomes else None
 
 
 def _usage(report: RunReport, rows: int, repeats: int) -> Usage | None:

@@ -25,6 +25,7 @@ from evalkit.gate.headline import points
 from evalkit.gate.release import scored, why_unpaired
 from evalkit.gate.repeats import wilson_interval
 from evalkit.gate.sequential_rule import pool
+from evalkit.judging.judge_health import judge_warnings
 
 __all__ = ["RULES", "Rule", "Stage", "registered", "rule", "incomparable_finding", "rules_for", "reference",
            "repeat_messages"]
@@ -272,7 +273,13 @@ def detectable_drop(c: Compared) -> Iterator[Finding]:
     suite guard's level, with the policy's `power`) calls for review, naming how many cases or repeats would."""
     target = c.policy.max_detectable_drop
     suite = c.detectable.suite
-    if target is None or (suite is not None and suite.drop is not None and suite.drop <= target + 1e-12):
+    if target is None or (suite is not None and not suite.at_floor and suite.drop is not None
+                          and suite.drop <= target + 1e-12):
+        return
+    if suite is not None and suite.at_floor:  # a figure for a drop from 0 would pass a run that can show none
+        yield Finding("detectable_drop", Effect.REVIEW,
+                      f"detectable_drop: {suite.sentence()}; the policy asks for {points(target)}",
+                      figures={"drop": None, "required": target, "base": suite.base})
         return
     if suite is None:
         yield Finding("detectable_drop", Effect.REVIEW, "detectable_drop: the two runs share no case or test to "
@@ -441,6 +448,15 @@ def one_side_sampled(c: Compared) -> Iterator[Finding]:
         yield Finding("one_side_sampled", Effect.WARN, f"only the {side} carries repeated samples; outcomes were "
                       "compared as single runs (run both sides with the same run.repeats for the statistical rule)",
                       figures={"sampled": side})
+
+
+@rule("judge_health", stage="warning")
+def judge_health(c: Compared) -> Iterator[Finding]:
+    """A judge that gave one verdict to nearly every case of the candidate, or whose reasons repeat the reply, is
+    warned about: its verdicts may measure nothing (evalkit.judging.judge_health); `evalkit calibrate` checks it."""
+    for warning in judge_warnings(c.candidate.cases):
+        yield Finding("judge_health", Effect.WARN, warning.message(), figures=warning.to_json(),
+                      subject=warning.metric)
 
 
 def repeat_messages(c: Compared) -> dict[str, str]:
