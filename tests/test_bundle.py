@@ -24,12 +24,15 @@ def _evalkit(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _files(folder: Path) -> dict[str, str]:
-    """The decision files of a folder, with how the policy was chosen said as `--policy` and the page's seal (a
-    hash of the page itself) left out: everything else must be equal byte for byte."""
-    chosen_by = json.loads((folder / "decision.json").read_text())["evidence"]["policy"]["chosen_by"]
+    """The decision files of a folder, with how the policy was chosen and how the candidate report was named (a
+    run names its own report.json, gate the path it was given) said alike, and the page's seal (a hash of the page
+    itself) left out: everything else must be equal byte for byte."""
+    facts = json.loads((folder / "decision.json").read_text())["evidence"]
     texts = {}
     for name in DECISION_FILES:
-        text = (folder / name).read_text(encoding="utf-8").replace(chosen_by, "--policy")
+        text = (folder / name).read_text(encoding="utf-8").replace(facts["policy"]["chosen_by"], "--policy")
+        text = text.replace(json.dumps(facts["candidate"]["path"]), '"CANDIDATE"')
+        text = text.replace(facts["candidate"]["path"], "CANDIDATE")
         texts[name] = re.sub(r'<meta name="evalkit-seal" content="[^"]*">', "", text)
     return texts
 
