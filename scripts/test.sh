@@ -66,4 +66,7 @@ if ! .venv-lmeval/bin/python -c "import lm_eval" 2>/dev/null; then
 fi
 export EVALKIT_LM_EVAL="${EVALKIT_LM_EVAL:-$PWD/.venv-lmeval/bin/lm_eval}"
 
-exec .venv/bin/python -m pytest -q "$@"
+# Every core (pytest-xdist): most tests wait on subprocesses (evalkit runs, pytest runs, real tools), so two
+# workers on two cores roughly halve the wall time; a test that must not share a machine-wide resource says so with
+# an xdist_group mark (the Slurm cluster's tests run on one worker).
+exec .venv/bin/python -m pytest -q -n auto --dist loadgroup "$@"
