@@ -4,6 +4,7 @@ exactly as it finds a third party's (entry points), with no second list of them 
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 import tomllib
@@ -11,10 +12,13 @@ from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
+from conftest import evalkit_env, report
+from helpers.wheel import install_offline
 
 import evalkit.plugins
 from evalkit.core import registry
 from evalkit.core.errors import ConfigError
+from evalkit.core.policy import Policy, policy_sha256
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 ENTRY_POINTS = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
@@ -78,3 +82,49 @@ def test_a_third_party_source_is_a_peer_of_the_builtins(installed: list[EntryPoi
 def test_an_unknown_name_lists_what_is_installed() -> None:
     with pytest.raises(ConfigError, match=r"provider 'nope' is not installed \(installed: anthropic, azure, "):
         registry.load(evalkit.plugins.PROVIDERS, "nope")
+
+
+# -- a real third-party gate rule, installed with pip ------------------------------------------------------------
+
+TOY_RULE = PROJECT_ROOT / "tests" / "plugins" / "evalkit-toy-rule"
+
+
+def _gate(tmp_path: Path, policy: str, site: Path | None) -> subprocess.CompletedProcess[str]:
+    """`evalkit gate` of two authored reports (one test fails on both sides: no regression) under a policy file."""
+    reports = {}
+    for side in ("baseline", "candidate"):
+        reports[side] = tmp_path / f"{side}.json"
+        reports[side].write_text(json.dumps(report({"test_a": "passed", "test_b": "failed"})), encoding="utf-8")
+    (tmp_path / "policy.yaml").write_text(policy, encoding="utf-8")
+    env = {**evalkit_env(), **({"PYTHONPATH": str(site)} if site else {})}
+    return subprocess.run([sys.executable, "-m", "evalkit.cli.main", "gate", str(reports["baseline"]),
+                           str(reports["candidate"]), "--policy", str(tmp_path / "policy.yaml")],
+                          cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.mark.slow
+def test_a_gate_rule_from_another_package_decides_only_where_a_policy_names_it(tmp_path: Path) -> None:
+    site = install_offline(TOY_RULE, tmp_path)
+    named = "name: with-toy\nrules:\n  toy_max_failed: {max_failed: 0}\n"
+
+    blocked = _gate(tmp_path, named, site)
+    assert blocked.returncode == 1, blocked.stderr
+    assert "1 failed test(s); the toy rule allows 0" in blocked.stdout
+
+    # installed, but the policy does not name it: evalkit's own rules alone (no regression: GO)
+    unnamed = _gate(tmp_path, "name: without-toy\n", site)
+    assert unnamed.returncode == 0 and unnamed.stdout.startswith("decision: GO"), unnamed.stdout + unnamed.stderr
+
+    # options the rule's own model refuses, and a policy naming a rule nobody installed: one line, exit 3
+    bad = _gate(tmp_path, "rules:\n  toy_max_failed: {max_fails: 0}\n", site)
+    assert bad.returncode == 3 and "policy rules.toy_max_failed" in bad.stderr and "max_fails" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    missing = _gate(tmp_path, named, None)
+    assert missing.returncode == 3, missing.stdout + missing.stderr
+    assert "gate rule 'toy_max_failed' is not installed" in missing.stderr
+
+
+def test_a_policy_that_names_no_plugin_rule_keeps_its_identity() -> None:
+    # `rules:` came after policies were first fingerprinted: left at its default, it leaves the identity alone
+    assert policy_sha256(Policy(name="p")) == policy_sha256(Policy(name="p", rules={}))
+    assert policy_sha256(Policy(name="p")) != policy_sha256(Policy(name="p", rules={"x": {}}))

@@ -17,7 +17,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import BaseModel, ValidationError
+
+from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.policy import Policy
+from evalkit.core.registry import Kind, load_all
 from evalkit.gate.comparable import incomparability
 from evalkit.gate.compared import Compared, sampled, unmatched_critical
 from evalkit.gate.findings import Effect, Finding
@@ -27,8 +31,8 @@ from evalkit.gate.repeats import wilson_interval
 from evalkit.gate.sequential_rule import pool
 from evalkit.judging.judge_health import judge_warnings
 
-__all__ = ["RULES", "Rule", "Stage", "registered", "rule", "incomparable_finding", "rules_for", "reference",
-           "repeat_messages"]
+__all__ = ["BUILTIN", "RULES", "RULE_SETS", "Rule", "RuleSet", "Stage", "incomparable_finding", "policy_rules",
+           "reference", "registered", "repeat_messages", "rule", "rules_for"]
 
 Stage = Literal["precondition", "comparison", "warning"]
 Check = Callable[[Compared], Iterable[Finding]]
@@ -47,6 +51,9 @@ class Rule:
     the finding's message is used."""
     graded: bool = False
     """Whether it reads graded cases (program suites): a policy that enables one lists the failing cases."""
+    options: type[BaseModel] | None = None
+    """For another package's rule: the model of its options under the policy's `rules.<id>` (pydantic, best with
+    `extra="forbid"`), checked before the rule runs; the check reads them as `c.policy.rules["<id>"]`."""
 
     @property
     def summary(self) -> str:
@@ -59,7 +66,57 @@ class Rule:
 
 
 RULES: list[Rule] = []
-"""Every rule, in the order their findings are listed (which is the order of a decision's reasons)."""
+"""evalkit's own rules, in the order their findings are listed (which is the order of a decision's reasons)."""
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The gate rules one package registers (in the `evalkit.rules` entry points), in the order of their findings.
+
+    evalkit's own set is registered so too (`evalkit = "evalkit.gate.rules:BUILTIN"` in its pyproject.toml); its
+    rules are turned on by the policy's own fields, another package's only by the policy's `rules:`."""
+
+    name: str
+    rules: Sequence[Rule]
+
+
+RULE_SETS: Kind[RuleSet] = Kind("evalkit.rules", "rule set", RuleSet, lambda rule_set: rule_set.name)
+"""The gate-rule extension point in evalkit's registry (public in evalkit.plugins)."""
+
+BUILTIN = RuleSet("evalkit", RULES)
+"""evalkit's own rule set: the list the `@rule` decorators below fill, in their order."""
+
+
+def policy_rules(policy: Policy) -> list[Rule]:
+    """The rules a decision under this policy runs: evalkit's own, then each rule of another installed package
+    that the policy names under `rules:`, its options checked. A named rule that no package provides, or bad
+    options, is refused in one line (exit 3): a reviewed policy must decide alike wherever it runs."""
+    if not policy.rules:
+        return list(RULES)
+    builtin = {r.id for r in RULES}
+    offered: dict[str, tuple[Rule, str]] = {}
+    for name, rule_set in load_all(RULE_SETS).items():
+        if name == BUILTIN.name:
+            continue
+        for plugin_rule in rule_set.rules:
+            owner = "evalkit" if plugin_rule.id in builtin else offered.get(plugin_rule.id, (None, ""))[1]
+            if owner:
+                raise ConfigError(f"gate rule '{plugin_rule.id}' of rule set '{name}' is also a rule of {owner}; "
+                                  "uninstall one of the packages")
+            offered[plugin_rule.id] = (plugin_rule, name)
+    chosen = []
+    for rule_id, options in policy.rules.items():
+        if rule_id not in offered:
+            raise ConfigError(f"policy rules: gate rule '{rule_id}' is not installed (rules of installed packages: "
+                              f"{', '.join(sorted(offered)) or 'none'}); install the package that provides it")
+        plugin_rule, _ = offered[rule_id]
+        if plugin_rule.options is not None:
+            try:
+                plugin_rule.options.model_validate(options)
+            except ValidationError as error:
+                raise ConfigError(describe_validation(error, plugin_rule.options, f"policy rules.{rule_id}")) from None
+        chosen.append(plugin_rule)
+    return [*RULES, *chosen]
 
 
 def rule(rule_id: str, *fields: str, stage: Stage = "comparison", per_test: str = "",
