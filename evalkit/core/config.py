@@ -689,6 +689,7 @@ def check_price_files(sources: Any) -> None:
     from importlib.resources import files
     from pathlib import Path
 
+    from evalkit.core.files import read_text
     from evalkit.core.parsing import parse_yaml
 
     seen: set[str] = set()
@@ -710,7 +711,9 @@ def check_price_files(sources: Any) -> None:
                 continue
             seen.add(item.name)
             where = _shown(str(item))
-            check_price_file(parse_yaml(item.read_text(encoding="utf-8"), where), where)
+            # a project's file is read under the input budget (size, FIFOs); a packaged one is evalkit's own
+            text = read_text(item, "price file") if isinstance(item, Path) else item.read_text(encoding="utf-8")
+            check_price_file(parse_yaml(text, where), where)
 
 
 def _shown(path: str) -> str:
