@@ -1,6 +1,6 @@
 """Configuration files under a budget (issue 35): a YAML alias bomb of a few hundred bytes, fed to every reader of
 a config file, is refused in one line at once (exit 3), never walked; a refused value is described in a line built
-in bounded time; a date that does not exist is named as one."""
+in bounded time; a date that does not exist is named as one, and so is a candidate program that is a device."""
 
 from __future__ import annotations
 
@@ -144,3 +144,20 @@ def test_a_price_file_is_read_under_the_input_budget(tmp_path: Path, monkeypatch
     source = SimpleNamespace(schema="file", path=str(tmp_path))
     with pytest.raises(InputError, match=r"team\.yaml.*EVALKIT_MAX_INPUT_BYTES"):
         check_price_files([source])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("program", "message"), [
+    ("/dev/zero", r"^error: conf/candidate/baseline\.yaml: program /dev/zero is not a regular file \(a device, a FIFO "
+                  r"or a folder\); name a script file$"),
+    ("/nonexistent/candidate.py", r"^error: conf/candidate/baseline\.yaml: program /nonexistent/candidate\.py not "
+                                  r"found$")])
+def test_a_candidate_program_that_is_not_a_file_is_named_for_what_it_is(program: str, message: str,
+                                                                       tmp_path: Path) -> None:
+    """Issue 35: `candidate.program=/dev/zero` said "not found"."""
+    import re
+
+    done = evalkit_bounded("run", "suite=quality_lab", f"candidate.program={program}",
+                           f"hydra.run.dir={tmp_path}/hydra", f"run.out={tmp_path}/run", timeout_s=BOUNDED_S)
+    line = one_line_refusal(done, program)
+    assert re.match(message, line), line
