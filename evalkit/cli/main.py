@@ -58,7 +58,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "bless": Subcommand("evalkit.cli.bless", "make a run report its suite's baseline", "evalkit.bless",
                         f"evalkit bless {_REPORT}"),
     "review": Subcommand("evalkit.cli.review", "apply human review decisions to a run report", "evalkit.review",
-                         "evalkit review --report report.json --decisions decisions.yaml --out reviewed.json"),
+                         "evalkit review --report report.json --decisions decisions.json --out reviewed.json"),
     "calibrate": Subcommand("evalkit.cli.calibrate", "run a suite's graders on its authored counterexamples",
                             "evalkit.calibrate", "evalkit calibrate suite=quality_lab"),
     "migrate": Subcommand("evalkit.cli.migrate", "convert recordings of an older format to the current one",

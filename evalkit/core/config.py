@@ -533,7 +533,37 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
                               f"no entry of that exact name in {prices_where(choices)}; add one (input, output, "
                               "cached_input, cache_write, as_of, source) in your project's conf/prices/NAME.yaml "
                               "and choose it with prices=[default,NAME]")
+    _check_budget_pays_for_a_call(config)
     return config
+
+
+def _check_budget_pays_for_a_call(config: RunConfig) -> None:
+    """Refuse a live run whose budget cannot admit even one call: every call would be denied and the run would
+    measure nothing (a record-missing run may be meant to call nothing, so only mode=live is refused)."""
+    from decimal import Decimal
+
+    from evalkit.core.money import reserve_cost
+
+    budget = config.budget
+    if config.mode is not Mode.LIVE or config.model is None:
+        return
+    least = {"max_calls": (budget.max_calls, 1, "one call"),
+             "max_input_tokens": (budget.max_input_tokens, 1, "one input token"),
+             "max_output_tokens": (budget.max_output_tokens, budget.reserve_output_tokens,
+                                   f"the {budget.reserve_output_tokens} output tokens a call reserves "
+                                   "(budget.reserve_output_tokens)")}
+    for name, (limit, needed, what) in least.items():
+        if limit is not None and limit < needed:
+            raise ConfigError(f"budget.{name}={limit} cannot pay for {what}, so every call of this live run would be "
+                              f"denied; raise budget.{name} or remove it")
+    price = config.prices.get(config.model.name)
+    if budget.max_usd is not None and price is not None:
+        cheapest = reserve_cost(price, 1, budget.reserve_output_tokens)
+        if Decimal(repr(budget.max_usd)) < cheapest:
+            raise ConfigError(f"budget.max_usd={budget.max_usd:g} cannot pay for one call of {config.model.name} "
+                              f"(${cheapest:.6f} reserved for one input token and budget.reserve_output_tokens="
+                              f"{budget.reserve_output_tokens}), so every call of this live run would be denied; "
+                              "raise budget.max_usd")
 
 
 def deprecations(config: RunConfig) -> list[str]:
@@ -689,6 +719,7 @@ def check_price_files(sources: Any) -> None:
     from importlib.resources import files
     from pathlib import Path
 
+    from evalkit.core.files import read_text
     from evalkit.core.parsing import parse_yaml
 
     seen: set[str] = set()
@@ -710,7 +741,9 @@ def check_price_files(sources: Any) -> None:
                 continue
             seen.add(item.name)
             where = _shown(str(item))
-            check_price_file(parse_yaml(item.read_text(encoding="utf-8"), where), where)
+            # a project's file is read under the input budget (size, FIFOs); a packaged one is evalkit's own
+            text = read_text(item, "price file") if isinstance(item, Path) else item.read_text(encoding="utf-8")
+            check_price_file(parse_yaml(text, where), where)
 
 
 def _shown(path: str) -> str:

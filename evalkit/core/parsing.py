@@ -20,14 +20,20 @@ from typing import Any, NoReturn
 
 import yaml
 
-from evalkit.core.errors import InputError
+from evalkit.core.errors import InputError, brief
 from evalkit.core.files import decode
 
-__all__ = ["MAX_DEPTH", "UniqueKeyLoader", "check_json", "check_json_aside", "json_object", "json_type", "parse_json",
-           "parse_yaml", "unique_object"]
+__all__ = ["MAX_ALIAS_VALUES", "MAX_DEPTH", "AliasBoundedLoader", "TooManyAliases", "UniqueKeyLoader", "check_json",
+           "check_json_aside", "json_object", "json_type", "parse_json", "parse_yaml", "unique_object"]
 
 MAX_DEPTH = 100
 """How deeply objects and lists may nest in an input file (evalkit's own files nest fewer than ten levels)."""
+
+MAX_ALIAS_VALUES = 100_000
+"""How many values a YAML file's aliases (`*name`) may stand for, counted as if each alias were written out.
+A policy that reuses a block of thresholds through an alias adds tens; nine nested lists of nine aliases (a
+"billion laughs" file of 400 bytes) stand for 387 million, which any walk of the value (a validation message, a
+fingerprint, a report) would spend minutes and gigabytes on."""
 
 
 class _Refusal(ValueError):
@@ -193,8 +199,53 @@ def _stack_depth() -> int:
     return depth
 
 
-class UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a mapping that gives a key twice (PyYAML keeps the last silently)."""
+class TooManyAliases(yaml.YAMLError):
+    """A YAML file whose aliases stand for more than MAX_ALIAS_VALUES values: valid YAML, refused (a YAMLError, so
+    a reader with its own loader that catches YAMLError refuses it too)."""
+
+
+class AliasBoundedLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a file whose aliases stand for more than MAX_ALIAS_VALUES values.
+
+    PyYAML shares the aliased object, so parsing stays cheap; the cost comes later, in whatever walks the value
+    as a tree. The count is taken while the document is composed, before anything is constructed."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._sizes: dict[int, int] = {}
+        self._aliased = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            node = self.anchors.get(event.anchor)
+            if node is not None:
+                self._aliased += self._size(node)
+                if self._aliased > MAX_ALIAS_VALUES:
+                    raise TooManyAliases(f"its aliases (*name) stand for more than {MAX_ALIAS_VALUES:,} values (line "
+                                   f"{event.start_mark.line + 1}); write the values out, or use fewer aliases")
+        return super().compose_node(parent, index)
+
+    def _size(self, node: yaml.Node) -> int:
+        """How many values `node` holds, itself included, with its aliases written out (memoised: composed
+        nodes do not change, and a node that holds itself counts once)."""
+        known = self._sizes.get(id(node))
+        if known is not None:
+            return known
+        self._sizes[id(node)] = 1  # a node reached again while it is being counted (`&a [*a]`)
+        if isinstance(node, yaml.SequenceNode):
+            size = 1 + sum(self._size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            size = 1 + sum(self._size(key) + self._size(value) for key, value in node.value)
+        else:
+            size = 1
+        self._sizes[id(node)] = size = min(size, MAX_ALIAS_VALUES + 1)
+        return size
+
+
+class UniqueKeyLoader(AliasBoundedLoader):
+    """YAML's safe loader, refusing a mapping that gives a key twice (PyYAML keeps the last silently) and a file
+    whose aliases stand for too many values (AliasBoundedLoader)."""
 
 
 def _construct_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -213,14 +264,25 @@ def _construct_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode) -> dict[
     return data
 
 
+def _construct_timestamp(loader: UniqueKeyLoader, node: yaml.ScalarNode) -> Any:
+    """YAML reads `2026-13-45` as a date and Python refuses the month with a ValueError, which would otherwise
+    read as a number too long: name the value and its line instead."""
+    try:
+        return loader.construct_yaml_timestamp(node)
+    except ValueError as error:
+        raise _Refusal(f"{_short(node.value, 40)} (line {node.start_mark.line + 1}) is not a real date ({error}); "
+                       "write a day that exists, as YYYY-MM-DD") from None
+
+
 UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+UniqueKeyLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
 
 
 def parse_yaml(text: str, where: str, what: str = "file") -> Any:
     """Parse YAML strictly (the safe loader, unique keys, finite numbers, bounded nesting)."""
     try:
         data = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a subclass of SafeLoader
-    except _Refusal as refusal:
+    except (_Refusal, TooManyAliases) as refusal:
         raise InputError(f"{where}: {refusal}") from None
     except yaml.YAMLError as error:
         first = _short(" ".join(str(error).split()), quote=False)
@@ -284,7 +346,9 @@ def _too_deep(where: str, what: str) -> str:
 
 
 def _short(value: Any, limit: int = 80, *, quote: bool = True) -> str:
-    text = repr(value) if quote else str(value)
+    if quote:
+        return brief(value, limit)
+    text = str(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 

@@ -261,8 +261,11 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     option = config.choices.get(spec.component, spec.component)
     candidate = candidate_config(config.components.get(spec.component, {}), option, spec.component)
     program = project_path(candidate.program)
-    if not program.is_file():
+    if not program.exists():
         raise InputError(f"conf/{spec.component}/{option}.yaml: program {candidate.program} not found")
+    if not program.is_file():  # a device (/dev/zero), a FIFO or a folder: reading it would never end or fail
+        raise InputError(f"conf/{spec.component}/{option}.yaml: program {candidate.program} is not a regular file "
+                         "(a device, a FIFO or a folder); name a script file")
     program_sha = sha256(program.read_bytes())
     name = config.choices.get("dataset", "dataset")
     components = {g: (config.choices.get(g, g), s) for g, s in config.components.items()}

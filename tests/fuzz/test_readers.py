@@ -1,8 +1,8 @@
-"""Fuzzing every reader of untrusted input: reports, policies, recordings, journals, datasets, manifests, the
-docs-stage reader and the five adapters (Inspect, promptfoo, DeepEval, lm-eval, JUnit).
+"""Fuzzing every reader of untrusted input: reports, policies, checks.yaml, rubrics, recordings, journals, datasets,
+manifests, the docs-stage reader and the five adapters (Inspect, promptfoo, DeepEval, lm-eval, JUnit).
 
-Each reader gets structured inputs (a real file of its kind with one value replaced by any JSON value) and
-mutated ones (its bytes cut, flipped, repeated or spliced). Whatever it gets, it must end in one of two ways: a
+Each reader gets structured inputs (a real file of its kind with one value replaced by any JSON value; in a YAML
+file, a value that may be shared, which YAML writes as an anchor and aliases) and mutated ones (its bytes cut, flipped, repeated or spliced). Whatever it gets, it must end in one of two ways: a
 result, or an EvalkitError (what the commands print as one line with exit 3). The reads run in a child process
 under a memory limit, each within a time bound, so a reader that crashes, hangs or balloons fails the test
 instead of the machine. The seed files are the project's own shipped files and the adapters' recorded corpus.
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,11 +34,25 @@ READ_TIMEOUT_S = 30.0
 """The longest one read may take on a loaded two-core machine; a hang is reported as one."""
 MAX_LINE = 1000  # evalkit's longest error line (evalkit.core.errors.MAX_MESSAGE_CHARS)
 
+# checks.yaml as docs/how-to/write-a-suite.md writes one, with an anchor and an alias (no suite ships one)
+CHECKS_SEED = b"""checks:
+  - name: reply_is_json
+    critical: true
+    json-schema: &schema {type: object, required: [label]}
+  - {name: still_json, json-schema: *schema}
+  - {name: label_matches, field: label, classification: label}
+  - {name: polite, contains: [thanks, sorry], match: any, ignore_case: true}
+  - {name: ticket_ref, regex: "T-[0-9]+"}
+  - {name: same_total, field: total, number: {expected: {case: total}, tolerance: 0.01}}
+  - {name: short, length: {max: 400}, where: {kind: chat}}
+"""
 _recording = ROOT / "recordings/issue_triage/gemini-3.8-flash-v1-issue-triage@1-85d32d9a.json"
 _call, _entry = next(iter(json.loads(_recording.read_text(encoding="utf-8"))["calls"].items()))
 SEEDS: dict[str, tuple[str, bytes]] = {  # reader -> (file name the reader expects, seed bytes)
     "report": ("report.json", (ROOT / "suites/issue_triage/runs/baseline.json").read_bytes()),
     "policy": ("policy.yaml", (ROOT / "conf/policy/triage.yaml").read_bytes()),
+    "checks": ("checks.yaml", CHECKS_SEED),
+    "rubric": ("rubric.yaml", (ROOT / "conf/rubric/evidencedesk.yaml").read_bytes()),
     "recording": ("recording.json", _recording.read_bytes()),
     "journal": ("rec.json.journal.jsonl", (json.dumps({"call_id": _call, "entry": _entry}) + "\n").encode()),
     "dataset": ("dataset.json", (ROOT / "suites/issue_triage/datasets/v1.json").read_bytes()),
@@ -50,6 +65,7 @@ SEEDS: dict[str, tuple[str, bytes]] = {  # reader -> (file name the reader expec
     "junit": ("junit.xml", (CORPUS / "junit/pytest/baseline.xml").read_bytes()),
 }
 JSON_READERS = [name for name, (file, _) in SEEDS.items() if file.endswith((".json", ".jsonl"))]
+YAML_READERS = [name for name, (file, _) in SEEDS.items() if file.endswith(".yaml")]
 
 
 class Child:
@@ -176,6 +192,26 @@ def structured(draw: st.DrawFn, reader: str) -> bytes:
     return json.dumps(changed, allow_nan=True, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass")
 
 
+def _shared(value: Any, levels: int, width: int) -> Any:
+    """`value` in `levels` nested lists of `width` references to one list: YAML writes each list once, with an
+    anchor, and every further reference as an alias (levels 6, width 9: a 400-byte "billion laughs")."""
+    for _ in range(levels):
+        value = [value] * width
+    return value
+
+
+@st.composite
+def structured_yaml(draw: st.DrawFn, reader: str) -> bytes:
+    """The YAML seed with one value, anywhere in it, replaced by any JSON value, possibly shared many times."""
+    document = yaml.safe_load(SEEDS[reader][1])
+    path = draw(st.sampled_from(_paths(document)))
+    new = draw(json_values)
+    if draw(st.booleans()):
+        new = _shared(new, draw(st.integers(1, 9)), draw(st.integers(2, 9)))
+    changed = _replace(document, path, new)
+    return yaml.safe_dump(changed, allow_unicode=draw(st.booleans())).encode("utf-8", "surrogatepass")
+
+
 def _get(document: Any, path: tuple[Any, ...]) -> Any:
     for part in path:
         document = document[part]
@@ -219,6 +255,17 @@ def _known(kind: str, readers: list[str]) -> list[Any]:
 def test_structured_inputs_end_in_a_result_or_one_line(child: Child, reader: str, fuzz_settings: settings) -> None:
     @fuzz_settings
     @given(data=structured(reader))
+    def run(data: bytes) -> None:
+        check(child.read(reader, data), reader, data)
+
+    run()
+
+
+@pytest.mark.parametrize("reader", _known("structured", YAML_READERS))
+def test_structured_yaml_inputs_end_in_a_result_or_one_line(child: Child, reader: str,
+                                                            fuzz_settings: settings) -> None:
+    @fuzz_settings
+    @given(data=structured_yaml(reader))
     def run(data: bytes) -> None:
         check(child.read(reader, data), reader, data)
 

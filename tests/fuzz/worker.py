@@ -26,6 +26,8 @@ def _readers() -> dict[str, Callable[[Path], Any]]:
     from evalkit.core.files import read_text
     from evalkit.core.policy import load_policy
     from evalkit.core.report import read_reports
+    from evalkit.judging.rubric import load_rubric
+    from evalkit.run.declared import read_checks
     from evalkit.run.journal import read_journal
     from evalkit.run.manifest import load_manifest_dataset
     from evalkit.run.recording import load_recording
@@ -36,7 +38,8 @@ def _readers() -> dict[str, Callable[[Path], Any]]:
     return {"report": lambda p: read_reports([p]), "policy": load_policy, "recording": load_recording,
             "journal": read_journal, "dataset": load_dataset, "manifest": lambda p: load_manifest_dataset(p, None),
             "inspect": read_inspect_log, "promptfoo": read_promptfoo, "deepeval": read_deepeval,
-            "lm_eval": read_lm_eval, "junit": read_junit, "docs_stage": docs_stage}
+            "lm_eval": read_lm_eval, "junit": read_junit, "docs_stage": docs_stage,
+            "checks": lambda p: read_checks(p.parent), "rubric": load_rubric}
 
 
 def main() -> None:
