@@ -45,19 +45,8 @@ def test_importing_the_plugin_face_imports_nothing_else_of_evalkit() -> None:
     assert done.stdout.strip() == "['evalkit.plugins']"
 
 
-@pytest.fixture
-def installed(monkeypatch: pytest.MonkeyPatch) -> list[EntryPoint]:
-    """The installed packages' entry points as the registry reads them, replaced by a list the test fills."""
-    found: list[EntryPoint] = []
-    monkeypatch.setattr(registry, "_installed", lambda group: [
-        (p.name, p.value, "a third party") for p in found if p.group == group])
-    registry.forget()
-    yield found
-    registry.forget()
-
-
 @pytest.mark.parametrize("kind", [evalkit.plugins.PROVIDERS, evalkit.plugins.SOURCES], ids=lambda k: k.group)
-def test_a_source_tree_without_installed_metadata_still_finds_every_builtin(installed: list[EntryPoint],
+def test_a_source_tree_without_installed_metadata_still_finds_every_builtin(installed_entry_points: list[EntryPoint],
                                                                            kind: registry.Kind[object]) -> None:
     # nothing installed at all: the entries come from evalkit's own pyproject.toml, the one declaration of them
     found = registry.entries(kind)
@@ -67,7 +56,8 @@ def test_a_source_tree_without_installed_metadata_still_finds_every_builtin(inst
         assert kind.name_of(registry.load(kind, name)) == name
 
 
-def test_a_third_party_source_is_a_peer_of_the_builtins(installed: list[EntryPoint]) -> None:
+def test_a_third_party_source_is_a_peer_of_the_builtins(installed_entry_points: list[EntryPoint]) -> None:
+    installed = installed_entry_points
     installed.append(EntryPoint("junit-again", "evalkit.adapt.junit:SOURCE", evalkit.plugins.SOURCES.group))
     with pytest.raises(ConfigError, match=r"source 'junit-again' \(from a third party\): evalkit.adapt.junit:SOURCE "
                                           r"is not a Source named 'junit-again'"):

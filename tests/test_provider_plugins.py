@@ -49,16 +49,9 @@ def test_every_builtin_spec_is_consistent() -> None:
 
 
 @pytest.fixture
-def entry_points(monkeypatch: pytest.MonkeyPatch) -> list[EntryPoint]:
+def entry_points(installed_entry_points: list[EntryPoint]) -> list[EntryPoint]:
     """The installed `evalkit.providers` entry points, as the registry reads them, replaced by a list the test fills."""
-    found: list[EntryPoint] = []
-    monkeypatch.setattr(plugins_registry, "_installed", lambda group: [
-        (p.name, p.value, "an unknown package") for p in found if p.group == group])
-    plugins_registry.forget()
-    registry.provider_specs.cache_clear()
-    yield found
-    plugins_registry.forget()
-    registry.provider_specs.cache_clear()
+    return installed_entry_points
 
 
 TOY = ProviderSpec(name="toy", factory=lambda config: None, stop_reasons={"toy_done": "finished"})
@@ -73,7 +66,7 @@ def test_an_entry_point_adds_a_provider_and_its_stop_reasons(entry_points: list[
 
 
 @pytest.mark.parametrize(("name", "target", "message"), [
-    ("openai", f"{__name__}:TOY", r"provider 'openai' is registered twice, by evalkit .* and by an unknown package"),
+    ("openai", f"{__name__}:TOY", r"provider 'openai' is registered twice, by evalkit .* and by a third party"),
     ("ghost", "no_such_module_anywhere:SPEC", r"provider 'ghost' .*no_such_module_anywhere:SPEC cannot be loaded"),
     ("wrong", f"{__name__}:WRONG_NAME", r"is not a ProviderSpec named 'wrong'"),
     ("clash", f"{__name__}:CLASH", r"stop reason 'length' is 'truncated' for provider '\w+' but 'finished' for "
