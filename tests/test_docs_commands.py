@@ -86,6 +86,7 @@ COVERED = {
     "evalkit gate suites/issue_triage/runs/baseline.json report.json --out decision.json": "test_merge.py",
     "evalkit run mode=live run.repeats=10 hydra.run.dir=outputs/pilot": "test_run_repeats.py",
     "evalkit plan outputs/pilot/report.json --detect 0.05 --power 0.9": "test_plan.py",
+    "evalkit plan suites/issue_triage/runs/baseline.json --detect 0.1 --prices conf/prices/ours.yaml": "test_plan.py",
 }
 
 

@@ -93,8 +93,15 @@ def test_a_config_without_an_output_cap_is_refused() -> None:
 
 
 def test_an_unknown_option_is_refused_naming_what_it_takes() -> None:
-    with pytest.raises(ConfigError, match=r"option\(s\) think are not llama-cpp-python chat parameters .*top_k"):
+    with pytest.raises(ConfigError, match=r"unknown key 'options.think' \(allowed: .*top_k"):
         make_provider(config(options=OPTIONS | {"think": False}))
+
+
+def test_a_mistyped_option_is_refused_with_the_option_meant_and_the_list() -> None:
+    # worded as a top-level typo is (evalkit.core.errors.describe_validation), with the closest option named
+    with pytest.raises(ConfigError, match=r"^model '.*': unknown key 'options.temprature' \(did you mean "
+                                          r"'temperature'\?; allowed: frequency_penalty, .*, n_ctx, .*top_p"):
+        make_provider(config(options=OPTIONS | {"temprature": 0.5}))
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, "2", True])

@@ -3,8 +3,9 @@ many runs, as a terminal table and an HTML page with inline SVG charts.
 
 What it reads: each argument is a run report, a run folder (holding `report.json`) or a folder searched for run
 folders; by default the project's `outputs/` and `multirun/`. A run's time is its report's `created` (written by
-pytest-json-report), else the file's modification time (said so); its decision is the one in the `decision.json`
-beside it. One suite is shown: `--suite`, else the suite of the latest run (the others are named in a note).
+pytest-json-report), else the file's modification time (said so); its decision, and the policy it was decided
+under, are those of the `decision.json` beside it. One suite is shown: `--suite`, else the suite of the latest run
+(the others are named in a note).
 A run that replayed calls its recording could not serve (`missing` or `stale` calls, which evalkit before recording
 identities scored as failures) measured nothing: it is left out, with a note, never plotted as quality 0.
 
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.cli.args import ArgumentParser
-from evalkit.cli.evidence import saved_decision_field
+from evalkit.cli.evidence import saved_decision_field, saved_decision_policy
 from evalkit.cli.guard import command, say, write_output
 from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
@@ -143,7 +144,8 @@ def _read_run(path: Path) -> HistoryRun:
     created = data.get("created")
     from_file = not isinstance(created, int | float) or isinstance(created, bool)
     time = path.stat().st_mtime if from_file else float(created)
-    return HistoryRun(shown(path), report, time, from_file, saved_decision_field(path, "decision"), path)
+    return HistoryRun(shown(path), report, time, from_file, saved_decision_field(path, "decision"), path,
+                      saved_decision_policy(path))
 
 
 

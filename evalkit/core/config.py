@@ -289,7 +289,8 @@ class RunSettings(_Strict):
     """Also write the run report here in its canonical form (evalkit.run.canonical: no timings or machine facts),
     e.g. to refresh a suite's shipped baseline."""
     concurrency: int = Field(8, ge=1, le=1024)
-    """Live calls in flight at once (8 suits a local server; raise it for hosted APIs)."""
+    """Live calls in flight at once (8 suits a local server; raise it for hosted APIs). A provider that serves
+    fewer at once gets no more (llamacpp, one runtime in this process: 1), and the run says so."""
     rpm: float | None = Field(None, gt=0)
     """Requests per minute, when the provider limits them."""
     tpm: float | None = Field(None, gt=0)

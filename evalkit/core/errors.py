@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime
+import difflib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from evalkit.core.untrusted import terminal
@@ -11,7 +13,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
 __all__ = ["EvalkitError", "ConfigError", "InputError", "RecordingError", "ProviderError", "OutageError",
-           "brief", "describe_validation", "one_line"]
+           "brief", "describe_validation", "one_line", "unknown_keys"]
 
 
 class EvalkitError(Exception):
@@ -65,6 +67,19 @@ def describe_validation(error: ValidationError, model: type[BaseModel], where: s
         else:
             problems.append(f"'{loc}': {item['msg']} (got {brief(item.get('input'))})")
     return f"{where}: " + "; ".join(problems)
+
+
+def unknown_keys(prefix: str, unknown: Iterable[str], allowed: Iterable[str]) -> str:
+    """The refusal of keys a mapping does not take, worded as describe_validation words a config typo, with the
+    closest allowed key of each (a typo is the usual cause): `unknown key 'options.temprature' (did you mean
+    'temperature'?; allowed: ...)`, several joined by '; '."""
+    names = sorted(set(allowed))
+    problems = []
+    for name in sorted(unknown):
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"did you mean '{close[0]}'?; " if close else ""
+        problems.append(f"unknown key '{prefix}{name}' ({hint}allowed: {', '.join(names)})")
+    return "; ".join(problems)
 
 
 def brief(value: Any, limit: int = 80) -> str:

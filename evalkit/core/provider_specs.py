@@ -57,6 +57,9 @@ class ProviderSpec:
     credential_env: tuple[str, ...] = ()
     """Environment variables it reads credentials from by itself (not through `api_key_env`): their values are
     redacted from everything a run writes, like a key's."""
+    max_concurrency: int | None = None
+    """The most calls it can serve at once (an in-process runtime: 1); None: as many as `run.concurrency` sends.
+    A run sends no more than this, since more would only queue inside the provider and be timed as latency."""
     honours_seed: bool = True
     """Whether its API takes a seed; when not, `options.seed` stays in the request (so repeated samples are
     told apart) but is not sent, and samples are as reproducible as the server's sampling."""

@@ -49,7 +49,7 @@ from evalkit.run.canonical import canonical_text
 from evalkit.run.declared import read_checks, with_check_judges
 from evalkit.run.destinations import check_run_destinations
 from evalkit.run.eval_block import kept_text
-from evalkit.run.execute import Execution, LiveSetup, execute
+from evalkit.run.execute import Execution, LiveSetup, execute, provider_limits
 from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
@@ -457,8 +457,12 @@ def _record(config: RunConfig, key: EvalKey, settings: dict[str, Any], rec_path:
     # the settings are written as this run composed them (a file migrated from an older format may lack some)
     recording = recording.model_copy(update={"settings": settings})
     reusable = reusable_calls(rec_path.parent, key) if config.mode is Mode.RECORD_MISSING else {}
+    at_once, lowered = provider_limits(config.run.concurrency,
+                                       {role: config.model if role == "model" else config.judge for role in providers})
+    if lowered:
+        notify(lowered)
     live = LiveSetup(providers=providers, settings=config.run, budget=Budget(config.budget), resumed=resumed,
-                     reusable=reusable, redact=redact, redact_reply=redact.values,
+                     reusable=reusable, redact=redact, redact_reply=redact.values, at_once=at_once,
                      progress=progress_enabled(config.run.progress))
     with Journal(journal_file, redact) as journal:
         live.journal = journal

