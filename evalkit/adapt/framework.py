@@ -75,6 +75,10 @@ class Source:
     read_thresholded: Callable[[Path, Mapping[str, float]], NeutralRun] | None = None
     """For a source whose scores are numbers: `read` with a pass threshold per scorer (`--pass-threshold
     SCORER=VALUE`), where full credit is not what passes; the thresholds join the run's contract."""
+    read_checked: Callable[[Path, Path], NeutralRun] | None = None
+    """For a source gated with evalkit's own checks (`--checks FILE`, then required): `read` with the checks
+    file's path; the file's SHA-256 joins the run's contract, so runs checked with different files are
+    incomparable."""
 
 
 SOURCES: Kind[Source] = Kind(ENTRY_POINT_GROUP, "source", Source, lambda source: source.name)
