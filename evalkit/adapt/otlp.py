@@ -136,7 +136,8 @@ def _span(raw: dict[str, Any], where: str, field: str, resource: Mapping[str, An
 
 def depths(spans: list[Span], where: str) -> dict[tuple[str, str], int]:
     """Each span's depth below its root (a parent missing from the file makes a root); refuses a parent chain
-    that cycles or nests deeper than MAX_SPAN_DEPTH. Iterative, so a hostile chain cannot exhaust the stack."""
+    that cycles or nests deeper than MAX_SPAN_DEPTH. Iterative, and each span is walked once, so a hostile chain
+    can neither exhaust the stack nor take quadratic time."""
     parents = {(span.trace_id, span.span_id): span.parent_id for span in spans}
     depth: dict[tuple[str, str], int] = {}
     for span in spans:
@@ -151,9 +152,6 @@ def depths(spans: list[Span], where: str) -> dict[tuple[str, str], int]:
             on_chain.add(node)
             parent = parents.get(node)
             node = (node[0], parent) if parent is not None and (node[0], parent) in parents else None
-            if len(chain) > MAX_SPAN_DEPTH + 1:
-                raise InputError(f"{where}: span {span.span_id!r} nests more than {MAX_SPAN_DEPTH} spans deep; "
-                                 "an agent's trace nests a few levels: check the exporter")
         below = -1 if node is None else depth[node]
         for known in reversed(chain):
             below += 1

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.server import FakeOpenAI, RawReply
+from fakes import FakeOpenAI, RawReply
 
 TOOLS = [{"type": "function", "function": {"name": name, "description": f"{name} the web",
                                            "parameters": {"type": "object", "properties": {"q": {"type": "string"}},
