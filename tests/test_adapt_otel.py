@@ -21,8 +21,6 @@ from evalkit.adapt.otlp import MAX_ATTRIBUTE_CHARS, MAX_SPAN_DEPTH, read_otlp
 from evalkit.core.errors import InputError
 from evalkit.records import ModelCall, ToolCall, ToolResult
 
-pytest.importorskip("opentelemetry.instrumentation.openai_v2", reason="install evalkit's [test] extra")
-
 CHECKS = """\
 checks:
   - {id: searches-then-fetches, kind: tool-sequence, tools: [search, fetch], mode: in-order}
@@ -238,3 +236,28 @@ def test_a_hostile_trace_is_one_line_exit_3_in_a_bounded_child(tmp_path: Path, n
     assert done.returncode == 3, done.stderr[-2000:]
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and str(path) in lines[0], lines
+
+
+def test_the_attributes_the_guide_names_are_read() -> None:
+    """Authored spans: a structured argument value, a result that is not text, an error said by `error.type` and an
+    `exception` event, a model named only in the response, and the final answer from `gen_ai.output.messages`."""
+    tool = _span("02", "01", name="execute_tool lookup", gen_ai__operation__name="execute_tool",
+                 gen_ai__tool__name="lookup", error__type="KeyError")
+    tool["attributes"] += [
+        {"key": "gen_ai.tool.call.arguments", "value": {"kvlistValue": {"values": [
+            {"key": "id", "value": {"intValue": "7"}}, {"key": "deep", "value": {"boolValue": True}}]}}},
+        {"key": "gen_ai.tool.call.result", "value": {"arrayValue": {"values": [{"doubleValue": 1.5}]}}}]
+    tool["events"] = [{"name": "exception", "attributes": [{"key": "exception.message",
+                                                            "value": {"stringValue": "no such id: 7"}}]}]
+    answer = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "It is "},
+                                                         {"type": "text", "content": "seven."}]}])
+    chat = _span("03", "01", gen_ai__operation__name="chat", gen_ai__response__model="m-2026",
+                 gen_ai__output__messages=answer)
+    text = _export(_span("01", evalkit__case_id="c1"), tool, chat)
+    cases, _ = trajectories(read_otlp(text.encode(), "x.json"), "x.json")
+    call, result, model, final = cases["c1"].steps
+    assert isinstance(call, ToolCall) and (call.id, call.arguments) == ("02", {"id": 7, "deep": True})
+    assert isinstance(result, ToolResult) and (result.content, result.error, result.error_message) == \
+        ("[1.5]", True, "no such id: 7")
+    assert isinstance(model, ModelCall) and model.model == "m-2026" and model.milliseconds == 0.000001
+    assert final.model_dump() == {"kind": "final_answer", "text": "It is seven."}

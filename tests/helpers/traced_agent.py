@@ -49,6 +49,9 @@ def _reply(body: dict[str, Any]) -> RawReply:
 def export_agent_traces(path: Path, cases: Iterable[str], *, failing_tool: str | None = None) -> dict[str, Any]:
     """Run the agent once per case, write the trace export (OTLP JSON) to `path` and return it.
     `failing_tool`'s executions raise, so its spans end with status ERROR."""
+    import pytest
+
+    pytest.importorskip("opentelemetry.instrumentation.openai_v2", reason="install evalkit's [test] extra")
     import openai
     from google.protobuf.json_format import MessageToDict
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
