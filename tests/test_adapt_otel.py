@@ -163,6 +163,11 @@ def test_root_spans_are_cases_named_by_their_names_without_case_ids() -> None:
     cases, notes = trajectories(read_otlp(text.encode(), "x.json"), "x.json")
     assert sorted(cases) == ["case-a", "case-b"]
     assert notes == ["1 root span(s) without GenAI spans below them are not cases"]
+    bare = _export(_span("01", evalkit__case_id="c1"), _span("02", "01", gen_ai__operation__name="execute_tool",
+                                                             gen_ai__tool__name="search"))
+    _, notes = trajectories(read_otlp(bare.encode(), "x.json"), "x.json")
+    assert notes == ["1 tool call(s) record no arguments (gen_ai.tool.call.arguments): argument checks find nothing "
+                     "to match on them; record arguments where the tools are traced"]
     twice = _export(_span("01", name="agent"), _span("02", "01", **CHAT), _span("03", name="agent", trace="t2"),
                     _span("04", "03", trace="t2", **CHAT))
     with pytest.raises(InputError, match="case 'agent' appears twice .*set the span attribute evalkit.case_id"):

@@ -122,6 +122,10 @@ def trajectories(spans: list[Span], where: str) -> tuple[dict[str, Trajectory], 
     unread = sum(1 for s in spans if (s.trace_id, s.span_id) in genai and (s.trace_id, s.span_id) not in inside)
     if unread:
         notes.append(f"{unread} GenAI span(s) outside every case are not read")
+    bare = sum(1 for t in cases.values() for _, call in t.tool_calls() if call.arguments is None)
+    if bare:  # content capture is off by default in GenAI instrumentations: say why an argument check fails
+        notes.append(f"{bare} tool call(s) record no arguments (gen_ai.tool.call.arguments): argument checks find "
+                     "nothing to match on them; record arguments where the tools are traced")
     return cases, notes
 
 
