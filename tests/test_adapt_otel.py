@@ -35,7 +35,7 @@ checks:
 def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The agent's export for cases `paris` and `oslo`, and the checks file, in one folder."""
     folder = tmp_path_factory.mktemp("otel")
-    export_agent_traces(folder / "agent.json", ["paris", "oslo"])
+    export_agent_traces(folder / "agent.json", ["paris", "oslo"], protobuf=folder / "agent.binpb")
     (folder / "checks.yaml").write_text(CHECKS, encoding="utf-8")
     return folder
 
@@ -129,6 +129,22 @@ def test_json_lines_read_like_one_export(traces: Path, tmp_path: Path) -> None:
     one = read_otel(traces / "agent.json", traces / "checks.yaml")
     many = read_otel(tmp_path / "agent.jsonl", traces / "checks.yaml")
     assert many.tests == one.tests
+
+
+def test_otlp_protobuf_reads_like_its_json(traces: Path) -> None:
+    one = read_otel(traces / "agent.json", traces / "checks.yaml")
+    binary = read_otel(traces / "agent.binpb", traces / "checks.yaml")
+    assert binary.tests == one.tests and binary.key == one.key
+    done = evalkit_cli("evalkit.adapt", "otel", str(traces / "agent.json"), str(traces / "agent.binpb"),
+                       "--checks", str(traces / "checks.yaml"))
+    assert done.returncode == 0 and "decision: GO" in done.stdout, done.stdout + done.stderr
+
+
+def test_truncated_otlp_protobuf_is_refused(traces: Path, tmp_path: Path) -> None:
+    cut = tmp_path / "cut.binpb"
+    cut.write_bytes((traces / "agent.binpb").read_bytes()[:-25])
+    with pytest.raises(InputError, match=r"cut.binpb: not an OTLP protobuf trace export \(.*\); is the file truncated"):
+        read_otel(cut, traces / "checks.yaml")
 
 
 def test_without_a_checks_file_the_command_is_a_usage_error(traces: Path) -> None:

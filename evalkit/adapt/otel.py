@@ -1,7 +1,8 @@
 """OpenTelemetry traces of an agent, gated with evalkit's trajectory checks: `evalkit adapt otel --checks FILE`.
 
-The file is an OTLP JSON trace export (evalkit.adapt.otlp). Its spans that follow OpenTelemetry's GenAI semantic
-conventions become each case's trajectory (evalkit.records.trajectory):
+The file is an OTLP JSON trace export, or OTLP protobuf in a `.pb` / `.binpb` file (evalkit.adapt.otlp). Its
+spans that follow OpenTelemetry's GenAI semantic conventions become each case's trajectory
+(evalkit.records.trajectory):
 
 - a span whose `gen_ai.operation.name` is `chat`, `text_completion` or `generate_content` is a model call:
   `gen_ai.request.model` (else `gen_ai.response.model`), `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`,
@@ -45,6 +46,8 @@ CASE_ID = "evalkit.case_id"
 """The span attribute that marks a span as a case and names it."""
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 TOOL_OPERATION = "execute_tool"
+PROTOBUF_SUFFIXES = frozenset({".pb", ".binpb"})
+"""File name endings read as OTLP protobuf (`.binpb` is OTLP's own name for it); any other file is OTLP JSON."""
 _MAX_CASES = 100_000
 _TASK = "otel"
 
@@ -53,7 +56,7 @@ def read_otel(path: Path, checks_path: Path) -> NeutralRun:
     """Read a trace export and gate its cases with the checks file: one test per case x check."""
     checks = load_trajectory_checks(checks_path)
     data = read_bytes(path, "trace export")
-    spans = read_otlp(data, str(path))
+    spans = read_otlp(data, str(path), protobuf=path.suffix in PROTOBUF_SUFFIXES)
     cases, notes = trajectories(spans, str(path))
     tests = _tests(checks, cases)
     models = sorted({step.model for t in cases.values() for step in t.steps

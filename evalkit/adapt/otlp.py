@@ -2,7 +2,8 @@
 
 The file is the OTLP/HTTP JSON body of a trace export (`{"resourceSpans": [{"resource", "scopeSpans": [{"scope",
 "spans": [...]}]}]}`), or JSON Lines of them, one export per line (what the OpenTelemetry Collector's file
-exporter writes). Each span keeps its ids, parent, name, times, attributes (OTLP's `AnyValue`s as plain JSON
+exporter writes), or an OTLP protobuf `ExportTraceServiceRequest` (a `.pb` or `.binpb` file, read with the `otel`
+extra). Each span keeps its ids, parent, name, times, attributes (OTLP's `AnyValue`s as plain JSON
 values), status and events. Ids are read as the text the file gives: the OTLP spec writes them in hex, protobuf's
 generic JSON mapping in base64; a parent is found by the same text within its trace either way.
 
@@ -58,12 +59,13 @@ class Span:
     """The attributes of the resource that emitted the span (`service.name`, `telemetry.sdk.version`, ...)."""
 
 
-def read_otlp(data: bytes, where: str) -> list[Span]:
-    """The spans of an OTLP JSON trace export (or JSON Lines of them), in the file's order."""
-    text = decode(data, where, "trace export")
+def read_otlp(data: bytes, where: str, *, protobuf: bool = False) -> list[Span]:
+    """The spans of an OTLP JSON trace export (or JSON Lines of them), or with `protobuf` of an OTLP protobuf
+    `ExportTraceServiceRequest`, in the file's order."""
+    exports = [(0, _from_protobuf(data, where))] if protobuf else _exports(decode(data, where, "trace export"), where)
     spans: list[Span] = []
     seen: set[tuple[str, str]] = set()
-    for line, export in _exports(text, where):
+    for line, export in exports:
         at = f"{where}{f' line {line}' if line else ''}"
         refuse_lone_surrogates(export, at)
         for span in _spans(export, at):
@@ -93,6 +95,23 @@ def _exports(text: str, where: str) -> Iterator[tuple[int, Any]]:
     for n in range(first + 1, len(lines)):
         if lines[n].strip():
             yield n + 1, parse_json(lines[n], f"{where} line {n + 1}", "trace export line")
+
+
+def _from_protobuf(data: bytes, where: str) -> Any:
+    """An OTLP protobuf export as the JSON value its OTLP JSON would be (ids in protobuf's base64), read with the
+    `otel` extra's opentelemetry-proto; protobuf's own nesting limit refuses a deeply nested value."""
+    try:
+        from google.protobuf.json_format import MessageToDict
+        from google.protobuf.message import DecodeError
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    except ImportError:
+        raise InputError(f"{where}: reading OTLP protobuf needs opentelemetry-proto: pip install 'evalkit[otel]', "
+                         "or export the traces as OTLP JSON") from None
+    try:
+        message = ExportTraceServiceRequest.FromString(data)
+    except DecodeError as error:
+        raise InputError(f"{where}: not an OTLP protobuf trace export ({error}); is the file truncated?") from None
+    return MessageToDict(message)
 
 
 def _spans(export: Any, where: str) -> Iterator[Span]:

@@ -46,9 +46,11 @@ def _reply(body: dict[str, Any]) -> RawReply:
     }).encode())
 
 
-def export_agent_traces(path: Path, cases: Iterable[str], *, failing_tool: str | None = None) -> dict[str, Any]:
-    """Run the agent once per case, write the trace export (OTLP JSON) to `path` and return it.
-    `failing_tool`'s executions raise, so its spans end with status ERROR."""
+def export_agent_traces(path: Path, cases: Iterable[str], *, failing_tool: str | None = None,
+                        protobuf: Path | None = None) -> dict[str, Any]:
+    """Run the agent once per case, write the trace export (OTLP JSON) to `path` and return it; the same export
+    as OTLP protobuf (the encoder's message, serialized) goes to `protobuf` when given. `failing_tool`'s
+    executions raise, so its spans end with status ERROR."""
     import pytest
 
     pytest.importorskip("opentelemetry.instrumentation.openai_v2", reason="install evalkit's [test] extra")
@@ -88,7 +90,10 @@ def export_agent_traces(path: Path, cases: Iterable[str], *, failing_tool: str |
                             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     finally:
         instrumentor.uninstrument()
-    export = MessageToDict(encode_spans(exporter.get_finished_spans()))
+    request = encode_spans(exporter.get_finished_spans())
+    if protobuf is not None:
+        protobuf.write_bytes(request.SerializeToString())
+    export = MessageToDict(request)
     for resource_spans in export["resourceSpans"]:
         for scope_spans in resource_spans["scopeSpans"]:
             for span in scope_spans["spans"]:
