@@ -143,8 +143,24 @@ def test_otlp_protobuf_reads_like_its_json(traces: Path) -> None:
 def test_truncated_otlp_protobuf_is_refused(traces: Path, tmp_path: Path) -> None:
     cut = tmp_path / "cut.binpb"
     cut.write_bytes((traces / "agent.binpb").read_bytes()[:-25])
-    with pytest.raises(InputError, match=r"cut.binpb: not an OTLP protobuf trace export \(.*\); is the file truncated"):
+    with pytest.raises(InputError, match=r"cut.binpb: not an OTLP protobuf trace export \(.*\); check that the file is a whole export"):
         read_otel(cut, traces / "checks.yaml")
+
+
+def test_deeply_nested_otlp_protobuf_is_refused() -> None:
+    pytest.importorskip("opentelemetry.proto", reason="install evalkit's [otel] or [test] extra")
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = b"t" * 16, b"s" * 8, "chat"
+    attribute = span.attributes.add()
+    attribute.key, value = "nested", attribute.value
+    for _ in range(5000):  # an attribute value nested 5,000 levels deep
+        inner = value.kvlist_value.values.add()
+        inner.key, value = "a", inner.value
+    with pytest.raises(InputError, match=r"x.binpb: not an OTLP protobuf trace export \("):
+        read_otlp(request.SerializeToString(), "x.binpb", protobuf=True)
 
 
 def test_without_a_checks_file_the_command_is_a_usage_error(traces: Path) -> None:

@@ -110,7 +110,8 @@ def _from_protobuf(data: bytes, where: str) -> Any:
     try:
         message = ExportTraceServiceRequest.FromString(data)
     except DecodeError as error:
-        raise InputError(f"{where}: not an OTLP protobuf trace export ({error}); is the file truncated?") from None
+        raise InputError(f"{where}: not an OTLP protobuf trace export ({error}); check that the file is a whole "
+                         "export (not truncated) of traces") from None
     return MessageToDict(message)
 
 
