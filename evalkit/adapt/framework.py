@@ -27,7 +27,7 @@ How a source plugs in
    older than the one read (name the version). Keep the module pure apart from reading the file.
 2. Register it in the `evalkit.adapters` entry-point group (`ENTRY_POINT_GROUP`) of the package that holds it:
    `[project.entry-points."evalkit.adapters"]` `<source> = "<module>:SOURCE"` in its pyproject.toml, as
-   evalkit registers deepeval, inspect, junit, lm-eval and promptfoo in its own. Once the package is installed
+   evalkit registers deepeval, inspect, junit, lm-eval, otel and promptfoo in its own. Once the package is installed
    the source is offered on the command line; `--policy`, `--out` and the decision's rendering come with it. A
    third-party package plugs in the same way, without a change to evalkit.
 3. Tests: `tests/test_adapt_<source>.py`; fixtures made by the real tool under `tests/corpus/adapt/<source>/`
