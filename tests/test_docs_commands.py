@@ -51,6 +51,7 @@ COVERED = {
     "evalkit adapt deepeval DIR/test_run_A.json DIR/test_run_B.json --policy path/to/policy.yaml":
         "test_adapt_deepeval.py",
     "evalkit adapt lm-eval OUT_MAIN/ OUT_PR/ --policy path/to/policy.yaml": "test_adapt_lm_eval.py",
+    "evalkit adapt otel BASELINE.json CANDIDATE.json --checks agent-checks.yaml": "test_adapt_otel.py",
     "evalkit review --report outputs/.../report.json --decisions decisions.json --out reviewed.json":
         "test_outputs.py",
     "evalkit gate suites/quality_lab/runs/baseline.json reviewed.json --policy quality_lab": "test_quality_lab.py",

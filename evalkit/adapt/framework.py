@@ -27,7 +27,7 @@ How a source plugs in
    older than the one read (name the version). Keep the module pure apart from reading the file.
 2. Register it in the `evalkit.adapters` entry-point group (`ENTRY_POINT_GROUP`) of the package that holds it:
    `[project.entry-points."evalkit.adapters"]` `<source> = "<module>:SOURCE"` in its pyproject.toml, as
-   evalkit registers deepeval, inspect, junit, lm-eval and promptfoo in its own. Once the package is installed
+   evalkit registers deepeval, inspect, junit, lm-eval, otel and promptfoo in its own. Once the package is installed
    the source is offered on the command line; `--policy`, `--out` and the decision's rendering come with it. A
    third-party package plugs in the same way, without a change to evalkit.
 3. Tests: `tests/test_adapt_<source>.py`; fixtures made by the real tool under `tests/corpus/adapt/<source>/`
@@ -75,6 +75,10 @@ class Source:
     read_thresholded: Callable[[Path, Mapping[str, float]], NeutralRun] | None = None
     """For a source whose scores are numbers: `read` with a pass threshold per scorer (`--pass-threshold
     SCORER=VALUE`), where full credit is not what passes; the thresholds join the run's contract."""
+    read_checked: Callable[[Path, Path], NeutralRun] | None = None
+    """For a source gated with evalkit's own checks (`--checks FILE`, then required): `read` with the checks
+    file's path; the file's SHA-256 joins the run's contract, so runs checked with different files are
+    incomparable."""
 
 
 SOURCES: Kind[Source] = Kind(ENTRY_POINT_GROUP, "source", Source, lambda source: source.name)

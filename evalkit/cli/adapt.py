@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--pass-threshold", action="append", default=[], metavar="SCORER=VALUE",
                              help="the least numeric score of SCORER that passes (default: 1.0, full credit), for "
                                   "a scale such as 0-10; repeatable; part of the eval key")
+        if source.read_checked is not None:
+            sub.add_argument("--checks", type=Path, required=True, metavar="FILE",
+                             help="the checks file (YAML) each case is gated with; its SHA-256 is part of the eval "
+                                  "key, so runs checked with different files are incomparable")
     return parser
 
 
@@ -89,7 +93,10 @@ def _source_main(source: Source, args: argparse.Namespace) -> int:
                          "choose a new --out folder")
     policy, identity = _policy(args.policy)
     thresholds = _thresholds(getattr(args, "pass_threshold", []))
-    if thresholds and source.read_thresholded is not None:
+    if source.read_checked is not None:
+        baseline = source.read_checked(args.baseline, args.checks)
+        candidate = source.read_checked(args.candidate, args.checks)
+    elif thresholds and source.read_thresholded is not None:
         baseline = source.read_thresholded(args.baseline, thresholds)
         candidate = source.read_thresholded(args.candidate, thresholds)
     else:
