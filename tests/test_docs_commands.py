@@ -28,7 +28,8 @@ NOT_HERE = ("mode=live", "mode=record-missing", "run.save_report=", "hydra/launc
             "evalkit history", "evalkit new ")
 DECISIONS = {"GO": 0, "BLOCK": 1, "INCOMPARABLE": 2}
 # exit codes said in prose next to the command rather than in its comment
-STATED = {"evalkit run policy.max_regresions=0": 3, "evalkit run model=nope": 3}
+STATED = {"evalkit run policy.max_regresions=0": 3, "evalkit run model=nope": 3,
+          "evalkit plan suites/issue_triage/runs/baseline-smollm2.json --detect 0.1": 3}
 
 # commands that cannot run here as written -> the test module that runs their shape with real files
 COVERED = {
