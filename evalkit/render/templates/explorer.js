@@ -162,8 +162,8 @@
     document.getElementById("case-title").textContent = ids[i];
     box.textContent = "";
     var reference = rows[i][state.reference];
-    rows[i].forEach(function (entry, j) { box.appendChild(caseRun(runs[j], entry, j, reference)); });
-    for (var j = rows[i].length; j < runs.length; j += 1) { box.appendChild(caseRun(runs[j], undefined, j, reference)); }
+    // by index, not forEach: a run without the case is a hole in the row, and it gets its column too
+    for (var j = 0; j < runs.length; j += 1) { box.appendChild(caseRun(runs[j], rows[i][j], j, reference)); }
     draw();
   }
   function caseRun(run, entry, j, reference) {
@@ -223,10 +223,10 @@
     while (i < n || k < m) {
       if (i < n && k < m && a[start + i] === b[start + k]) {
         out.appendChild(document.createTextNode(a[start + i])); i += 1; k += 1;
-      } else if (k < m && (i === n || table[i * (m + 1) + k + 1] >= table[(i + 1) * (m + 1) + k])) {
-        out.appendChild(text("ins", b[start + k])); k += 1;
+      } else if (i < n && (k === m || table[(i + 1) * (m + 1) + k] >= table[i * (m + 1) + k + 1])) {
+        out.appendChild(text("del", a[start + i])); i += 1;  // what went, then what came, as diffs read
       } else {
-        out.appendChild(text("del", a[start + i])); i += 1;
+        out.appendChild(text("ins", b[start + k])); k += 1;
       }
     }
     out.appendChild(document.createTextNode(a.slice(endA).join("")));
