@@ -25,7 +25,7 @@ from pathlib import Path
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.evidence import saved_decision_field
 from evalkit.cli.guard import command, say, write_output
-from evalkit.cli.history import RUN_FOLDERS, collect_runs
+from evalkit.cli.history import RUN_FOLDERS, collect_runs, run_index
 from evalkit.cli.main import epilog
 from evalkit.core.errors import InputError
 from evalkit.core.report import read_reports
@@ -108,7 +108,8 @@ def _history_reports(notes: list[str]) -> list[Path]:
         raise InputError("--history: no outputs/ or multirun/ in the project" + ("" if root else
                                                                                   " (and no evalkit project here)")
                          + "; run `evalkit run` first, or name run folders or reports")
-    return [run.file for run in collect_runs(searched, notes) if run.file is not None]
+    with run_index(root) as index:
+        return [run.file for run in collect_runs(searched, notes, index) if run.file is not None]
 
 
 def _write_folder(out: Path, texts: dict[str, str]) -> None:
