@@ -40,6 +40,8 @@ COVERED = {
     "evalkit compare suites/issue_triage/runs/baseline.json outputs/DATE/TIME/report.json": "test_compare_command.py",
     "evalkit policy-diff git:origin/main:conf/policy/triage.yaml conf/policy/triage.yaml": "test_policy_diff.py",
     "evalkit history": "test_history.py",
+    "evalkit view outputs/DATE/TIME/report.json outputs/DATE2/TIME2/report.json --out explorer": "test_view.py",
+    "evalkit view --history --out explorer-all --reference 3": "test_view.py",
     "evalkit new project": "test_cli_main.py",
     "evalkit adapt junit main.xml pr.xml": "test_adapt_junit.py",
     "evalkit adapt SOURCE BASELINE CANDIDATE [--policy NAME|FILE] [--out DIR]": "test_adapt_framework.py",
@@ -105,7 +107,7 @@ def docs_commands() -> dict[str, int]:
                 code, _, comment = command.partition(" #")
                 code = " ".join(code.split())
                 if not re.match(r"evalkit (run|gate|compare|adapt|history|policy-diff|plan|bless|review|calibrate|"
-                                r"migrate|new|merge)\b|evalkit --help\b", code):
+                                r"migrate|new|merge|view)\b|evalkit --help\b", code):
                     continue
                 exit_code = re.search(r"\bexit (\d)\b", comment)
                 decision = re.match(r"\s*(GO|BLOCK|INCOMPARABLE)\b", comment)

@@ -47,6 +47,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                         "evalkit adapt inspect logs/main/ logs/pr/ --out decision.json"),
     "history": Subcommand("evalkit.cli.history", "one suite over many runs, as a table and an HTML page",
                           "evalkit.history", "evalkit history outputs/ --suite issue_triage --html history.html"),
+    "view": Subcommand("evalkit.cli.view", "many runs as one folder of static files: a grid of cases x runs, "
+                       "filters, outputs side by side", "",
+                       f"evalkit view suites/issue_triage/runs/baseline.json {_REPORT} --out explorer"),
     "policy-diff": Subcommand("evalkit.cli.policy_diff", "decide stored pairs under an old and a new policy and "
                               "show what changes", "evalkit.policy_diff",
                               "evalkit policy-diff git:origin/main:conf/policy/issue_triage.yaml "

@@ -52,6 +52,14 @@ class HistoryRun:
     """Where the report was read (so that nothing is ever written over it)."""
     policy: tuple[str, str] | None = None
     """The name and SHA-256 of the policy its decision was made under; None without one (or an older file)."""
+    counts: tuple[int, int] | None = None
+    """(tests passed, tests) where `report` is a summary from the run index (evalkit.core.run_index), which keeps
+    no tests; None: counted from the report's own outcomes."""
+
+    @property
+    def tests(self) -> tuple[int, int]:
+        """Tests passed and tests."""
+        return self.counts if self.counts is not None else (self.report.passed, len(self.report.outcomes))
 
 
 @dataclass
@@ -144,8 +152,9 @@ def _latency(report: RunReport, name: str) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _pass_rate(report: RunReport) -> float | None:
-    return report.passed / len(report.outcomes) if report.outcomes else None
+def _pass_rate(run: HistoryRun) -> float | None:
+    passed, tests = run.tests
+    return passed / tests if tests else None
 
 
 def history_rows(runs: Sequence[HistoryRun]) -> tuple[list[str], list[list[str]], list[Series]]:
@@ -158,14 +167,14 @@ def history_rows(runs: Sequence[HistoryRun]) -> tuple[list[str], list[list[str]]
     rows = []
     for position, (label, run) in enumerate(zip(key_labels(runs), runs, strict=True), start=1):
         report = run.report
-        values = [_pass_rate(report), *(report.metrics.get(m) for m in metrics)]
+        values = [_pass_rate(run), *(report.metrics.get(m) for m in metrics)]
         cost = [_cost(report, "input_tokens"), _cost(report, "output_tokens"), _cost(report, "model_calls")]
         latency = [_latency(report, "mean_ms"), _latency(report, "p95_ms")]
         for one, value in zip(series, [*values, cost[0], run_usd(report), latency[0]], strict=True):
             one.values.append(value)
         # each run at the prices its report recorded: the history never reprices an old run
         rows.append([str(position), _time(run), label, (run.decision or "-").upper(), _policy_cell(run),
-                     f"{report.passed}/{len(report.outcomes)}", *(number(v) for v in values),
+                     "{}/{}".format(*run.tests), *(number(v) for v in values),
                      *(_int(v) for v in cost), usd_cell(report), *(_int(v) for v in latency), run.path])
     return header, rows, series
 
