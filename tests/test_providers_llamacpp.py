@@ -193,6 +193,23 @@ def test_greedy_calls_repeat_and_the_request_is_not_changed(provider: llamacpp.L
 
 
 @pytest.mark.slow
+def test_a_greedy_reply_does_not_depend_on_the_call_before_it(provider: llamacpp.LlamaCppProvider) -> None:
+    """llama-cpp-python keeps the previous prompt in its cache and evaluates only what differs after the common
+    prefix (SmolLM2's template starts every prompt with the same system message): other batches, other floating-
+    point sums, and a greedy reply could change with the call before it ("What is 2 + 2?" was answered "The answer
+    to this classic math problem is 4." after another question and "The answer is 4." after itself), so a recording
+    depended on the order of the calls. The worker evaluates every prompt whole."""
+    def asking(question: str) -> Request:
+        return request(messages=(Message(role="user", content=question),), response_schema=None,
+                       options=OPTIONS | {"max_tokens": 24})
+
+    provider.complete(asking("What is the capital of France?"))
+    after_another = provider.complete(asking("What is 2 + 2?")).text
+    after_itself = provider.complete(asking("What is 2 + 2?")).text
+    assert after_another == after_itself
+
+
+@pytest.mark.slow
 def test_no_schema_means_free_text_and_the_prompt_dialect_asks_for_json(provider: llamacpp.LlamaCppProvider) -> None:
     free = provider.complete(request(response_schema=None, options=OPTIONS | {"max_tokens": 12}))
     assert free.text and not free.text.lstrip().startswith("{")
