@@ -89,6 +89,7 @@ def direct() -> tuple[float, float, list[str]]:
     loaded = time.perf_counter()
     texts = []
     for case in issues():
+        model.reset()  # as evalkit's worker does: every prompt evaluated whole, so a reply never depends on the last
         reply: Any = model.create_chat_completion(
             messages=[{"role": "system", "content": prompt}, {"role": "user", "content": case["issue"]}],
             response_format={"type": "json_object", "schema": Triage.model_json_schema()}, **options)
