@@ -4,7 +4,7 @@ There is no server to fake, so the provider contract (tests/test_provider_contra
 applies: text, stop reasons (a reply cut at `max_tokens` stops with `length`) and usage; schema, options and
 messages reaching the model; the request left as it was; concurrent calls on one provider; a missing runtime
 or model package named with its install command. One model load serves the module (the provider caches it);
-every call is capped at a few dozen tokens. The `local` extra is installed wherever these run (CI included:
+every call is capped at a few dozen tokens. `evalkit setup local` has run wherever these run (CI included:
 `.ci/run`), so they are never skipped.
 """
 
