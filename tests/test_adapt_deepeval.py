@@ -74,7 +74,7 @@ def check_pair(folder: Path, pair: tuple[str, str], expected: tuple[Any, ...]) -
 
 
 def test_the_command_refuses_a_changed_metric_as_incomparable() -> None:
-    done = subprocess.run([sys.executable, "-m", "evalkit.adapt", "deepeval", str(CORPUS / "baseline.json"),
+    done = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "adapt", "deepeval", str(CORPUS / "baseline.json"),
                            str(CORPUS / "metric-changed.json")],
                           capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120)
     assert done.returncode == 2, done.stderr
@@ -163,7 +163,7 @@ def test_a_lone_surrogate_in_a_test_case_name_is_one_line_exit_3(tmp_path: Path)
     data["testCases"][0]["name"] = "case \ud800"
     path = tmp_path / "surrogate.json"
     path.write_text(json.dumps(data))  # ensure_ascii writes the escape `\ud800`, as a hostile file would
-    done = evalkit_cli("evalkit.adapt", "deepeval", str(path), str(path))
+    done = evalkit_cli("evalkit.cli.main", "adapt", "deepeval", str(path), str(path))
     assert done.returncode == 3, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "lone surrogate (\\ud800)" in done.stderr
 

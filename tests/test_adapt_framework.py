@@ -140,20 +140,20 @@ def test_adapted_reports_keep_the_scorer_where_the_plain_gate_refuses_a_change()
     other = SourceKey(**{**KEY.__dict__, "scorer": "includes", "contract": {"num_fewshot": "5"}})
     before, after = to_run_report(run({"1": "passed"}), "b"), to_run_report(run({"1": "passed"}, key=other), "c")
     assert after["eval"]["judge_model"] == "scorer:includes; num_fewshot=5"
-    assert incomparability(before["eval"], after["eval"])  # `python -m evalkit.gate` refuses them too
+    assert incomparability(before["eval"], after["eval"])  # `evalkit gate` refuses them too
 
 
 def test_out_in_a_missing_folder_or_over_an_existing_path_is_refused(tmp_path: Path) -> None:
     junit = PROJECT_ROOT / "tests/corpus/adapt/junit/pytest"
     for out, expected in ((tmp_path / "no/such/dir", "does not exist"), (tmp_path, "already exists")):
-        done = evalkit_cli("evalkit.adapt", "junit", str(junit / "baseline.xml"), str(junit / "candidate.xml"),
+        done = evalkit_cli("evalkit.cli.main", "adapt", "junit", str(junit / "baseline.xml"), str(junit / "candidate.xml"),
                            "--out", str(out))
         assert done.returncode == 3 and expected in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "no").exists()
 
 
 def test_an_unknown_source_is_a_usage_error() -> None:
-    done = evalkit_cli("evalkit.adapt", "nosuchtool", "a", "b")
+    done = evalkit_cli("evalkit.cli.main", "adapt", "nosuchtool", "a", "b")
     assert done.returncode == 3 and "invalid choice: 'nosuchtool'" in done.stderr
 
 
@@ -167,13 +167,13 @@ def test_a_third_party_package_adds_a_source_through_the_entry_points(tmp_path: 
     assert (next(target.glob("evalkit_tap-*.dist-info")) / "entry_points.txt").read_text().count(
         ENTRY_POINT_GROUP) == 1
     env = {**evalkit_env(), "PYTHONPATH": str(target)}
-    gated = subprocess.run([sys.executable, "-m", "evalkit.adapt", "tap", str(PLUGIN / "baseline.tap"),
+    gated = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "adapt", "tap", str(PLUGIN / "baseline.tap"),
                             str(PLUGIN / "candidate.tap")], cwd=PROJECT_ROOT, env=env, capture_output=True,
                            text=True, timeout=300)
     assert gated.returncode == 1, gated.stdout + gated.stderr
     assert "tap::keeps the order" in gated.stdout
-    listed = subprocess.run([sys.executable, "-m", "evalkit.adapt", "--help"], cwd=PROJECT_ROOT, env=env,
+    listed = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "adapt", "--help"], cwd=PROJECT_ROOT, env=env,
                             capture_output=True, text=True, timeout=300)
     assert "tap" in listed.stdout and "junit" in listed.stdout
-    unknown = evalkit_cli("evalkit.adapt", "tap", str(PLUGIN / "baseline.tap"), str(PLUGIN / "candidate.tap"))
+    unknown = evalkit_cli("evalkit.cli.main", "adapt", "tap", str(PLUGIN / "baseline.tap"), str(PLUGIN / "candidate.tap"))
     assert unknown.returncode == 3 and "invalid choice: 'tap'" in unknown.stderr

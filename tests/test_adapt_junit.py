@@ -131,7 +131,7 @@ def test_an_empty_folder_is_refused(tmp_path: Path) -> None:
     (PYTEST / "baseline.xml", PYTEST / "missing.xml", 3),
 ])
 def test_the_command_exit_codes(baseline: Path, candidate: Path, code: int) -> None:
-    done = evalkit_cli("evalkit.adapt", "junit", str(baseline), str(candidate))
+    done = evalkit_cli("evalkit.cli.main", "adapt", "junit", str(baseline), str(candidate))
     assert done.returncode == code, done.stderr
     if code == 3:
         assert len(done.stderr.strip().splitlines()) == 1 and "missing.xml" in done.stderr

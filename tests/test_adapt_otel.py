@@ -82,7 +82,7 @@ def test_one_test_per_case_and_check(traces: Path) -> None:
 
 
 def test_the_trace_gated_against_itself_is_go(traces: Path) -> None:
-    done = evalkit_cli("evalkit.adapt", "otel", str(traces / "agent.json"), str(traces / "agent.json"),
+    done = evalkit_cli("evalkit.cli.main", "adapt", "otel", str(traces / "agent.json"), str(traces / "agent.json"),
                        "--checks", str(traces / "checks.yaml"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "decision: GO" in done.stdout
@@ -92,7 +92,7 @@ def test_the_trace_gated_against_itself_is_go(traces: Path) -> None:
 def test_a_skipped_tool_call_blocks_on_the_sequence_check(traces: Path, tmp_path: Path) -> None:
     export = json.loads((traces / "agent.json").read_text())
     (tmp_path / "candidate.json").write_text(json.dumps(_without_tool(export, "paris", "fetch")))
-    done = evalkit_cli("evalkit.adapt", "otel", str(traces / "agent.json"), str(tmp_path / "candidate.json"),
+    done = evalkit_cli("evalkit.cli.main", "adapt", "otel", str(traces / "agent.json"), str(tmp_path / "candidate.json"),
                        "--checks", str(traces / "checks.yaml"))
     assert done.returncode == 1, done.stdout + done.stderr
     regressed = done.stdout.split("regressed (1):\n", 1)[1].splitlines()[0]
@@ -135,7 +135,7 @@ def test_otlp_protobuf_reads_like_its_json(traces: Path) -> None:
     one = read_otel(traces / "agent.json", traces / "checks.yaml")
     binary = read_otel(traces / "agent.binpb", traces / "checks.yaml")
     assert binary.tests == one.tests and binary.key == one.key
-    done = evalkit_cli("evalkit.adapt", "otel", str(traces / "agent.json"), str(traces / "agent.binpb"),
+    done = evalkit_cli("evalkit.cli.main", "adapt", "otel", str(traces / "agent.json"), str(traces / "agent.binpb"),
                        "--checks", str(traces / "checks.yaml"))
     assert done.returncode == 0 and "decision: GO" in done.stdout, done.stdout + done.stderr
 
@@ -164,7 +164,7 @@ def test_deeply_nested_otlp_protobuf_is_refused() -> None:
 
 
 def test_without_a_checks_file_the_command_is_a_usage_error(traces: Path) -> None:
-    done = evalkit_cli("evalkit.adapt", "otel", str(traces / "agent.json"), str(traces / "agent.json"))
+    done = evalkit_cli("evalkit.cli.main", "adapt", "otel", str(traces / "agent.json"), str(traces / "agent.json"))
     assert done.returncode == 3
     assert "--checks" in done.stderr
 

@@ -1,4 +1,4 @@
-"""`python -m evalkit` and `python -m evalkit.gate` through real subprocesses: decisions, exit codes,
+"""`python -m evalkit` and `evalkit gate` through real subprocesses: decisions, exit codes,
 bad input. The recorded decisions of the issue-triage suite must reproduce exactly."""
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def test_replay_miss_and_stale_entry_are_a_refusal_never_case_failures(run_evalk
     assert not (tmp_path / "job" / "report.json").exists()
 
 
-# --- python -m evalkit.gate ---
+# --- evalkit gate ---
 
 def test_gate_cli_on_the_shipped_baseline_and_a_run(run_evalkit, tmp_path):
     assert run_evalkit("model=gemma4", "baseline=none").returncode == 0

@@ -223,11 +223,11 @@ def test_a_few_files_gate_end_to_end_through_the_command(tmp_path: Path) -> None
     chosen = [row for row in EXPECTED.values() if row.path.startswith("wild/") and row.expect == "go"]
     for tool, source in (("junit", "junit"), ("inspect", "inspect"), ("deepeval", "deepeval")):
         row = next(r for r in chosen if r.tool == tool)
-        result = evalkit_cli("evalkit.adapt", source, str(CORPUS / row.path), str(CORPUS / row.path),
+        result = evalkit_cli("evalkit.cli.main", "adapt", source, str(CORPUS / row.path), str(CORPUS / row.path),
                             "--out", str(tmp_path / tool))
         assert result.returncode == 0, (row.path, result.stdout, result.stderr)
     nunit = EXPECTED["wild/junit/dorny/dorny+test-reporter____tests____fixtures__dotnet-nunit.xml"]
-    result = evalkit_cli("evalkit.adapt", "junit", str(CORPUS / nunit.path), str(CORPUS / nunit.path),
+    result = evalkit_cli("evalkit.cli.main", "adapt", "junit", str(CORPUS / nunit.path), str(CORPUS / nunit.path),
                         "--out", str(tmp_path / "nunit"))
     assert result.returncode == 3 and re.search(r"NUnit 3 XML", result.stderr), result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

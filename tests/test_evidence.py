@@ -1,5 +1,5 @@
 """Decisions say what decided them (evalkit.cli.evidence): the policy's identity and why it was chosen, both
-reports' SHA-256 and eval keys, evalkit's version; and `python -m evalkit.gate` without --policy uses the
+reports' SHA-256 and eval keys, evalkit's version; and `evalkit gate` without --policy uses the
 candidate's suite policy or the strict default, never a demo suite's."""
 
 from __future__ import annotations

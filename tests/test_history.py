@@ -1,4 +1,4 @@
-"""`python -m evalkit.history`: one suite over many runs, as a table and a self-contained page with SVG charts."""
+"""`evalkit history`: one suite over many runs, as a table and a self-contained page with SVG charts."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class Page(HTMLParser):
 
 def _run(cwd: Path, *args: str, project: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**evalkit_env(), **({"EVALKIT_PROJECT": str(project)} if project else {})}
-    return subprocess.run([sys.executable, "-m", "evalkit.history", *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "evalkit.cli.main", "history", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)
 
 

@@ -11,9 +11,8 @@ PACKAGE = Path(evalkit.__file__).parent
 # lower number = lower layer; a module may import its own layer or any lower one
 LAYERS = {"conf": 0, "core": 0, "records": 1, "project": 2, "live": 3, "judging": 3, "gate": 4, "programs": 4,
           "run": 5, "render": 6, "adapt": 6, "cli": 7}
-# `python -m evalkit.X` names: thin modules that only hand over to evalkit.cli
-COMMAND_NAMES = {"__main__.py", "review.py", "calibrate.py", "new.py", "bless.py", "gate/__main__.py", "compare.py", "policy_diff.py", "history.py",
-                 "adapt/__main__.py", "migrate.py"}
+# `python -m evalkit`: the one thin module that only hands over to evalkit.cli
+COMMAND_NAMES = {"__main__.py"}
 # the public faces: what a suite or a plugin imports (`evalkit`, `evalkit.plugins`); they sit above every layer and
 # re-export, lazily, names of the layers below
 PUBLIC_FACES = {"__init__.py", "plugins.py"}

@@ -109,7 +109,7 @@ def test_markdown_shows_both_answers_of_each_regressed_case_side_by_side():
             "<td><pre>&lt;script&gt;x&lt;/script&gt;</pre></td></tr>") in markdown
     assert "<tr><th>judge: faithfulness</th><td><pre>yes</pre></td><td><pre>no</pre></td></tr>" in markdown
     assert "A old" not in markdown and "A new" not in markdown
-    # without the baseline (python -m evalkit.gate given no answers to compare) no answer block is drawn
+    # without the baseline (evalkit gate given no answers to compare) no answer block is drawn
     assert "Answers of regressed case" not in render_markdown(decide(Policy(), baseline, candidate), candidate)
 
 
