@@ -75,12 +75,6 @@ class TestChanges:
     """Passing / (passing + failed + error), None when no such test ran."""
 
 
-def _case_of(nodeid: str) -> str:
-    """The case a test checks: its parameter id (`test_priority[import-drops-tasks]`), or '' for a test of none."""
-    _, bracket, case = nodeid.partition("[")
-    return case[:-1] if bracket and case.endswith("]") else ""
-
-
 def _not_passing(outcomes: Mapping[str, str]) -> list[str]:
     """The tests that did not pass, in the report's order, found without a bytecode loop over the passing ones."""
     return list(compress(outcomes, map(not_, map(PASSING.__contains__, outcomes.values()))))
@@ -129,18 +123,12 @@ class Compared:
             regressed += [name for name in repeated.regressed if name not in regressed]
             fixed = [name for name in fixed if name not in both or name not in was]
             fixed += [name for name in repeated.improved if name not in fixed]
-        unscored = set(self.candidate.unscored)
-        if unscored:
-            # a case the run could not measure (its call failed or the budget denied it) is not a regression of
-            # each of its tests: the run is incomplete, and incomplete_run says so once, naming the cases
-            regressed = [name for name in regressed if _case_of(name) not in unscored]
         counts = Counter(after.values())
         passed = len(after) - len(failing)
         ran = passed + sum(counts[o] for o in FAILING)
         return TestChanges(
             regressed=tuple(sorted(regressed)), fixed=tuple(sorted(fixed)),
-            critical_failures=tuple(sorted(name for name in failing if is_critical(name, critical)
-                                           and _case_of(name) not in unscored)),
+            critical_failures=tuple(sorted(name for name in failing if is_critical(name, critical))),
             missing_critical=tuple(sorted(missing_critical)),
             new_failing=tuple(sorted(name for name in failing if name not in before)),
             passed=passed, outcomes=dict(sorted(counts.items())),
