@@ -336,6 +336,12 @@ def test_a_saved_folder_never_follows_a_data_file_out_of_itself(tmp_path):
     (folder / "state.json").write_text(json.dumps({"_data_files": [{"filename": "fifo"}]}))
     os.mkfifo(folder / "fifo")
     assert load_bounded(folder)[1].endswith("fifo: not a regular file; a saved dataset's files are regular files")
+    splits = tmp_path / "dict"
+    splits.mkdir()
+    (tmp_path / "splits.json").write_text(json.dumps({"splits": ["secret-name"]}))
+    (splits / "dataset_dict.json").symlink_to(tmp_path / "splits.json")
+    with pytest.raises(InputError, match=r"dataset_dict\.json: a symbolic link to .*splits\.json, outside the folder"):
+        load_cases(splits, None, "d", "1")
 
 
 def test_a_lone_surrogate_is_refused_in_one_line_with_exit_3(tmp_path):

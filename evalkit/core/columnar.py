@@ -205,8 +205,9 @@ def _decoded(batches: Iterable[Any], path: Path, limits: DatasetLimits,
 
 def _splits(path: Path, limits: DatasetLimits) -> list[str]:
     limit, setting = byte_limit(limits)
+    listed = _inside(path, "dataset_dict.json", path / "dataset_dict.json")
     try:
-        data = json.loads(read_text(path / "dataset_dict.json", "datasets split list", limit=limit, setting=setting))
+        data = json.loads(read_text(listed, "datasets split list", limit=limit, setting=setting))
         return [str(s)[:80] for s in data.get("splits", [])][:20]
     except (ValueError, AttributeError, TypeError, RecursionError):
         return []
