@@ -116,9 +116,7 @@ def parquet_rows(path: Path, limits: DatasetLimits) -> Iterator[tuple[str, dict[
         batch = max(1, min(65_536, _BATCH_BYTES * max(declared, 1) // max(expanded, 1)))
         yield from _decoded(file.iter_batches(batch_size=batch, use_threads=False), path, limits, "Parquet file")
     except (pa.ArrowException, OSError, ValueError) as error:  # ArrowInvalid is a ValueError
-        if isinstance(error, MemoryError):
-            raise
-        raise InputError(f"{path}: not a readable Parquet file ({_first_line(error)})") from None
+        raise _unreadable(error, f"{path}: not a readable Parquet file") from None
 
 
 def saved_dataset_rows(path: Path, limits: DatasetLimits) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -140,9 +138,7 @@ def saved_dataset_rows(path: Path, limits: DatasetLimits) -> Iterator[tuple[str,
     try:
         yield from _decoded(_stream_batches(pa, files), path, limits, "saved dataset")
     except (pa.ArrowException, OSError, ValueError) as error:  # a batch read whole that cannot become values
-        if isinstance(error, MemoryError):
-            raise
-        raise InputError(f"{path}: a data file of the saved dataset is not readable ({_first_line(error)})") from None
+        raise _unreadable(error, f"{path}: a data file of the saved dataset is not readable") from None
 
 
 def _inside(folder: Path, name: Any, named_in: Path) -> Path:
@@ -176,10 +172,7 @@ def _stream_batches(pa: Any, files: list[Path]) -> Iterator[Any]:
             with pa.OSFile(str(file)) as source:
                 yield from pa.ipc.open_stream(source)
         except (pa.ArrowException, OSError, ValueError) as error:
-            if isinstance(error, MemoryError):
-                raise
-            raise InputError(f"{file}: not a readable Arrow data file of a saved dataset "
-                             f"({_first_line(error)})") from None
+            raise _unreadable(error, f"{file}: not a readable Arrow data file of a saved dataset") from None
 
 
 def _decoded(batches: Iterable[Any], path: Path, limits: DatasetLimits,
@@ -252,6 +245,14 @@ def _json_value(value: Any, path: Path, where: str, field: str) -> Any:
         return [_json_value(v, path, where, f"{field}[{i}]") for i, v in enumerate(value)]
     raise InputError(f"{path}: {where}: field {field!r} holds {type(value).__name__}, which a case's JSON fields "
                      "cannot hold; leave that column out of the file")
+
+
+def _unreadable(error: BaseException, message: str) -> InputError:
+    """The refusal of a file pyarrow could not read (`message`, then pyarrow's reason); its running out of memory
+    (ArrowMemoryError is also an ArrowException) goes on as the MemoryError it is, for the child's exit code."""
+    if isinstance(error, MemoryError):
+        raise error
+    return InputError(f"{message} ({_first_line(error)})")
 
 
 def _first_line(error: BaseException) -> str:
