@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.adapt.framework import Source
-from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs, refuse_lone_surrogates
+from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
 from evalkit.core.fingerprint import canonical_json
-from evalkit.core.parsing import parse_json
+from evalkit.core.parsing import parse_json, refuse_lone_surrogates
 
 __all__ = ["SOURCE", "read_deepeval"]
 

@@ -18,10 +18,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.adapt.neutral import refuse_lone_surrogates
 from evalkit.core.errors import InputError, brief
 from evalkit.core.files import decode
-from evalkit.core.parsing import json_type, parse_json
+from evalkit.core.parsing import json_type, parse_json, refuse_lone_surrogates
 
 __all__ = ["MAX_ATTRIBUTE_CHARS", "MAX_NAME_CHARS", "MAX_SPAN_DEPTH", "Span", "depths", "read_otlp"]
 

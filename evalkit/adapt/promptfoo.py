@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.adapt.framework import Source
-from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs, refuse_lone_surrogates
+from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
 from evalkit.core.fingerprint import canonical_json, fingerprint
-from evalkit.core.parsing import json_object, parse_json
+from evalkit.core.parsing import json_object, parse_json, refuse_lone_surrogates
 
 __all__ = ["FORMAT_VERSION", "SOURCE", "read_promptfoo"]
 

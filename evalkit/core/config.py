@@ -9,6 +9,7 @@ from typing import Any, Literal
 import regex  # type: ignore[import-untyped]  # (no stubs shipped)
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from evalkit.core.dataset import DatasetLimits
 from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.policy import Policy
 from evalkit.core.prices import GROUP as PRICES
@@ -159,6 +160,10 @@ class DatasetConfig(_Strict):
     """A manifest pinning public samples and private references by SHA-256, with splits (instead of `file`)."""
     split: str | None = None
     """The split a manifest dataset runs by default (`acceptance`); the top-level `split=` overrides it."""
+    limits: DatasetLimits = DatasetLimits()
+    """What the dataset may hold, whatever its format: `max_rows`, `max_bytes`, `max_field_chars`,
+    `read_timeout_s` (docs/reference/limits.md). Not part of the eval key: a limit refuses a dataset, it never
+    changes one."""
 
     @model_validator(mode="after")
     def _one_source(self) -> DatasetConfig:

@@ -12,6 +12,7 @@ import functools
 import json
 import math
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -24,7 +25,8 @@ from evalkit.core.errors import InputError, brief
 from evalkit.core.files import decode
 
 __all__ = ["MAX_ALIAS_VALUES", "MAX_DEPTH", "AliasBoundedLoader", "TooManyAliases", "UniqueKeyLoader", "check_json",
-           "check_json_aside", "json_object", "json_type", "parse_json", "parse_yaml", "unique_object"]
+           "check_json_aside", "json_object", "json_type", "lone_surrogate", "parse_json", "parse_yaml",
+           "refuse_lone_surrogates", "unique_object"]
 
 MAX_DEPTH = 100
 """How deeply objects and lists may nest in an input file (evalkit's own files nest fewer than ten levels)."""
@@ -364,3 +366,26 @@ def json_object(value: Any, where: str, hint: str = "") -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InputError(f"{where}: expected a JSON object, got {json_type(value)}{hint}")
     return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str) -> str | None:
+    """The first lone surrogate in `text` as its escape (`\\ud800`), or None: half of a UTF-16 pair, which
+    JSON's `"\\ud800"` escape reads into a string and no UTF-8 file, fingerprint or test id can hold."""
+    if text.isascii():  # the common case, known without a scan
+        return None
+    found = _SURROGATE.search(text)
+    return found.group().encode("unicode_escape").decode() if found else None
+
+
+def refuse_lone_surrogates(data: Any, where: str) -> None:
+    """Refuse a parsed file holding half of a UTF-16 pair (JSON's `"\\ud800"` escape): no text holds one, and
+    a test id or a fingerprint made of it cannot be written as UTF-8."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as error:
+        bad = error.object[error.start:error.end]
+        raise InputError(f"{where}: the file holds a lone surrogate ({bad.encode('unicode_escape').decode()}), half "
+                         "of a UTF-16 pair, which is not text; write the string as UTF-8") from None

@@ -99,7 +99,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
     assert config.model is not None and config.prompt is not None and config.dataset.file is not None
     suite_dir = project_path(config.suite.path)
     dataset = load_cases(project_path(config.dataset.file), config.dataset.fields, config.dataset.name,
-                         config.dataset.version)
+                         config.dataset.version, config.dataset.limits)
     prompt_path = project_path(config.prompt.file)
     prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
     key, settings = run_key(config, dataset, prompt_text), run_settings(config)
@@ -257,7 +257,7 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     # validate_config guarantees a program suite its manifest dataset
     assert spec is not None and config.dataset.manifest is not None
     split = config.split
-    data_set = load_manifest_dataset(project_path(config.dataset.manifest), split)
+    data_set = load_manifest_dataset(project_path(config.dataset.manifest), split, config.dataset.limits)
     option = config.choices.get(spec.component, spec.component)
     candidate = candidate_config(config.components.get(spec.component, {}), option, spec.component)
     program = project_path(candidate.program)

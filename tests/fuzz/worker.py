@@ -24,6 +24,7 @@ def _readers() -> dict[str, Callable[[Path], Any]]:
     from evalkit.adapt.promptfoo import read_promptfoo
     from evalkit.core.dataset import load_dataset
     from evalkit.core.files import read_text
+    from evalkit.core.loaders import load_cases
     from evalkit.core.policy import load_policy
     from evalkit.core.report import read_reports
     from evalkit.judging.rubric import load_rubric
@@ -35,11 +36,18 @@ def _readers() -> dict[str, Callable[[Path], Any]]:
     def docs_stage(path: Path) -> Any:
         return adapt_docs_stage(parse_docs_stage(read_text(path, "docs stage"), str(path)), str(path))
 
+    def rows(path: Path) -> Any:  # a file of rows, as `dataset.file` names one
+        return load_cases(path, None, "fuzz", "1")
+
+    def saved(path: Path) -> Any:  # one file of a saved `datasets` folder: the folder is the dataset
+        return load_cases(path.parent, None, "fuzz", "1")
+
     return {"report": lambda p: read_reports([p]), "policy": load_policy, "recording": load_recording,
             "journal": read_journal, "dataset": load_dataset, "manifest": lambda p: load_manifest_dataset(p, None),
             "inspect": read_inspect_log, "promptfoo": read_promptfoo, "deepeval": read_deepeval,
             "lm_eval": read_lm_eval, "junit": read_junit, "docs_stage": docs_stage,
-            "checks": lambda p: read_checks(p.parent), "rubric": load_rubric}
+            "checks": lambda p: read_checks(p.parent), "rubric": load_rubric, "dataset_jsonl": rows,
+            "dataset_csv": rows, "dataset_parquet": rows, "dataset_saved": saved, "dataset_state": saved}
 
 
 def main() -> None:
