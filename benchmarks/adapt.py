@@ -16,7 +16,7 @@ Then, best of 3 each, in one sitting:
 The ratio is evalkit's time over Inspect's (the target: under 2). evalkit reads two logs where Inspect reads one,
 so the ratio is conservative; but evalkit reads only each log's header and sample summaries, never the transcripts,
 so for reference the script also times Inspect reading just those (`read_eval_log(header_only=True)` and
-`read_eval_log_sample_summaries`). The whole command `python -m evalkit.adapt inspect BASELINE CANDIDATE` is timed too
+`read_eval_log_sample_summaries`). The whole command `evalkit adapt inspect BASELINE CANDIDATE` is timed too
 (start-up included), for reference.
 
 Run from the project root:  .venv/bin/python benchmarks/adapt.py
@@ -123,7 +123,7 @@ def main() -> None:
         (decision.tests, len(decision.regressed), len(decision.fixed), planted)
 
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "evalkit.adapt", "inspect", str(baseline), str(candidate)],
+    done = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "adapt", "inspect", str(baseline), str(candidate)],
                           cwd=PROJECT_ROOT, capture_output=True, text=True)
     command = time.perf_counter() - start
     assert done.returncode == 1, done.stderr  # the planted regressions block
@@ -134,7 +134,7 @@ def main() -> None:
           f"decision {decision.decision}, {len(decision.regressed)} regressed, {len(decision.fixed)} fixed")
     print(f"for reference, inspect reading what evalkit reads (header_only + read_eval_log_sample_summaries, one "
           f"log): best {min(light_times):.3f} s of {[round(t, 3) for t in light_times]}")
-    print(f"python -m evalkit.adapt inspect (whole command, start-up included): {command:.3f} s")
+    print(f"evalkit adapt inspect (whole command, start-up included): {command:.3f} s")
     print(f"inspect_ratio={best_evalkit / best_inspect:.3f}")
 
 

@@ -1,4 +1,4 @@
-"""Benchmark: wall time and peak memory of `python -m evalkit.gate` on two 1,000,000-test reports, compact and full.
+"""Benchmark: wall time and peak memory of `evalkit gate` on two 1,000,000-test reports, compact and full.
 
 Compact: the script writes a baseline and a candidate run report of 1,000,000 tests each (250,000 cases x 4
 checks) in the least shape evalkit accepts: `{"eval": {...eval key...}, "tests": [{"nodeid": ...,
@@ -16,7 +16,7 @@ pytest-json-report's keywords, collectors, log, streams and traceback, so these 
 
 Each measurement runs in a fresh subprocess, whose own wall time and peak RSS (os.wait4's rusage, ru_maxrss,
 KiB on Linux) are read:
-    python -m evalkit.gate BASELINE CANDIDATE --policy POLICY.json --out decision.json
+    evalkit gate BASELINE CANDIDATE --policy POLICY.json --out decision.json
 on each pair (which writes decision.json and decision.xml, the decision as JUnit XML, beside it), and, on each
 pair, the reference `json.loads` of each of the two files (read, parse, drop), the least any gate must do, as
 Python runs it (its cyclic garbage collector on; on the full pair the same with the collector off, as the gate
@@ -255,8 +255,8 @@ def run_child(command: list[str]) -> tuple[float, float, float, subprocess.Compl
 def run_gate(baseline: Path, candidate: Path, policy: Path, decision: Path) -> tuple[float, float, float]:
     """One gate run in a fresh interpreter: its wall time, CPU time and peak MB. Exit 1 is the expected `block`."""
     decision.unlink(missing_ok=True)
-    elapsed, cpu, peak, done = run_child([sys.executable, "-m", "evalkit.gate", str(baseline), str(candidate),
-                                     "--policy", str(policy), "--out", str(decision)])
+    elapsed, cpu, peak, done = run_child([sys.executable, "-m", "evalkit.cli.main", "gate", str(baseline),
+                                          str(candidate), "--policy", str(policy), "--out", str(decision)])
     if done.returncode != 1:
         raise SystemExit(f"gate exited {done.returncode}, expected 1 (block):\n{done.stdout[-3000:]}")
     return elapsed, cpu, peak

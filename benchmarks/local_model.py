@@ -1,6 +1,6 @@
 """Benchmark: a real local model through `python -m evalkit mode=live model=smollm2`, against llama_cpp directly.
 
-SmolLM2-135M-Instruct (the `local` extra) triages 50 issues: the issue-triage suite's 12 issues, cycled, in a
+SmolLM2-135M-Instruct (`evalkit setup local`) triages 50 issues: the issue-triage suite's 12 issues, cycled, in a
 generated suite whose task is the issue-triage task (same prompt, same schema, no judge). The same 50
 prompts go through `llama_cpp.Llama.create_chat_completion` in this process, with the same file, settings,
 schema and options, once before and once after the evalkit run (the machine is shared; the mean is used).
@@ -13,7 +13,7 @@ It also counts the replies evalkit recorded that equal the direct ones (greedy d
 
 Last line: `ratio_to_direct=<r>`.
 
-Run from the project root, with the `local` extra installed:  .venv/bin/python benchmarks/local_model.py
+Run from the project root, after `evalkit setup local`:  .venv/bin/python benchmarks/local_model.py
 """
 
 from __future__ import annotations
@@ -89,6 +89,7 @@ def direct() -> tuple[float, float, list[str]]:
     loaded = time.perf_counter()
     texts = []
     for case in issues():
+        model.reset()  # as evalkit's worker does: every prompt evaluated whole, so a reply never depends on the last
         reply: Any = model.create_chat_completion(
             messages=[{"role": "system", "content": prompt}, {"role": "user", "content": case["issue"]}],
             response_format={"type": "json_object", "schema": Triage.model_json_schema()}, **options)

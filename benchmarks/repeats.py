@@ -22,9 +22,9 @@ whose report lists, per test, the samples that did not pass (`repeats.not_passed
 block of 10 consecutive samples (10 distinct seeds); each pair takes two disjoint blocks (the baseline's from the
 baseline pool, the candidate's from its system's pool, never a block twice within a scenario), written as a run
 report with the pool report's key and `repeats: {passed, runs: 10}` per test, and gated by evalkit.gate.decide
-(what `python -m evalkit.gate` runs). The first block of a chunk is exactly what `run.repeats=10` with that chunk's
+(what `evalkit gate` runs). The first block of a chunk is exactly what `run.repeats=10` with that chunk's
 seed replays: the benchmark checks that for every pool (a real N = 10 replay of each recording gives the block's
-counts) and gates one real pair through `python -m evalkit.gate`, whose decision must equal the block pair's.
+counts) and gates one real pair through `evalkit gate`, whose decision must equal the block pair's.
 
 A/A pairs with flaky tests end as `review` (unreliable_baseline): a review is not a block.
 
@@ -144,7 +144,7 @@ def load(data: dict[str, Any]) -> RunReport:
 
 def cross_check(root: Path, conf: Path, pools: dict[str, list[dict[str, Any]]], policy_file: Path) -> None:
     """Block 0 of every pool run equals a real `run.repeats=10` replay of its recording, and one real pair gated
-    by `python -m evalkit.gate` decides as its block pair does."""
+    by `evalkit gate` decides as its block pair does."""
     real = {}
     for index, (system, reports) in enumerate(pools.items()):
         for chunk, report in enumerate(reports):
@@ -157,18 +157,18 @@ def cross_check(root: Path, conf: Path, pools: dict[str, list[dict[str, Any]]], 
             real.setdefault(system, (root / f"replay-{system}-{chunk}" / "report.json", block(report, 0)))
     (base_path, base_block), (hard_path, hard_block) = real["sys-base"], real["sys-hard"]
     out = root / "decision.json"
-    done = subprocess.run([sys.executable, "-m", "evalkit.gate", str(base_path), str(hard_path), "--policy",
+    done = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "gate", str(base_path), str(hard_path), "--policy",
                            str(policy_file), "--out", str(out), "--no-require-pass"], cwd=PROJECT_ROOT,
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"python -m evalkit.gate failed (exit {done.returncode}): {done.stderr[-1000:]}")
+        raise SystemExit(f"evalkit gate failed (exit {done.returncode}): {done.stderr[-1000:]}")
     gated = json.loads(out.read_text(encoding="utf-8"))["decision"]
     policy = Policy.model_validate(yaml.safe_load(policy_file.read_text(encoding="utf-8")))
     blocked = str(decide(policy, load(base_block), load(hard_block)).decision)
     if gated != blocked:
         raise SystemExit(f"the real pair decided {gated}, its block pair {blocked}")
     print(f"cross-check: block 0 of each of {sum(len(r) for r in pools.values())} pool runs equals a real "
-          f"run.repeats={RUNS} replay; a real pair through python -m evalkit.gate decided {gated}, as its block "
+          f"run.repeats={RUNS} replay; a real pair through evalkit gate decided {gated}, as its block "
           "pair did", flush=True)
 
 

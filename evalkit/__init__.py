@@ -1,7 +1,7 @@
 """evalkit: turn a change to an LLM application into a release decision a reviewer can trust and re-run.
 
 Everything a suite needs is importable from here. The names are re-exported lazily, so `import evalkit` has no
-side effects and stays cheap (and `python -m evalkit.gate` does not import the gate twice); type checkers read
+side effects and stays cheap (and `evalkit gate` does not import the gate twice); type checkers read
 the same names through the imports under TYPE_CHECKING, so `from evalkit import Request` is typed.
 """
 

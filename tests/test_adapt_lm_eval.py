@@ -69,7 +69,7 @@ def check_pair(folder: Path, pair: tuple[str, str], expected: tuple[Any, ...]) -
 
 
 def test_the_command_gates_two_output_folders() -> None:
-    done = subprocess.run([sys.executable, "-m", "evalkit.adapt", "lm-eval", str(CORPUS / "baseline"),
+    done = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "adapt", "lm-eval", str(CORPUS / "baseline"),
                            str(CORPUS / "candidate")], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120)
     assert done.returncode == 1, done.stderr
     assert "capitals::acc[2]" in done.stdout and "seeds" in done.stdout
@@ -228,6 +228,6 @@ def test_regenerated_outputs_map_to_the_same_tests_and_decisions(tmp_path: Path)
 def test_a_metric_list_of_the_wrong_type_is_one_line_exit_3(tmp_path: Path, value: Any) -> None:
     results, _ = copy(tmp_path)
     edit_results(results, lambda data: [config.update(metric_list=value) for config in data["configs"].values()])
-    done = evalkit_cli("evalkit.adapt", "lm-eval", str(results), str(results))
+    done = evalkit_cli("evalkit.cli.main", "adapt", "lm-eval", str(results), str(results))
     assert done.returncode == 3, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "metric_list is" in done.stderr

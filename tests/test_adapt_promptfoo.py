@@ -94,7 +94,7 @@ def check_pair(folder: Path, pair: tuple[str, str], expected: tuple[Any, ...]) -
 
 def test_the_command_gates_two_results_files_and_writes_the_evidence(tmp_path: Path) -> None:
     out = tmp_path / "gated"
-    done = subprocess.run([sys.executable, "-m", "evalkit.adapt", "promptfoo", str(CORPUS / "baseline.json"),
+    done = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "adapt", "promptfoo", str(CORPUS / "baseline.json"),
                            str(CORPUS / "candidate.json"), "--out", str(out)],
                           capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120)
     assert done.returncode == 1, done.stderr
@@ -164,7 +164,7 @@ def test_a_truncated_file_is_refused(tmp_path: Path) -> None:
 def test_a_truncated_file_exits_3_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "cut.json"
     path.write_bytes((CORPUS / "baseline.json").read_bytes()[:4000])
-    done = subprocess.run([sys.executable, "-m", "evalkit.adapt", "promptfoo", str(CORPUS / "baseline.json"),
+    done = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "adapt", "promptfoo", str(CORPUS / "baseline.json"),
                            str(path)], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120)
     assert done.returncode == 3
     assert len(done.stderr.strip().splitlines()) == 1 and str(path) in done.stderr
@@ -196,7 +196,7 @@ def test_a_lone_surrogate_in_a_description_is_one_line_exit_3(tmp_path: Path) ->
     data["results"]["results"][0]["testCase"]["description"] = "test \udfff"
     path = tmp_path / "surrogate.json"
     path.write_text(json.dumps(data))
-    done = evalkit_cli("evalkit.adapt", "promptfoo", str(path), str(path))
+    done = evalkit_cli("evalkit.cli.main", "adapt", "promptfoo", str(path), str(path))
     assert done.returncode == 3, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "lone surrogate (\\udfff)" in done.stderr
 

@@ -1,4 +1,4 @@
-"""`python -m evalkit.bless`: refusals (unscored, errored, incomplete runs; no target), the canonical baseline it
+"""`evalkit bless`: refusals (unscored, errored, incomplete runs; no target), the canonical baseline it
 writes atomically, and what it says it replaced. Every write goes to a temporary copy, never a shipped file."""
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def test_bless_a_real_run_through_the_command(tmp_path):
     assert {"created", "duration"} <= report.keys()  # the job's own report keeps its timings
     target = tmp_path / "baseline.json"
     target.write_bytes(SHIPPED.read_bytes())
-    done = evalkit_cli("evalkit.bless", str(job / "report.json"), "--to", str(target))
+    done = evalkit_cli("evalkit.cli.main", "bless", str(job / "report.json"), "--to", str(target))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1] == f"no change: {target} is byte-identical"
 

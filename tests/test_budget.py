@@ -5,8 +5,10 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from helpers.compose import composed
 
-from evalkit.core.config import BudgetConfig, Price
+from evalkit.core.config import BudgetConfig, Price, validate_config
+from evalkit.core.errors import ConfigError
 from evalkit.core.prices import PriceEntry
 from evalkit.live.budget import Budget, estimate_tokens
 from evalkit.live.providers.base import Usage
@@ -126,3 +128,24 @@ def test_no_limits_admit_everything():
 
 def test_token_estimate():
     assert estimate_tokens("") == 1 and estimate_tokens("abcd") == 1 and estimate_tokens("abcde") == 2
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("budget.max_usd=0", r"^budget\.max_usd=0 cannot pay for one call of claude-sonnet-4-6 \(\$0\.015363 reserved for "
+                         r"one input token and budget\.reserve_output_tokens=1024\), so every call of this live run "
+                         r"would be denied; raise budget\.max_usd$"),
+    ("budget.max_usd=0.01", r"^budget\.max_usd=0\.01 cannot pay for one call"),
+    ("budget.max_calls=0", r"^budget\.max_calls=0 cannot pay for one call, so every call of this live run would be "
+                           r"denied; raise budget\.max_calls or remove it$"),
+    ("budget.max_input_tokens=0", r"^budget\.max_input_tokens=0 cannot pay for one input token"),
+    ("budget.max_output_tokens=1000", r"^budget\.max_output_tokens=1000 cannot pay for the 1024 output tokens a call "
+                                      r"reserves"),
+])
+def test_a_live_run_whose_budget_cannot_pay_for_one_call_is_refused_up_front(hydra_conf: None, override: str,
+                                                                             message: str) -> None:
+    """Issue 35: budget.max_usd=0 denied every call, and the gate read the denials as 12 regressions."""
+    priced = ("model=claude", "judge.name=claude-sonnet-4-6")
+    with pytest.raises(ConfigError, match=message):
+        validate_config(composed("mode=live", override, *priced), {})
+    assert validate_config(composed("mode=record-missing", override, *priced), {}).mode == "record-missing"
+    assert validate_config(composed("mode=live", "budget.max_usd=0.02", "budget.max_calls=1", *priced), {})

@@ -375,8 +375,8 @@ else:
 
 
 def run_comment_workflow(tmp_path: Path, artifact: dict[str, str], *, head_sha: str = "c0ffee",
-                         pull_head: str = "c0ffee", comments: list[dict[str, Any]] | None = None
-                         ) -> tuple[list[subprocess.CompletedProcess[str]], list[dict[str, str]]]:
+                         pull_head: str = "c0ffee", comments: list[dict[str, Any]] | None = None,
+                         conclusion: str = "failure") -> tuple[list[subprocess.CompletedProcess[str]], list[dict[str, str]]]:
     """The comment workflow's `run:` steps in order, with `${{ ... }}` in step env given the values GitHub would."""
     store = tmp_path / "artifact"
     for name, text in artifact.items():
@@ -391,7 +391,8 @@ def run_comment_workflow(tmp_path: Path, artifact: dict[str, str], *, head_sha: 
                                  "pulls": {"repos/acme/project/pulls/7": {"head": {"sha": pull_head}}}}))
     expressions = {"${{ github.token }}": "t0ken", "${{ github.repository }}": "acme/project",
                    "${{ github.event.workflow_run.id }}": "99", "${{ github.event.workflow_run.head_sha }}": head_sha,
-                   "${{ github.event.workflow_run.html_url }}": "https://github.example/acme/project/actions/runs/99"}
+                   "${{ github.event.workflow_run.html_url }}": "https://github.example/acme/project/actions/runs/99",
+                   "${{ github.event.workflow_run.conclusion }}": conclusion}
     doc = yaml.safe_load(COMMENT_WORKFLOW.read_text(encoding="utf-8"))
     assert doc["defaults"]["run"]["shell"] == "bash"
     work = tmp_path / "runner"
@@ -439,6 +440,21 @@ def test_the_decision_is_posted_once_then_the_same_comment_is_updated(tmp_path):
     steps, posted = run_comment_workflow(tmp_path / "second", artifact, comments=[forged, ours])
     assert [s.returncode for s in steps] == [0, 0], steps[-1].stderr
     assert [(p["method"], p["path"]) for p in posted] == [("PATCH", "repos/acme/project/issues/comments/41")]
+
+
+def test_a_forged_go_in_the_artifact_is_posted_under_the_check_runs_own_conclusion(tmp_path):
+    """Issue 35: the artifact is the pull request's own, so a fork could post "decision: GO" as the bot. The
+    comment opens with the check run's conclusion, which GitHub gives, and says where the text below comes from."""
+    artifact = {"pull-request": "7\n", "decision.md": "### evalkit: **GO**\n\ndecision: GO\n"}
+    steps, posted = run_comment_workflow(tmp_path, artifact, conclusion="failure")
+    assert [s.returncode for s in steps] == [0, 0], steps[-1].stderr
+    header, rest = posted[0]["body"].split("### evalkit: **GO**", 1)
+    assert header.startswith(MARKER + "\n**evalkit** on c0ffee: the [evalkit check run]"
+                             "(https://github.example/acme/project/actions/runs/99) concluded **failure**; that "
+                             "conclusion, also the check's status on this pull request, is what counts.\n")
+    assert "> The text below is the `evalkit-run` artifact of the pull request's own run" in header
+    _, posted = run_comment_workflow(tmp_path / "odd", artifact, conclusion="success **GO** <b>")
+    assert "concluded **successb**;" in posted[0]["body"]  # GitHub's word only, no markup from elsewhere
 
 
 @pytest.mark.parametrize("number", ["7; curl evil", "", "../8"])

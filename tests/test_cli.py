@@ -1,4 +1,4 @@
-"""`python -m evalkit` and `python -m evalkit.gate` through real subprocesses: decisions, exit codes,
+"""`python -m evalkit` and `evalkit gate` through real subprocesses: decisions, exit codes,
 bad input. The recorded decisions of the issue-triage suite must reproduce exactly."""
 
 from __future__ import annotations
@@ -106,8 +106,8 @@ def test_bad_git_baseline_is_an_input_error(run_evalkit):
 
 @pytest.mark.parametrize("args, message", [
     (["model=nope"], "Could not find 'model/nope' (available: azure-gpt4o, bedrock-claude, claude, deepseek, fireworks, gemini-flash, gemma4, gpt-local, groq, mistral, openrouter, smollm2, tgi, together, vllm)"),
-    (["policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_detectable_drop, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, power, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, version)"),
-    (["+policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_detectable_drop, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, power, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, version)"),
+    (["policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_detectable_drop, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, power, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, rules, version)"),
+    (["+policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_detectable_drop, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, power, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, rules, version)"),
     (["policy.min_pass_rate=1.5"], "'policy.min_pass_rate': Input should be less than or equal to 1"),
     (["mode=fast"], "'mode': Input should be 'replay', 'live' or 'record-missing'"),
     (["baseline=/nonexistent/baseline.json"], "/nonexistent/baseline.json: report file not found"),
@@ -163,7 +163,7 @@ def test_replay_miss_and_stale_entry_are_a_refusal_never_case_failures(run_evalk
     assert not (tmp_path / "job" / "report.json").exists()
 
 
-# --- python -m evalkit.gate ---
+# --- evalkit gate ---
 
 def test_gate_cli_on_the_shipped_baseline_and_a_run(run_evalkit, tmp_path):
     assert run_evalkit("model=gemma4", "baseline=none").returncode == 0

@@ -27,7 +27,7 @@ def reports(tmp_path: Path, after: str = "failed") -> tuple[Path, Path]:
 
 
 def gate_cli(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evalkit.gate", *map(str, args)], cwd=PROJECT_ROOT,
+    return subprocess.run([sys.executable, "-m", "evalkit.cli.main", "gate", *map(str, args)], cwd=PROJECT_ROOT,
                           env={**evalkit_env(), **(env or {})}, capture_output=True, text=True, timeout=120)
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
-import pty
 import subprocess
 import sys
 from importlib.metadata import version
@@ -38,12 +36,13 @@ def test_help_lists_every_subcommand_and_each_has_a_main():
         assert callable(importlib.import_module(sub.module).main)
 
 
-def test_every_python_m_form_has_a_subcommand():
-    """A `python -m evalkit.X` module that no subcommand replaces would be a command the console script lost."""
+def test_the_old_python_m_forms_are_gone_and_python_m_evalkit_stays():
+    """`python -m evalkit.X` was deprecated for `evalkit X` and is removed; `python -m evalkit` is `evalkit run`."""
     package = PROJECT_ROOT / "evalkit"
-    legacy = {f"evalkit.{path.stem}" for path in package.glob("*.py") if path.stem not in ("__init__", "__main__")}
-    legacy |= {f"evalkit.{path.parent.name}" for path in package.glob("*/__main__.py")}
-    assert legacy == {sub.legacy for sub in SUBCOMMANDS.values()} - {"evalkit", ""}
+    assert sorted(p.name for p in package.glob("*/__main__.py")) == []
+    assert {p.stem for p in package.glob("*.py")} == {"__init__", "__main__", "plugins"}
+    gone = evalkit_cli("evalkit.gate", BASELINE, BASELINE)
+    assert gone.returncode == 1 and "No module named evalkit.gate.__main__" in gone.stderr
 
 
 @pytest.mark.parametrize("name", [name for name in SUBCOMMANDS if name != "run"])
@@ -92,13 +91,6 @@ def test_evalkit_run_is_python_m_evalkit(tmp_path):
     assert (tmp_path / "a" / "report.json").is_file()
 
 
-def test_gate_gives_the_same_decision_and_output_as_its_python_m_form():
-    script = evalkit("gate", BASELINE, BASELINE)
-    module = evalkit_cli("evalkit.gate", BASELINE, BASELINE)
-    assert script.returncode == module.returncode == 0
-    assert script.stdout == module.stdout and script.stdout.startswith("decision: GO")
-
-
 def test_a_usage_error_in_a_subcommand_keeps_the_input_error_code():
     done = evalkit("gate", BASELINE)
     assert done.returncode == 3 and "usage: evalkit gate" in done.stderr
@@ -119,28 +111,3 @@ def test_version_is_the_installed_distributions():
     assert done.returncode == 0 and done.stdout == f"evalkit {version('evalkit')}\n"
 
 
-def _on_a_terminal(*args: str) -> str:
-    """What a person at a terminal sees: the command's output through a pseudo-terminal."""
-    main, child = pty.openpty()
-    done = subprocess.run(args, cwd=PROJECT_ROOT, env=evalkit_env(), stdin=subprocess.DEVNULL, stdout=child,
-                          stderr=child, timeout=120)
-    os.close(child)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:  # EIO: the terminal's other end is closed and everything was read
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(main)
-    assert done.returncode == 0
-    return b"".join(chunks).decode()
-
-
-def test_the_old_form_names_its_replacement_at_a_terminal_and_stays_one_line_for_scripts():
-    seen = _on_a_terminal(sys.executable, "-m", "evalkit.policy_diff", "--help")
-    assert "`python -m evalkit.policy_diff` is deprecated; use `evalkit policy-diff`" in seen
-    piped = evalkit_cli("evalkit.policy_diff", "--help")
-    assert piped.returncode == 0 and "deprecated" not in piped.stderr + piped.stdout

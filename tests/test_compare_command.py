@@ -1,4 +1,4 @@
-"""`python -m evalkit.compare`: two run reports -> per case and per metric changes; exit 0, 2 or 3."""
+"""`evalkit compare`: two run reports -> per case and per metric changes; exit 0, 2 or 3."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _pair(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_text_lists_cases_by_status_and_metric_deltas(tmp_path: Path):
     base, cand = _pair(tmp_path)
-    done = evalkit_cli("evalkit.compare", str(base), str(cand))
+    done = evalkit_cli("evalkit.cli.main", "compare", str(base), str(cand))
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "changed: model m -> m2" in out
@@ -45,7 +45,7 @@ def test_text_lists_cases_by_status_and_metric_deltas(tmp_path: Path):
 
 def test_json_holds_every_case_and_metric(tmp_path: Path):
     base, cand = _pair(tmp_path)
-    done = evalkit_cli("evalkit.compare", str(base), str(cand), "--json")
+    done = evalkit_cli("evalkit.cli.main", "compare", str(base), str(cand), "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["comparable"] is True and data["unit"] == "case"
@@ -57,36 +57,36 @@ def test_json_holds_every_case_and_metric(tmp_path: Path):
 def test_reports_without_cases_are_compared_per_test(tmp_path: Path):
     base = write_json(tmp_path / "b.json", report({"test_x": "passed", "test_y": "failed"}))
     cand = write_json(tmp_path / "c.json", report({"test_x": "failed", "test_y": "passed"}))
-    data = json.loads(evalkit_cli("evalkit.compare", str(base), str(cand), "--json").stdout)
+    data = json.loads(evalkit_cli("evalkit.cli.main", "compare", str(base), str(cand), "--json").stdout)
     assert data["unit"] == "test"
     assert data["cases"]["regressed"] == ["test_triage.py::test_x"]
     assert data["cases"]["improved"] == ["test_triage.py::test_y"]
 
 
 def test_a_shipped_baseline_against_itself_is_all_unchanged():
-    done = evalkit_cli("evalkit.compare", str(BASELINE), str(BASELINE))
+    done = evalkit_cli("evalkit.cli.main", "compare", str(BASELINE), str(BASELINE))
     assert done.returncode == 0, done.stderr
     assert "cases: 0 regressed, 0 missing, 0 improved, 0 new, 12 unchanged" in done.stdout
 
 
 def test_different_datasets_are_incomparable_exit_2():
     other = PROJECT_ROOT / "suites/issue_triage/runs/baseline-dataset-v2.json"
-    done = evalkit_cli("evalkit.compare", str(BASELINE), str(other))
+    done = evalkit_cli("evalkit.cli.main", "compare", str(BASELINE), str(other))
     assert done.returncode == 2, done.stderr
     assert "INCOMPARABLE" in done.stdout and "rerun the baseline on the candidate's dataset" in done.stdout
     assert "cases:" not in done.stdout  # nothing compared
-    data = json.loads(evalkit_cli("evalkit.compare", str(BASELINE), str(other), "--json").stdout)
+    data = json.loads(evalkit_cli("evalkit.cli.main", "compare", str(BASELINE), str(other), "--json").stdout)
     assert data["comparable"] is False and data["incomparable"] and data["counts"]["unchanged"] == 0
 
 
 def test_bad_inputs_exit_3_in_one_line(tmp_path: Path):
-    missing = evalkit_cli("evalkit.compare", str(tmp_path / "nope.json"), str(BASELINE))
+    missing = evalkit_cli("evalkit.cli.main", "compare", str(tmp_path / "nope.json"), str(BASELINE))
     assert missing.returncode == 3 and "nope.json" in missing.stderr and len(missing.stderr.splitlines()) == 1
     not_report = write_json(tmp_path / "x.json", {"tests": []})
-    done = evalkit_cli("evalkit.compare", str(BASELINE), str(not_report))
+    done = evalkit_cli("evalkit.cli.main", "compare", str(BASELINE), str(not_report))
     assert done.returncode == 3 and "not a run report" in done.stderr
     broken = tmp_path / "broken.json"
     broken.write_text("{not json", encoding="utf-8")
-    assert evalkit_cli("evalkit.compare", str(broken), str(BASELINE)).returncode == 3
-    usage = evalkit_cli("evalkit.compare", str(BASELINE))
+    assert evalkit_cli("evalkit.cli.main", "compare", str(broken), str(BASELINE)).returncode == 3
+    usage = evalkit_cli("evalkit.cli.main", "compare", str(BASELINE))
     assert usage.returncode == 3 and "usage:" in usage.stderr

@@ -1,10 +1,13 @@
-"""The wild corpus (tests/corpus/wild/, SOURCES.md): files other people's tools wrote, read as those tools show them.
+"""The shared corpus (../shared/corpus/, or EVALKIT_CORPUS): files other people's tools wrote, read as those tools
+show them, wild/ and the holdout alike.
 
-Each file is counted by a reader written here from the format alone (xml.etree over the JUnit elements; the zip
-and JSON of an Inspect log), never by evalkit's reader, and evalkit must read the same tests with the same
-outcomes. Each file gated against itself decides GO, as the strict default policy says of a run that changed
-nothing; a copy with one outcome flipped blocks on exactly that test. Files the formats' own tools would reject,
-or that evalkit refuses on purpose, are listed with the reason their refusal must name.
+Each file is counted by a reader written from the format alone (tests/helpers/corpus.py: xml.etree over the JUnit
+elements, the zip and JSON of an Inspect log, DeepEval's metricsData, promptfoo's componentResults), never by
+evalkit's reader, and evalkit must read the same tests with the same outcomes. Gated against itself a file decides
+GO, or what its manifest row (tests/corpus_manifest.tsv) justifies; a copy with one passing test made to fail,
+written to this test's temporary folder, blocks on exactly that test. A file evalkit refuses is refused in one
+line holding the words its row names. Under CI=true a missing corpus fails; elsewhere the tests skip, saying where
+to get it.
 """
 
 from __future__ import annotations
@@ -15,317 +18,216 @@ import re
 import xml.etree.ElementTree as ET
 import zipfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import evalkit_cli
+from helpers.corpus import (
+    READERS,
+    WHERE_TO_GET,
+    Expected,
+    corpus_files,
+    corpus_root,
+    deepeval_metrics,
+    in_ci,
+    inspect_members,
+    inspect_samples,
+    junit_cases,
+    manifest,
+    mismatch,
+    parse_xml,
+    sha256_of,
+)
 
-from evalkit.adapt.deepeval import read_deepeval
 from evalkit.adapt.framework import gate_runs
-from evalkit.adapt.inspect import read_inspect_log
-from evalkit.adapt.junit import read_junit
-from evalkit.adapt.lm_eval import read_lm_eval
 from evalkit.adapt.neutral import NeutralRun
 from evalkit.core.errors import InputError
 from evalkit.core.policy import STRICT_DEFAULT
 from evalkit.gate.decision import Verdict
 
-WILD = Path(__file__).resolve().parent / "corpus/wild"
-JUNIT = sorted((WILD / "junit").rglob("*.xml"))
-INSPECT = sorted(p for p in (WILD / "inspect").rglob("*") if p.suffix in (".eval", ".json"))
-LM_EVAL = sorted((WILD / "lm_eval").rglob("*.json"))
-DEEPEVAL = sorted((WILD / "deepeval").rglob("*.json"))
-
-REFUSED = {
-    # JUnit files that are no report, or that the tools that wrote them could not have finished
-    "empty__java-junit.xml": "holds no <testcase>",
-    "empty__jest-junit-empty-testsuite.xml": "holds no <testcase>",
-    "empty__jest-junit.xml": "holds no <testcase>",
-    "empty__phpunit-empty.xml": "holds no <testcase>",
-    "no-cases.xml": "holds no <testcase>",
-    "no-cases-but-tests.xml": "holds no <testcase>",
-    "cunit__testEmpty.xml": "holds no <testcase>",
-    "015-report.xml": "holds no <testcase>",  # go-junit-report on packages without tests
-    "034-report.xml": "holds no <testcase>",
-    "111-report.xml": "holds no <testcase>",
-    "no-attributes.xml": "has no name attribute",
-    "non-junit.xml": "the root element is <suites>",
-    "pytest__corrupt-xml.xml": "not well-formed XML",
-    "corrupt-junit__e2e-tests__corrupt__target__sf-reports__TEST-test.CorruptTest.xml": "not well-formed XML",
-    "junit-web-test__expected.xml": "not well-formed XML",  # a raw `&` in an attribute
-    "junit-web-test__expectedRetries.xml": "not well-formed XML",
-    # Inspect logs of runs that did not finish, or written by an inspect_ai newer than the format read
-    "analysis__test_logs__2025-05-12T20-28-13-04-00_no-samples.json": "cancelled run",
-    "analysis__test_logs__2025-05-12T20-28-13-04-00_popularity.json": "cancelled run",
-    "log__test_eval_log__log_message_deduplication.eval": "format version 3 is newer",
-    "log__test_eval_log__log_tool_call_error.json": "has no scores and no error",
-    "scorer__logs__2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval": "has no scores and no error",
-}
-"""File name -> what its one-line refusal must say."""
-
-PRODUCERS = {"bazel", "catch2", "container-structure", "cunit", "go-junit-report", "gotestsum", "jest", "junit4", "marathon", "mocha",
-             "nette-tester", "nextest", "perl", "phpunit", "pulsar", "pytest", "scalatest", "surefire", "swift",
-             "tst", "unittest", "xunit"}
+CORPUS = corpus_root()
+EXPECTED = manifest()
 
 
-def test_the_corpus_is_as_large_and_as_varied_as_promised() -> None:
-    files = JUNIT + INSPECT + LM_EVAL + DEEPEVAL
-    assert len(files) >= 150
-    names = " ".join(str(p.relative_to(WILD)).lower() for p in JUNIT)
-    assert {producer for producer in PRODUCERS if producer in names} == PRODUCERS
-    sources = (WILD / "SOURCES.md").read_text(encoding="utf-8")
+def _missing() -> None:
+    message = f"no shared corpus at {CORPUS}: {WHERE_TO_GET}"
+    if in_ci():
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+def _params() -> list[Any]:
+    if not CORPUS.is_dir():
+        return [pytest.param(None, id="corpus-missing")]
+    return [pytest.param(EXPECTED.get(path) or path, id=path) for path in corpus_files(CORPUS)]
+
+
+def test_the_manifest_lists_every_file_of_the_corpus_and_no_other() -> None:
+    if not CORPUS.is_dir():
+        _missing()
+    files = corpus_files(CORPUS)
+    assert sorted(EXPECTED) == files
+    by_tool = Counter(path.split("/")[1] for path in files if path.startswith("wild/"))
+    assert by_tool == {"junit": 140, "inspect": 87, "deepeval": 14, "lm_eval": 14, "promptfoo": 15}
+    assert len([p for p in files if p.startswith("holdout-2026-12-03/")]) == 163
+    sources = (CORPUS / "wild/SOURCES.md").read_text(encoding="utf-8")
     for path in files:  # every file says where it came from
-        assert f"`{path.relative_to(WILD).as_posix()}`" in sources, path
-    assert not [p for p in files if p.stat().st_size > 1_000_000]
+        if path.startswith("wild/"):
+            assert f"`{path.removeprefix('wild/')}`" in sources, path
+    assert [p for p in files if (CORPUS / p).stat().st_size > 1_000_000], "files over 1 MB are read like the rest"
+    assert [p for p in files if p.endswith(".jsonl")], ".jsonl samples are read like the rest"
 
 
-# ---------------------------------------------------------------------------------------------------- JUnit
-
-def _junit_cases(path: Path) -> list[tuple[str, str, dict[str, str]]]:
-    """(id, outcome, attributes) of every <testcase> in document order, by the JUnit elements alone."""
-    root = ET.parse(path).getroot()
-    cases = []
-    for suite in root.iter():
-        for case in suite.findall("testcase") if suite.tag in ("testsuite", "testsuites") else []:
-            if suite is root and root.tag == "testsuites" and root.find("testsuite") is not None:
-                continue
-            classname = case.get("classname") or suite.get("name") or ""
-            name = case.get("name") or ""
-            tags = {child.tag for child in case}
-            status = {(case.get("status") or "").lower(), (case.get("result") or "").lower()}
-            outcome = ("error" if "error" in tags else "failed" if "failure" in tags else
-                       "skipped" if "skipped" in tags or status & {"disabled", "notrun", "suppressed", "skipped"}
-                       else "passed")
-            cases.append((f"{classname}::{name}" if classname else name, outcome, dict(case.attrib)))
-    return cases
-
-
-def _base_id(nodeid: str) -> str:
-    return re.sub(r" \((#\d+|file: .+)\)$", "", nodeid)
-
-
-def _junit_ids(path: Path) -> list[str]:
-    return [pytest.param(p, id=p.name) for p in JUNIT]  # type: ignore[misc]
-
-
-@pytest.mark.parametrize("path", _junit_ids(WILD))
-def test_junit_files_read_as_their_elements_say(path: Path) -> None:
-    if path.name in REFUSED:
-        with pytest.raises(InputError, match=re.escape(REFUSED[path.name])) as refusal:
-            read_junit(path)
+@pytest.mark.parametrize("row", _params())
+def test_every_file_reads_as_its_tool_wrote_it(row: Expected | str | None, tmp_path: Path) -> None:
+    if row is None:
+        _missing()
+    assert isinstance(row, Expected), f"{row}: in the corpus but not in tests/corpus_manifest.tsv"
+    path = CORPUS / row.path
+    assert sha256_of(path) == row.sha256, f"{row.path} changed in the corpus; check its row again"
+    read = READERS[row.tool]
+    if row.expect == "refused":
+        with pytest.raises(InputError) as refusal:
+            read(path)
+        assert row.words in str(refusal.value), (str(refusal.value), row.why)
         assert "\n" not in str(refusal.value)
         return
-    cases = _junit_cases(path)
-    run = read_junit(path)
-    by_id: dict[str, list[str]] = {}
-    for nodeid, outcome, _ in cases:
-        by_id.setdefault(nodeid, []).append(outcome)
-    read: dict[str, list[str]] = {}
-    shared = {nodeid for nodeid, outcomes in by_id.items() if len(outcomes) > 1}
-    for test in run.tests:
-        base = _base_id(test.nodeid)  # a runner's own title may end in `(#24)` too
-        read.setdefault(base if base in shared else test.nodeid, []).append(test.outcome)
-    assert set(read) == set(by_id)
-    for nodeid, outcomes in by_id.items():
-        if len(outcomes) == 1:
-            assert read[nodeid] == outcomes, nodeid
-        elif len(read[nodeid]) == 1:  # attempts of one test: it passed if one attempt passed
-            expected = "passed" if "passed" in outcomes else outcomes[-1]
-            assert read[nodeid] == [expected], nodeid
-        else:  # distinct tests sharing a title: every one kept, in order, and the decision says so
-            assert read[nodeid] == outcomes, nodeid
-            assert any(repr(nodeid[:120]) in note for note in run.notes)
-    _gates_itself_and_blocks_a_flip(run, _junit_flip(path, run, Counter(nodeid for nodeid, _, _ in cases)), path)
-
-
-def _junit_flip(path: Path, run: NeutralRun, elements: Counter[str]) -> tuple[str, NeutralRun, NeutralRun] | None:
-    """(test id, baseline, candidate): one test of a title of its own made to pass in the baseline and fail in
-    the candidate, in copies of the file written back as XML; None where every title is shared."""
-    target = next((t for t in run.tests if elements[t.nodeid] == 1 and t.outcome != "error"), None)
-    if target is None:
-        return None
-    classname, _, name = target.nodeid.rpartition("::")
-    tree = ET.parse(path)
-    outs = []
-    for fail in (False, True):
-        root = ET.parse(path).getroot() if fail else tree.getroot()
-        for suite in root.iter():
-            for case in suite.findall("testcase"):
-                if case.get("name") == name and (case.get("classname") or suite.get("name") or "") == classname:
-                    for child in [c for c in case if c.tag in ("failure", "error", "skipped")]:
-                        case.remove(child)
-                    case.attrib.pop("status", None)
-                    case.attrib.pop("result", None)
-                    if fail:
-                        ET.SubElement(case, "failure", message="flipped by the test")
-        outs.append(ET.tostring(root, encoding="unicode"))
-    return target.nodeid, *(_read_text(text, path.name, read_junit) for text in outs)  # type: ignore[return-value]
-
-
-# ---------------------------------------------------------------------------------------------------- Inspect
-
-def _inspect_members(path: Path) -> dict[str, Any]:
-    data = path.read_bytes()
-    if not zipfile.is_zipfile(io.BytesIO(data)):
-        return {"log.json": json.loads(data)}
-    import zstandard
-
-    members = {}
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        for info in archive.infolist():
-            if not info.filename.endswith(".json") or info.filename.startswith("samples/"):
-                continue
-            if info.compress_type == 93:  # zstandard, which zipfile reads only from Python 3.14
-                start = info.header_offset
-                skip = 30 + int.from_bytes(data[start + 26:start + 28], "little") + int.from_bytes(
-                    data[start + 28:start + 30], "little")
-                raw = zstandard.ZstdDecompressor().decompress(data[start + skip:start + skip + info.compress_size],
-                                                              max_output_size=info.file_size)
-            else:
-                raw = archive.read(info.filename)
-            members[info.filename] = json.loads(raw)
-    return members
-
-
-def _inspect_samples(members: dict[str, Any]) -> list[dict[str, Any]]:
-    if "log.json" in members:
-        return list(members["log.json"]["samples"])
-    if "summaries.json" in members:
-        return list(members["summaries.json"])
-    return [s for name in sorted(n for n in members if n.startswith("_journal/summaries/"))
-            for s in members[name]]
-
-
-def _full_credit(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().upper() in ("C", "YES", "TRUE", "Y", "CORRECT") or (
-            value.replace(".", "", 1).isdigit() and float(value) >= 1)
-    return value is not None and float(value) >= 1
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, id=p.name) for p in INSPECT])
-def test_inspect_logs_read_as_their_samples_say(path: Path) -> None:
-    if path.name in REFUSED:
-        with pytest.raises(InputError, match=re.escape(REFUSED[path.name])):
-            read_inspect_log(path)
-        return
-    members = _inspect_members(path)
-    expected: dict[tuple[str, str], list[bool]] = {}
-    for sample in _inspect_samples(members):
-        for scorer, score in (sample.get("scores") or {}).items():
-            values = score["value"] if isinstance(score["value"], dict) else {None: score["value"]}
-            for key, value in values.items():
-                name = scorer.removesuffix("()") + (f".{key}" if key is not None else "")
-                expected.setdefault((str(sample["id"]), name), []).append(_full_credit(value))
-    run = read_inspect_log(path)
-    read = {(t.case, t.nodeid.split("::", 1)[1].rsplit("[", 1)[0]): t for t in run.tests}
-    assert set(read) == set(expected)
-    for pair, passes in expected.items():
-        assert (read[pair].outcome == "passed") == all(passes), pair
-        assert read[pair].repeats == (None if len(passes) == 1 else (sum(passes), len(passes)))
-    target = next((t for t in run.tests if t.repeats is None), None)
-    if target is None:  # every sample ran several epochs: a flip of one is a statistical question, not a rule
-        _gates_itself_and_blocks_a_flip(run, None, path)
-        return
-    flipped = []
-    for full in (True, False):
-        copy = json.loads(json.dumps(members))
-        for sample in _inspect_samples(copy):
-            if str(sample["id"]) == target.case:
-                score = next(s for name, s in sample["scores"].items()
-                             if name.removesuffix("()") == target.nodeid.split("::", 1)[1].rsplit("[", 1)[0])
-                score["value"] = "C" if full else "I"
-        flipped.append(_write_log(copy, path))
-    _gates_itself_and_blocks_a_flip(run, (target.nodeid, *flipped), path)
-
-
-def _write_log(members: dict[str, Any], path: Path) -> NeutralRun:
-    if "log.json" in members:
-        return _read_text(json.dumps(members["log.json"]), path.name, read_inspect_log)
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, value in members.items():
-            archive.writestr(name, json.dumps(value))
-    return _read_text(buffer.getvalue(), path.name, read_inspect_log)
-
-
-# ---------------------------------------------------------------------------------------------------- lm-eval
-
-@pytest.mark.parametrize("path", [pytest.param(p, id=p.name) for p in LM_EVAL])
-def test_lm_eval_v0_results_are_refused_naming_the_version(path: Path) -> None:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    assert set(data) == {"results", "versions"}  # the v0 harness's whole file: no configs, no samples
-    with pytest.raises(InputError, match="lm-eval before 0.4") as refusal:
-        read_lm_eval(path)
-    assert "\n" not in str(refusal.value)
-
-
-# ---------------------------------------------------------------------------------------------------- DeepEval
-
-def _deepeval_metrics(case: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every metricsData entry of a test case: its own, its trace's, and each span's of every kind."""
-    trace = case.get("trace") or {}
-    spans = [span for field, value in trace.items() if field.endswith("Spans") for span in value or []]
-    return [*(case.get("metricsData") or []), *(trace.get("metricsData") or []),
-            *(metric for span in spans for metric in span.get("metricsData") or [])]
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, id=p.name) for p in DEEPEVAL])
-def test_deepeval_runs_read_every_metric_of_cases_and_spans(path: Path) -> None:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    expected = Counter(("error" if metric.get("error") else "passed" if metric["success"] else "failed")
-                       for case in data["testCases"] for metric in _deepeval_metrics(case))
-    run = read_deepeval(path)
-    assert Counter(test.outcome for test in run.tests) == expected
-    assert len({test.nodeid for test in run.tests}) == sum(expected.values())
-    target = next(test for test in run.tests if test.outcome == "passed")
-    copies = []
-    for success in (True, False):
-        copy = json.loads(json.dumps(data))
-        for case in copy["testCases"]:
-            metrics = [(case.get("metricsData") or [], "")]
-            trace = case.get("trace") or {}
-            metrics.append((trace.get("metricsData") or [], "trace/"))
-            metrics += [(span.get("metricsData") or [], f"{span.get('name')}/") for field, value in trace.items()
-                        if field.endswith("Spans") for span in value or []]
-            for entries, prefix in metrics:
-                for metric in entries:
-                    if target.nodeid.endswith(f"::{prefix}{metric['name']}[{case['name']}]"):
-                        metric["success"] = success
-        copies.append(_read_text(json.dumps(copy), path.name, read_deepeval))
-    _gates_itself_and_blocks_a_flip(run, (target.nodeid, *copies), path)
-
-
-# ---------------------------------------------------------------------------------------------------- shared
-
-_SCRATCH: list[Path] = []
-
-
-@pytest.fixture(autouse=True)
-def _scratch(tmp_path: Path) -> None:
-    """Where the flipped copies are written: this test's own folder."""
-    _SCRATCH[:] = [tmp_path]
-
-
-def _read_text(text: str | bytes, name: str, reader: Any) -> NeutralRun:
-    folder = _SCRATCH[0] / f"copy{len(list(_SCRATCH[0].iterdir()))}"
-    folder.mkdir()
-    path = folder / name
-    path.write_bytes(text.encode() if isinstance(text, str) else text)
-    return reader(path)  # type: ignore[no-any-return]
-
-
-def _gates_itself_and_blocks_a_flip(run: NeutralRun, flip: tuple[str, NeutralRun, NeutralRun] | None,
-                                    path: Path) -> None:
+    run = read(path)
+    assert mismatch(path, row.tool, run) is None, mismatch(path, row.tool, run)
     itself = gate_runs(STRICT_DEFAULT, run, run).decision
-    if any(test.repeats for test in run.tests):  # the policy reviews what too few repeats cannot tell
-        assert itself.decision in (Verdict.GO, Verdict.REVIEW) and not itself.regressed, path.name
-        assert all(r.startswith(("unreliable_baseline", "insufficient_data")) for r in itself.review_reasons)
-    else:
-        assert itself.decision is Verdict.GO, (path.name, itself.reasons)
-    if flip is None:
+    assert itself.decision is Verdict(row.expect), (row.path, itself.reasons, row.why)
+    assert not itself.regressed
+    flip = FLIPPERS[row.tool](path, run, tmp_path)
+    if flip is None:  # nothing passes, or every test is repeated (a flip of one run is a statistical question)
+        assert not any(t.outcome == "passed" and t.repeats is None for t in run.tests) or row.tool == "junit", row.path
         return
     nodeid, baseline, candidate = flip
     flipped = gate_runs(STRICT_DEFAULT, baseline, candidate).decision
-    assert flipped.decision is Verdict.BLOCK, (path.name, flipped.reasons)
-    assert flipped.regressed == (nodeid,)
+    assert flipped.decision is Verdict.BLOCK, (row.path, flipped.reasons)
+    assert nodeid in flipped.regressed
+
+
+# ---------------------------------------------------------------------------------------------------- flippers
+# Each writes two copies of the file into the test's folder: one test made to pass (the baseline) and made to fail
+# (the candidate), everything else as the tool wrote it; None where no test of a title of its own passes.
+
+Flip = tuple[str, NeutralRun, NeutralRun] | None
+
+
+def _write(folder: Path, name: str, data: str | bytes, read: Callable[[Path], NeutralRun]) -> NeutralRun:
+    folder.mkdir()
+    (folder / name).write_bytes(data.encode() if isinstance(data, str) else data)
+    return read(folder / name)
+
+
+def _flip_junit(path: Path, run: NeutralRun, tmp: Path) -> Flip:
+    elements = Counter(nodeid for nodeid, _ in junit_cases(path))
+    target = next((t for t in run.tests if elements[t.nodeid] == 1 and t.outcome == "passed"), None)
+    if target is None:
+        return None
+    classname, _, name = target.nodeid.rpartition("::")
+    copies = []
+    for fail in (False, True):
+        root = parse_xml(path)
+        for suite in root.iter():
+            for case in suite.findall("testcase"):
+                if case.get("name") == name and (case.get("classname") or suite.get("name") or "") == classname:
+                    if fail:
+                        ET.SubElement(case, "failure", message="flipped by the test")
+        copies.append(_write(tmp / f"copy{fail}", path.name, ET.tostring(root, encoding="unicode"), READERS["junit"]))
+    return target.nodeid, copies[0], copies[1]
+
+
+def _flip_inspect(path: Path, run: NeutralRun, tmp: Path) -> Flip:
+    target = next((t for t in run.tests if t.repeats is None and t.outcome == "passed"), None)
+    if target is None:
+        return None
+    members = inspect_members(path)
+    scorer = target.nodeid.split("::", 1)[1].rsplit("[", 1)[0]
+    copies = []
+    for full in (True, False):
+        copy = json.loads(json.dumps(members))
+        for sample in inspect_samples(copy):
+            if str(sample["id"]) == target.case:
+                for name, score in sample["scores"].items():
+                    if name.removesuffix("()") == scorer:
+                        score["value"] = "C" if full else "I"
+                    elif isinstance(score["value"], dict) and scorer.startswith(name.removesuffix("()") + "."):
+                        score["value"][scorer.split(".", 1)[1]] = "C" if full else "I"
+        if "log.json" in copy:
+            data: str | bytes = json.dumps(copy["log.json"])
+        else:
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+                for name, value in copy.items():
+                    archive.writestr(name, json.dumps(value))
+            data = buffer.getvalue()
+        copies.append(_write(tmp / f"copy{full}", path.name, data, READERS["inspect"]))
+    return target.nodeid, copies[0], copies[1]
+
+
+def _flip_deepeval(path: Path, run: NeutralRun, tmp: Path) -> Flip:
+    target = next((t for t in run.tests if t.outcome == "passed"), None)
+    if target is None:
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    copies = []
+    for success in (True, False):
+        copy = json.loads(json.dumps(data))
+        test_run = copy["testRunData"] if set(copy) == {"testRunData"} else copy
+        for case in [*test_run["testCases"], *(test_run.get("conversationalTestCases") or [])]:
+            for _, metric in deepeval_metrics(case):  # a span without a name is named by its kind: any span
+                if target.nodeid.endswith(f"{metric['name']}[{case['name']}]"):
+                    metric["success"] = success
+        copies.append(_write(tmp / f"copy{success}", path.name, json.dumps(copy), READERS["deepeval"]))
+    return target.nodeid, copies[0], copies[1]
+
+
+def _flip_promptfoo(path: Path, run: NeutralRun, tmp: Path) -> Flip:
+    # a row's first passing assertion made to fail (its component result, and the row with it); the flipped test
+    # is the one test whose outcome the candidate changes, which must be exactly one
+    data = json.loads(path.read_text(encoding="utf-8"))
+    before = {t.nodeid: t for t in run.tests}
+    for index, row in enumerate(data["results"]["results"][:5]):
+        components = (row.get("gradingResult") or {}).get("componentResults") or []
+        passing = next((c for c in components if c.get("pass") is True), None)
+        if passing is None and (components or row.get("success") is not True):
+            continue
+        copy = json.loads(json.dumps(data))
+        flipped = copy["results"]["results"][index]
+        if passing is not None:  # else a row without assertions, passing on its success alone
+            component = flipped["gradingResult"]["componentResults"][components.index(passing)]
+            component.update({"pass": False, "score": 0, "reason": "flipped by the test"})
+        flipped.update({"success": False, "score": 0, "failureReason": 1})
+        flipped["gradingResult"]["pass"] = False
+        candidate = _write(tmp / f"copy{index}", path.name, json.dumps(copy), READERS["promptfoo"])
+        changed = [t for t in candidate.tests if t.outcome != before[t.nodeid].outcome]
+        assert len(changed) <= 1, [t.nodeid for t in changed]
+        if changed and changed[0].repeats is None:
+            return changed[0].nodeid, run, candidate
+    return None
+
+
+FLIPPERS: dict[str, Callable[[Path, NeutralRun, Path], Flip]] = {
+    "junit": _flip_junit, "inspect": _flip_inspect, "deepeval": _flip_deepeval, "promptfoo": _flip_promptfoo}
+
+
+# ---------------------------------------------------------------------------------------------------- end to end
+
+def test_a_few_files_gate_end_to_end_through_the_command(tmp_path: Path) -> None:
+    """The command, in a subprocess, on real files: GO against itself, and a refusal as one line with exit 3."""
+    if not CORPUS.is_dir():
+        _missing()
+    chosen = [row for row in EXPECTED.values() if row.path.startswith("wild/") and row.expect == "go"]
+    for tool, source in (("junit", "junit"), ("inspect", "inspect"), ("deepeval", "deepeval")):
+        row = next(r for r in chosen if r.tool == tool)
+        result = evalkit_cli("evalkit.cli.main", "adapt", source, str(CORPUS / row.path), str(CORPUS / row.path),
+                            "--out", str(tmp_path / tool))
+        assert result.returncode == 0, (row.path, result.stdout, result.stderr)
+    nunit = EXPECTED["wild/junit/dorny/dorny+test-reporter____tests____fixtures__dotnet-nunit.xml"]
+    result = evalkit_cli("evalkit.cli.main", "adapt", "junit", str(CORPUS / nunit.path), str(CORPUS / nunit.path),
+                        "--out", str(tmp_path / "nunit"))
+    assert result.returncode == 3 and re.search(r"NUnit 3 XML", result.stderr), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -302,3 +302,32 @@ def test_policy_diff_and_junit_show_the_new_rule_with_no_change_of_their_own(tmp
     decision = decide(Policy(max_detectable_drop=0.2), _cases_report([True] * 20, "p1"),
                       _cases_report([True] * 20, "p2"))
     assert 'value="review detectable_drop"' in render_junit(decision, _cases_report([True] * 20, "p2"))
+
+
+def _judged_report(prompt: str, scores: list[float]) -> RunReport:
+    """Every case fails (a judge that fails every reply), its judge's scores as a per-case metric."""
+    cases = [{"id": f"c{i}", "status": "scored", "passed": False, "metrics": {"faithfulness.score": s},
+              "checks": {"test_cites": "failed"}} for i, s in enumerate(scores)]
+    tests = [{"nodeid": f"t.py::test_x[c{i}]", "outcome": "failed"} for i in range(len(scores))]
+    return report_from_mapping({"eval": KEY | {"prompt_sha": prompt}, "tests": tests, "cases": cases}, f"{prompt}.json")
+
+
+def test_a_metric_at_its_floor_says_it_cannot_show_a_drop_and_names_one_that_can() -> None:
+    scores = [1.0, 2.0] * 10
+    decision = decide(Policy(), _judged_report("p1", scores), _judged_report("p2", scores))
+    suite = decision.detectable and decision.detectable["suite"]
+    assert suite and suite["base"] == 0.0
+    text = render_decision(decision)
+    assert "could detect drops" not in text
+    assert ("the case pass rate is 0 on the baseline (every case failed there), so it cannot show a drop "
+            "(20 cases paired; one-sided level 0.025, power 80%); the metric faithfulness.score (mean 1.5 over 20 "
+            "cases) differs across the cases and can show a change") in text
+    # nothing that moves: said so, never a figure
+    flat = decide(Policy(), _judged_report("p1", [1.0] * 20), _judged_report("p2", [1.0] * 20))
+    assert "this run measured nothing that could fall" in render_decision(flat)
+    # a policy asking for a detectable drop does not pass a floor on the strength of its arithmetic
+    review = decide(Policy(max_detectable_drop=0.4), _judged_report("p1", scores), _judged_report("p2", scores))
+    assert review.decision is Verdict.REVIEW
+    finding = next(f for f in review.findings if f.rule == "detectable_drop")
+    assert finding.figures["drop"] is None and "cannot show a drop" in finding.message
+

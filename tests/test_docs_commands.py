@@ -28,7 +28,8 @@ NOT_HERE = ("mode=live", "mode=record-missing", "run.save_report=", "hydra/launc
             "evalkit history", "evalkit new ")
 DECISIONS = {"GO": 0, "BLOCK": 1, "INCOMPARABLE": 2}
 # exit codes said in prose next to the command rather than in its comment
-STATED = {"evalkit run policy.max_regresions=0": 3, "evalkit run model=nope": 3}
+STATED = {"evalkit run policy.max_regresions=0": 3, "evalkit run model=nope": 3,
+          "evalkit plan suites/issue_triage/runs/baseline-smollm2.json --detect 0.1": 3}
 
 # commands that cannot run here as written -> the test module that runs their shape with real files
 COVERED = {
@@ -39,6 +40,8 @@ COVERED = {
     "evalkit compare suites/issue_triage/runs/baseline.json outputs/DATE/TIME/report.json": "test_compare_command.py",
     "evalkit policy-diff git:origin/main:conf/policy/triage.yaml conf/policy/triage.yaml": "test_policy_diff.py",
     "evalkit history": "test_history.py",
+    "evalkit view outputs/DATE/TIME/report.json outputs/DATE2/TIME2/report.json --out explorer": "test_view.py",
+    "evalkit view --history --out explorer-all --reference 3": "test_view.py",
     "evalkit new project": "test_cli_main.py",
     "evalkit adapt junit main.xml pr.xml": "test_adapt_junit.py",
     "evalkit adapt SOURCE BASELINE CANDIDATE [--policy NAME|FILE] [--out DIR]": "test_adapt_framework.py",
@@ -51,6 +54,7 @@ COVERED = {
     "evalkit adapt deepeval DIR/test_run_A.json DIR/test_run_B.json --policy path/to/policy.yaml":
         "test_adapt_deepeval.py",
     "evalkit adapt lm-eval OUT_MAIN/ OUT_PR/ --policy path/to/policy.yaml": "test_adapt_lm_eval.py",
+    "evalkit adapt otel BASELINE.json CANDIDATE.json --checks agent-checks.yaml": "test_adapt_otel.py",
     "evalkit review --report outputs/.../report.json --decisions decisions.json --out reviewed.json":
         "test_outputs.py",
     "evalkit gate suites/quality_lab/runs/baseline.json reviewed.json --policy quality_lab": "test_quality_lab.py",
@@ -86,6 +90,7 @@ COVERED = {
     "evalkit gate suites/issue_triage/runs/baseline.json report.json --out decision.json": "test_merge.py",
     "evalkit run mode=live run.repeats=10 hydra.run.dir=outputs/pilot": "test_run_repeats.py",
     "evalkit plan outputs/pilot/report.json --detect 0.05 --power 0.9": "test_plan.py",
+    "evalkit plan suites/issue_triage/runs/baseline.json --detect 0.1 --prices conf/prices/ours.yaml": "test_plan.py",
 }
 
 
@@ -102,7 +107,7 @@ def docs_commands() -> dict[str, int]:
                 code, _, comment = command.partition(" #")
                 code = " ".join(code.split())
                 if not re.match(r"evalkit (run|gate|compare|adapt|history|policy-diff|plan|bless|review|calibrate|"
-                                r"migrate|new|merge)\b|evalkit --help\b", code):
+                                r"migrate|new|merge|view)\b|evalkit --help\b", code):
                     continue
                 exit_code = re.search(r"\bexit (\d)\b", comment)
                 decision = re.match(r"\s*(GO|BLOCK|INCOMPARABLE)\b", comment)

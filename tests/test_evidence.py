@@ -1,5 +1,5 @@
 """Decisions say what decided them (evalkit.cli.evidence): the policy's identity and why it was chosen, both
-reports' SHA-256 and eval keys, evalkit's version; and `python -m evalkit.gate` without --policy uses the
+reports' SHA-256 and eval keys, evalkit's version; and `evalkit gate` without --policy uses the
 candidate's suite policy or the strict default, never a demo suite's."""
 
 from __future__ import annotations
@@ -53,11 +53,13 @@ def test_a_run_decision_names_its_policy_reports_and_version(run_evalkit, tmp_pa
         "sha256": policy_sha256(load_policy(TRIAGE).model_copy(update={"max_regressions": 3}))}
     assert facts["baseline"]["path"] == "suites/issue_triage/runs/baseline.json"
     assert facts["baseline"]["sha256"] == sha(BASELINE)
-    assert facts["candidate"] == {"path": str(job / "report.json"), "sha256": sha(job / "report.json"),
+    # the report beside the decision, by its name: never the runner's absolute path, which decision.md would publish
+    assert facts["candidate"] == {"path": "report.json", "sha256": sha(job / "report.json"),
                                   "eval": dict(sorted(json.loads((job / "report.json").read_text())["eval"].items()))}
     assert facts["candidate"]["eval"]["model"] == "gemma4:e2b" and facts["baseline"]["eval"]["model"] == "gemini-3.8-flash"
     assert facts["evalkit_version"] == __version__
     markdown = (job / "decision.md").read_text()
+    assert str(tmp_path) not in markdown
     assert (f"**Decided by:** policy triage from conf/policy/triage.yaml policy.max_regressions=3 (the default of "
             f"suite issue_triage, conf/suite/issue_triage.yaml); sha256 {facts['policy']['sha256']}") in markdown
     assert f"sha256 `{sha(BASELINE)}`" in markdown and f"- evalkit {__version__}" in markdown

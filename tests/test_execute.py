@@ -15,7 +15,7 @@ from evalkit.core.key import EvalKey
 from evalkit.live.budget import Budget
 from evalkit.live.providers.base import CallFailure, Message, Reply, Request, Usage
 from evalkit.render.sections import latency_rows
-from evalkit.run.execute import LiveSetup, execute
+from evalkit.run.execute import LiveSetup, execute, provider_limits
 from evalkit.run.journal import Journal, read_journal
 from evalkit.run.recording import Provenance, Recording
 from evalkit.run.suite import SuiteTask
@@ -68,11 +68,12 @@ def empty() -> Recording:
 
 
 def run(provider: StandIn, *, mode: Mode = Mode.LIVE, recording: Recording | None = None, judge: bool = False,
-        budget: BudgetConfig | None = None, journal: Journal | None = None, resumed=None, **settings):
+        budget: BudgetConfig | None = None, journal: Journal | None = None, resumed=None, at_once=None,
+        **settings):
     slept: list[float] = []
     live = LiveSetup(providers={"model": provider, "judge": provider},
                      settings=RunSettings(out="unused", **settings), budget=Budget(budget or BudgetConfig()),
-                     journal=journal, resumed=resumed or {}, sleep=slept.append)
+                     journal=journal, resumed=resumed or {}, sleep=slept.append, at_once=at_once or {})
     task = SuiteTask(build_task, build_judge if judge else None)
     execution = execute(task=task, cases=CASES, prompt="p", model=MODEL, judge=JUDGE if judge else None,
                         mode=mode, recording=recording or empty(), where="rec.json", version="test", live=live)
@@ -86,6 +87,32 @@ def test_calls_run_concurrently_up_to_the_limit():
     assert {r.status for r in execution.calls.values()} == {"recorded"}
     assert execution.recording is not None and len(execution.recording.calls) == 20
     assert execution.recording.provenance.kind == "recorded"
+
+
+class Timed(StandIn):
+    """A stand-in whose replies carry their time in flight, as a real provider's do."""
+
+    def complete(self, request: Request) -> Reply:
+        started = time.perf_counter()
+        reply = super().complete(request)
+        return reply.model_copy(update={"latency_ms": round((time.perf_counter() - started) * 1000, 1)})
+
+
+def test_an_in_process_provider_is_sent_one_call_at_a_time_and_the_run_says_so_once():
+    local = ModelConfig(name="m", provider="llamacpp")  # its spec: one call at a time
+    at_once, said = provider_limits(8, {"model": local, "judge": JUDGE})
+    assert at_once == {"model": 1}
+    assert said == ("run.concurrency=8 lowered to 1 for the model under test (provider llamacpp serves one call at "
+                    "a time): more calls in flight would only queue behind it, and be timed as latency")
+    assert provider_limits(8, {"model": MODEL, "judge": JUDGE}) == ({}, None)  # a server: run.concurrency holds
+    assert provider_limits(1, {"model": local}) == ({}, None)  # nothing lowered, nothing said
+    alone = Timed(delay=0.05)
+    lowered, _ = run(alone, concurrency=4, at_once=at_once)
+    assert alone.most_in_flight == 1 and lowered.stats["latency"]["pace"]["concurrency"] == 1
+    # the judge's wave, on a provider that serves many, keeps run.concurrency
+    judged = Timed(delay=0.05)
+    execution, _ = run(judged, judge=True, concurrency=4, at_once=at_once)
+    assert judged.most_in_flight == 4 and execution.stats["latency"]["pace"]["concurrency"] == 4
 
 
 def test_retryable_failures_are_retried_with_backoff_and_retry_after():

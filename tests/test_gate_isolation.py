@@ -89,17 +89,17 @@ def write_report(path: Path, source: Path, **held: bool) -> Path:
 
 def test_the_gate_refuses_a_run_whose_isolation_fell_short(tmp_path: Path) -> None:
     short = write_report(tmp_path / "candidate.json", LAB_BASELINE, filesystem=False)
-    done = evalkit_cli("evalkit.gate", str(LAB_BASELINE), str(short), "--policy", "quality_lab")
+    done = evalkit_cli("evalkit.cli.main", "gate", str(LAB_BASELINE), str(short), "--policy", "quality_lab")
     assert done.returncode == 3, done.stdout + done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "candidate run report: isolation filesystem not held" in lines[0], done.stderr
     held = write_report(tmp_path / "held.json", LAB_BASELINE)
-    decided = evalkit_cli("evalkit.gate", str(LAB_BASELINE), str(held), "--policy", "quality_lab")
+    decided = evalkit_cli("evalkit.cli.main", "gate", str(LAB_BASELINE), str(held), "--policy", "quality_lab")
     assert decided.returncode in (0, 1), decided.stdout + decided.stderr  # the same report, every layer held
 
 
 def test_the_gate_decides_model_runs_under_a_policy_requiring_isolation(tmp_path: Path) -> None:
     policy = tmp_path / "policy.yaml"
     policy.write_text("require_isolation: [filesystem, network, pid, limits]\n", encoding="utf-8")
-    done = evalkit_cli("evalkit.gate", str(TRIAGE_BASELINE), str(TRIAGE_BASELINE), "--policy", str(policy))
+    done = evalkit_cli("evalkit.cli.main", "gate", str(TRIAGE_BASELINE), str(TRIAGE_BASELINE), "--policy", str(policy))
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,4 +1,4 @@
-"""`python -m evalkit.history`: one suite over many runs, as a table and a self-contained page with SVG charts."""
+"""`evalkit history`: one suite over many runs, as a table and a self-contained page with SVG charts."""
 
 from __future__ import annotations
 
@@ -48,12 +48,13 @@ class Page(HTMLParser):
 
 def _run(cwd: Path, *args: str, project: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**evalkit_env(), **({"EVALKIT_PROJECT": str(project)} if project else {})}
-    return subprocess.run([sys.executable, "-m", "evalkit.history", *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "evalkit.cli.main", "history", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)
 
 
 def _run_folder(folder: Path, created: float | None, outcomes: dict[str, str], decision: str | None = None,
-                metrics: dict[str, Any] | None = None, suite: str = "s", **key: Any) -> Path:
+                metrics: dict[str, Any] | None = None, suite: str = "s", policy: tuple[str, str] | None = None,
+                **key: Any) -> Path:
     """An authored run folder: report.json (with pytest-json-report's `created`), and decision.json."""
     folder.mkdir(parents=True)
     data = report(outcomes, suite=suite, **key)
@@ -64,7 +65,8 @@ def _run_folder(folder: Path, created: float | None, outcomes: dict[str, str], d
                          "latency": {"measured_calls": 2, "mean_ms": 120.5, "p95_ms": 300}}
     write_json(folder / "report.json", data)
     if decision:
-        write_json(folder / "decision.json", {"decision": decision})
+        evidence = {"policy": {"name": policy[0], "sha256": policy[1]}} if policy else {}
+        write_json(folder / "decision.json", {"decision": decision, "evidence": evidence})
     return folder
 
 
@@ -90,13 +92,31 @@ def test_table_orders_runs_by_time_and_marks_eval_keys(project: Path):
     assert done.returncode == 0, done.stderr
     rows = [line.split() for line in done.stdout.splitlines() if line[:1].isdigit()]
     # oldest first: b (K1), c (K2, model m2), a (K1 again), d (K3, another dataset)
-    assert [(r[0], r[3], r[4], r[5], r[6]) for r in rows] == [
+    assert [(r[0], r[3], r[4], r[6], r[7]) for r in rows] == [
         ("1", "K1", "GO", "2/2", "1.000"), ("2", "K2", "GO", "2/2", "1.000"), ("3", "K1", "BLOCK", "1/2", "0.500"),
         ("4", "K3", "INCOMPARABLE", "2/2", "1.000")]
-    assert [r[7] for r in rows] == ["0.750", "0.800", "0.500", "n/a"]  # recall; not measured is "n/a"
+    assert [r[5] for r in rows] == ["-"] * 4  # decisions that do not say their policy
+    assert [r[8] for r in rows] == ["0.750", "0.800", "0.500", "n/a"]  # recall; not measured is "n/a"
     assert "K2: changed against K1: model m -> m2; comparable with K1" in done.stdout
     assert "K3: changed against K1: no component; NOT comparable with K1" in done.stdout
     assert (project / "outputs/history.html").is_file()
+
+
+def test_rows_of_one_key_decided_under_different_policies_show_which_and_say_so(tmp_path: Path):
+    runs = tmp_path / "runs"
+    default, strict = ("default", "3f2a9c1e" + "0" * 56), ("strict", "9b1c7d20" + "1" * 56)
+    _run_folder(runs / "a", 10.0, {"test_a": "passed"}, "go", policy=default)
+    _run_folder(runs / "b", 20.0, {"test_a": "passed"}, "block", policy=strict)  # same key, stricter rules
+    _run_folder(runs / "c", 30.0, {"test_a": "passed"}, "go", policy=default, model="m2")
+    done = _run(tmp_path, str(runs), "--no-html")
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line[:1].isdigit()]
+    assert [(r[3], r[4], r[5]) for r in rows] == [("K1", "GO", "default@3f2a9c1e"), ("K1", "BLOCK", "strict@9b1c7d20"),
+                                                  ("K2", "GO", "default@3f2a9c1e")]
+    assert ("judge_model j, suite s; its runs were decided under 2 policies (default@3f2a9c1e: run 1, "
+            "strict@9b1c7d20: run 2): a change of decision between them may be the policy's, not the run's\n"
+            in done.stdout)
+    assert "K2: changed against K1: model m -> m2; comparable with K1\n" in done.stdout + "\n"  # one policy: no note
 
 
 def test_page_charts_join_only_runs_of_one_key(project: Path):
@@ -263,5 +283,5 @@ def test_the_page_in_a_real_browser_draws_its_charts_sorts_and_runs_nothing_host
     keys = page.locator("#history-table tbody tr").evaluate_all("rows => rows.map(r => r.dataset.key)")
     assert keys == ["K1", "K2", "K1", "K3", "K4"]  # oldest first
     page.locator("#history-table thead button", has_text="pass rate").click()
-    rates = page.locator("#history-table tbody tr td:nth-child(6)").all_inner_texts()
+    rates = page.locator("#history-table tbody tr td:nth-child(7)").all_inner_texts()
     assert rates == sorted(rates) and rates[0] == "0.500"  # ascending: the two half-passing runs first

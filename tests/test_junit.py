@@ -113,7 +113,7 @@ def test_junitparser_reads_it(tmp_path: Path):
 def test_gate_out_writes_decision_xml_beside_decision_json(tmp_path: Path):
     base = write_json(tmp_path / "base.json", report({"test_ok": "passed", "test_reg": "passed"}))
     cand = write_json(tmp_path / "cand.json", report({"test_ok": "passed", "test_reg": "failed"}))
-    done = evalkit_cli("evalkit.gate", str(base), str(cand), "--out", str(tmp_path / "decision.json"))
+    done = evalkit_cli("evalkit.cli.main", "gate", str(base), str(cand), "--out", str(tmp_path / "decision.json"))
     assert done.returncode == 1, done.stderr
     assert json.loads((tmp_path / "decision.json").read_text())["decision"] == "block"
     assert _cases((tmp_path / "decision.xml").read_text())[("test_triage", "test_reg")].find("failure") is not None
@@ -122,11 +122,11 @@ def test_gate_out_writes_decision_xml_beside_decision_json(tmp_path: Path):
 def test_gate_refuses_an_out_path_ending_in_xml_and_a_junit_path_that_is_an_input(tmp_path: Path):
     base = write_json(tmp_path / "base.json", report({"test_ok": "passed"}))
     cand = write_json(tmp_path / "cand.json", report({"test_ok": "passed"}))
-    done = evalkit_cli("evalkit.gate", str(base), str(cand), "--out", str(tmp_path / "d.xml"))
+    done = evalkit_cli("evalkit.cli.main", "gate", str(base), str(cand), "--out", str(tmp_path / "d.xml"))
     assert done.returncode == 3 and "name a .json file" in done.stderr
     # --out base.out would put its XML over base.xml ... here: the candidate itself named cand.xml
     xml_input = write_json(tmp_path / "c.xml", report({"test_ok": "passed"}))
-    done = evalkit_cli("evalkit.gate", str(base), str(xml_input), "--out", str(tmp_path / "c.json"))
+    done = evalkit_cli("evalkit.cli.main", "gate", str(base), str(xml_input), "--out", str(tmp_path / "c.json"))
     assert done.returncode == 3 and "never overwrites its inputs" in done.stderr, done.stderr
     assert not (tmp_path / "c.json").exists()
 

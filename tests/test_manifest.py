@@ -186,3 +186,28 @@ def test_sample_in_a_split_the_manifest_lacks(tmp_path: Path) -> None:
 def test_unknown_split_lists_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"manifest\.json: unknown split 'test' \(known: acceptance, dev, train\)"):
         load_manifest_dataset(write(tmp_path), "test")
+
+
+def test_a_manifests_files_are_read_under_the_dataset_limits(tmp_path: Path) -> None:
+    from evalkit.core.dataset import DatasetLimits
+
+    path = write(tmp_path)
+    rows = len(_samples())
+    assert len(load_manifest_dataset(path, None, DatasetLimits(max_rows=rows)).cases) == rows
+    with pytest.raises(InputError, match=rf"samples\.json: the dataset has {rows} rows, more than "
+                                         rf"dataset\.limits\.max_rows \({rows - 1}\)"):
+        load_manifest_dataset(path, None, DatasetLimits(max_rows=rows - 1))
+    with pytest.raises(InputError, match=r"manifest\.json: the manifest is [\d,]+ bytes, more than evalkit reads "
+                                         r"\(100 bytes\); check that it is the right file, or raise "
+                                         r"dataset\.limits\.max_bytes"):
+        load_manifest_dataset(path, None, DatasetLimits(max_bytes=100))
+    with pytest.raises(InputError, match=r"samples\.json: \[0\]: field 'instruction' holds text of 19 characters, "
+                                         r"more than dataset\.limits\.max_field_chars \(18\)"):
+        load_manifest_dataset(path, None, DatasetLimits(max_field_chars=18))
+    samples = _samples()
+    answers = _answers(samples)
+    answers[samples[0]["id"]] = {"secret_expected": "\ud800"}
+    (tmp_path / "answers.json").unlink()
+    with pytest.raises(InputError, match=r"answers\.json: \['train-g0-file'\]: field 'secret_expected' holds a lone "
+                                         r"surrogate \(\\ud800\)"):
+        load_manifest_dataset(write(tmp_path, samples, answers), None)

@@ -129,7 +129,7 @@ def test_a_live_run_records_usage_and_every_page_shows_its_cost_at_the_prices_it
     assert usd(float(dearer_model + judge_total)) in page and "as of 2026-12-01" in page
 
     # history: each run at the prices its own report recorded
-    history = evalkit_cli("evalkit.history", str(live_job), str(gate_job), "--no-html")
+    history = evalkit_cli("evalkit.cli.main", "history", str(live_job), str(gate_job), "--no-html")
     assert history.returncode == 0, history.stderr
     assert "cost USD" in history.stdout
     assert usd(float(model_total + judge_total)) in history.stdout
@@ -171,7 +171,7 @@ def test_a_model_without_a_price_shows_no_price_everywhere(tmp_path: Path) -> No
     assert "$0 " not in decision_md and "| $0 |" not in decision_md
     page = (job / "report.html").read_text(encoding="utf-8")
     assert "no price (no entry for gemini-3.8-flash in the price table)" in page
-    history = evalkit_cli("evalkit.history", str(job), "--no-html")
+    history = evalkit_cli("evalkit.cli.main", "history", str(job), "--no-html")
     assert history.returncode == 0, history.stderr
     header, row = [line for line in history.stdout.splitlines() if line.startswith(("#", "1 "))][:2]
     assert row[header.index("cost USD"):].startswith("no price")

@@ -74,7 +74,7 @@ def test_write_atomic_refuses_a_symbolic_link_and_leaves_both_ends_alone(tmp_pat
     assert not (tmp_path / "not-yet.txt").exists()
 
 
-# --- python -m evalkit.gate ------------------------------------------------------------------------------------
+# --- evalkit gate ------------------------------------------------------------------------------------
 
 @pytest.fixture
 def reports(tmp_path: Path) -> tuple[Path, Path]:
@@ -98,7 +98,7 @@ def test_gate_never_writes_over_its_reports(reports: tuple[Path, Path], tmp_path
         out.symlink_to(victim)
     if how == "hardlink":
         os.link(victim, out)
-    done = evalkit_cli("evalkit.gate", str(base), str(cand), flag, str(out))
+    done = evalkit_cli("evalkit.cli.main", "gate", str(base), str(cand), flag, str(out))
     refused(done, f"it is the {which} report", "never overwrites its inputs")
     assert {p: digest(p) for p in (base, cand)} == before
 
@@ -107,7 +107,7 @@ def test_gate_never_writes_over_its_policy_file(reports: tuple[Path, Path], tmp_
     base, cand = reports
     policy = tmp_path / "p.yaml"
     policy.write_text("name: p\nmax_regressions: 0\n")
-    done = evalkit_cli("evalkit.gate", str(base), str(cand), "--policy", str(policy), "--markdown", str(policy))
+    done = evalkit_cli("evalkit.cli.main", "gate", str(base), str(cand), "--policy", str(policy), "--markdown", str(policy))
     refused(done, "it is the policy file")
     assert policy.read_text() == "name: p\nmax_regressions: 0\n"
 
@@ -115,7 +115,7 @@ def test_gate_never_writes_over_its_policy_file(reports: tuple[Path, Path], tmp_
 def test_gate_refuses_one_file_for_both_outputs(reports: tuple[Path, Path], tmp_path: Path) -> None:
     base, cand = reports
     out = tmp_path / "d.out"
-    refused(evalkit_cli("evalkit.gate", str(base), str(cand), "--out", str(out), "--markdown", str(out)),
+    refused(evalkit_cli("evalkit.cli.main", "gate", str(base), str(cand), "--out", str(out), "--markdown", str(out)),
             "--out and --markdown name the same file")
     assert not out.exists()
 
@@ -125,25 +125,25 @@ def test_gate_refuses_an_output_that_is_a_symbolic_link(reports: tuple[Path, Pat
     target = tmp_path / "elsewhere.txt"
     target.write_text("keep\n")
     (tmp_path / "d.json").symlink_to(target)
-    refused(evalkit_cli("evalkit.gate", str(base), str(cand), "--out", str(tmp_path / "d.json")),
+    refused(evalkit_cli("evalkit.cli.main", "gate", str(base), str(cand), "--out", str(tmp_path / "d.json")),
             "is a symbolic link")
     assert target.read_text() == "keep\n"
 
 
-# --- python -m evalkit.review ----------------------------------------------------------------------------------
+# --- evalkit review ----------------------------------------------------------------------------------
 
 def test_review_never_writes_over_its_decisions_file(tmp_path: Path) -> None:
     rep = write_json(tmp_path / "R.json", report({"test_a": "passed"}))
     decisions = write_json(tmp_path / "D.json", {"report_sha256": digest(rep), "decisions": []})
     before = decisions.read_bytes()
-    done = evalkit_cli("evalkit.review", "--report", str(rep), "--decisions", str(decisions), "--out",
+    done = evalkit_cli("evalkit.cli.main", "review", "--report", str(rep), "--decisions", str(decisions), "--out",
                        str(decisions))
     assert done.returncode == 3 and len(done.stderr.splitlines()) == 1, done.stderr
     assert "it is the decisions file (--decisions)" in done.stderr
     assert decisions.read_bytes() == before
 
 
-# --- python -m evalkit.bless -----------------------------------------------------------------------------------
+# --- evalkit bless -----------------------------------------------------------------------------------
 
 @pytest.fixture
 def blessable(tmp_path: Path) -> Path:
@@ -160,22 +160,22 @@ def blessable(tmp_path: Path) -> Path:
 ])
 def test_bless_replaces_only_a_run_report(blessable: Path, target: str, expected: str) -> None:
     before = project_digests()
-    refused(evalkit_cli("evalkit.bless", str(blessable), "--to", target), expected)
+    refused(evalkit_cli("evalkit.cli.main", "bless", str(blessable), "--to", target), expected)
     assert project_digests() == before
     assert not (PROJECT_ROOT / "conf/policy/evil.json").exists()
 
 
 def test_bless_never_writes_over_the_report_it_blesses(blessable: Path) -> None:
     before = digest(blessable)
-    refused(evalkit_cli("evalkit.bless", str(blessable), "--to", str(blessable)), "it is the report being blessed")
+    refused(evalkit_cli("evalkit.cli.main", "bless", str(blessable), "--to", str(blessable)), "it is the report being blessed")
     assert digest(blessable) == before
 
 
-# --- python -m evalkit.calibrate --------------------------------------------------------------------------------
+# --- evalkit calibrate --------------------------------------------------------------------------------
 
 def test_calibrate_never_writes_over_a_file_of_its_suite() -> None:
     before = project_digests()
-    done = evalkit_cli("evalkit.calibrate", "suite=quality_lab", "--out", "suites/quality_lab/graders.py")
+    done = evalkit_cli("evalkit.cli.main", "calibrate", "suite=quality_lab", "--out", "suites/quality_lab/graders.py")
     assert done.returncode == 3 and "a file of the suite" in done.stderr, done.stderr
     assert project_digests() == before
 

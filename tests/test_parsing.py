@@ -9,7 +9,7 @@ import pytest
 
 from evalkit.core import parsing
 from evalkit.core.errors import InputError
-from evalkit.core.parsing import MAX_DEPTH, check_json, check_json_aside, parse_json
+from evalkit.core.parsing import MAX_DEPTH, check_json, check_json_aside, parse_json, parse_yaml
 
 
 @pytest.fixture(params=["scanner", "walk"])
@@ -140,3 +140,12 @@ def test_a_child_that_dies_without_an_answer_is_replaced_by_the_check_here(monke
     with pytest.raises(InputError, match="Infinity is not a JSON number"):
         check_json_aside(b'{"x": Infinity}', "r.json", "report")()
     assert forks == [1] and ran_here == [1]
+
+
+def test_a_yaml_error_names_the_line_of_what_was_left_open_not_only_where_pyyaml_noticed() -> None:
+    # the bracket opened on line 2 is never closed: PyYAML notices on line 3, where the next key begins
+    with pytest.raises(InputError, match=r"conf\.yaml: not valid YAML: expected ',' or '\]', but got ':' \(line 3; "
+                                         r"while parsing a flow sequence that starts on line 2\)$"):
+        parse_yaml("a: 1\nb: [1, 2\nc: 3\n", "conf.yaml")
+    with pytest.raises(InputError, match=r"\(line 3; while scanning a quoted scalar that starts on line 2\)$"):
+        parse_yaml('a: 1\nb: "open\n', "conf.yaml")

@@ -15,18 +15,27 @@ import numpy as np
 import pytest
 from conftest import PROJECT_ROOT, evalkit_env
 
-from evalkit.core.config import Price
+from evalkit.core.errors import InputError
+from evalkit.core.money import Side
+from evalkit.core.prices import PriceEntry
 from evalkit.core.report import RunReport, report_from_mapping
-from evalkit.gate.plan import plan
+from evalkit.gate.plan import Pricing, plan, recorded_pricing
 from evalkit.gate.repeats import fisher_lower_p, sign_flip_p
+from evalkit.render.plan import render_plan
 
 Z = NormalDist()
 EVALKIT = Path(sys.executable).parent / "evalkit"
 
 
-def _pilot(rates: list[int], runs: int, *, latency: dict[str, float] | None = None) -> RunReport:
+def _entry(input_: float, output: float) -> dict[str, object]:
+    return {"input": input_, "output": output, "cached_input": None, "cache_write": None, "as_of": "2026-12-02",
+            "source": "https://example.com/pricing"}
+
+
+def _pilot(rates: list[int], runs: int, *, latency: dict[str, float] | None = None,
+           money: dict[str, object] | None = None) -> RunReport:
     """A pilot run: one test per case, `rates[i]` of `runs` samples passed; 2 calls per case and sample (model and
-    judge), 300 input and 40 output tokens per call."""
+    judge): the model 200 input and 50 output tokens, the judge 400 and 30."""
     tests = [{"nodeid": f"t.py::test_x[c{i}]", "case": f"c{i}", "outcome": "passed" if k == runs else "failed",
               "repeats": {"passed": k, "runs": runs}} for i, k in enumerate(rates)]
     samples = len(rates) * runs
@@ -34,7 +43,7 @@ def _pilot(rates: list[int], runs: int, *, latency: dict[str, float] | None = No
                  "cost": {"model_calls": samples, "judge_calls": samples, "input_tokens": 200 * samples,
                           "judge_input_tokens": 400 * samples, "output_tokens": 50 * samples,
                           "judge_output_tokens": 30 * samples},
-                 "latency": latency or {"measured_calls": 0}}
+                 "latency": latency or {"measured_calls": 0}, **({"money": money} if money else {})}
     return report_from_mapping({"eval": {"suite": "s"}, "tests": tests, "execution": execution,
                                 "cases": [{"id": f"c{i}", "status": "scored"} for i in range(len(rates))]},
                                "pilot.json")
@@ -104,12 +113,40 @@ def test_the_per_test_figure_is_exact_fisher_power() -> None:
 
 def test_money_and_wall_time_come_from_a_price_and_measured_latency() -> None:
     report = _pilot([10, 9] * 30, 10, latency={"measured_calls": 1200, "mean_ms": 900.0, "p95_ms": 2100.0})
+    price = PriceEntry.model_validate(_entry(3.0, 15.0))
     found = plan(report, target=0.2, alpha=0.05, power=0.8, concurrency=4,
-                 price=Price(input_per_mtok=3.0, output_per_mtok=15.0))
+                 pricing=Pricing(Side("m", price), Side("m", price), "a test's prices"))
     design = found.designs[0]
     assert design.calls is not None and design.input_tokens is not None and design.output_tokens is not None
     assert design.money == pytest.approx((design.input_tokens * 3.0 + design.output_tokens * 15.0) / 1e6)
     assert design.seconds == pytest.approx(math.ceil(design.calls / 4) * 0.9)
+
+
+def test_money_is_planned_at_the_prices_the_report_recorded_each_side_at_its_own() -> None:
+    money = {"usd": 1.0, "model": {"name": "big", "price": _entry(3.0, 15.0), "usd": 0.9},
+             "judge": {"name": "small", "price": _entry(0.5, 1.0), "usd": 0.1}}
+    report = _pilot([10, 9] * 30, 10, money=money)
+    pricing = recorded_pricing(report)
+    assert pricing is not None and pricing.model.name == "big" and pricing.judge is not None
+    found = plan(report, target=0.2, alpha=0.05, power=0.8, concurrency=4, pricing=pricing)
+    for design in (found.current, *found.designs):
+        samples = design.cases * design.repeats  # the model: 200 in, 50 out; the judge: 400 in, 30 out
+        assert design.money == pytest.approx(samples * (200 * 3.0 + 50 * 15.0 + 400 * 0.5 + 30 * 1.0) / 1e6)
+    text = render_plan(found, "pilot.json")
+    assert ("money: in US dollars at the report's recorded prices: big (model under test): input $3, output $15 "
+            "per million tokens, as of 2026-12-02 (https://example.com/pricing); small (judge): input $0.5") in text
+
+
+def test_a_side_without_a_price_leaves_the_money_unknown_and_the_plan_says_how_to_price_it() -> None:
+    money = {"usd": None, "model": {"name": "big", "price": _entry(3.0, 15.0), "usd": 0.9},
+             "judge": {"name": "local-judge", "price": None, "usd": None}}
+    found = plan(_pilot([10, 9] * 30, 10, money=money), target=0.2, alpha=0.05, power=0.8, concurrency=4,
+                 pricing=recorded_pricing(_pilot([10, 9] * 30, 10, money=money)))
+    assert all(design.money is None for design in found.designs)
+    assert ("money: no price (the report's recorded prices have no entry for local-judge); plan at a price "
+            "file's figures with --prices FILE") in render_plan(found, "pilot.json")
+    unpriced = plan(_pilot([10, 9] * 30, 10), target=0.2, alpha=0.05, power=0.8, concurrency=4)
+    assert "money: no price (the report recorded no prices" in render_plan(unpriced, "pilot.json")
 
 
 def test_one_sample_per_case_is_said_and_taken_as_no_noise() -> None:
@@ -135,8 +172,28 @@ def test_evalkit_plan_prints_the_plan_for_the_shipped_baseline() -> None:
     lines = done.stdout.splitlines()
     assert lines[0] == "plan from suites/issue_triage/runs/baseline.json: 12 cases, 1 sample(s) per call, 51 tests"
     assert lines[2].startswith("as it is: could detect drops of 58 points or more")
-    assert "money: no price (no price is configured for this model: tokens only)" in lines
+    assert ("money: no price (the report's recorded prices have no entry for gemini-3.8-flash); plan at a price "
+            "file's figures with --prices FILE (as conf/prices/*.yaml)") in lines
     assert any(line.startswith("cheapest: 157 cases x 1 repeat(s)") for line in lines)
+
+
+def test_evalkit_plan_prices_the_run_at_a_price_file_given(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("gemini-3.8-flash:\n  input: 0.30\n  output: 2.50\n  cached_input: null\n  cache_write: null\n"
+                      "  as_of: '2026-12-01'\n  source: https://ai.google.dev/pricing\n")
+    done = _evalkit("plan", "suites/issue_triage/runs/baseline.json", "--detect", "0.1", "--prices", str(prices))
+    assert done.returncode == 0, done.stderr
+    assert (f"money: in US dollars at the prices of {prices}: gemini-3.8-flash (model under test and judge): input "
+            "$0.3, output $2.5 per million tokens, as of 2026-12-01") in done.stdout
+    # the shipped baseline: 2,884 + 499 input and 353 + 66 output tokens over 12 cases; the row of 78 cases
+    row = next(line.split() for line in done.stdout.splitlines() if line.split()[:2] == ["1", "78"])
+    tokens_in, tokens_out = int(row[5].replace(",", "")), int(row[6].replace(",", ""))
+    assert (tokens_in, tokens_out) == (round(3383 / 12 * 78), round(419 / 12 * 78))
+    assert row[7] == f"${(tokens_in * 0.30 + tokens_out * 2.50) / 1e6:.4f}"
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("gemini-3.8-flash: {input: 0.3}\n")
+    refused = _evalkit("plan", "suites/issue_triage/runs/baseline.json", "--prices", str(wrong))
+    assert refused.returncode == 3 and refused.stderr.count("\n") == 1 and "wrong.yaml: gemini-3.8-flash" in refused.stderr
 
 
 def test_evalkit_plan_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
@@ -157,3 +214,21 @@ def test_the_how_to_shows_what_evalkit_plan_prints() -> None:
     done = _evalkit(*command.split()[1:])
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip("\n") == shown
+
+
+def test_a_plan_to_detect_a_drop_from_zero_is_refused_naming_a_measure_that_moves() -> None:
+    cases = [{"id": f"c{i}", "status": "scored", "passed": False, "metrics": {"faithfulness.score": 1.0 + i % 2}}
+             for i in range(20)]
+    tests = [{"nodeid": f"t.py::test_x[c{i}]", "outcome": "failed"} for i in range(20)]
+    report = report_from_mapping({"eval": {"suite": "s"}, "tests": tests, "cases": cases}, "floor.json")
+    with pytest.raises(InputError, match=r"case pass rate is 0 \(every case failed\), so no drop from it can be "
+                                         r"detected .*the metric faithfulness.score \(mean 1.5 over 20 cases\)"):
+        plan(report, target=0.1, alpha=0.05, power=0.8, concurrency=1)
+
+
+def test_the_how_to_shows_the_refusal_of_a_floor_as_evalkit_plan_prints_it() -> None:
+    page = (PROJECT_ROOT / "docs" / "how-to" / "plan.md").read_text(encoding="utf-8")
+    block = page.split("```text\n$ ", 1)[1].split("\n```", 1)[0]
+    command, shown = block.split("\n", 1)
+    done = _evalkit(*command.split()[1:])
+    assert done.returncode == 3 and done.stderr.rstrip("\n") == shown

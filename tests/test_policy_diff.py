@@ -1,4 +1,4 @@
-"""`python -m evalkit.policy_diff OLD NEW`: stored pairs decided under both policies; the changes as Markdown."""
+"""`evalkit policy-diff OLD NEW`: stored pairs decided under both policies; the changes as Markdown."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ NEW = "max_regressions: 1\ncritical: [test_crit]\n"
 
 
 def _run(project: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evalkit.policy_diff", *args], cwd=project,
+    return subprocess.run([sys.executable, "-m", "evalkit.cli.main", "policy-diff", *args], cwd=project,
                           env={**evalkit_env(), "EVALKIT_PROJECT": str(project), **(env or {})},
                           capture_output=True, text=True, timeout=120)
 
@@ -89,7 +89,7 @@ def test_pairs_given_on_the_command_line(tmp_path: Path):
     old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
     old.write_text("critical: [test_crit]\nmax_regressions: 1\n")
     new.write_text("critical: []\nmax_regressions: 1\n")
-    done = evalkit_cli("evalkit.policy_diff", str(old), str(new), "--pair", str(base), str(cand))
+    done = evalkit_cli("evalkit.cli.main", "policy-diff", str(old), str(new), "--pair", str(base), str(cand))
     assert done.returncode == 0, done.stderr
     row = next(line for line in done.stdout.splitlines() if "c.json" in line)
     assert "**BLOCK → GO**" in row and "1 critical test(s) fail" in row
@@ -99,7 +99,7 @@ def test_shipped_pairs_of_the_examples_project_under_a_lower_floor(tmp_path: Pat
     lower = tmp_path / "triage.yaml"
     lower.write_text((PROJECT_ROOT / "conf/policy/triage.yaml").read_text().replace("0.9", "0.25"))
     smollm2 = "suites/issue_triage/runs/baseline-smollm2.json"
-    done = evalkit_cli("evalkit.policy_diff", "triage", str(lower), "--pair", smollm2, smollm2)
+    done = evalkit_cli("evalkit.cli.main", "policy-diff", "triage", str(lower), "--pair", smollm2, smollm2)
     assert done.returncode == 0, done.stderr
     assert "BLOCK (same)" in done.stdout and "pass rate 0.294 is below 0.9" in done.stdout
 

@@ -15,17 +15,23 @@ from typing import Any
 import pytest
 
 from evalkit.core import provider_specs as registry
+from evalkit.core import registry as plugins_registry
 from evalkit.core.errors import ConfigError
-from evalkit.core.provider_specs import BUILTIN, ProviderSpec, provider_specs
+from evalkit.core.provider_specs import ProviderSpec, provider_specs
 from evalkit.live.contract import StopKind, known_stop_reasons
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = PROJECT_ROOT / "tests" / "plugins" / "evalkit-toy-provider"
 
 
-def test_pyproject_registers_exactly_the_builtin_providers() -> None:
-    points = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
-    assert points["evalkit.providers"] == BUILTIN
+BUILTIN = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["evalkit.providers"]
+"""evalkit's own providers: registered in its pyproject.toml exactly as a third party registers one, and nowhere
+else (the registry reads that table in a source tree, and the installed metadata otherwise)."""
+
+
+def test_the_builtin_providers_are_those_pyproject_registers() -> None:
+    assert set(BUILTIN) == {"anthropic", "azure", "bedrock", "gemini", "llamacpp", "ollama", "openai"}
+    assert {name: plugins_registry.entries(registry.PROVIDERS)[name].target for name in BUILTIN} == BUILTIN
 
 
 def test_every_builtin_spec_is_consistent() -> None:
@@ -43,13 +49,9 @@ def test_every_builtin_spec_is_consistent() -> None:
 
 
 @pytest.fixture
-def entry_points(monkeypatch: pytest.MonkeyPatch) -> list[EntryPoint]:
+def entry_points(installed_entry_points: list[EntryPoint]) -> list[EntryPoint]:
     """The installed `evalkit.providers` entry points, as the registry reads them, replaced by a list the test fills."""
-    found: list[EntryPoint] = []
-    monkeypatch.setattr(registry, "entry_points", lambda group: [p for p in found if p.group == group])
-    registry.provider_specs.cache_clear()
-    yield found
-    registry.provider_specs.cache_clear()
+    return installed_entry_points
 
 
 TOY = ProviderSpec(name="toy", factory=lambda config: None, stop_reasons={"toy_done": "finished"})
@@ -64,7 +66,7 @@ def test_an_entry_point_adds_a_provider_and_its_stop_reasons(entry_points: list[
 
 
 @pytest.mark.parametrize(("name", "target", "message"), [
-    ("openai", f"{__name__}:TOY", r"provider 'openai' is registered twice, by evalkit .* and by an unknown package"),
+    ("openai", f"{__name__}:TOY", r"provider 'openai' is registered twice, by evalkit .* and by a third party"),
     ("ghost", "no_such_module_anywhere:SPEC", r"provider 'ghost' .*no_such_module_anywhere:SPEC cannot be loaded"),
     ("wrong", f"{__name__}:WRONG_NAME", r"is not a ProviderSpec named 'wrong'"),
     ("clash", f"{__name__}:CLASH", r"stop reason 'length' is 'truncated' for provider '\w+' but 'finished' for "

@@ -135,6 +135,13 @@ def test_options_gemini_does_not_have_are_refused_before_any_request(server: Fak
     assert server.requests == []
 
 
+def test_a_mistyped_option_names_the_option_meant_and_the_list(server: FakeGemini) -> None:
+    with pytest.raises(CallFailure, match=r"unknown key 'options.temprature' \(did you mean 'temperature'\?; "
+                                          r"allowed: .*top_p"):
+        GeminiProvider(config_for(server.base_url)).complete(request(options={"temprature": 0}))
+    assert server.requests == []
+
+
 @pytest.mark.parametrize("options", [{"temperature": "hot"}, {"thinking_budget": "lots"}])
 def test_an_option_of_the_wrong_type_is_refused_before_any_request(server: FakeGemini,
                                                                    options: dict[str, Any]) -> None:

@@ -60,7 +60,7 @@ def test_the_shipped_suites_import_only_the_public_api() -> None:
 def test_a_scaffolded_suite_passes_mypy_strict_and_sees_evalkits_types(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("EVALKIT_PROJECT", "MYPYPATH")}
     for args, cwd in ((["project"], tmp_path), (["suite", "reviews"], tmp_path)):
-        done = subprocess.run([sys.executable, "-m", "evalkit.new", *args], cwd=cwd, env=env, capture_output=True,
+        done = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "new", *args], cwd=cwd, env=env, capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, done.stderr
     suite = tmp_path / "suites" / "reviews"

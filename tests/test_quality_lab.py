@@ -223,20 +223,20 @@ def test_review_round_trip_to_go(lab: Lab, tmp_path: Path) -> None:
          "rationale": "authored demonstration of the review workflow"} for c in report["cases"]]}
     (tmp_path / "decisions.json").write_text(json.dumps(decisions))
     reviewed = tmp_path / "reviewed.json"
-    done = evalkit_cli("evalkit.review", "--report", str(source), "--decisions", str(tmp_path / "decisions.json"),
+    done = evalkit_cli("evalkit.cli.main", "review", "--report", str(source), "--decisions", str(tmp_path / "decisions.json"),
                        "--out", str(reviewed))
     assert done.returncode == 0, done.stderr
     assert hashlib.sha256(source.read_bytes()).hexdigest() == digest  # the source is untouched
-    gate = evalkit_cli("evalkit.gate", BASELINE, str(reviewed), "--policy", "quality_lab")
+    gate = evalkit_cli("evalkit.cli.main", "gate", BASELINE, str(reviewed), "--policy", "quality_lab")
     assert gate.returncode == 0, gate.stdout + gate.stderr
     assert gate.stdout.startswith("decision: GO")
-    unreviewed = evalkit_cli("evalkit.gate", BASELINE, str(source), "--policy", "quality_lab")
+    unreviewed = evalkit_cli("evalkit.cli.main", "gate", BASELINE, str(source), "--policy", "quality_lab")
     assert unreviewed.returncode == 1 and "unresolved_review" in unreviewed.stdout
 
 
 def test_calibration_matrices(tmp_path: Path) -> None:
     out = tmp_path / "calibration.json"
-    done = evalkit_cli("evalkit.calibrate", "suite=quality_lab", "--out", str(out))
+    done = evalkit_cli("evalkit.cli.main", "calibrate", "suite=quality_lab", "--out", str(out))
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     naive, contract = result["graders"]["naive"], result["graders"]["contract"]
@@ -254,7 +254,7 @@ def test_calibration_matrices(tmp_path: Path) -> None:
     ([], "the following arguments are required: suite"),
 ])
 def test_calibrate_refuses_bad_input(args: list[str], message: str) -> None:
-    done = evalkit_cli("evalkit.calibrate", *args)
+    done = evalkit_cli("evalkit.cli.main", "calibrate", *args)
     assert done.returncode == 3 and message in done.stderr
 
 
@@ -385,7 +385,7 @@ def test_gate_cli_no_require_pass_writes_the_block_and_exits_0(lab: Lab, tmp_pat
     results = {}
     for flag in ("--require-pass", "--no-require-pass"):
         out = tmp_path / f"decision{flag}.json"
-        done = evalkit_cli("evalkit.gate", BASELINE, str(candidate), "--policy", "quality_lab", "--out", str(out),
+        done = evalkit_cli("evalkit.cli.main", "gate", BASELINE, str(candidate), "--policy", "quality_lab", "--out", str(out),
                            flag)
         results[flag] = (done.returncode, json.loads(out.read_text())["decision"])
     assert results == {"--require-pass": (1, "block"), "--no-require-pass": (0, "block")}

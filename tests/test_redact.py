@@ -219,3 +219,37 @@ def test_leaves_passes_ordinary_text_and_stops_at_a_key_or_a_shape():
         assert redact.scrub(json.loads(text))["note"] != planted
     assert redact.leaves(json.dumps({"output": "Bearer abcdefgh1234"}), messages=False)  # a reply keeps shapes
     assert not Redactor(patterns=["x"]).leaves("{}")  # user patterns are tried string by string
+
+
+def _percent(text: str) -> str:
+    return "".join(f"%{ord(c):02X}" for c in text)
+
+
+@pytest.mark.parametrize("form", [
+    _percent, lambda key: _percent(key).lower(),
+    lambda key: "".join(f"&#{ord(c)};" for c in key), lambda key: "".join(f"&#x{ord(c):x};" for c in key),
+    lambda key: key[:5] + _percent(key[5:9]) + f"&#{ord(key[9])};" + key[10:],  # in part, mixed
+])
+def test_a_key_percent_encoded_or_written_as_character_references_is_masked(form, tmp_path):
+    """Issue 35: fully percent-encoded and HTML-entity forms of a key reached disk (documented as not covered)."""
+    from test_recording import recording
+
+    from evalkit.run.recording import save_recording
+    redact = Redactor(["K"], environ={"K": FAKE_KEY})
+    written = form(FAKE_KEY)
+    assert redact(f"GET /v1?x={written}&y=50%25 done") == f"GET /v1?x={MASK}&y=50%25 done"
+    assert redact.values(f"<p>{written}</p> 100% &#38;") == f"<p>{MASK}</p> 100% &#38;"
+    assert not redact.leaves(json.dumps({"output": written}))
+    record = recording()
+    call, entry = next(iter(record.calls.items()))
+    assert entry.reply is not None
+    entry = entry.model_copy(update={"reply": entry.reply.model_copy(update={"text": f"echo {written}"})})
+    save_recording(record.model_copy(update={"calls": {call: entry}}), tmp_path / "rec.json", redact)
+    text = (tmp_path / "rec.json").read_text(encoding="utf-8")
+    assert written not in text and f"echo {MASK}" in text
+
+
+def test_ordinary_escapes_are_kept(monkeypatch):
+    redact = Redactor(["K"], environ={"K": FAKE_KEY})
+    text = "a%20b &#233;t&#xe9; 100% %zz &#99999999;"
+    assert redact.values(text) == text

@@ -109,7 +109,7 @@ def test_markdown_shows_both_answers_of_each_regressed_case_side_by_side():
             "<td><pre>&lt;script&gt;x&lt;/script&gt;</pre></td></tr>") in markdown
     assert "<tr><th>judge: faithfulness</th><td><pre>yes</pre></td><td><pre>no</pre></td></tr>" in markdown
     assert "A old" not in markdown and "A new" not in markdown
-    # without the baseline (python -m evalkit.gate given no answers to compare) no answer block is drawn
+    # without the baseline (evalkit gate given no answers to compare) no answer block is drawn
     assert "Answers of regressed case" not in render_markdown(decide(Policy(), baseline, candidate), candidate)
 
 
@@ -132,3 +132,29 @@ def test_answer_blocks_stop_at_max_cases_and_name_the_rest():
     markdown = render_markdown(decide(Policy(), baseline, candidate), candidate, (), baseline=baseline)
     assert markdown.count("Answers of regressed case") == MAX_CASES
     assert f"2 more regressed case(s), answers in report.json: {ids[-2]}, {ids[-1]}" in markdown
+
+
+def test_a_candidate_equal_to_its_baseline_says_changed_nothing_and_what_that_means() -> None:
+    same = report_from_mapping(report({"test_a": "passed"}), "baseline.json")
+    decision = decide(Policy(), same, report_from_mapping(report({"test_a": "passed"}), "candidate.json"))
+    assert decision.changed == {}
+    lines = render_decision(decision).splitlines()
+    assert ("changed: - (the two reports' eval keys agree: no component or setting the key covers differs, so the "
+            "candidate measured the same system as the baseline; was the change applied?)") in lines
+    assert "**Changed:** " in render_markdown(decision) and "was the change applied?" in render_markdown(decision)
+    # a change is named as before
+    other = report_from_mapping(report({"test_a": "passed"}, prompt_sha="other"), "candidate.json")
+    assert any(line.startswith("changed: prompt_sha ") for line in render_decision(decide(Policy(), same, other))
+               .splitlines())
+
+
+def test_a_review_says_which_exit_code_it_got_and_so_what_ci_does() -> None:
+    baseline = report_from_mapping(report({"test_a": "passed"}), "baseline.json")
+    candidate = report_from_mapping(report({"test_a": "passed", "test_new": "failed"}), "candidate.json")
+    decision = decide(Policy(), baseline, candidate)
+    assert str(decision.decision) == "review"
+    assert render_decision(decision, exits=0).splitlines()[0] == (
+        "decision: REVIEW (exit 0: a CI job passes; the policy's review_fails: true would fail it)")
+    assert render_decision(decision, exits=1).splitlines()[0] == (
+        "decision: REVIEW (exit 1: a CI job fails, as the policy's review_fails asks)")
+    assert render_decision(decision).splitlines()[0] == "decision: REVIEW"  # a caller with no exit code says none

@@ -323,3 +323,26 @@ def test_cli_usage_error_exits_3(run_evalkit: Run) -> None:
     result = run_evalkit("--report", "R.json", module="evalkit.review")
     assert result.returncode == 3
     assert "the following arguments are required: --decisions, --out" in result.stderr
+
+
+def test_the_help_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 35: `evalkit review --help` showed `--decisions decisions.yaml`, which the command (JSON only)
+    reads as JSON (a decisions file written as YAML, as its name asks, is refused). The example names a JSON file
+    and runs as shown, on files of the names it uses."""
+    import shlex
+
+    from evalkit.cli.main import SUBCOMMANDS
+    from evalkit.cli.review import main
+
+    argv = shlex.split(SUBCOMMANDS["review"].example)
+    assert argv[:2] == ["evalkit", "review"]
+    given = dict(zip(argv[2::2], argv[3::2], strict=True))
+    assert Path(given["--decisions"]).suffix == ".json"
+    monkeypatch.chdir(tmp_path)
+    report = Path(given["--report"])
+    report.write_bytes(report_bytes(run_report()))
+    Path(given["--decisions"]).write_text(json.dumps({"report_sha256": sha(report.read_bytes()),
+                                                      "decisions": [decision()]}), encoding="utf-8")
+    assert main(argv[2:]) == 0, capsys.readouterr().err
+    assert Path(given["--out"]).is_file()

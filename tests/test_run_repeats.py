@@ -256,7 +256,7 @@ def test_repeats_record_replay_and_gate_end_to_end(tmp_path: Path) -> None:
 
         # the gate reads both reports' counts: 3 samples a side is too few for any test to be significant
         decision_path = tmp_path / "decision.json"
-        gate = subprocess.run([sys.executable, "-m", "evalkit.gate", str(tmp_path / "job1" / "report.json"),
+        gate = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "gate", str(tmp_path / "job1" / "report.json"),
                                str(tmp_path / "job2" / "report.json"), "--out", str(decision_path),
                                "--policy", str(flaky.conf / "policy" / "flaky.yaml")],
                               cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120, check=False)

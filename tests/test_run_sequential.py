@@ -283,7 +283,7 @@ def test_sequential_repeats_record_stop_replay_and_gate_end_to_end(tmp_path: Pat
         # `evalkit gate` on the two reports, away from the run, decides as the run's own gate did
         gated = tmp_path / "gated"
         gated.mkdir()
-        alone = subprocess.run([sys.executable, "-m", "evalkit.gate", str(base_path), str(cand_path), "--out",
+        alone = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "gate", str(base_path), str(cand_path), "--out",
                                 str(gated / "decision.json"), "--policy", str(suite.conf / "policy" / "flaky.yaml")], cwd=PROJECT_ROOT, capture_output=True, text=True,
                                timeout=120, check=False)
         assert alone.returncode == done.returncode, alone.stdout + alone.stderr
@@ -291,7 +291,7 @@ def test_sequential_repeats_record_stop_replay_and_gate_end_to_end(tmp_path: Pat
         assert again["repeats"] == decision["repeats"] and again["detectable"] == decision["detectable"]
 
         # blessing it says that it makes a small pool (each case stopped as soon as it was settled)
-        blessed = subprocess.run([sys.executable, "-m", "evalkit.bless", str(cand_path), "--to",
+        blessed = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "bless", str(cand_path), "--to",
                                   str(tmp_path / "blessed.json"), "--dry-run"], cwd=PROJECT_ROOT,
                                  capture_output=True, text=True, timeout=120, check=False)
         assert blessed.returncode == 0, blessed.stderr

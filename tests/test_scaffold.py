@@ -1,4 +1,4 @@
-"""evalkit/project/scaffold.py and `python -m evalkit.new`: what a new project and suite get, and what is refused."""
+"""evalkit/project/scaffold.py and `evalkit new`: what a new project and suite get, and what is refused."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from evalkit.project.scaffold import project_files, set_default_suite, suite_fil
 
 def new(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "EVALKIT_PROJECT"}
-    return subprocess.run([sys.executable, "-m", "evalkit.new", *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "evalkit.cli.main", "new", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)
 
 

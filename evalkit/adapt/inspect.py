@@ -255,6 +255,9 @@ def run_from_log(header: Mapping[str, Any], samples: Any, where: str, *, source_
         scores = sample.get("scores")
         if error:
             epochs[epoch] = _line(error.get("message") if isinstance(error, dict) else error) or "errored"
+        elif not scores and not scorer_names:
+            raise InputError(f"{at}: sample {sid!r} has no scores because the task has no scorer (eval.scorers and "
+                             "results.scores are empty); evalkit gates scores: add a scorer to the task")
         elif not scores:
             raise InputError(f"{at}: sample {sid!r} (epoch {epoch}) has no scores and no error; every sample of a "
                              "finished run is scored or errored: was the log edited, or scored with --no-score?")

@@ -61,8 +61,9 @@ def read_junit(path: Path) -> NeutralRun:
         shas[file.name] = sha256(data)
         root = _parse(data, str(file))
         if root.tag not in ("testsuites", "testsuite"):
-            raise InputError(f"{file}: not JUnit XML: the root element is <{root.tag}>, not <testsuites> or "
-                             "<testsuite>")
+            raise InputError(f"{file}: {_OTHER_FORMATS.get(root.tag, 'not JUnit XML')}: the root element is "
+                             f"<{root.tag}>, not <testsuites> or <testsuite>; evalkit reads JUnit XML"
+                             f"{_CONVERT.get(root.tag, '')}")
         if root.tag == "testsuites" and root.get("name"):
             root_names.append(str(root.get("name")))
         # suites nest (Ant, Bazel, scalatest, tst): every <testsuite> at any depth, under either root, holds
@@ -75,20 +76,40 @@ def read_junit(path: Path) -> NeutralRun:
     return _run(path, suites, root_names, shas, notes)
 
 
+# Result formats of other .NET and Java runners that are not JUnit XML, by their root element: the refusal names
+# the format, so the user converts it rather than wonders whether the file is broken
+_OTHER_FORMATS = {"test-run": "NUnit 3 XML", "test-results": "NUnit 2 XML", "assemblies": "xUnit.net v2 XML",
+                  "assembly": "xUnit.net v1 XML", "TestRun": "MSTest TRX"}
+_CONVERT = {"test-run": " (NUnit writes it with its junit transform; trx2junit converts TRX)",
+            "test-results": " (convert it with NUnit's junit transform)",
+            "assemblies": " (xUnit.net writes it with --junit, or convert with trx2junit)",
+            "assembly": " (convert it to JUnit XML first)", "TestRun": " (convert it with trx2junit)"}
+# what may come before the root element: space, comments and processing instructions; a document type
+# declaration can stand only there
+_TRUNCATED = frozenset({"no element found", "unclosed token", "unclosed CDATA section"})
+_PROLOG = re.compile(r"(?:\s+|<!--.*?-->|<\?.*?\?>)*", re.DOTALL)
+
+
 def _parse(data: bytes, where: str) -> ET.Element:
     # A document type declaration is how XML bombs expand and how an ATTLIST default invents attributes; no
     # test runner writes one. Looked for after decoding, so UTF-16 or UTF-32 cannot hide it, and only the
-    # encodings test runners write are read (UTF-7 could spell `<!` as `+ADwAIQ-`).
+    # encodings test runners write are read (UTF-7 could spell `<!` as `+ADwAIQ-`). Only the prolog is searched:
+    # `<!DOCTYPE html>` in a captured page inside <system-out> is text, and one anywhere else is not well-formed.
     text = _decode(data, where)
-    if re.search(r"<!(DOCTYPE|ENTITY|ATTLIST|ELEMENT)", text, re.IGNORECASE):
+    start = _PROLOG.match(text)
+    if text.startswith("<!", start.end() if start else 0):
         raise InputError(f"{where}: the XML has a document type declaration (<!DOCTYPE>, <!ENTITY>, <!ATTLIST>), "
                          "which no test runner writes; refused")
     try:
         return ET.fromstring(text)
     except ET.ParseError as error:
         line, column = error.position
-        raise InputError(f"{where}: not well-formed XML (line {line}, column {column}: "
-                         f"{str(error).split(':')[0]}); is the file truncated?") from None
+        reason = str(error).split(":")[0]
+        # expat names these where the text stops early; a file that fails at its first character is no XML,
+        # and anything else is a character no XML writer leaves unescaped
+        hint = ("is the file truncated?" if reason in _TRUNCATED else "the file is not XML" if (line, column) == (1, 0)
+                else "a raw '<' or '&' an XML writer would have escaped: written by hand, not by a JUnit XML writer?")
+        raise InputError(f"{where}: not well-formed XML (line {line}, column {column}: {reason}); {hint}") from None
 
 
 _ENCODINGS = {"utf-8": "utf-8", "utf8": "utf-8", "us-ascii": "ascii", "ascii": "ascii", "iso-8859-1": "latin-1",
@@ -124,12 +145,17 @@ def _declared_totals(root: ET.Element, where: str) -> list[str]:
         cases = list(suite.iter("testcase"))
         if not cases:
             continue
-        held = {"tests": len(cases),
-                "failures": sum(_outcome(case)[0] == "failed" for case in cases),
-                "errors": sum(_outcome(case)[0] == "error" for case in cases)}
-        for field, count in held.items():
+        # a case holding both <error> and <failure> (pytest: a failed call and an error in teardown) is read as
+        # an error; a runner may count it under either total
+        both = sum(case.find("error") is not None and case.find("failure") is not None for case in cases)
+        failures = sum(_outcome(case)[0] == "failed" for case in cases)
+        errors = sum(_outcome(case)[0] == "error" for case in cases)
+        held = {"tests": (len(cases), len(cases)), "failures": (failures, failures + both),
+                "errors": (errors - both, errors)}
+        for field, (fewest, most) in held.items():
             declared = suite.get(field)
-            if declared is not None and declared.strip().isdigit() and int(declared) != count:
+            if declared is not None and declared.strip().isdigit() and not fewest <= int(declared) <= most:
+                count = most if int(declared) > most else fewest
                 name = suite.get("name") or f"<{suite.tag}>"
                 notes.append(f"{where + ': ' if where else ''}suite {name[:80]!r} declares {field}={declared} but "
                              f"holds {count}; the cases it holds are what is gated")
@@ -142,15 +168,21 @@ def _run(path: Path, suites: list[tuple[ET.Element, list[ET.Element]]], root_nam
     names = sorted({suite.get("name") or "" for suite, _ in suites} - {""})
     tests: list[AdaptedTest] = []
     groups: dict[str, list[ET.Element]] = {}  # in document order, across suites (jest repeats a suite's name)
+    counted_each: set[int] = set()  # cases whose suite's `tests=` counts every <testcase> it holds as a test
     for suite, cases in suites:
+        if (suite.get("tests") or "").strip() == str(len(list(suite.iter("testcase")))):
+            counted_each.update(id(case) for case in cases)
         for case in cases:
             groups.setdefault(_nodeid(case, suite, where), []).append(case)
     for nodeid, group in groups.items():
         if len(group) == 1:
             outcome, message = _outcome(group[0])
             tests.append(AdaptedTest(nodeid, outcome, nodeid, message=message))  # type: ignore[arg-type]
-        elif _reruns(group):
+        elif _reruns(group, counted_each):
             tests.append(_rerun_test(nodeid, group))
+            if {(case.get("file"), case.get("line")) for case in group} == {(None, None)}:
+                notes.append(f"{len(group)} entries of {nodeid[:120]!r} are read as attempts of one test (all but "
+                             "the last did not pass, and the file records no place to tell tests apart)")
         else:
             tests += _same_titled(nodeid, group, notes)
     if not tests:
@@ -178,17 +210,20 @@ def _run(path: Path, suites: list[tuple[ET.Element, list[ET.Element]]], root_nam
     )
 
 
-def _reruns(group: list[ET.Element]) -> bool:
+def _reruns(group: list[ET.Element], counted_each: set[int]) -> bool:
     """Whether repeated `<testcase>`s of one classname and name are attempts of one test (gotestsum
     --rerun-fails, pytest-rerunfailures, mocha retries) rather than distinct tests that share a title.
 
     The file says so where it records where each test lives: the same `file` and `line` is one test run again,
     another is another test (jest's same-titled tests in different `describe` blocks). Where it records no
-    place, a runner reruns only what did not pass: attempts that all failed but the last are reruns; an
-    earlier attempt that passed means the entries are distinct tests."""
+    place, a suite whose `tests=` counts every entry says the runner counted them as tests (mocha's two
+    same-titled `it`s; gotestsum counts a rerun test once); else a runner reruns only what did not pass:
+    attempts that all failed but the last are reruns, and an earlier attempt that passed means distinct tests."""
     places = {(case.get("file"), case.get("line")) for case in group}
     if places != {(None, None)}:
         return len(places) == 1
+    if all(id(case) in counted_each for case in group):
+        return False
     return all(_outcome(case)[0] in ("failed", "error") for case in group[:-1])
 
 

@@ -123,7 +123,15 @@ def _results_file(path: Path) -> Path:
     """The results file: `path` itself, or the one `results_*.json` (0.4.0-0.4.2: `results.json`) in the folder or
     its model subfolder."""
     if not path.is_dir():
-        return path
+        # a samples file names its run's time: the results file of that time beside it is the run
+        stamped = re.fullmatch(r"samples_.+_(\d{4}-\d\d-\d\dT[\d.-]+)\.jsonl", path.name)
+        if stamped is None:
+            return path
+        results = path.parent / f"results_{stamped[1]}.json"
+        if not results.is_file():
+            raise InputError(f"{path}: a samples file of lm-eval, and no {results.name} beside it; name the "
+                             "results_<time>.json lm_eval wrote with --output_path")
+        return results
     found = sorted({*path.glob("results_*.json"), *path.glob("*/results_*.json"), *path.glob("results.json")})
     if len(found) != 1:
         what = "no results_*.json" if not found else f"{len(found)} results files ({found[0].name}, ...)"

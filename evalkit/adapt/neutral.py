@@ -9,7 +9,6 @@ unique test ids, a repeat count that agrees with its outcome, at least one test.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from typing import Any, Literal
 from evalkit.core.errors import InputError
 from evalkit.core.fingerprint import fingerprint
 
-__all__ = ["ADAPTED_OUTCOMES", "AdaptedTest", "NeutralRun", "SourceKey", "fingerprint_inputs", "refuse_lone_surrogates",
+__all__ = ["ADAPTED_OUTCOMES", "AdaptedTest", "NeutralRun", "SourceKey", "fingerprint_inputs",
            "to_run_report"]
 
 Outcome = Literal["passed", "failed", "error", "skipped"]
@@ -98,17 +97,6 @@ class NeutralRun:
     """What the adapter left out or derived and why (one sentence each); they become the decision's warnings."""
     provenance: Mapping[str, Any] = field(default_factory=dict)
     """Where the run came from: the file's SHA-256, the tool's run id, its format version, ..."""
-
-
-def refuse_lone_surrogates(data: Any, where: str) -> None:
-    """Refuse a parsed file holding half of a UTF-16 pair (JSON's `"\\ud800"` escape): no text holds one, and
-    a test id or a fingerprint made of it cannot be written as UTF-8."""
-    try:
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as error:
-        bad = error.object[error.start:error.end]
-        raise InputError(f"{where}: the file holds a lone surrogate ({bad.encode('unicode_escape').decode()}), half "
-                         "of a UTF-16 pair, which is not text; write the string as UTF-8") from None
 
 
 def fingerprint_inputs(inputs: Iterable[tuple[str, Any]]) -> str:

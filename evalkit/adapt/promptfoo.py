@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.adapt.framework import Source
-from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs, refuse_lone_surrogates
+from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text_sha256
 from evalkit.core.fingerprint import canonical_json, fingerprint
-from evalkit.core.parsing import json_object, parse_json
+from evalkit.core.parsing import json_object, parse_json, refuse_lone_surrogates
 
 __all__ = ["FORMAT_VERSION", "SOURCE", "read_promptfoo"]
 
@@ -42,7 +42,8 @@ def read_promptfoo(path: Path) -> NeutralRun:
     where = str(path)
     data = json_object(parse_json(text, where, "promptfoo results"), where, _NOT_RESULTS)
     refuse_lone_surrogates(data, where)
-    if isinstance(data.get("results"), list) and "table" in data:  # promptfoo before 0.92 put the rows on top
+    # promptfoo before 0.92 put the rows on top (with the table, or under a top-level version below 3)
+    if isinstance(data.get("results"), list) and ("table" in data or data.get("version") in (1, 2)):
         written = f"version {data['version']}" if "version" in data else "without a version (promptfoo of 2023)"
         raise InputError(f"{where}: promptfoo results format {written}, its rows at the top level, as promptfoo "
                          f"before 0.92 (October 2024) wrote them; evalkit reads format version {FORMAT_VERSION}: "
@@ -103,6 +104,10 @@ def read_promptfoo(path: Path) -> NeutralRun:
     scores = [row["score"] for row in rows if isinstance(row.get("score"), int | float)]
     notes = ["promptfoo's row scores and named scores are not gated (pass_rate and mean_score are reported as "
              "metrics); each assertion's pass or fail is gated"]
+    if any(kind == "assert-set" for case in cases.values() if isinstance(case.get("assert"), list)
+           for kind, _ in _flattened(case["assert"])):
+        notes.append("an assert-set is gated as one test on its own threshold (`assert-set`) and each of its "
+                     "assertions as a test of its own (`assert-set/<type>`)")
     if repeat > 1:
         notes.append(f"each test ran {repeat} times (--repeat {repeat}); its assertions are gated as repeats")
     if shared_vars:
@@ -222,10 +227,11 @@ def _provider(row: Mapping[str, Any], where: str) -> str:
 def _assertions(group: list[Mapping[str, Any]], case: Mapping[str, Any], task: str, sample: str,
                 where: str) -> tuple[list[AdaptedTest], bool]:
     """One test per assertion of the test case over its rows (repeats); whether any row errored."""
-    declared = case.get("assert") or []
-    if not isinstance(declared, list):
+    top = case.get("assert") or []
+    if not isinstance(top, list):
         raise InputError(f"{where}: test {sample!r}: testCase.assert is not a list")
-    names = _names([a.get("type", "assertion") if isinstance(a, dict) else "assertion" for a in declared])
+    declared = _flattened(top)
+    names = _names([kind for kind, _ in declared])
     if not names:
         names = ["output"]  # a test without assertions passes or fails on the row's success alone
     passed = Counter[str]()
@@ -239,9 +245,15 @@ def _assertions(group: list[Mapping[str, Any]], case: Mapping[str, Any], task: s
             continue
         grading = row.get("gradingResult")
         components = grading.get("componentResults") if isinstance(grading, dict) else None
-        if declared and (not isinstance(components, list) or len(components) != len(declared)):
-            raise InputError(f"{where}: test {sample!r}: a row has no score for each of its {len(declared)} "
-                             "assertions (gradingResult.componentResults); a sample without scores cannot be gated")
+        if declared and not isinstance(components, list):
+            raise InputError(f"{where}: test {sample!r}: a row has no gradingResult.componentResults, the score of "
+                             f"each of its {len(declared)} assertions; a sample without scores cannot be gated")
+        if declared and not _paired(declared, components):  # type: ignore[arg-type]
+            counted = (f"{len(declared)} assertions (an assert-set counted with its children)"
+                       if len(declared) != len(top) else f"{len(declared)} assertions")
+            raise InputError(f"{where}: test {sample!r}: a row's gradingResult.componentResults holds "
+                             f"{len(components)} results that do not pair in order with its {counted} in "  # type: ignore[arg-type]
+                             "testCase.assert; was the file edited?")
         outcomes = ([bool(c.get("pass")) if isinstance(c, dict) else False for c in components]  # type: ignore[union-attr]
                     if declared else [row.get("success") is True])
         for name, ok, component in zip(names, outcomes, components or [None] * len(names), strict=True):
@@ -258,6 +270,32 @@ def _assertions(group: list[Mapping[str, Any]], case: Mapping[str, Any], task: s
                                  repeats=(passed[name], runs) if runs > 1 else None,
                                  message=None if outcome == "passed" else messages.get(name)))
     return tests, errors > 0
+
+
+def _flattened(declared: list[Any]) -> list[tuple[str, Any]]:
+    """(test name, assertion) of each declared assertion in the order promptfoo writes their results: an
+    `assert-set` is one result (its own pass, on its threshold) followed by each of its children's, named
+    `assert-set/<type>`."""
+    flat: list[tuple[str, Any]] = []
+    for assertion in declared:
+        kind = str(assertion.get("type", "assertion")) if isinstance(assertion, dict) else "assertion"
+        flat.append((kind, assertion))
+        children = assertion.get("assert") if isinstance(assertion, dict) and kind == "assert-set" else None
+        if isinstance(children, list):
+            flat += [(f"{kind}/{name}", child) for name, child in _flattened(children)]
+    return flat
+
+
+def _paired(declared: list[tuple[str, Any]], components: list[Any]) -> bool:
+    """Whether the row's component results pair in order with the declared assertions: as many, and each that
+    names its assertion names the one declared in its place (an assert-set's own result names none)."""
+    if len(components) != len(declared):
+        return False
+    for (_, assertion), component in zip(declared, components, strict=True):
+        named = component.get("assertion") if isinstance(component, dict) else None
+        if isinstance(named, dict) and isinstance(assertion, dict) and named.get("type") != assertion.get("type"):
+            return False
+    return True
 
 
 def _names(types: list[str]) -> list[str]:

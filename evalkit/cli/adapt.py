@@ -29,7 +29,8 @@ from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
 from evalkit.gate.decision import ExitCode, exit_code
 from evalkit.project.options import find_option
 from evalkit.project.paths import shown
-from evalkit.render.markdown import render_markdown, render_policy
+from evalkit.render.bundle import Decided, render_bundle
+from evalkit.render.markdown import render_policy
 from evalkit.render.text import render_decision
 
 __all__ = ["main"]
@@ -64,11 +65,16 @@ def build_parser() -> argparse.ArgumentParser:
                               "default: no test that passes on the baseline may stop passing or vanish)")
         sub.add_argument("--out", type=Path, metavar="DIR",
                          help="new folder (never overwritten) for baseline.json and candidate.json (the adapted run "
-                              "reports), decision.json and decision.md")
+                              "reports) and the decision's files, as `evalkit run` writes them: decision.json, "
+                              "decision.xml, decision.md and report.html")
         if source.read_thresholded is not None:
             sub.add_argument("--pass-threshold", action="append", default=[], metavar="SCORER=VALUE",
                              help="the least numeric score of SCORER that passes (default: 1.0, full credit), for "
                                   "a scale such as 0-10; repeatable; part of the eval key")
+        if source.read_checked is not None:
+            sub.add_argument("--checks", type=Path, required=True, metavar="FILE",
+                             help="the checks file (YAML) each case is gated with; its SHA-256 is part of the eval "
+                                  "key, so runs checked with different files are incomparable")
     return parser
 
 
@@ -87,7 +93,10 @@ def _source_main(source: Source, args: argparse.Namespace) -> int:
                          "choose a new --out folder")
     policy, identity = _policy(args.policy)
     thresholds = _thresholds(getattr(args, "pass_threshold", []))
-    if thresholds and source.read_thresholded is not None:
+    if source.read_checked is not None:
+        baseline = source.read_checked(args.baseline, args.checks)
+        candidate = source.read_checked(args.candidate, args.checks)
+    elif thresholds and source.read_thresholded is not None:
         baseline = source.read_thresholded(args.baseline, thresholds)
         candidate = source.read_thresholded(args.candidate, thresholds)
     else:
@@ -97,9 +106,10 @@ def _source_main(source: Source, args: argparse.Namespace) -> int:
                        candidate_where=str(args.candidate))
     if out is not None:
         _write_folder(out, result, identity, policy, args)
-    say(render_decision(result.decision, policy.critical))
+    exits = exit_code(result.decision.decision, policy.review_fails)
+    say(render_decision(result.decision, policy.critical, exits=exits))
     say(render_policy(identity))
-    return exit_code(result.decision.decision, policy.review_fails)
+    return exits
 
 
 def _thresholds(given: list[str]) -> dict[str, float]:
@@ -140,10 +150,8 @@ def _write_folder(out: Path, result: Adaptation, identity: dict[str, object], po
                                      result.candidate_report))
     facts["sources"] = {"baseline": {"path": str(args.baseline), **_source_facts(result.baseline)},
                         "candidate": {"path": str(args.candidate), **_source_facts(result.candidate)}}
-    texts["decision.json"] = json.dumps({**result.decision.to_json(), "evidence": facts}, indent=2,
-                                        allow_nan=False) + "\n"
-    texts["decision.md"] = render_markdown(result.decision, result.candidate_report, policy.critical, facts,
-                                           result.baseline_report)
+    texts.update(render_bundle(Decided(result.decision, result.baseline_report, result.candidate_report, policy,
+                                       facts, str(out / "baseline.json"))))
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         raise InputError(f"{out}: cannot write the result: the folder {parent} does not exist; create it first")

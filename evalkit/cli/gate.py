@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
@@ -26,8 +25,8 @@ from evalkit.gate.decision import ExitCode, exit_code
 from evalkit.gate.isolation import refuse_short_isolation
 from evalkit.project.options import find_option
 from evalkit.project.paths import shown
-from evalkit.render.junit import render_junit
-from evalkit.render.markdown import render_markdown, render_policy
+from evalkit.render.bundle import Decided, render_bundle
+from evalkit.render.markdown import render_policy
 from evalkit.render.text import render_decision
 
 __all__ = ["main"]
@@ -72,29 +71,25 @@ def main(argv: list[str] | None = None) -> int:
     decision = decide(policy, baseline, candidate)
     facts = evidence(identity, report_identity(str(args.baseline), baseline_sha, baseline),
                      report_identity(str(args.candidate), candidate_sha, candidate))
+    named = ((("decision.json", "decision.xml") if args.out else ()) + (("decision.md",) if args.markdown else ())
+             + (("report.html",) if args.html else ()))
+    texts = render_bundle(Decided(decision, baseline, candidate, policy, facts, str(args.baseline)), names=named)
     outputs: dict[Path, tuple[str, str]] = {}
     if args.out:
-        junit = _junit_path(args.out)
-        outputs[args.out] = (json.dumps({**decision.to_json(), "evidence": facts}, indent=2, allow_nan=False) + "\n",
-                             "decision (--out)")
-        outputs[junit] = (render_junit(decision, candidate), "decision as JUnit XML (beside --out)")
-    critical = critical_of(policy, baseline, candidate)
+        outputs[args.out] = (texts["decision.json"], "decision (--out)")
+        outputs[_junit_path(args.out)] = (texts["decision.xml"], "decision as JUnit XML (beside --out)")
     if args.markdown:
-        outputs[args.markdown] = (render_markdown(decision, candidate, critical, facts, baseline),
-                                  "decision (--markdown)")
+        outputs[args.markdown] = (texts["decision.md"], "decision (--markdown)")
     if args.html:
-        from evalkit.render.report_page import render_report_html  # Jinja and the page's code: only for --html
-
-        outputs[args.html] = (render_report_html(candidate, decision, baseline, critical, facts,
-                                                 policy.critical_cases), "decision as HTML (--html)")
+        outputs[args.html] = (texts["report.html"], "decision as HTML (--html)")
+    critical = critical_of(policy, baseline, candidate)
     # every output is checked before any is written, and they are written all or nothing: a refusal or a full disk
     # must not leave a decision.json for a CI step to pick up without its other files
     write_outputs(outputs, inputs=inputs)
-    say(render_decision(decision, critical, changed_settings(baseline.eval, candidate.eval)))
+    exits = exit_code(decision.decision, policy.review_fails) if args.require_pass else ExitCode.GO
+    say(render_decision(decision, critical, changed_settings(baseline.eval, candidate.eval), exits))
     say(render_policy(identity))
-    if not args.require_pass:
-        return ExitCode.GO
-    return exit_code(decision.decision, policy.review_fails)
+    return exits
 
 
 def _refuse_outputs(args: argparse.Namespace, inputs: dict[str, Path]) -> None:

@@ -3,8 +3,9 @@ many runs, as a terminal table and an HTML page with inline SVG charts.
 
 What it reads: each argument is a run report, a run folder (holding `report.json`) or a folder searched for run
 folders; by default the project's `outputs/` and `multirun/`. A run's time is its report's `created` (written by
-pytest-json-report), else the file's modification time (said so); its decision is the one in the `decision.json`
-beside it. One suite is shown: `--suite`, else the suite of the latest run (the others are named in a note).
+pytest-json-report), else the file's modification time (said so); its decision, and the policy it was decided
+under, are those of the `decision.json` beside it. One suite is shown: `--suite`, else the suite of the latest run
+(the others are named in a note).
 A run that replayed calls its recording could not serve (`missing` or `stale` calls, which evalkit before recording
 identities scored as failures) measured nothing: it is left out, with a note, never plotted as quality 0.
 
@@ -20,24 +21,28 @@ no runs found, a suite with no runs), 4 internal error.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import sqlite3
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from evalkit.cli.args import ArgumentParser
-from evalkit.cli.evidence import saved_decision_field
+from evalkit.cli.evidence import saved_decision_field, saved_decision_policy
 from evalkit.cli.guard import command, say, write_output
 from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
-from evalkit.core.files import read_bytes, read_text
+from evalkit.core.files import decode, read_bytes
 from evalkit.core.parsing import parse_json
-from evalkit.core.report import report_from_mapping
+from evalkit.core.report import RunReport, report_from_mapping
+from evalkit.core.run_index import INDEX_NAME, RunIndex, signature
 from evalkit.project.paths import find_project, shown
 from evalkit.render.history import PAGE_KIND, HistoryRun, render_history_html, render_history_text
 from evalkit.render.html import is_sealed_page
 
-__all__ = ["main", "collect_runs"]
+__all__ = ["main", "collect_runs", "run_index"]
 
 REPORT = "report.json"
 RUN_FOLDERS = ("outputs", "multirun")
@@ -73,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
                          + ("" if root else " (and no evalkit project here)")
                          + "; run `evalkit run` first, or name run folders or reports")
     notes: list[str] = []
-    runs = collect_runs(searched, notes)
+    with run_index(root) as index:
+        runs = collect_runs(searched, notes, index)
     suite, runs = _one_suite(runs, args.suite, notes)
     say(render_history_text(suite, runs, notes))
     if not args.no_html:
@@ -87,9 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def collect_runs(paths: list[Path], notes: list[str]) -> list[HistoryRun]:
+def collect_runs(paths: list[Path], notes: list[str], index: RunIndex | None = None) -> list[HistoryRun]:
     """Every run report named or found, oldest first. A path that does not exist, or a file given by name that is
-    not a run report, is refused; a report found by searching that cannot be read is skipped with a note."""
+    not a run report, is refused; a report found by searching that cannot be read is skipped with a note. With an
+    `index`, a report whose bytes were indexed before is not parsed again."""
     found: list[tuple[Path, bool]] = []
     for path in paths:
         if not path.exists():
@@ -108,7 +115,7 @@ def collect_runs(paths: list[Path], notes: list[str]) -> list[HistoryRun]:
             continue
         seen.add(report_path.resolve())
         try:
-            run = _read_run(report_path)
+            run = _read_run(report_path, index)
         except EvalkitError as error:
             if named:
                 raise
@@ -137,15 +144,79 @@ def unserved_calls(execution: Mapping[str, Any]) -> int:
                and not isinstance(n, bool))
 
 
-def _read_run(path: Path) -> HistoryRun:
-    data = parse_json(read_text(path, "report"), str(path), "report")
-    report = report_from_mapping(data, str(path))
-    created = data.get("created")
+def _read_run(path: Path, index: RunIndex | None = None) -> HistoryRun:
+    """The run, from its report; with an index, from the summary indexed for the report's exact bytes (read and
+    indexed again whenever the file may have changed: evalkit.core.run_index)."""
+    decision = saved_decision_field(path, "decision")
+    if index is None:
+        return _from_report(path, read_bytes(path, "report"), decision)
+    stat = signature(path.stat())  # taken before the bytes: a write after it leaves a signature that misses
+    summary = _checked(index.get(path, stat))
+    if summary is None:
+        data = read_bytes(path, "report")
+        sha = hashlib.sha256(data).hexdigest()
+        summary = _checked(index.get_by_sha256(path, sha))
+        if summary is None:
+            summary = _summary(_from_report(path, data, decision))
+        index.put(path, stat, sha, summary)
+    report = RunReport(eval=summary["eval"], outcomes={}, metrics=summary["metrics"],
+                       execution=summary["execution"], provenance=summary["provenance"])
+    created = summary["created"]
+    time = path.stat().st_mtime if created is None else float(created)
+    return HistoryRun(shown(path), report, time, created is None, decision, path, saved_decision_policy(path),
+                      counts=(summary["passed"], summary["tests"]))
+
+
+def _from_report(path: Path, data: bytes, decision: str | None) -> HistoryRun:
+    parsed = parse_json(decode(data, path, "report"), str(path), "report")
+    report = report_from_mapping(parsed, str(path))
+    created = parsed.get("created")
     from_file = not isinstance(created, int | float) or isinstance(created, bool)
     time = path.stat().st_mtime if from_file else float(created)
-    return HistoryRun(shown(path), report, time, from_file, saved_decision_field(path, "decision"), path)
+    return HistoryRun(shown(path), report, time, from_file, decision, path, saved_decision_policy(path))
 
 
+def _summary(run: HistoryRun) -> dict[str, Any]:
+    """What the history reads of a report, as the index keeps it: the tests only as counts."""
+    report = run.report
+    passed, tests = run.tests
+    return {"eval": dict(report.eval), "metrics": dict(report.metrics), "execution": dict(report.execution),
+            "provenance": dict(report.provenance), "created": None if run.time_from_file else run.time,
+            "passed": passed, "tests": tests}
+
+
+def _checked(summary: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An indexed summary of the shape _summary writes; anything else reads as none (the report is read again)."""
+    if summary is None or set(summary) != {"eval", "metrics", "execution", "provenance", "created", "passed",
+                                           "tests"}:
+        return None
+    counts_ok = all(isinstance(summary[n], int) and not isinstance(summary[n], bool) for n in ("passed", "tests"))
+    blocks_ok = all(isinstance(summary[n], dict) for n in ("eval", "metrics", "execution", "provenance"))
+    created_ok = summary["created"] is None or isinstance(summary["created"], int | float)
+    return summary if counts_ok and blocks_ok and created_ok else None
+
+
+
+
+@contextmanager
+def run_index(root: Path | None) -> Iterator[RunIndex | None]:
+    """The project's run index, beside its runs (`outputs/.evalkit-runs.sqlite`); none outside a project or before
+    its first run, and none where it cannot be opened (the reports are read, as without one)."""
+    if root is None or not (root / "outputs").is_dir():
+        yield None
+        return
+    try:
+        index = RunIndex(root / "outputs" / INDEX_NAME)
+    except (OSError, sqlite3.Error):
+        yield None
+        return
+    try:
+        yield index
+    finally:
+        try:
+            index.close()
+        except sqlite3.Error:
+            pass  # an index that could not be saved is rebuilt next time; the history shown stands
 
 
 def _one_suite(runs: list[HistoryRun], suite: str | None, notes: list[str]) -> tuple[str, list[HistoryRun]]:

@@ -16,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from evalkit.cli.guard import command
 from evalkit.gate.decision import ExitCode
 
-__all__ = ["SUBCOMMANDS", "Subcommand", "deprecated", "epilog", "main", "usage"]
+__all__ = ["SUBCOMMANDS", "Subcommand", "epilog", "main", "usage"]
 
 
 @dataclass(frozen=True)
@@ -25,9 +25,6 @@ class Subcommand:
 
     module: str
     summary: str
-    legacy: str
-    """The `python -m` module that ran it before the console script (kept working, with a deprecation line); empty
-    for a subcommand that never had one."""
     example: str
     """One command line that works, shown at the end of the subcommand's `--help`."""
 
@@ -36,35 +33,39 @@ _REPORT = "outputs/2026-12-01/10-00-00.000000/report.json"
 
 SUBCOMMANDS: dict[str, Subcommand] = {
     "run": Subcommand("evalkit.cli.run", "compose a run with Hydra, replay or call the model, check, and gate it "
-                      "(`-m` for sweeps)", "evalkit", "evalkit run model=gemma4 prompt=v2"),
+                      "(`-m` for sweeps)", "evalkit run model=gemma4 prompt=v2"),
     "gate": Subcommand("evalkit.cli.gate", "gate a candidate run report against a baseline under a policy",
-                       "evalkit.gate",
                        f"evalkit gate suites/issue_triage/runs/baseline.json {_REPORT} --out decision.json"),
     "compare": Subcommand("evalkit.cli.compare", "compare two run reports case by case, with no policy",
-                          "evalkit.compare", f"evalkit compare suites/issue_triage/runs/baseline.json {_REPORT}"),
+                          f"evalkit compare suites/issue_triage/runs/baseline.json {_REPORT}"),
     "adapt": Subcommand("evalkit.cli.adapt", "gate what other eval tools wrote (Inspect, promptfoo, DeepEval, "
-                        "lm-eval, JUnit, pytest)", "evalkit.adapt",
+                        "lm-eval, JUnit, pytest)",
                         "evalkit adapt inspect logs/main/ logs/pr/ --out decision.json"),
     "history": Subcommand("evalkit.cli.history", "one suite over many runs, as a table and an HTML page",
-                          "evalkit.history", "evalkit history outputs/ --suite issue_triage --html history.html"),
+                          "evalkit history outputs/ --suite issue_triage --html history.html"),
+    "view": Subcommand("evalkit.cli.view", "many runs as one folder of static files: a grid of cases x runs, "
+                       "filters, outputs side by side",
+                       f"evalkit view suites/issue_triage/runs/baseline.json {_REPORT} --out explorer"),
     "policy-diff": Subcommand("evalkit.cli.policy_diff", "decide stored pairs under an old and a new policy and "
-                              "show what changes", "evalkit.policy_diff",
+                              "show what changes",
                               "evalkit policy-diff git:origin/main:conf/policy/issue_triage.yaml "
                               "conf/policy/issue_triage.yaml"),
     "merge": Subcommand("evalkit.cli.merge", "join the shard files of a run made on several machines into one "
-                        "report", "", "evalkit merge shards/shard-*-of-4.json --out report.json"),
+                        "report", "evalkit merge shards/shard-*-of-4.json --out report.json"),
     "plan": Subcommand("evalkit.cli.plan", "the cases x repeats a run needs to detect a given drop, and their "
-                       "cost", "", "evalkit plan suites/issue_triage/runs/baseline.json --detect 0.05"),
-    "bless": Subcommand("evalkit.cli.bless", "make a run report its suite's baseline", "evalkit.bless",
+                       "cost", "evalkit plan suites/issue_triage/runs/baseline.json --detect 0.05"),
+    "bless": Subcommand("evalkit.cli.bless", "make a run report its suite's baseline",
                         f"evalkit bless {_REPORT}"),
-    "review": Subcommand("evalkit.cli.review", "apply human review decisions to a run report", "evalkit.review",
-                         "evalkit review --report report.json --decisions decisions.yaml --out reviewed.json"),
+    "review": Subcommand("evalkit.cli.review", "apply human review decisions to a run report",
+                         "evalkit review --report report.json --decisions decisions.json --out reviewed.json"),
     "calibrate": Subcommand("evalkit.cli.calibrate", "run a suite's graders on its authored counterexamples",
-                            "evalkit.calibrate", "evalkit calibrate suite=quality_lab"),
+                            "evalkit calibrate suite=quality_lab"),
     "migrate": Subcommand("evalkit.cli.migrate", "convert recordings of an older format to the current one",
-                          "evalkit.migrate", "evalkit migrate recordings/issue_triage/*.json"),
-    "new": Subcommand("evalkit.cli.new", "scaffold a project or a suite", "evalkit.new",
+                          "evalkit migrate recordings/issue_triage/*.json"),
+    "new": Subcommand("evalkit.cli.new", "scaffold a project or a suite",
                       "evalkit new project my-app && cd my-app && evalkit new suite support"),
+    "setup": Subcommand("evalkit.cli.setup", "install the local model (llama-cpp-python built portably, once, "
+                        "then SmolLM2)", "evalkit setup local"),
 }
 
 _EXITS = ("exit codes: 0 go (and review), 1 block, 2 incomparable, 3 input or usage error, 4 internal error, "
@@ -119,20 +120,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.argv = [f"{sys.argv[0]} run", *rest]
         return _entry(name)()
     return _entry(name)(rest)
-
-
-def deprecated(module: str) -> None:
-    """Say which subcommand replaces a `python -m evalkit.X` form, which keeps working meanwhile.
-
-    Only to a person at a terminal: scripts and CI steps that read the one-line error on stderr of the old form
-    keep reading exactly one line until the form is removed."""
-    if not sys.stderr.isatty():
-        return
-    for name, sub in SUBCOMMANDS.items():
-        if sub.legacy and sub.legacy == module:
-            print(f"note: `python -m {module}` is deprecated; use `evalkit {name}` (same arguments)",
-                  file=sys.stderr)
-            return
 
 
 if __name__ == "__main__":

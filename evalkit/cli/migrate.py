@@ -1,8 +1,10 @@
 """`evalkit migrate RECORDING...`: convert recordings of an older format to the current one.
 
 Each file is read, converted (evalkit.run.migrate) and written atomically under the name of its new identity,
-beside the old one, which is then removed (commit both: `git add -A recordings/`). A file already in the current
-format is left alone and said so. Exit codes: 0 converted (or nothing to do), 3 a file that cannot be converted
+beside the old one, which is then removed (commit both: `git add -A recordings/`). Where a recording of that
+identity is already there, the converted calls are added to it, and the conversion is refused (nothing written,
+nothing removed) when that would lose a call or a provenance. A file already in the current format is left alone
+and said so. Exit codes: 0 converted (or nothing to do), 3 a file that cannot be converted
 (nothing of it is written), 4 internal error.
 """
 
@@ -21,8 +23,8 @@ from evalkit.core.key import recording_path
 from evalkit.core.outputs import refuse_link
 from evalkit.core.parsing import parse_json
 from evalkit.gate.decision import ExitCode
-from evalkit.run.migrate import migrate_recording
-from evalkit.run.recording import FORMAT, save_recording
+from evalkit.run.migrate import merged, migrate_recording
+from evalkit.run.recording import FORMAT, load_recording, save_recording
 
 __all__ = ["build_parser", "main"]
 
@@ -51,8 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the suite's folder: recordings/<suite>/<file>
         target = recording_path(recording.key, path.parent.parent)
         refuse_link(target, "recording")
+        moved = target.resolve() != path.resolve()
+        if moved and target.exists():  # never overwritten: what it holds is evidence too
+            recording = merged(load_recording(target), recording, str(path), str(target))
         save_recording(recording, target)
-        if target.resolve() != path.resolve():
+        if moved:
             path.unlink()
         say(f"{path} -> {target}")
     return ExitCode.GO

@@ -1,5 +1,6 @@
-"""`evalkit plan REPORT [--detect D] [--alpha A] [--power P]`: how many cases and repeats a run needs to detect a
-drop of D, and what that run would cost, from a baseline's report or a pilot run's.
+"""`evalkit plan REPORT [--detect D] [--alpha A] [--power P] [--prices FILE]`: how many cases and repeats a run
+needs to detect a drop of D, and what that run would cost, from a baseline's report or a pilot run's: in money at
+the prices the report recorded, or at a price file's.
 
 Exit codes: 0 planned, 3 input or usage error, 4 internal error."""
 
@@ -13,9 +14,12 @@ from evalkit.cli.guard import command, say
 from evalkit.cli.main import epilog
 from evalkit.core.config import RunSettings
 from evalkit.core.errors import InputError
+from evalkit.core.files import read_text
+from evalkit.core.parsing import parse_yaml
+from evalkit.core.prices import check_price_file
 from evalkit.core.report import read_reports
 from evalkit.gate.decision import ExitCode
-from evalkit.gate.plan import plan
+from evalkit.gate.plan import plan, recorded_pricing, table_pricing
 from evalkit.render.plan import render_plan
 
 __all__ = ["main"]
@@ -40,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="evalkit plan", epilog=epilog("plan"),
         description="Plan a run that can detect a given drop: from a baseline's run report (or a pilot run's), "
                     "print what the suite detects as it is, the cases x repeats that would detect the target at "
-                    "the gate's levels, and their calls, tokens, money (where a price is configured) and wall time "
+                    "the gate's levels, and their calls, tokens, money (at the prices the report recorded, or a "
+                    "--prices file's) and wall time "
                     "(from the report's measured latencies). Exit code: 0 planned, 3 input or usage error, "
                     "4 internal error.")
     parser.add_argument("report", type=Path, help="run report of the baseline, or of a pilot run (with "
@@ -52,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "repeats.alpha (default 0.05); the suite guard has half")
     parser.add_argument("--power", type=_share, default=0.8,
                         help="how often a drop of the target's size must be caught (default 0.8)")
+    parser.add_argument("--prices", type=Path, metavar="FILE",
+                        help="a price file (as conf/prices/*.yaml) to plan the money at; default: the prices the "
+                             "report recorded, if any")
     parser.add_argument("--concurrency", type=int, default=CONCURRENCY,
                         help=f"live calls in flight, as run.concurrency (default {CONCURRENCY}, its default)")
     return parser
@@ -65,6 +73,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.concurrency < 1:
         raise InputError(f"--concurrency {args.concurrency}: at least one call must be in flight")
     [(report, _)] = read_reports([args.report])
-    found = plan(report, target=args.detect, alpha=args.alpha, power=args.power, concurrency=args.concurrency)
+    try:
+        pricing = recorded_pricing(report)
+    except InputError as error:
+        raise InputError(f"{args.report}: {error}") from None
+    if args.prices is not None:
+        where = str(args.prices)
+        table = check_price_file(parse_yaml(read_text(args.prices, "price file"), where), where)
+        pricing = table_pricing(report, table, f"the prices of {where}")
+    try:
+        found = plan(report, target=args.detect, alpha=args.alpha, power=args.power, concurrency=args.concurrency,
+                     pricing=pricing)
+    except InputError as error:  # the report's own refusal (a metric at its floor): name the file
+        raise InputError(f"{args.report}: {error}") from None
     say(render_plan(found, str(args.report)))
     return ExitCode.GO

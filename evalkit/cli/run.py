@@ -22,7 +22,7 @@ from evalkit.cli.command_line import (
     refuse_credentials,
     refuse_resolved_credentials,
 )
-from evalkit.cli.guard import command, say
+from evalkit.cli.guard import command, say, write_outputs
 from evalkit.cli.hydra_errors import config_error, missing_option, output_dir_error
 from evalkit.cli.masked import MaskedStream, mask_pattern_overrides, pattern_literals, scrub_hydra_files
 from evalkit.core.errors import EvalkitError, OutageError, one_line
@@ -128,8 +128,8 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     from evalkit.gate.decide import decide
     from evalkit.gate.decision import ExitCode, exit_code
     from evalkit.gate.isolation import refuse_short_isolation
-    from evalkit.render.junit import render_junit
-    from evalkit.render.markdown import render_markdown
+    from evalkit.judging.judge_health import judge_warnings
+    from evalkit.render.bundle import Decided, render_bundle
     from evalkit.render.money import money_line
     from evalkit.render.report_page import render_report_html
     from evalkit.render.sections import render_sections
@@ -201,6 +201,9 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
             say(redact(_job_line(row, "NOT GATED", tests, result.report_path)))
             return ExitCode.GO
         say("decision: none (baseline=none: the run was not gated)")
+        judged = judge_warnings(result.report.cases)  # no gate to raise them: say them with the run
+        if judged:
+            say(redact("warnings:\n" + "\n".join(f"  - {w.message()}" for w in judged)))
         say(redact(run_line))
         return ExitCode.GO
     name, base_report, base_sha = baseline
@@ -209,16 +212,10 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     decision = decide(policy, base_report, result.report)
     _, candidate_sha = read_text_sha256(result.report_path, "report")  # the report.json just written
     facts = evidence(policy_facts, report_identity(name, base_sha, base_report),
-                     report_identity(str(result.report_path), candidate_sha, result.report))
-    written = redact.scrub({"baseline": name, **decision.to_json(), "evidence": facts})
-    write_atomic(Path(config.run.out) / "decision.json", json.dumps(written, indent=2, allow_nan=False) + "\n")
-    write_atomic(Path(config.run.out) / "decision.xml", redact(render_junit(decision, result.report)))
+                     report_identity(_shown_path(result.report_path), candidate_sha, result.report))
+    bundle = render_bundle(Decided(decision, base_report, result.report, policy, facts, name), mask=redact)
+    write_outputs({Path(config.run.out) / file: (text, file) for file, text in bundle.items()})
     critical = critical_of(policy, base_report, result.report)
-    write_atomic(Path(config.run.out) / "decision.md",
-                 redact(render_markdown(decision, result.report, critical, facts, base_report)))
-    write_atomic(Path(config.run.out) / "report.html",
-                 redact(render_report_html(result.report, decision, base_report, critical, facts,
-                                           policy.critical_cases)))
     settings = changed_settings(base_report.eval, result.report.eval)
     row.update(decision=str(decision.decision), changed=render_changed(decision.changed, settings),
                regressed=len(decision.regressed), pass_rate=decision.pass_rate)
@@ -227,7 +224,8 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     if brief:
         say(redact(_job_line(row, str(decision.decision).upper(), tests, result.report_path)))
     else:
-        say(redact(render_decision(decision, critical, settings)))
+        exits = exit_code(decision.decision, policy.review_fails) if config.require_pass else ExitCode.GO
+        say(redact(render_decision(decision, critical, settings, exits)))
         # the decision lists the tests whose samples disagree with both sides' k/N: the run's rows do not repeat them
         say(redact(render_sections(result.report, base_report, listed=(decision.repeats or {}).get("disagree") or ())))
         say(redact(run_line))
@@ -235,6 +233,16 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     if not config.require_pass:  # report-only: everything above was written; only the exit code differs
         return ExitCode.GO
     return exit_code(decision.decision, policy.review_fails)
+
+
+def _shown_path(path: Path) -> str:
+    """The report's path as decision.json and decision.md name it: from the working folder where it lies below
+    it, else its name alone (it lies beside them), never this machine's absolute path, which a pull-request
+    comment would publish and no reader can open."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return path.name
 
 
 def _job_line(row: dict[str, Any], decision: str, tests: str, report: Path) -> str:

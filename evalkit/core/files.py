@@ -35,28 +35,31 @@ def max_input_bytes() -> int:
     return int(given)
 
 
-def read_bytes(path: Path, what: str) -> bytes:
+def read_bytes(path: Path, what: str, *, limit: int | None = None, setting: str = MAX_INPUT_BYTES_ENV) -> bytes:
     """The bytes of the regular file `path`; anything else is an InputError naming it as `what`.
 
     A FIFO, device, socket or folder is refused without opening it for reading (opening a FIFO blocks until a
-    writer comes), and so is a file over `max_input_bytes()`. The file is opened non-blocking and checked again
-    on its descriptor, so a path swapped for a FIFO between the two checks still cannot hang the run.
+    writer comes), and so is a file over `max_input_bytes()`, or over `limit` where a reader has its own (a
+    dataset's `dataset.limits.max_bytes`), which the refusal names as `setting`. The file is opened non-blocking
+    and checked again on its descriptor, so a path swapped for a FIFO between the two checks still cannot hang
+    the run.
     """
-    limit = max_input_bytes()
+    if limit is None:
+        limit = max_input_bytes()
     try:
         info = os.stat(path)
     except FileNotFoundError:
         raise InputError(f"{path}: {what} file not found") from None
     except OSError as error:
         raise InputError(f"{path}: cannot read the {what} ({error.strerror or error})") from None
-    _check_kind(path, what, info, limit)
+    _check_kind(path, what, info, limit, setting)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
         raise InputError(f"{path}: cannot read the {what} ({error.strerror or error})") from None
     try:
         info = os.fstat(fd)
-        _check_kind(path, what, info, limit)
+        _check_kind(path, what, info, limit, setting)
         chunks: list[bytes] = []
         size = 0
         while True:  # read to the end, but never past the limit (a file can grow while it is read)
@@ -68,7 +71,7 @@ def read_bytes(path: Path, what: str) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
             if size > limit:
-                raise InputError(_too_big(path, what, size, limit, grew=True))
+                raise InputError(_too_big(path, what, size, limit, setting, grew=True))
     except OSError as error:
         raise InputError(f"{path}: cannot read the {what} ({error.strerror or error})") from None
     finally:
@@ -76,7 +79,7 @@ def read_bytes(path: Path, what: str) -> bytes:
     return b"".join(chunks)
 
 
-def _check_kind(path: Path, what: str, info: os.stat_result, limit: int) -> None:
+def _check_kind(path: Path, what: str, info: os.stat_result, limit: int, setting: str) -> None:
     if stat.S_ISDIR(info.st_mode):
         raise InputError(f"{path}: the {what} is a folder; name the {what} file")
     if not stat.S_ISREG(info.st_mode):
@@ -86,12 +89,12 @@ def _check_kind(path: Path, what: str, info: os.stat_result, limit: int) -> None
         raise InputError(f"{path}: the {what} is {kind}; evalkit reads {what}s only from regular files: "
                          "save it to a file first")
     if info.st_size > limit:
-        raise InputError(_too_big(path, what, info.st_size, limit, grew=False))
+        raise InputError(_too_big(path, what, info.st_size, limit, setting, grew=False))
 
 
-def _too_big(path: Path, what: str, size: int, limit: int, *, grew: bool) -> str:
+def _too_big(path: Path, what: str, size: int, limit: int, setting: str, *, grew: bool) -> str:
     return (f"{path}: the {what} is {'over ' if grew else ''}{size:,} bytes, more than evalkit reads "
-            f"({limit:,} bytes); check that it is the right file, or raise {MAX_INPUT_BYTES_ENV}")
+            f"({limit:,} bytes); check that it is the right file, or raise {setting}")
 
 
 def decode(data: bytes, path: Path | str, what: str) -> str:
@@ -105,9 +108,9 @@ def decode(data: bytes, path: Path | str, what: str) -> str:
                          "save it as UTF-8") from None
 
 
-def read_text(path: Path, what: str) -> str:
+def read_text(path: Path, what: str, *, limit: int | None = None, setting: str = MAX_INPUT_BYTES_ENV) -> str:
     """The UTF-8 text of `path` (read by `read_bytes`); an unreadable file is an InputError naming it as `what`."""
-    return decode(read_bytes(path, what), path, what)
+    return decode(read_bytes(path, what, limit=limit, setting=setting), path, what)
 
 
 def read_text_sha256(path: Path, what: str) -> tuple[str, str]:

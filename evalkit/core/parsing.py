@@ -12,6 +12,7 @@ import functools
 import json
 import math
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -20,14 +21,21 @@ from typing import Any, NoReturn
 
 import yaml
 
-from evalkit.core.errors import InputError
+from evalkit.core.errors import InputError, brief
 from evalkit.core.files import decode
 
-__all__ = ["MAX_DEPTH", "UniqueKeyLoader", "check_json", "check_json_aside", "json_object", "json_type", "parse_json",
-           "parse_yaml", "unique_object"]
+__all__ = ["MAX_ALIAS_VALUES", "MAX_DEPTH", "AliasBoundedLoader", "TooManyAliases", "UniqueKeyLoader", "check_json",
+           "check_json_aside", "json_object", "json_type", "lone_surrogate", "parse_json", "parse_yaml",
+           "refuse_lone_surrogates", "unique_object"]
 
 MAX_DEPTH = 100
 """How deeply objects and lists may nest in an input file (evalkit's own files nest fewer than ten levels)."""
+
+MAX_ALIAS_VALUES = 100_000
+"""How many values a YAML file's aliases (`*name`) may stand for, counted as if each alias were written out.
+A policy that reuses a block of thresholds through an alias adds tens; nine nested lists of nine aliases (a
+"billion laughs" file of 400 bytes) stand for 387 million, which any walk of the value (a validation message, a
+fingerprint, a report) would spend minutes and gigabytes on."""
 
 
 class _Refusal(ValueError):
@@ -193,8 +201,53 @@ def _stack_depth() -> int:
     return depth
 
 
-class UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a mapping that gives a key twice (PyYAML keeps the last silently)."""
+class TooManyAliases(yaml.YAMLError):
+    """A YAML file whose aliases stand for more than MAX_ALIAS_VALUES values: valid YAML, refused (a YAMLError, so
+    a reader with its own loader that catches YAMLError refuses it too)."""
+
+
+class AliasBoundedLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a file whose aliases stand for more than MAX_ALIAS_VALUES values.
+
+    PyYAML shares the aliased object, so parsing stays cheap; the cost comes later, in whatever walks the value
+    as a tree. The count is taken while the document is composed, before anything is constructed."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._sizes: dict[int, int] = {}
+        self._aliased = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            node = self.anchors.get(event.anchor)
+            if node is not None:
+                self._aliased += self._size(node)
+                if self._aliased > MAX_ALIAS_VALUES:
+                    raise TooManyAliases(f"its aliases (*name) stand for more than {MAX_ALIAS_VALUES:,} values (line "
+                                   f"{event.start_mark.line + 1}); write the values out, or use fewer aliases")
+        return super().compose_node(parent, index)
+
+    def _size(self, node: yaml.Node) -> int:
+        """How many values `node` holds, itself included, with its aliases written out (memoised: composed
+        nodes do not change, and a node that holds itself counts once)."""
+        known = self._sizes.get(id(node))
+        if known is not None:
+            return known
+        self._sizes[id(node)] = 1  # a node reached again while it is being counted (`&a [*a]`)
+        if isinstance(node, yaml.SequenceNode):
+            size = 1 + sum(self._size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            size = 1 + sum(self._size(key) + self._size(value) for key, value in node.value)
+        else:
+            size = 1
+        self._sizes[id(node)] = size = min(size, MAX_ALIAS_VALUES + 1)
+        return size
+
+
+class UniqueKeyLoader(AliasBoundedLoader):
+    """YAML's safe loader, refusing a mapping that gives a key twice (PyYAML keeps the last silently) and a file
+    whose aliases stand for too many values (AliasBoundedLoader)."""
 
 
 def _construct_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -213,26 +266,49 @@ def _construct_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode) -> dict[
     return data
 
 
+def _construct_timestamp(loader: UniqueKeyLoader, node: yaml.ScalarNode) -> Any:
+    """YAML reads `2026-13-45` as a date and Python refuses the month with a ValueError, which would otherwise
+    read as a number too long: name the value and its line instead."""
+    try:
+        return loader.construct_yaml_timestamp(node)
+    except ValueError as error:
+        raise _Refusal(f"{_short(node.value, 40)} (line {node.start_mark.line + 1}) is not a real date ({error}); "
+                       "write a day that exists, as YYYY-MM-DD") from None
+
+
 UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+UniqueKeyLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
 
 
 def parse_yaml(text: str, where: str, what: str = "file") -> Any:
     """Parse YAML strictly (the safe loader, unique keys, finite numbers, bounded nesting)."""
     try:
         data = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a subclass of SafeLoader
-    except _Refusal as refusal:
+    except (_Refusal, TooManyAliases) as refusal:
         raise InputError(f"{where}: {refusal}") from None
     except yaml.YAMLError as error:
-        first = " ".join(str(error).split())
-        if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
-            first = f"{error.problem or error.context} (line {error.problem_mark.line + 1})"
-        raise InputError(f"{where}: not valid YAML: {_short(first, quote=False)}") from None
+        first = _short(" ".join(str(error).split()), quote=False)
+        if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:  # PyYAML's words, our lines
+            first = f"{_short(error.problem or error.context, quote=False)} ({_lines(error)})"
+        raise InputError(f"{where}: not valid YAML: {first}") from None
     except RecursionError:
         raise InputError(_too_deep(where, what)) from None
     except ValueError as error:  # an integer of more digits than Python converts
         raise InputError(_too_long(where, what, error)) from None
     check_values(data, where, what)
     return data
+
+
+def _lines(error: yaml.MarkedYAMLError) -> str:
+    """Where a YAML error is, 1-based: PyYAML's marks count from 0, and the line it names is where it noticed, often
+    the line after the mistake (an unclosed bracket or quote is found where the next key begins), so the line of
+    what it was reading then is named too."""
+    assert error.problem_mark is not None
+    where = f"line {error.problem_mark.line + 1}"
+    context = error.context_mark
+    if error.problem and error.context and context is not None and context.line != error.problem_mark.line:
+        where += f"; {error.context} that starts on line {context.line + 1}"
+    return where
 
 
 def check_values(data: Any, where: str, what: str = "file") -> None:
@@ -272,7 +348,9 @@ def _too_deep(where: str, what: str) -> str:
 
 
 def _short(value: Any, limit: int = 80, *, quote: bool = True) -> str:
-    text = repr(value) if quote else str(value)
+    if quote:
+        return brief(value, limit)
+    text = str(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -288,3 +366,26 @@ def json_object(value: Any, where: str, hint: str = "") -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InputError(f"{where}: expected a JSON object, got {json_type(value)}{hint}")
     return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str) -> str | None:
+    """The first lone surrogate in `text` as its escape (`\\ud800`), or None: half of a UTF-16 pair, which
+    JSON's `"\\ud800"` escape reads into a string and no UTF-8 file, fingerprint or test id can hold."""
+    if text.isascii():  # the common case, known without a scan
+        return None
+    found = _SURROGATE.search(text)
+    return found.group().encode("unicode_escape").decode() if found else None
+
+
+def refuse_lone_surrogates(data: Any, where: str) -> None:
+    """Refuse a parsed file holding half of a UTF-16 pair (JSON's `"\\ud800"` escape): no text holds one, and
+    a test id or a fingerprint made of it cannot be written as UTF-8."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as error:
+        bad = error.object[error.start:error.end]
+        raise InputError(f"{where}: the file holds a lone surrogate ({bad.encode('unicode_escape').decode()}), half "
+                         "of a UTF-16 pair, which is not text; write the string as UTF-8") from None

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.files import read_text
@@ -185,6 +185,13 @@ class Policy(BaseModel):
     a decision that could not have seen such a drop is reviewed (`detectable_drop`), naming how many cases or
     repeats would reach it. None: the figure is stated and never decides."""
 
+    rules: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
+    """Gate rules of other installed packages (the `evalkit.rules` entry points, evalkit.plugins) that this policy
+    turns on, by rule id, each with its options (checked by the rule's own options model before it runs). A rule
+    that is installed but not named here never runs, so installing a package never changes a decision by itself;
+    one named here that is not installed is refused (exit 3). evalkit's own rules are turned on by the fields
+    above."""
+
 
 # What `evalkit gate` applies when neither --policy nor the candidate's suite names a policy (a plain
 # pytest-json-report): no test that passes on the baseline may stop passing or vanish (block), and a run with
@@ -194,7 +201,7 @@ STRICT_DEFAULT = Policy(name="strict-default", version="1", max_regressions=0, r
                         on_incomparable="incomparable")
 
 
-_LATER = ("power", "max_detectable_drop")
+_LATER = ("power", "max_detectable_drop", "rules")
 """Keys added to the policy after its identity was first taken: left out of it while they hold their default."""
 
 
@@ -205,7 +212,7 @@ def policy_sha256(policy: Policy) -> str:
     if policy.repeats == RepeatsRule():  # added later: a policy that leaves it alone keeps its earlier identity
         del data["repeats"]
     for name in _LATER:  # the same for the keys added after it
-        if data[name] == Policy.model_fields[name].default:
+        if data[name] == Policy.model_fields[name].get_default(call_default_factory=True):
             del data[name]
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -2,7 +2,7 @@
 
 A provider module exports one `ProviderSpec` (its name, the factory that builds it, the structured-output
 dialects it sends, the stop reasons its server reports, the extra that installs its client). evalkit's own
-providers are registered like anyone else's, in evalkit's `pyproject.toml`:
+providers are registered like anyone else's (evalkit.core.registry), in evalkit's `pyproject.toml`:
 
     [project.entry-points."evalkit.providers"]
     openai = "evalkit.live.providers.openai:SPEC"
@@ -14,34 +14,20 @@ the provider's module, never its client library (providers import that only when
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalkit.core.errors import ConfigError
+from evalkit.core.registry import Kind, load_all
 
 if TYPE_CHECKING:
     from evalkit.core.config import ModelConfig
 
-__all__ = ["GROUP", "BUILTIN", "ProviderSpec", "StopKindName", "provider_specs", "provider_spec",
+__all__ = ["GROUP", "PROVIDERS", "ProviderSpec", "StopKindName", "provider_specs", "provider_spec",
            "PROVIDER_SETTINGS"]
 
 GROUP = "evalkit.providers"
-
-BUILTIN = {
-    "anthropic": "evalkit.live.providers.anthropic:SPEC",
-    "azure": "evalkit.live.providers.azure:SPEC",
-    "bedrock": "evalkit.live.providers.bedrock:SPEC",
-    "gemini": "evalkit.live.providers.gemini:SPEC",
-    "llamacpp": "evalkit.live.providers.llamacpp:SPEC",
-    "ollama": "evalkit.live.providers.ollama:SPEC",
-    "openai": "evalkit.live.providers.openai:SPEC",
-}
-"""evalkit's own providers, as its pyproject.toml registers them. Read from here as well as from the installed
-metadata, so that a source tree, or an editable install made before a provider was added, still finds them."""
 
 StopKindName = Literal["finished", "truncated", "filtered", "other"]
 """The reply contract's kinds of stop (evalkit.live.contract.StopKind), by value."""
@@ -71,28 +57,29 @@ class ProviderSpec:
     credential_env: tuple[str, ...] = ()
     """Environment variables it reads credentials from by itself (not through `api_key_env`): their values are
     redacted from everything a run writes, like a key's."""
+    max_concurrency: int | None = None
+    """The most calls it can serve at once (an in-process runtime: 1); None: as many as `run.concurrency` sends.
+    A run sends no more than this, since more would only queue inside the provider and be timed as latency."""
     honours_seed: bool = True
     """Whether its API takes a seed; when not, `options.seed` stays in the request (so repeated samples are
     told apart) but is not sent, and samples are as reproducible as the server's sampling."""
 
 
+PROVIDERS: Kind[ProviderSpec] = Kind(GROUP, "provider", ProviderSpec, lambda spec: spec.name)
+"""The provider extension point in evalkit's registry (evalkit.core.registry; public in evalkit.plugins)."""
+
+
 @functools.cache
 def provider_specs() -> Mapping[str, ProviderSpec]:
     """Every installed provider by name: evalkit's own and those other packages register."""
-    targets = dict(BUILTIN)
-    owners = {name: "evalkit" for name in BUILTIN}
-    for point in entry_points(group=GROUP):
-        owner = point.dist.name if point.dist is not None else "an unknown package"
-        if point.name in targets and targets[point.name] != point.value:
-            raise ConfigError(f"provider '{point.name}' is registered twice, by {owners[point.name]} "
-                              f"({targets[point.name]}) and by {owner} ({point.value}); uninstall one of them")
-        targets[point.name] = point.value
-        owners.setdefault(point.name, owner)
-    specs = {}
-    for name, target in sorted(targets.items()):
-        specs[name] = _load(name, target, owners[name])
+    specs = load_all(PROVIDERS)
+    for spec in specs.values():
+        unknown = sorted(set(spec.settings) - set(PROVIDER_SETTINGS))
+        if unknown:
+            raise ConfigError(f"provider '{spec.name}': settings {', '.join(unknown)} are not model settings "
+                              f"(known: {', '.join(PROVIDER_SETTINGS)})")
     _check_stop_reasons(specs)
-    return MappingProxyType(specs)
+    return specs
 
 
 def provider_spec(name: str) -> ProviderSpec:
@@ -101,22 +88,6 @@ def provider_spec(name: str) -> ProviderSpec:
     if name not in specs:
         raise ConfigError(f"provider '{name}' is not installed (installed: {', '.join(specs)})")
     return specs[name]
-
-
-def _load(name: str, target: str, owner: str) -> ProviderSpec:
-    module_name, _, attribute = target.partition(":")
-    try:
-        loaded = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as error:
-        raise ConfigError(f"provider '{name}' (from {owner}): {target} cannot be loaded "
-                          f"({type(error).__name__}: {error}); reinstall {owner}") from None
-    if not isinstance(loaded, ProviderSpec) or loaded.name != name:
-        raise ConfigError(f"provider '{name}' (from {owner}): {target} is not a ProviderSpec named '{name}'")
-    unknown = sorted(set(loaded.settings) - set(PROVIDER_SETTINGS))
-    if unknown:
-        raise ConfigError(f"provider '{name}' (from {owner}): settings {', '.join(unknown)} are not model "
-                          f"settings (known: {', '.join(PROVIDER_SETTINGS)})")
-    return loaded
 
 
 def _check_stop_reasons(specs: Mapping[str, ProviderSpec]) -> None:

@@ -9,6 +9,8 @@ such a string into text that reads as itself in one output kind:
 - `markdown`: the same, then HTML's `<` and `&` as character references and Markdown's link, emphasis,
   code and table punctuation backslash-escaped, so no tag, image, link or table cell can be opened;
 - `html`: the same visible escapes, then HTML-escaped (for HTML built outside the autoescaping templates);
+- `pre_text`: a `<pre>` block's text (a reply): line breaks and tabs kept, controls and bidirectional overrides
+  as escapes, HTML-escaped; the report page's templates show every value so;
 - `xml`: the same visible escapes (which also removes every character XML 1.0 cannot hold), then XML-escaped;
 - `annotation`: a GitHub Actions workflow command's message or property (`::error title=...::message`), with
   the characters the runner decodes (`%`, CR, LF, and in a property `:` and `,`) percent-encoded.
@@ -24,7 +26,7 @@ import re
 import unicodedata
 
 __all__ = ["MAX_LINE_CHARS", "MAX_VALUE_CHARS", "visible", "cut", "squeezed", "terminal", "markdown", "html_text",
-           "xml_text", "annotation"]
+           "pre_text", "xml_text", "annotation"]
 
 MAX_LINE_CHARS = 2000
 """The longest terminal line evalkit prints from report data; longer lines are cut with a marker."""
@@ -49,7 +51,8 @@ def _hidden(char: str) -> bool:
 def visible(text: str, keep: str = "", controls_only: bool = False) -> str:
     """`text` with every hidden character written as a visible escape (`\\x1b`, `\\n`, `\\u200b`), but those in
     `keep` (a page's `<pre>` keeps its line breaks and tabs); with `controls_only`, only control characters and
-    surrogates (a page shows right-to-left text as written, and marks no secret: the redactor normalises)."""
+    surrogates and the bidirectional embeddings, overrides and isolates (a page shows right-to-left text as
+    written, and marks no secret: the redactor normalises)."""
     if text.isprintable():
         return text
     hidden = _control if controls_only else _hidden
@@ -57,8 +60,19 @@ def visible(text: str, keep: str = "", controls_only: bool = False) -> str:
                     else _escape_char(char)) if hidden(char) and char not in keep else char for char in text)
 
 
+# Embeddings, overrides and isolates reorder the text around them ("Trojan Source"): a page shows them as escapes
+# too, while the marks (U+200E, U+200F) and joiners that right-to-left and emoji text need are kept as written.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def _control(char: str) -> bool:
-    return unicodedata.category(char) in ("Cc", "Cs")
+    return unicodedata.category(char) in ("Cc", "Cs") or char in _BIDI_CONTROLS
+
+
+def pre_text(text: str) -> str:
+    """Untrusted text inside a `<pre>` block of HTML or of Markdown's inline HTML (a reply in decision.md): as a
+    page shows it (line breaks and tabs kept; controls and bidirectional overrides as escapes), HTML-escaped."""
+    return html.escape(visible(text, keep="\n\r\t", controls_only=True), quote=False)
 
 
 def cut(text: str, limit: int = MAX_VALUE_CHARS) -> str:

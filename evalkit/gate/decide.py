@@ -18,7 +18,7 @@ from evalkit.gate.decision import Decision, Verdict
 from evalkit.gate.findings import Effect, Finding
 from evalkit.gate.release import failures
 from evalkit.gate.repeats import RepeatsOutcome
-from evalkit.gate.rules import RULES, Stage, repeat_messages
+from evalkit.gate.rules import Rule, Stage, policy_rules, repeat_messages
 
 __all__ = ["decide", "refuse", "verdict_of", "incomparability", "changed_components", "is_critical",
            "unmatched_critical"]
@@ -49,13 +49,14 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
     """Compare per-test outcomes of baseline and candidate under the policy."""
     compared = Compared(policy, baseline, candidate)
     changed = changed_components(baseline.eval, candidate.eval)
-    warnings = _run(compared, "warning")
-    refused = _run(compared, "precondition")
+    rules = policy_rules(policy)
+    warnings = _run(rules, compared, "warning")
+    refused = _run(rules, compared, "precondition")
     if refused:
         return refuse(policy, refused, changed, warnings)
-    found = _run(compared, "comparison")
+    found = _run(rules, compared, "comparison")
     tests = compared.tests
-    graded = any(r.graded and r.enabled(policy) for r in RULES)
+    graded = any(r.graded and r.enabled(policy) for r in rules)
     repeated = compared.repeated
     return Decision(
         verdict_of(found), (*found, *warnings), changed, round(tests.pass_rate, 3),
@@ -73,8 +74,8 @@ def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decisio
     )
 
 
-def _run(compared: Compared, stage: Stage) -> list[Finding]:
-    return [finding for rule in list(RULES) if rule.stage == stage for finding in rule.check(compared)]
+def _run(rules: list[Rule], compared: Compared, stage: Stage) -> list[Finding]:
+    return [finding for rule in rules if rule.stage == stage for finding in rule.check(compared)]
 
 
 def _paired(compared: Compared) -> dict[str, Any] | None:

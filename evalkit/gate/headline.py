@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import RunReport, case_heads
+from evalkit.core.report import PASSING, RunReport, case_heads
 from evalkit.gate.detectable import (
     Spread,
     cases_needed,
@@ -30,6 +30,7 @@ from evalkit.gate.detectable import (
     spread,
     suite_drop,
 )
+from evalkit.gate.floor import bound, informative
 from evalkit.gate.release import Grades
 from evalkit.gate.repeats import RepeatsOutcome
 from evalkit.gate.sequential_rule import unpaired
@@ -51,6 +52,13 @@ def suite_sentence(suite: Mapping[str, Any]) -> str:
              + (f", {suite['rows']} cases" if unit == "group" else "")
              + (f", {suite['repeats']} samples each" if suite["repeats"] > 1 else "")
              + f"; one-sided level {suite['level']:g}, power {suite['power']:.0%}")
+    if bound(suite.get("base")) == "floor":  # nothing falls from 0: a drop figure would promise the impossible
+        other = suite.get("informative")
+        return (f"the {suite['metric']} is 0 on the baseline (every {unit} failed there), so it cannot show a "
+                f"drop ({basis}); "
+                + (f"{other} differs across the cases and can show a change" if other else
+                   "no per-case metric or check differs across the baseline's cases either, so this run measured "
+                   "nothing that could fall"))
     if suite["drop"] is None:
         return (f"this run could not have detected any drop in the {suite['metric']}, not even every {unit} "
                 f"failing ({basis})")
@@ -95,6 +103,15 @@ class Headline:
     """Samples per call behind each row (1 without repeats)."""
     drop: float | None
     """The smallest drop detected with `power`; None when not even every unit failing would be."""
+    base: float | None = None
+    """The metric's mean over the paired units on the baseline: at 0 it cannot show a drop, at 1 no rise."""
+    informative: str | None = None
+    """At 0: the report's first measure that differs across the baseline's cases, in words (None: none)."""
+
+    @property
+    def at_floor(self) -> bool:
+        """Whether the metric is 0 on the baseline, where no drop can show."""
+        return bound(self.base) == "floor"
 
     @property
     def rows_per_unit(self) -> float:
@@ -113,9 +130,11 @@ class Headline:
         return suite_sentence(self.to_json())
 
     def to_json(self) -> dict[str, Any]:
-        return {"metric": self.metric, "unit": self.unit, "units": self.spread.units, "rows": self.rows,
+        return ({"metric": self.metric, "unit": self.unit, "units": self.spread.units, "rows": self.rows,
                 "change": self.spread.mean, "sd": self.spread.sd, "level": self.level, "power": self.power,
                 "repeats": self.repeats, "drop": self.drop}
+                | ({"base": self.base} if self.base is not None else {})
+                | ({"informative": self.informative} if self.informative is not None else {}))
 
 
 @dataclass(frozen=True)
@@ -169,13 +188,31 @@ def detectable(policy: Policy, baseline: RunReport, candidate: RunReport, *, rep
         changes = [float(graded.after[c]["task_pass"]) - float(graded.before[c]["task_pass"]) for c in ids]
         suite = _headline("task success", [graded.groups[c] for c in ids], changes, len(ids), level, power, 1,
                           grouped=any(graded.groups[c] != c for c in ids))
-        return Detectable(suite)
+        return Detectable(_based(suite, sum(float(graded.before[c]["task_pass"]) for c in ids) / len(ids), baseline))
     if repeated is not None:
-        return _repeated(baseline, candidate, share, power)
+        found = _repeated(baseline, candidate, share, power)
+        names = [name for name in baseline.repeats if name in candidate.repeats]
+        rate = (sum(baseline.repeats[n].passed / baseline.repeats[n].runs for n in names) / len(names)
+                if names else None)
+        return replace(found, suite=_based(found.suite, rate, baseline))
     after = candidate.outcomes
     fell = sum(1 for name in regressed if name in after)  # a regressed test may be absent: then it is unpaired
-    return Detectable(_cases(baseline, candidate, share, power)
-                      or _tests(baseline, candidate, fell, len(fixed), share, power))
+    cases = _cases(baseline, candidate, share, power)
+    if cases is not None:
+        return Detectable(cases if cases.base is None else _based(cases, cases.base, baseline))
+    tests = _tests(baseline, candidate, fell, len(fixed), share, power)
+    if tests is None:
+        return Detectable(None)
+    base = sum(1 for name, outcome in baseline.outcomes.items() if outcome in PASSING and name in after) / tests.rows
+    return Detectable(_based(tests, base, baseline))
+
+
+def _based(suite: Headline | None, base: float | None, baseline: RunReport) -> Headline | None:
+    """The headline with the baseline's mean of its metric, and at 0 the report's measure that still moves (read
+    only then: it decodes every case)."""
+    if suite is None or base is None:
+        return suite
+    return replace(suite, base=base, informative=informative(baseline) if bound(base) == "floor" else None)
 
 
 def _headline(metric: str, units: list[Any], changes: list[float], rows: int, level: float, power: float,
@@ -225,13 +262,14 @@ def _cases(baseline: RunReport, candidate: RunReport, share: float, power: float
     if not baseline.cases or not candidate.cases:
         return None
     before = {head.id: head.passed is True for head in case_heads(baseline.cases) if _scored(head.status)}
-    rows = fell = rose = 0
+    rows = fell = rose = passed = 0
     groups: dict[Any, list[int]] = {}  # group -> [sum of changes, cases]
     for head in case_heads(candidate.cases):
         was = before.get(head.id)
         if was is None or not _scored(head.status):
             continue
         rows += 1
+        passed += was
         change = int(head.passed is True) - int(was)
         if head.group is not None:
             entry = groups.setdefault(head.group, [0, 0])
@@ -247,7 +285,7 @@ def _cases(baseline: RunReport, candidate: RunReport, share: float, power: float
                     [*([-1.0] * fell + [1.0] * rose + [0.0] * (alone - fell - rose)),
                      *(total / size for total, size in groups.values())]))
     return Headline("case pass rate", "group" if groups else "case", found, rows, share, power, 1,
-                    suite_drop(found.units, found.sd, level=share, power=power))
+                    suite_drop(found.units, found.sd, level=share, power=power), base=passed / rows)
 
 
 def _scored(status: object) -> bool:

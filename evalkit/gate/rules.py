@@ -17,7 +17,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import BaseModel, ValidationError
+
+from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.policy import Policy
+from evalkit.core.registry import Kind, load_all
 from evalkit.gate.comparable import incomparability
 from evalkit.gate.compared import Compared, sampled, unmatched_critical
 from evalkit.gate.findings import Effect, Finding
@@ -25,9 +29,10 @@ from evalkit.gate.headline import points
 from evalkit.gate.release import scored, why_unpaired
 from evalkit.gate.repeats import wilson_interval
 from evalkit.gate.sequential_rule import pool
+from evalkit.judging.judge_health import judge_warnings
 
-__all__ = ["RULES", "Rule", "Stage", "registered", "rule", "incomparable_finding", "rules_for", "reference",
-           "repeat_messages"]
+__all__ = ["BUILTIN", "RULES", "RULE_SETS", "Rule", "RuleSet", "Stage", "incomparable_finding", "policy_rules",
+           "reference", "registered", "repeat_messages", "rule", "rules_for"]
 
 Stage = Literal["precondition", "comparison", "warning"]
 Check = Callable[[Compared], Iterable[Finding]]
@@ -46,6 +51,9 @@ class Rule:
     the finding's message is used."""
     graded: bool = False
     """Whether it reads graded cases (program suites): a policy that enables one lists the failing cases."""
+    options: type[BaseModel] | None = None
+    """For another package's rule: the model of its options under the policy's `rules.<id>` (pydantic, best with
+    `extra="forbid"`), checked before the rule runs; the check reads them as `c.policy.rules["<id>"]`."""
 
     @property
     def summary(self) -> str:
@@ -58,7 +66,57 @@ class Rule:
 
 
 RULES: list[Rule] = []
-"""Every rule, in the order their findings are listed (which is the order of a decision's reasons)."""
+"""evalkit's own rules, in the order their findings are listed (which is the order of a decision's reasons)."""
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The gate rules one package registers (in the `evalkit.rules` entry points), in the order of their findings.
+
+    evalkit's own set is registered so too (`evalkit = "evalkit.gate.rules:BUILTIN"` in its pyproject.toml); its
+    rules are turned on by the policy's own fields, another package's only by the policy's `rules:`."""
+
+    name: str
+    rules: Sequence[Rule]
+
+
+RULE_SETS: Kind[RuleSet] = Kind("evalkit.rules", "rule set", RuleSet, lambda rule_set: rule_set.name)
+"""The gate-rule extension point in evalkit's registry (public in evalkit.plugins)."""
+
+BUILTIN = RuleSet("evalkit", RULES)
+"""evalkit's own rule set: the list the `@rule` decorators below fill, in their order."""
+
+
+def policy_rules(policy: Policy) -> list[Rule]:
+    """The rules a decision under this policy runs: evalkit's own, then each rule of another installed package
+    that the policy names under `rules:`, its options checked. A named rule that no package provides, or bad
+    options, is refused in one line (exit 3): a reviewed policy must decide alike wherever it runs."""
+    if not policy.rules:
+        return list(RULES)
+    builtin = {r.id for r in RULES}
+    offered: dict[str, tuple[Rule, str]] = {}
+    for name, rule_set in load_all(RULE_SETS).items():
+        if name == BUILTIN.name:
+            continue
+        for plugin_rule in rule_set.rules:
+            owner = "evalkit" if plugin_rule.id in builtin else offered.get(plugin_rule.id, (None, ""))[1]
+            if owner:
+                raise ConfigError(f"gate rule '{plugin_rule.id}' of rule set '{name}' is also a rule of {owner}; "
+                                  "uninstall one of the packages")
+            offered[plugin_rule.id] = (plugin_rule, name)
+    chosen = []
+    for rule_id, options in policy.rules.items():
+        if rule_id not in offered:
+            raise ConfigError(f"policy rules: gate rule '{rule_id}' is not installed (rules of installed packages: "
+                              f"{', '.join(sorted(offered)) or 'none'}); install the package that provides it")
+        plugin_rule, _ = offered[rule_id]
+        if plugin_rule.options is not None:
+            try:
+                plugin_rule.options.model_validate(options)
+            except ValidationError as error:
+                raise ConfigError(describe_validation(error, plugin_rule.options, f"policy rules.{rule_id}")) from None
+        chosen.append(plugin_rule)
+    return [*RULES, *chosen]
 
 
 def rule(rule_id: str, *fields: str, stage: Stage = "comparison", per_test: str = "",
@@ -284,7 +342,13 @@ def detectable_drop(c: Compared) -> Iterator[Finding]:
     suite guard's level, with the policy's `power`) calls for review, naming how many cases or repeats would."""
     target = c.policy.max_detectable_drop
     suite = c.detectable.suite
-    if target is None or (suite is not None and suite.drop is not None and suite.drop <= target + 1e-12):
+    if target is None or (suite is not None and not suite.at_floor and suite.drop is not None
+                          and suite.drop <= target + 1e-12):
+        return
+    if suite is not None and suite.at_floor:  # a figure for a drop from 0 would pass a run that can show none
+        yield Finding("detectable_drop", Effect.REVIEW,
+                      f"detectable_drop: {suite.sentence()}; the policy asks for {points(target)}",
+                      figures={"drop": None, "required": target, "base": suite.base})
         return
     if suite is None:
         yield Finding("detectable_drop", Effect.REVIEW, "detectable_drop: the two runs share no case or test to "
@@ -481,6 +545,15 @@ def one_side_sampled(c: Compared) -> Iterator[Finding]:
         yield Finding("one_side_sampled", Effect.WARN, f"only the {side} carries repeated samples; outcomes were "
                       "compared as single runs (run both sides with the same run.repeats for the statistical rule)",
                       figures={"sampled": side})
+
+
+@rule("judge_health", stage="warning")
+def judge_health(c: Compared) -> Iterator[Finding]:
+    """A judge that gave one verdict to nearly every case of the candidate, or whose reasons repeat the reply, is
+    warned about: its verdicts may measure nothing (evalkit.judging.judge_health); `evalkit calibrate` checks it."""
+    for warning in judge_warnings(c.candidate.cases):
+        yield Finding("judge_health", Effect.WARN, warning.message(), figures=warning.to_json(),
+                      subject=warning.metric)
 
 
 def repeat_messages(c: Compared) -> dict[str, str]:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from evalkit.core.errors import ConfigError, InputError
 from evalkit.core.files import read_text
+from evalkit.core.parsing import AliasBoundedLoader, TooManyAliases
 from evalkit.project.options import find_option
 
 __all__ = ["LEVELS", "METRIC_PREFIX", "MIN_ANCHOR_CHARS", "VAGUE_WORDS", "Criterion", "Rubric",
@@ -158,6 +159,11 @@ def load_rubric(spec: str | Path) -> Rubric:
             else yaml.load(text, Loader=_KeysLoader)
     except json.JSONDecodeError as error:
         raise InputError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+    except TooManyAliases as error:
+        raise InputError(f"{path}: {error}") from None
+    except RecursionError:  # both parsers recurse per level of nesting
+        raise InputError(f"{path}: the rubric nests mappings or lists too deeply to read; a rubric nests four "
+                         "levels: check that it is the right file") from None
     except yaml.YAMLError as error:
         first = str(error).replace("\n", " ")
         if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
@@ -226,8 +232,8 @@ def _keys(pairs: list[tuple[Any, Any]]) -> _Keys:
     return mapping
 
 
-class _KeysLoader(yaml.SafeLoader):
-    """YAML's safe loader, building mappings that remember duplicate keys."""
+class _KeysLoader(AliasBoundedLoader):
+    """YAML's safe loader (aliases bounded), building mappings that remember duplicate keys."""
 
 
 def _construct_keys(loader: _KeysLoader, node: yaml.MappingNode) -> _Keys:

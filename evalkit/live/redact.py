@@ -4,9 +4,10 @@ Two layers, so that redaction changes what is written and shown, never what is m
 
 - **values**: the values of the run's key variables (`api_key_env` of the model and the judge) in their common
   encodings (as is in any letter case, URL-encoded, JSON-escaped, hex, base64 and base64url at any byte offset —
-  which covers `Authorization: Basic base64(user:key)`). They are replaced everywhere, model replies included, at
-  the moment a reply arrives, so the recording, the checks of the live run and the checks of its replay all read
-  the same text.
+  which covers `Authorization: Basic base64(user:key)` — and with any of its characters percent-encoded or written
+  as a numeric HTML character reference, `%73%6b` or `&#115;&#x6b;`, one level deep). They are replaced
+  everywhere, model replies included, at the moment a reply arrives, so the recording, the checks of the live run
+  and the checks of its replay all read the same text.
 - **shapes**: credential-shaped text (bearer tokens, `key=` query parameters, `x-goog-api-key` headers, Google and
   OpenAI key shapes) and `run.secret_patterns`. They are replaced in messages only (error texts, failure reasons,
   logs, `pytest.log`, stdout and stderr, and the message fields of written JSON), never in a reply the checks grade.
@@ -114,7 +115,34 @@ class Redactor:
         if self._values is None:
             return text
         text = self._values.sub(MASK, text)
+        if "%" in text or "&#" in text:
+            text = self._decoded(text)
         return text if text.isascii() else self._normalised(text)
+
+    def _decoded(self, text: str) -> str:
+        """`text` with each key value masked that its percent escapes and numeric character references spell once
+        decoded (a key written `%73%6b%2d...` or `&#115;&#107;...`, in full or in part)."""
+        assert self._values is not None
+        parts: list[str] = []
+        origin: list[tuple[int, int]] = []  # the span in `text` of each character of the decoded text
+        last = 0
+        for escape in _ESCAPE.finditer(text):
+            parts.append(text[last:escape.start()])
+            origin += [(index, index + 1) for index in range(last, escape.start())]
+            parts.append(_unescaped(escape.group()))
+            origin.append(escape.span())
+            last = escape.end()
+        if last == 0:
+            return text
+        parts.append(text[last:])
+        origin += [(index, index + 1) for index in range(last, len(text))]
+        spans = [(origin[m.start()][0], origin[m.end() - 1][1]) for m in self._values.finditer("".join(parts))
+                 if m.end() > m.start()]
+        out, last = [], 0
+        for start, end in spans:
+            out += [text[last:start], MASK]
+            last = end
+        return "".join(out) + text[last:]
 
     def _normalised(self, text: str) -> str:
         assert self._values is not None
@@ -162,7 +190,10 @@ class Redactor:
         value. False (then scrub) where a key value in any encoding, or with `messages` a credential shape,
         may be in it, where the text is not ASCII and key values are masked (their normalised forms are found
         string by string), and where `run.secret_patterns` are set (each is tried string by string)."""
-        if self._in_json is not None and (not text.isascii() or self._in_json.search(text)):
+        # a percent escape or character reference may spell a key in part: the walk decodes string by string (a
+        # key that JSON escapes, with a `"` in it, spells differently in the written text than in its string)
+        if self._in_json is not None and (not text.isascii() or self._in_json.search(text)
+                                          or (("%" in text or "&#" in text) and _ESCAPE.search(text))):
             return False
         if not messages:
             return True
@@ -203,6 +234,19 @@ class Redactor:
 
         for handler in logging.getLogger().handlers:
             handler.addFilter(_Filter())
+
+
+# One escaped character: a percent escape, or a decimal or hexadecimal HTML character reference.
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}|&#[0-9]{1,7};|&#[xX][0-9A-Fa-f]{1,6};")
+
+
+def _unescaped(escape: str) -> str:
+    """The one character an _ESCAPE match stands for (a percent escape as a byte's Latin-1 character: keys are
+    ASCII); a reference past Unicode's range stands for nothing a key holds."""
+    if escape[0] == "%":
+        return chr(int(escape[1:], 16))
+    code = int(escape[3:-1], 16) if escape[2] in "xX" else int(escape[2:-1])
+    return chr(code) if code <= 0x10FFFF else "\ufffd"
 
 
 def _json_escaped(text: str) -> str:

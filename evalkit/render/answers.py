@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from typing import Any
 
 from evalkit.core.report import RunReport
+from evalkit.core.untrusted import pre_text
 
 __all__ = ["MAX_CASES", "regressed_cases", "render_answers"]
 
@@ -79,4 +79,5 @@ def _cell(entry: Mapping[str, Any], text: Any) -> str:
 def _escape(text: str) -> str:
     # A reply is untrusted text: escaped, it cannot open tags. Its newlines become character references so that
     # each row stays one line: a blank line would end the HTML block and GitHub would read the rest as Markdown.
-    return html.escape(text, quote=False).replace("\r", "").replace("\n", "&#10;")
+    # Control characters and bidirectional overrides are shown as escapes, as on the report page.
+    return pre_text(text).replace("\r", "").replace("\n", "&#10;")

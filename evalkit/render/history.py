@@ -1,11 +1,12 @@
 """One suite over many runs (`evalkit history`): a terminal table and an HTML page with inline SVG charts.
 
-Each run is one row: when it ran, its eval key, its decision, pass rates, the suite's metrics, cost and latency.
+Each run is one row: when it ran, its eval key, its decision and the policy it was decided under (name and the
+start of its SHA-256), pass rates, the suite's metrics, cost and latency.
 Runs of different eval keys are never joined silently: every distinct key gets a label (K1, K2 ... in order of
 first appearance) shown in its own column, a colour and a shaded band in the charts, and the charts connect only
 consecutive runs of the same key; a note under the table says what each key changed against K1 and whether the
-two are comparable at all (another dataset or judge: the gate's own rule). Values to strings; no file is read
-here.
+two are comparable at all (another dataset or judge: the gate's own rule), and which policies its runs were
+decided under when they were not all one. Values to strings; no file is read here.
 """
 
 from __future__ import annotations
@@ -49,6 +50,16 @@ class HistoryRun:
     decision: str | None = None
     file: Path | None = None
     """Where the report was read (so that nothing is ever written over it)."""
+    policy: tuple[str, str] | None = None
+    """The name and SHA-256 of the policy its decision was made under; None without one (or an older file)."""
+    counts: tuple[int, int] | None = None
+    """(tests passed, tests) where `report` is a summary from the run index (evalkit.core.run_index), which keeps
+    no tests; None: counted from the report's own outcomes."""
+
+    @property
+    def tests(self) -> tuple[int, int]:
+        """Tests passed and tests."""
+        return self.counts if self.counts is not None else (self.report.passed, len(self.report.outcomes))
 
 
 @dataclass
@@ -89,7 +100,29 @@ def key_notes(runs: Sequence[HistoryRun]) -> list[tuple[str, str]]:
         verdict = (("NOT comparable with K1 (the gate, K1 as the baseline: " + "; ".join(blocked) + ")") if blocked
                    else "comparable with K1")
         notes.append((label, f"changed against K1: {changed}; {verdict}"))
-    return notes
+    policies = _policies_per_key(runs)
+    return [(label, text + policies.get(label, "")) for label, text in notes]
+
+
+def _policy_cell(run: HistoryRun) -> str:
+    # a name alone would hide an edit of the same policy: the hash's first characters tell two versions apart
+    return "-" if run.policy is None else f"{run.policy[0]}@{run.policy[1][:_SHORT_SHA]}"
+
+
+_SHORT_SHA = 8
+
+
+def _policies_per_key(runs: Sequence[HistoryRun]) -> dict[str, str]:
+    """Per key whose runs were decided under more than one policy, the note that says which, by row: their
+    decisions differ partly because the rules did, not only the runs."""
+    by_key: dict[str, dict[str, list[int]]] = {}
+    for position, (label, run) in enumerate(zip(key_labels(runs), runs, strict=True), start=1):
+        if run.policy is not None:
+            by_key.setdefault(label, {}).setdefault(_policy_cell(run), []).append(position)
+    return {label: (f"; its runs were decided under {len(found)} policies ("
+                    + ", ".join(f"{cell}: run {', '.join(map(str, rows))}" for cell, rows in found.items())
+                    + "): a change of decision between them may be the policy's, not the run's")
+            for label, found in by_key.items() if len(found) > 1}
 
 
 def _describe(key: Mapping[str, Any]) -> str:
@@ -119,28 +152,29 @@ def _latency(report: RunReport, name: str) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _pass_rate(report: RunReport) -> float | None:
-    return report.passed / len(report.outcomes) if report.outcomes else None
+def _pass_rate(run: HistoryRun) -> float | None:
+    passed, tests = run.tests
+    return passed / tests if tests else None
 
 
 def history_rows(runs: Sequence[HistoryRun]) -> tuple[list[str], list[list[str]], list[Series]]:
     """The table (header, rows of text) and the charted series, in the runs' order."""
     metrics = [m for m in _metric_names(runs) if m != "pass_rate"]
-    header = ["#", "time (UTC)", "key", "decision", "tests", "pass rate", *metrics, "input tokens",
+    header = ["#", "time (UTC)", "key", "decision", "policy", "tests", "pass rate", *metrics, "input tokens",
               "output tokens", "model calls", "cost USD", "latency mean ms", "latency p95 ms", "run"]
     series = [Series("pass rate", rate=True), *(Series(m, rate=_is_rate(m, runs)) for m in metrics),
               Series("input tokens"), Series("cost USD", money=True), Series("latency mean ms")]
     rows = []
     for position, (label, run) in enumerate(zip(key_labels(runs), runs, strict=True), start=1):
         report = run.report
-        values = [_pass_rate(report), *(report.metrics.get(m) for m in metrics)]
+        values = [_pass_rate(run), *(report.metrics.get(m) for m in metrics)]
         cost = [_cost(report, "input_tokens"), _cost(report, "output_tokens"), _cost(report, "model_calls")]
         latency = [_latency(report, "mean_ms"), _latency(report, "p95_ms")]
         for one, value in zip(series, [*values, cost[0], run_usd(report), latency[0]], strict=True):
             one.values.append(value)
         # each run at the prices its report recorded: the history never reprices an old run
-        rows.append([str(position), _time(run), label, (run.decision or "-").upper(),
-                     f"{report.passed}/{len(report.outcomes)}", *(number(v) for v in values),
+        rows.append([str(position), _time(run), label, (run.decision or "-").upper(), _policy_cell(run),
+                     "{}/{}".format(*run.tests), *(number(v) for v in values),
                      *(_int(v) for v in cost), usd_cell(report), *(_int(v) for v in latency), run.path])
     return header, rows, series
 

@@ -18,6 +18,7 @@ from evalkit.render.confusion import confusion_markdown
 from evalkit.render.numbers import change, number
 from evalkit.render.sections import decision_lists, sections
 from evalkit.render.text import (
+    NOTHING_CHANGED,
     detectable_lines,
     render_changed,
     render_counts,
@@ -43,6 +44,8 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
     if decision.changed:
         settings = changed_settings(baseline.eval, candidate.eval) if baseline and candidate else None
         lines += [f"**Changed:** {markdown(render_changed(decision.changed, settings))}", ""]
+    else:
+        lines += [f"**Changed:** {markdown(NOTHING_CHANGED)}", ""]
     if decision.statistics:
         lines += [f"**Paired statistics:** {render_statistics(decision.statistics)}", ""]  # numbers, evalkit's words
     if decision.failures:

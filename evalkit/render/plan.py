@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from evalkit.core.money import Side
 from evalkit.gate.headline import points
-from evalkit.gate.plan import Design, Plan
+from evalkit.gate.plan import Design, Plan, Pricing
+from evalkit.render.money import NO_PRICE, usd
 from evalkit.render.numbers import NO_VALUE
 
 __all__ = ["render_plan"]
@@ -23,15 +25,34 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def _money(plan: Plan, design: Design) -> str:
-    return "no price" if plan.price is None or design.money is None else f"{design.money:,.2f}"
+def _money(design: Design) -> str:
+    return NO_PRICE if design.money is None else usd(design.money)
+
+
+def _prices(pricing: Pricing | None) -> str:
+    """Which prices the money column is at, or why it has none."""
+    if pricing is None:
+        return ("money: no price (the report recorded no prices: made before evalkit priced runs, or by another "
+                "tool); plan at a price file's figures with --prices FILE (as conf/prices/*.yaml)")
+    if pricing.unpriced:
+        return (f"money: no price ({pricing.source} have no entry for {', '.join(pricing.unpriced)}); plan at a "
+                "price file's figures with --prices FILE (as conf/prices/*.yaml)")
+    roles: dict[Side, list[str]] = {}  # a judge that is the model under test is priced once
+    for role, side in [("model under test", pricing.model), ("judge", pricing.judge)]:
+        if side is not None:
+            roles.setdefault(side, []).append(role)
+    figures = "; ".join(f"{side.name} ({' and '.join(names)}): input ${side.price.input:g}, output "
+                        f"${side.price.output:g} per million tokens, as of {side.price.as_of} ({side.price.source})"
+                        for side, names in roles.items() if side.price is not None)
+    return (f"money: in US dollars at {pricing.source}: {figures} (input tokens priced whole at the input figure, "
+            "as the report counts them)")
 
 
 def _row(plan: Plan, design: Design, unit: str) -> str:
     units = f"{design.units:,}" + (f" ({design.cases:,} cases)" if unit == "group" else "")
     drop = NO_VALUE if design.drop is None else points(design.drop)
     return (f"  {design.repeats:>7}  {units:>16}  {drop:>10}  {_count(design.calls):>10}  "
-            f"{_count(design.input_tokens):>13}  {_count(design.output_tokens):>13}  {_money(plan, design):>9}  "
+            f"{_count(design.input_tokens):>13}  {_count(design.output_tokens):>13}  {_money(design):>9}  "
             f"{_duration(design.seconds):>9}")
 
 
@@ -79,9 +100,7 @@ def render_plan(plan: Plan, source: str) -> str:
     else:
         lines.append(f"cost: per case and sample, {usage.calls:.2f} calls, {usage.input_tokens:.0f} input and "
                      f"{usage.output_tokens:.0f} output tokens, as the report spent them")
-        lines.append("money: no price (no price is configured for this model: tokens only)" if plan.price is None
-                     else f"money: at {plan.price.input_per_mtok:g} per million input tokens and "
-                          f"{plan.price.output_per_mtok:g} per million output tokens")
+        lines.append(_prices(plan.pricing))
         p95 = f" (p95 {usage.p95_ms:.0f} ms)" if usage.p95_ms is not None else ""
         lines.append(f"wall time: calls {plan.concurrency} at a time at the mean latency {usage.mean_ms:.0f} ms{p95}"
                      if usage.mean_ms is not None

@@ -23,6 +23,7 @@ from evalkit.core.key import changed_settings
 from evalkit.core.report import PASSING, RunReport
 from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
+from evalkit.judging.judge_health import judge_warnings
 from evalkit.render.confusion import confusion_tables
 from evalkit.render.html import breakable, render_page, shown
 from evalkit.render.markdown import render_policy
@@ -102,7 +103,7 @@ def render_report_html(candidate: RunReport, decision: Decision | None = None, b
     return render_page(
         "report.html.j2",
         suite=str(candidate.eval.get("suite") or candidate.provenance.get("suite") or "run"),
-        banner=_banner(decision) | {"sequential": _sequential(candidate)},
+        banner=_banner(decision, candidate) | {"sequential": _sequential(candidate)},
         tradeoff=_tradeoff(decision, baseline, candidate),
         policy=_policy(evidence),
         changed=_changed(decision, baseline, candidate),
@@ -121,10 +122,11 @@ def render_report_html(candidate: RunReport, decision: Decision | None = None, b
     )
 
 
-def _banner(decision: Decision | None) -> dict[str, Any]:
-    if decision is None:
+def _banner(decision: Decision | None, candidate: RunReport) -> dict[str, Any]:
+    if decision is None:  # no gate to raise them: the judge's warnings are the run's own
         return {"verdict": "none", "title": "NOT GATED", "reasons": [clip("baseline=none: the run was not gated")],
-                "review": [], "warnings": [], "pass_line": None, "detectable": []}
+                "review": [], "pass_line": None, "detectable": [],
+                "warnings": [clip(w.message(), MESSAGE_CHARS) for w in judge_warnings(candidate.cases)]}
     pass_line = (f"pass rate {decision.pass_rate:.3f} ({decision.passed} of {decision.tests} tests passed)"
                  if decision.pass_rate is not None else None)
     return {"verdict": str(decision.decision), "title": str(decision.decision).upper(),

@@ -13,8 +13,13 @@ from evalkit.gate.headline import suite_sentence, tests_sentence
 from evalkit.render.numbers import change, number
 from evalkit.render.sections import decision_lists
 
-__all__ = ["samples_spread", "detectable_lines", "render_changed", "render_counts", "render_decision", "render_failure",
-           "render_setting", "render_statistics", "sequential_line"]
+__all__ = ["NOTHING_CHANGED", "samples_spread", "detectable_lines", "render_changed", "render_counts",
+           "render_decision", "render_failure", "render_setting", "review_exit", "render_statistics", "sequential_line"]
+
+
+NOTHING_CHANGED = ("- (the two reports' eval keys agree: no component or setting the key covers differs, so the "
+                   "candidate measured the same system as the baseline; was the change applied?)")
+"""`changed:` when nothing did: said, so that a change that never reached the run cannot pass unseen."""
 
 
 def render_changed(changed: dict[str, tuple[Any, Any]], settings: Mapping[str, tuple[Any, Any]] | None = None) -> str:
@@ -67,6 +72,16 @@ def detectable_lines(decision: Decision) -> list[str]:
     return lines
 
 
+def review_exit(exits: int | None) -> str:
+    """What a review's exit code does to a CI job, said beside it: a review passes the job unless the policy says
+    `review_fails: true`, which a `review_below` floor makes easy to miss."""
+    if exits is None:
+        return ""
+    if exits == 0:
+        return " (exit 0: a CI job passes; the policy's review_fails: true would fail it)"
+    return f" (exit {exits}: a CI job fails, as the policy's review_fails asks)"
+
+
 def render_counts(sides: Mapping[str, Any]) -> str:
     """Both sides' samples of a test: `candidate 7/10, baseline 10/10`."""
     return ", ".join(f"{side} {sides[side][0]}/{sides[side][1]}" for side in ("candidate", "baseline"))
@@ -78,9 +93,11 @@ def render_failure(failure: dict[str, Any]) -> str:
 
 
 def render_decision(decision: Decision, critical: tuple[str, ...] = (),
-                    settings: Mapping[str, tuple[Any, Any]] | None = None) -> str:
-    """The decision for a terminal; `settings`, the component settings that differ, are named after `changed`."""
-    lines = [f"decision: {decision.decision.upper()}"]
+                    settings: Mapping[str, tuple[Any, Any]] | None = None, exits: int | None = None) -> str:
+    """The decision for a terminal; `settings`, the component settings that differ, are named after `changed`;
+    `exits`, the exit code the command ends with, is said for a review (whose code the policy chooses)."""
+    lines = [f"decision: {decision.decision.upper()}" + (review_exit(exits) if decision.decision is Verdict.REVIEW
+                                                         else "")]
     found = detectable_lines(decision)
     if decision.decision is Verdict.GO:  # what a go could have seen comes first; otherwise after the reasons
         lines += found
@@ -95,8 +112,7 @@ def render_decision(decision: Decision, critical: tuple[str, ...] = (),
         lines.append("warnings:")
         lines += [f"  - {w}" for w in decision.warnings]
     lines += found
-    if decision.changed:
-        lines.append(f"changed: {render_changed(decision.changed, settings)}")
+    lines.append(f"changed: {render_changed(decision.changed, settings) if decision.changed else NOTHING_CHANGED}")
     if decision.statistics:
         lines.append(render_statistics(decision.statistics))
     if decision.failures:

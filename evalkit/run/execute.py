@@ -28,6 +28,7 @@ from evalkit.core.dataset import Case
 from evalkit.core.errors import EvalkitError, InputError, OutageError, one_line
 from evalkit.core.money import Side, Tokens, money_section
 from evalkit.core.prices import PriceEntry, price_of
+from evalkit.core.provider_specs import provider_spec
 from evalkit.live.budget import Budget, estimate_tokens
 from evalkit.live.limits import RateLimiter
 from evalkit.live.progress import CallProgress
@@ -49,7 +50,7 @@ from evalkit.run.recording import (
 from evalkit.run.samples import seeded
 from evalkit.run.suite import SuiteTask
 
-__all__ = ["CallResult", "Execution", "LiveSetup", "execute", "UNSCORED"]
+__all__ = ["CallResult", "Execution", "LiveSetup", "execute", "provider_limits", "UNSCORED"]
 
 Status = Literal["replayed", "recorded", "resumed", "reused", "failed", "budget_denied", "blocked"]
 # Statuses that leave a case unscored: the run could not measure it, which the gate treats as incomplete.
@@ -93,6 +94,9 @@ class LiveSetup:
     redact_reply: Callable[[str], str] = lambda text: text
     """Masks only the key values in a reply, as it arrives: the checks of this run, the recording and the checks of
     its replay then all read the same text (credential shapes in a reply are the model's output, graded as is)."""
+    at_once: Mapping[str, int] = field(default_factory=dict)
+    """By role, fewer calls in flight than `run.concurrency` where its provider serves no more at once
+    (provider_limits); a role not listed sends `run.concurrency`."""
     progress: bool = False
     rng: random.Random = field(default_factory=lambda: random.Random(0))
     sleep: Callable[[float], None] = time.sleep
@@ -114,6 +118,27 @@ class Execution:
 
 
 Planned = tuple[str, Request, str]  # call id, request, role ("model" or "judge")
+
+
+_ROLES = {"model": "the model under test", "judge": "the judge"}
+
+
+def provider_limits(concurrency: int, models: Mapping[str, ModelConfig | None]) -> tuple[dict[str, int], str | None]:
+    """By role (`model`, `judge`), the calls in flight where its provider serves fewer at once than `concurrency`
+    (its spec's `max_concurrency`), and the line that says so (None when nothing is lowered). More would only
+    queue inside the provider, and each call's time in flight would count that queue as its latency."""
+    limits: dict[str, int] = {}
+    parts = []
+    for role, config in models.items():
+        most = provider_spec(config.provider).max_concurrency if config is not None else None
+        if config is not None and most is not None and most < concurrency:
+            limits[role] = most
+            parts.append(f"to {most} for {_ROLES.get(role, role)} (provider {config.provider} serves "
+                         + ("one call at a time)" if most == 1 else f"{most} calls at once)"))
+    if not limits:
+        return {}, None
+    return limits, (f"run.concurrency={concurrency} lowered {'; '.join(parts)}: more calls in flight would only "
+                    "queue behind it, and be timed as latency")
 
 
 def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: ModelConfig,
@@ -173,7 +198,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     stats: dict[str, Any] = {"calls": dict(sorted(counts.items())),
                              "cost": cost_section(calls, caller.requests),
                              "latency": latency_section(calls, caller.live_seconds if live else None,
-                                                        live.settings.concurrency if live else None)}
+                                                        caller.most_at_once if live else None)}
     if prices is not None:
         sides = {"model": Side(model.name, price_of(prices, model.name))}
         if judged:
@@ -231,6 +256,8 @@ class _Caller:
         """Calls a replay could not serve, in the order planned."""
         self._shas: dict[str, str] = {}
         """The request fingerprint of each call to be made, by call id."""
+        self.most_at_once = 0
+        """The most calls a wave sent at once: `run.concurrency`, or less where a provider serves fewer."""
         self._lock = threading.Lock()
         self._wave_started = time.monotonic()
         if live is not None and mode is not Mode.REPLAY:
@@ -297,8 +324,12 @@ class _Caller:
                 except BaseException as error:  # a bug in evalkit: stop the others and re-raise below
                     errors.append(error)
 
+            roles = {role for _, _, role in pending}
+            at_once = min([self.live.settings.concurrency,
+                           *(n for role, n in self.live.at_once.items() if role in roles)])
+            self.most_at_once = max(self.most_at_once, at_once)
             workers = [threading.Thread(target=work, name=f"evalkit-call-{n}", daemon=True)
-                       for n in range(min(self.live.settings.concurrency, len(pending)))]
+                       for n in range(min(at_once, len(pending)))]
             for worker in workers:
                 worker.start()
             for worker in workers:

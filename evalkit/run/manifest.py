@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalkit.core.dataset import Case, Dataset, check_case_id
+from evalkit.core.dataset import Case, Dataset, DatasetLimits, byte_limit, check_case_id, check_row, too_many_rows
 from evalkit.core.errors import InputError, describe_validation
 from evalkit.core.files import decode, read_bytes
 from evalkit.core.fingerprint import fingerprint, sha256
@@ -113,10 +113,14 @@ def is_acceptance(split: str | None) -> bool:
     return split == ACCEPTANCE
 
 
-def load_manifest_dataset(manifest_path: Path, split: str | None) -> ManifestDataset:
-    """Read and check a manifest dataset; `split=None` selects every case."""
+def load_manifest_dataset(manifest_path: Path, split: str | None,
+                          limits: DatasetLimits | None = None) -> ManifestDataset:
+    """Read and check a manifest dataset; `split=None` selects every case. Each file is read under `limits`
+    (the defaults when None), as every dataset is."""
+    limits = limits or DatasetLimits()
+    limit, setting = byte_limit(limits)
     folder = manifest_path.parent
-    manifest_bytes = read_bytes(manifest_path, "manifest")
+    manifest_bytes = read_bytes(manifest_path, "manifest", limit=limit, setting=setting)
     manifest = _parse_manifest(manifest_path, manifest_bytes)
     if split is not None and split not in manifest.splits:
         known = ", ".join(sorted(manifest.splits))
@@ -125,15 +129,15 @@ def load_manifest_dataset(manifest_path: Path, split: str | None) -> ManifestDat
     digests: dict[str, str] = {}
     raw: dict[str, bytes] = {}
     for name, expected in ((SAMPLES_FILE, manifest.sha256.samples), (ANSWERS_FILE, manifest.sha256.answers)):
-        data = read_bytes(folder / name, "dataset")
+        data = read_bytes(folder / name, "dataset", limit=limit, setting=setting)
         actual = sha256(data)
         if actual != expected:
             raise InputError(f"{manifest_path}: dataset_hash_mismatch: {name} (manifest says {expected[:12]}, "
                              f"file is {actual[:12]}); restore the file or rebuild the manifest")
         digests[name], raw[name] = actual, data
 
-    samples = _parse_samples(folder / SAMPLES_FILE, raw[SAMPLES_FILE])
-    references = _parse_references(folder / ANSWERS_FILE, raw[ANSWERS_FILE])
+    samples = _parse_samples(folder / SAMPLES_FILE, raw[SAMPLES_FILE], limits)
+    references = _parse_references(folder / ANSWERS_FILE, raw[ANSWERS_FILE], limits)
     _check_labels(folder, samples, references)
     _check_splits(manifest_path, manifest, samples)
 
@@ -167,15 +171,18 @@ def _parse_manifest(path: Path, data: bytes) -> Manifest:
         raise InputError(describe_validation(error, Manifest, str(path))) from None
 
 
-def _parse_samples(path: Path, data: bytes) -> list[dict[str, Any]]:
+def _parse_samples(path: Path, data: bytes, limits: DatasetLimits) -> list[dict[str, Any]]:
     value = _load_json(path, data, "samples file")
     if not isinstance(value, list):
         raise InputError(f"{path}: samples must be a JSON list of objects")
+    if len(value) > limits.max_rows:
+        raise too_many_rows(path, limits, len(value))
     seen: set[str] = set()
     for index, row in enumerate(value):
         if not isinstance(row, dict) or not all(isinstance(row.get(key), str) and row[key]
                                                 for key in ("id", "split", "group")):
             raise InputError(f"{path}: [{index}] needs non-empty string 'id', 'split' and 'group'")
+        check_row(row, f"{path}: [{index}]", limits)
         check_case_id(row["id"], f"{path}: [{index}]")
         if row["id"] in seen:
             raise InputError(f"{path}: duplicate sample id {row['id']!r}")
@@ -183,10 +190,12 @@ def _parse_samples(path: Path, data: bytes) -> list[dict[str, Any]]:
     return value
 
 
-def _parse_references(path: Path, data: bytes) -> dict[str, dict[str, Any]]:
+def _parse_references(path: Path, data: bytes, limits: DatasetLimits) -> dict[str, dict[str, Any]]:
     value = _load_json(path, data, "references file")
     if not isinstance(value, dict) or not all(isinstance(item, dict) for item in value.values()):
         raise InputError(f"{path}: references must be a JSON object of {{case_id: {{...}}}}")
+    for case_id, reference in value.items():
+        check_row(reference, f"{path}: [{case_id[:80]!r}]", limits)
     return value
 
 

@@ -19,7 +19,7 @@ from evalkit.core.key import EvalKey, component_value, reply_settings, settings_
 from evalkit.live.providers.base import Request
 from evalkit.run.recording import OLD_FORMATS, Entry, Provenance, Recording, request_fingerprint
 
-__all__ = ["migrate_recording"]
+__all__ = ["merged", "migrate_recording"]
 
 
 def migrate_recording(data: Mapping[str, Any], where: str) -> Recording:
@@ -46,6 +46,26 @@ def migrate_recording(data: Mapping[str, Any], where: str) -> Recording:
     entries = {call_id: entry.model_copy(update={"request_sha": request_fingerprint(entry.request)})
                for call_id, entry in calls.items()}
     return Recording(key=key, settings=settings, provenance=provenance, calls=entries)
+
+
+def merged(existing: Recording, migrated: Recording, where: str, target: str) -> Recording:
+    """The recording already at `target` (the file of the converted recording's identity) with the converted calls
+    of `where` added: refused when anything of either would be lost (a call recorded differently in the two, or
+    calls to add under another provenance or other settings, which one file cannot hold)."""
+    if existing.key != migrated.key:
+        raise RecordingError(f"{where}: converts to {target}, which holds another identity; move that file away")
+    differing = sorted(call for call, entry in migrated.calls.items()
+                       if call in existing.calls and existing.calls[call] != entry)
+    if differing:
+        more = f" and {len(differing) - 1} more" if len(differing) > 1 else ""
+        raise RecordingError(f"{where}: call {differing[0]}{more} recorded differently in {target}, the recording "
+                             "of the same identity; keep one of the two files and run evalkit migrate again")
+    added = {call: entry for call, entry in migrated.calls.items() if call not in existing.calls}
+    if added and (existing.provenance != migrated.provenance or existing.settings != migrated.settings):
+        raise RecordingError(f"{where}: {len(added)} of its calls are not in {target}, the recording of the same "
+                             "identity, which has another provenance or other settings; one file holds one of each, "
+                             "so re-record the missing calls with mode=record-missing, or keep one file")
+    return existing.model_copy(update={"calls": {**existing.calls, **added}})
 
 
 def _settings(calls: Mapping[str, Entry], prefix: str, where: str) -> dict[str, Any] | None:

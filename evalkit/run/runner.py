@@ -49,7 +49,7 @@ from evalkit.run.canonical import canonical_text
 from evalkit.run.declared import read_checks, with_check_judges
 from evalkit.run.destinations import check_run_destinations
 from evalkit.run.eval_block import kept_text
-from evalkit.run.execute import Execution, LiveSetup, execute
+from evalkit.run.execute import Execution, LiveSetup, execute, provider_limits
 from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
@@ -99,7 +99,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
     assert config.model is not None and config.prompt is not None and config.dataset.file is not None
     suite_dir = project_path(config.suite.path)
     dataset = load_cases(project_path(config.dataset.file), config.dataset.fields, config.dataset.name,
-                         config.dataset.version)
+                         config.dataset.version, config.dataset.limits)
     prompt_path = project_path(config.prompt.file)
     prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
     key, settings = run_key(config, dataset, prompt_text), run_settings(config)
@@ -258,12 +258,15 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     # validate_config guarantees a program suite its manifest dataset
     assert spec is not None and config.dataset.manifest is not None
     split = config.split
-    data_set = load_manifest_dataset(project_path(config.dataset.manifest), split)
+    data_set = load_manifest_dataset(project_path(config.dataset.manifest), split, config.dataset.limits)
     option = config.choices.get(spec.component, spec.component)
     candidate = candidate_config(config.components.get(spec.component, {}), option, spec.component)
     program = project_path(candidate.program)
-    if not program.is_file():
+    if not program.exists():
         raise InputError(f"conf/{spec.component}/{option}.yaml: program {candidate.program} not found")
+    if not program.is_file():  # a device (/dev/zero), a FIFO or a folder: reading it would never end or fail
+        raise InputError(f"conf/{spec.component}/{option}.yaml: program {candidate.program} is not a regular file "
+                         "(a device, a FIFO or a folder); name a script file")
     program_sha = sha256(program.read_bytes())
     name = config.choices.get("dataset", "dataset")
     components = {g: (config.choices.get(g, g), s) for g, s in config.components.items()}
@@ -457,8 +460,12 @@ def _record(config: RunConfig, key: EvalKey, settings: dict[str, Any], rec_path:
     # the settings are written as this run composed them (a file migrated from an older format may lack some)
     recording = recording.model_copy(update={"settings": settings})
     reusable = reusable_calls(rec_path.parent, key) if config.mode is Mode.RECORD_MISSING else {}
+    at_once, lowered = provider_limits(config.run.concurrency,
+                                       {role: config.model if role == "model" else config.judge for role in providers})
+    if lowered:
+        notify(lowered)
     live = LiveSetup(providers=providers, settings=config.run, budget=Budget(config.budget), resumed=resumed,
-                     reusable=reusable, redact=redact, redact_reply=redact.values,
+                     reusable=reusable, redact=redact, redact_reply=redact.values, at_once=at_once,
                      progress=progress_enabled(config.run.progress))
     with Journal(journal_file, redact) as journal:
         live.journal = journal

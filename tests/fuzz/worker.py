@@ -24,9 +24,10 @@ def _readers() -> dict[str, Callable[[Path], Any]]:
     from evalkit.adapt.promptfoo import read_promptfoo
     from evalkit.core.dataset import Case, load_dataset
     from evalkit.core.files import read_text
+    from evalkit.core.loaders import load_cases
     from evalkit.core.policy import load_policy
     from evalkit.core.report import read_reports
-    from evalkit.project.scaffold import suite_files
+    from evalkit.judging.rubric import load_rubric
     from evalkit.run.declared import read_checks
     from evalkit.run.journal import read_journal
     from evalkit.run.manifest import load_manifest_dataset
@@ -35,15 +36,21 @@ def _readers() -> dict[str, Callable[[Path], Any]]:
     def docs_stage(path: Path) -> Any:
         return adapt_docs_stage(parse_docs_stage(read_text(path, "docs stage"), str(path)), str(path))
 
-    # a checks.yaml is read against its suite's cases: the scaffolded example's, whose fields its seed names
-    example = next(text for name, text in suite_files(Path("."), "fuzz").items() if name.name == "v1.json")
-    cases = [Case(row["id"], {k: v for k, v in row.items() if k != "id"}) for row in json.loads(example)["cases"]]
+    def rows(path: Path) -> Any:  # a file of rows, as `dataset.file` names one
+        return load_cases(path, None, "fuzz", "1")
+
+    def saved(path: Path) -> Any:  # one file of a saved `datasets` folder: the folder is the dataset
+        return load_cases(path.parent, None, "fuzz", "1")
+
+    # a checks.yaml is read against its run's cases, as the runner reads it: one case with the fields its seed names
+    cases = [Case("c1", {"label": "bug", "total": 12.5, "kind": "chat"})]
 
     return {"report": lambda p: read_reports([p]), "policy": load_policy, "recording": load_recording,
             "journal": read_journal, "dataset": load_dataset, "manifest": lambda p: load_manifest_dataset(p, None),
             "inspect": read_inspect_log, "promptfoo": read_promptfoo, "deepeval": read_deepeval,
             "lm_eval": read_lm_eval, "junit": read_junit, "docs_stage": docs_stage,
-            "checks": lambda p: read_checks(p.parent, cases)}
+            "checks": lambda p: read_checks(p.parent, cases), "rubric": load_rubric, "dataset_jsonl": rows,
+            "dataset_csv": rows, "dataset_parquet": rows, "dataset_saved": saved, "dataset_state": saved}
 
 
 def main() -> None:

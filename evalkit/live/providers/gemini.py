@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from evalkit.core.config import ModelConfig
-from evalkit.core.errors import ProviderError
+from evalkit.core.errors import ProviderError, unknown_keys
 from evalkit.core.provider_specs import ProviderSpec, StopKindName
 from evalkit.live.contract import BLOCKED_PREFIX
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
@@ -85,9 +85,9 @@ class GeminiProvider:
         options = dict(request.options)
         unknown = sorted(set(options) - GENERATION_OPTIONS - THINKING_OPTIONS)
         if unknown:
-            known = ", ".join(sorted(GENERATION_OPTIONS | THINKING_OPTIONS))
-            raise CallFailure(f"{self._name}: unknown Gemini option(s) {', '.join(unknown)} (known: {known}); "
-                              "fix the model's options", retryable=False)
+            raise CallFailure(f"{self._name}: unknown Gemini option(s): "
+                              + unknown_keys("options.", unknown, GENERATION_OPTIONS | THINKING_OPTIONS)
+                              + "; fix the model's options", retryable=False)
         fields: dict[str, Any] = {k: v for k, v in options.items() if k in GENERATION_OPTIONS}
         thinking = {k: v for k, v in options.items() if k in THINKING_OPTIONS}
         if thinking:

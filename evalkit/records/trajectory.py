@@ -1,0 +1,104 @@
+"""The trajectory: what one case did, step by step (DESIGN.md, "Words" and "Agents").
+
+A `Trajectory` is an ordered tuple of steps, each one of: a model call (by call id, with its token counts, cost
+and time where known), a tool call (the tool's name and its arguments as parsed JSON), a tool result (the call
+it answers, its content as text cut to MAX_TOOL_RESULT_CHARS, whether it is an error) and the final answer. The
+steps are data: checks read them (evalkit.judging.trajectory) and adapters build them (evalkit.adapt.otel).
+Frozen and `extra="forbid"`, so a record read back from a file is exactly what was written.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+
+__all__ = ["MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolCall", "ToolResult", "Trajectory"]
+
+MAX_TOOL_RESULT_CHARS = 4000
+"""The longest tool result content kept, in characters: a tool may return a whole web page or file, and a
+trajectory is evidence read by people and diffed in reviews; the cut is marked and says how much was cut."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelCall(_Record):
+    """One call to a model."""
+
+    kind: Literal["model_call"] = "model_call"
+    call_id: str
+    """The call's id: evalkit's call id in a recording, the span id in a trace."""
+    model: str | None = None
+    """The model asked for (a trace's `gen_ai.request.model`); None when not recorded."""
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0)
+    """The call's cost in US dollars when known (a trace records none)."""
+    milliseconds: float | None = Field(default=None, ge=0)
+    """How long the call took, when known."""
+
+
+class ToolCall(_Record):
+    """The agent calling a tool."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    id: str
+    """The tool call's id (the model's `tool_calls[].id`); a ToolResult answers it by this id."""
+    tool: str
+    """The tool's name."""
+    arguments: JsonValue = None
+    """The arguments as parsed JSON (None when not recorded; text that is not JSON is kept as the text)."""
+
+
+class ToolResult(_Record):
+    """What a tool returned to the agent, or that it failed."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    call_id: str
+    """The id of the ToolCall this answers."""
+    content: str = ""
+    """The result as text, cut to MAX_TOOL_RESULT_CHARS (a marker at the end says how long it was)."""
+    error: bool = False
+    """True when the tool failed (a trace's span status ERROR)."""
+    error_message: str | None = None
+    """Why it failed, one line, when known."""
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _cut(cls, value: object) -> object:
+        if isinstance(value, str) and len(value) > MAX_TOOL_RESULT_CHARS:
+            # the marker fits inside the bound, so a cut result read back from a file is not cut again
+            marker = f" [... {len(value):,} characters in all, cut]"
+            return value[:MAX_TOOL_RESULT_CHARS - len(marker)] + marker
+        return value
+
+
+class FinalAnswer(_Record):
+    """The agent's final answer."""
+
+    kind: Literal["final_answer"] = "final_answer"
+    text: str
+
+
+Step = Annotated[ModelCall | ToolCall | ToolResult | FinalAnswer, Field(discriminator="kind")]
+"""One step of a trajectory, told apart by its `kind`."""
+
+
+class Trajectory(_Record):
+    """What one case did, step by step, in the order it happened."""
+
+    steps: tuple[Step, ...] = ()
+
+    def model_calls(self) -> list[tuple[int, ModelCall]]:
+        """The model calls with their step numbers (1-based, as messages name them)."""
+        return [(n, step) for n, step in enumerate(self.steps, 1) if isinstance(step, ModelCall)]
+
+    def tool_calls(self) -> list[tuple[int, ToolCall]]:
+        """The tool calls with their step numbers (1-based)."""
+        return [(n, step) for n, step in enumerate(self.steps, 1) if isinstance(step, ToolCall)]
+
+    def tool_results(self) -> list[tuple[int, ToolResult]]:
+        """The tool results with their step numbers (1-based)."""
+        return [(n, step) for n, step in enumerate(self.steps, 1) if isinstance(step, ToolResult)]
