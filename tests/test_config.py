@@ -57,7 +57,7 @@ def test_command_line_choices_replace_the_suites_defaults(hydra_conf):
 
 @pytest.mark.parametrize("override, message", [
     ("+policy.max_regresions=0", r"unknown key 'policy\.max_regresions' \(allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, max_detectable_drop, max_regressions, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, power, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, rules, version\)"),
-    ("+model.temprature=0", r"unknown key 'model\.temprature' \(allowed: api_key_env, api_version, base_url, deployment, model_file, name, options, price, provider, region, structured_output, timeout_s, token_env\)"),
+    ("+model.temprature=0", r"unknown key 'model\.temprature' \(allowed: api_key_env, api_version, base_url, deployment, max_reply_bytes, model_file, name, options, price, provider, region, structured_output, timeout_s, token_env\)"),
     ("model.provider=antropic", r"'model\.provider': Value error, provider 'antropic' is not installed \(installed: anthropic, azure, bedrock, gemini, llamacpp, ollama, openai\)"),
     ("+model.deployment=prod", r"deployment: not a setting of the gemini provider \(it takes none of them\)"),
     ("+model.structured_output=json_object", r"structured_output 'json_object' is not something the gemini provider sends \(sends schemas its own way; remove the setting\)"),
@@ -129,6 +129,14 @@ def test_a_bad_entry_in_the_composed_table_names_the_price_table(hydra_conf):
     ("+run.resum=true", r"unknown key 'run\.resum'"),
     ("+suite.pytest_plugins=[no:anyio]", r"'suite\.pytest_plugins': Value error, 'no:anyio' is not a plugin name as "
                                           r"`pytest -p NAME` takes it"),
+    ("++model.timeout_s=inf", r"'model\.timeout_s': Input should be a finite number"),
+    ("++model.timeout_s=0", r"'model\.timeout_s': Input should be greater than 0"),
+    ("++model.timeout_s=1e9", r"'model\.timeout_s': Input should be less than or equal to 86400"),
+    ("++judge.timeout_s=nan", r"'judge\.timeout_s': Input should be a finite number"),
+    ("++model.max_reply_bytes=100", r"'model\.max_reply_bytes': Input should be greater than or equal to 1024"),
+    ("++model.max_reply_bytes=1e30", r"'model\.max_reply_bytes': Unable to parse input string as an integer"),
+    ("++model.max_reply_bytes=4294967296", r"'model\.max_reply_bytes': Input should be less than or equal to "
+                                           r"2147483648"),
 ])
 def test_live_settings_are_validated(hydra_conf, override, message):
     with pytest.raises(ConfigError, match=message):

@@ -13,6 +13,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import pytest
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ConfigError
 from evalkit.live.providers.base import CallFailure, Message, Request
-from evalkit.live.providers.http1 import Answer, Exchange, request_head
+from evalkit.live.providers.http1 import Answer, DeadlinePassed, Exchange, ReplyTooLarge, request_head
 from evalkit.live.providers.jsonhttp import JsonHttp, parse_target
 from evalkit.live.providers.ollama import OllamaProvider
 
@@ -47,9 +48,16 @@ class Scripted:
     def sendall(self, data: bytes) -> None:
         self.sent += data
 
+    def settimeout(self, seconds: float) -> None:
+        assert 0 < seconds <= DEADLINE_S, "a read waits for what is left of the deadline, no more"
+
+
+DEADLINE_S = 60.0
+CAP = 32 * 2**20
+
 
 def read(*pieces: bytes) -> Answer:
-    return Exchange(Scripted(*pieces)).reply()
+    return Exchange(Scripted(*pieces), CAP).reply(time.monotonic() + DEADLINE_S)
 
 
 def test_a_reply_framed_by_its_length_keeps_the_connection() -> None:
@@ -119,7 +127,8 @@ def test_a_malformed_reply_is_refused_as_http_client_refuses_it(
 
 def test_a_request_is_one_send_with_its_length() -> None:
     sock = Scripted()
-    Exchange(sock).send(request_head("POST", "/api/chat", {"Host": "h:1"}), b'{"a": 1}')
+    Exchange(sock, CAP).send(request_head("POST", "/api/chat", {"Host": "h:1"}), b'{"a": 1}',
+                             time.monotonic() + DEADLINE_S)
     assert sock.sent == b'POST /api/chat HTTP/1.1\r\nHost: h:1\r\nContent-Length: 8\r\n\r\n{"a": 1}'
 
 
@@ -216,7 +225,7 @@ class Loopback:
 
 def test_chunked_replies_keep_one_connection() -> None:
     with Loopback(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n") as server:
-        http = JsonHttp(parse_target(f"http://127.0.0.1:{server.port}", 11434), timeout_s=5, headers={})
+        http = JsonHttp(parse_target(f"http://127.0.0.1:{server.port}", 11434), timeout_s=5, max_reply_bytes=CAP, headers={})
         answers = [http.post("/api/chat", {"n": n}) for n in range(3)]
     assert [(a.status, a.body) for a in answers] == [(200, b"ok")] * 3
     assert server.connections == 1  # the chunked replies kept the connection
@@ -249,3 +258,140 @@ def test_https_is_verified_and_read_through_the_exchange(tls_server: tuple[int, 
     monkeypatch.setattr("evalkit.live.providers.jsonhttp.ssl.create_default_context", lambda: trusting)
     provider = OllamaProvider(config)
     assert [provider.complete(REQUEST).text for _ in range(3)] == ["over tls"] * 3
+
+
+# -- bounds: the deadline of the whole exchange, the cap on a reply (issue 35) ------------------------------------
+
+
+class Recording(Scripted):
+    """A scripted socket that keeps what each read asked for and each timeout it was given."""
+
+    def __init__(self, *pieces: bytes) -> None:
+        super().__init__(*pieces)
+        self.asked: list[int] = []
+        self.timeouts: list[float] = []
+
+    def recv(self, size: int) -> bytes:
+        self.asked.append(size)
+        return super().recv(size)
+
+    def settimeout(self, seconds: float) -> None:
+        self.timeouts.append(seconds)
+
+
+@pytest.mark.parametrize("length", [str(10**30), "9" * 5000, str(CAP + 1), "0" * 40 + str(CAP + 1)])
+def test_a_length_over_the_cap_is_refused_before_a_byte_of_its_body_is_read(length: str) -> None:
+    sock = Recording(b"HTTP/1.1 200 OK\r\nContent-Length: " + length.encode() + b"\r\n\r\n", b"x" * 100)
+    with pytest.raises(ReplyTooLarge, match=f"the reply is over {CAP} bytes: it declares a body of") as raised:
+        Exchange(sock, CAP).reply(time.monotonic() + DEADLINE_S)
+    assert raised.value.declared == length and raised.value.limit == CAP
+    assert sock.pieces == [b"x" * 100], "the body was read"  # not an OverflowError, not a MemoryError
+
+
+def test_a_reply_of_exactly_the_cap_is_read_and_one_byte_more_is_refused_unread() -> None:
+    """The cap counts the reply as it comes over the wire: its head, and the body it declares."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+    body = b"y" * 1000
+    reply = Exchange(Scripted(head, body), len(head) + 1000).reply(time.monotonic() + DEADLINE_S)
+    assert reply.body == body
+    sock = Scripted(head, body)
+    with pytest.raises(ReplyTooLarge, match="declares a body of 1000 bytes"):
+        Exchange(sock, len(head) + 999).reply(time.monotonic() + DEADLINE_S)
+    assert sock.pieces == [body]
+
+
+@pytest.mark.parametrize("pieces", [
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", *[b"400\r\n" + b"z" * 1024 + b"\r\n"] * 64),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", *[b"1\r\nz\r\n"] * 20000),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffffff\r\n", b"z" * 100),
+    (b"HTTP/1.1 200 OK\r\n\r\n", *[b"z" * 1024] * 64),  # no length: to the connection's end
+])
+def test_a_body_that_streams_past_the_cap_is_refused_as_it_does(pieces: tuple[bytes, ...]) -> None:
+    sock = Scripted(*pieces)
+    with pytest.raises(ReplyTooLarge):
+        Exchange(sock, 32 * 1024).reply(time.monotonic() + DEADLINE_S)
+    assert sock.pieces, "the reply was read to its end before it was refused"
+
+
+@pytest.mark.parametrize("size", [b"-1", b"+5", b"1_0", b"0x5", b"5 5", b"\xb2"])
+def test_a_chunk_size_is_hex_digits_only(size: bytes) -> None:
+    with pytest.raises(http.client.IncompleteRead):
+        read(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + size + b"\r\nabcdefghijklmnop\r\n0\r\n\r\n")
+
+
+def test_no_read_asks_for_more_than_a_mebibyte() -> None:
+    """A socket read allocates what it is asked for: a declared length never sizes one."""
+    body = b"w" * (3 * 2**20)
+    sock = Recording(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body), body)
+    assert Exchange(sock, 4 * 2**20).reply(time.monotonic() + DEADLINE_S).body == body
+    assert max(sock.asked) == 2**20
+
+
+def test_a_passed_deadline_ends_the_exchange_as_a_timeout() -> None:
+    sock = Scripted(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    with pytest.raises(DeadlinePassed) as raised:
+        Exchange(sock, CAP).reply(time.monotonic() - 0.001)
+    assert isinstance(raised.value, TimeoutError)  # what callers already translate as a timeout
+    with pytest.raises(DeadlinePassed):
+        Exchange(sock, CAP).send(b"POST / HTTP/1.1\r\n", b"{}", time.monotonic() - 0.001)
+    assert sock.sent == b""
+
+
+def test_each_read_waits_only_for_what_is_left_of_the_deadline() -> None:
+    whole = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nslow"
+    sock = Recording(*(whole[i:i + 1] for i in range(len(whole))))
+    deadline = time.monotonic() + 5.0
+    Exchange(sock, CAP).reply(deadline)
+    assert len(sock.timeouts) == len(sock.asked) and all(0 < t <= 5.0 for t in sock.timeouts)
+    assert sock.timeouts == sorted(sock.timeouts, reverse=True)  # each what is left, never the whole again
+
+
+def _serve_slowly(data: list[bytes], pause_s: float) -> tuple[socket.socket, threading.Thread]:
+    """A connected socket whose peer sends each of `data` `pause_s` apart, then closes (or is closed)."""
+    ours, theirs = socket.socketpair()
+
+    def drip() -> None:
+        with theirs:
+            for piece in data:
+                try:
+                    theirs.sendall(piece)
+                except OSError:
+                    return
+                time.sleep(pause_s)
+
+    thread = threading.Thread(target=drip, daemon=True)
+    thread.start()
+    return ours, thread
+
+
+@pytest.mark.parametrize("data", [
+    [b"HTTP/1.1 100 Continue\r\n\r\n"] * 100,
+    [b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", *[b"d"] * 99],
+    [bytes([byte]) for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"],
+], ids=["interim-replies", "dripped-body", "dripped-head"])
+def test_a_reply_dripped_slower_than_the_deadline_ends_at_it(data: list[bytes]) -> None:
+    """Each piece comes 50 ms after the last, far inside any per-read timeout; the exchange ends at its deadline."""
+    sock, thread = _serve_slowly(data, 0.05)
+    started = time.monotonic()
+    with sock, pytest.raises(TimeoutError):  # DeadlinePassed, or the last read's own wait for what was left
+        Exchange(sock, CAP).reply(started + 0.5)
+    took = time.monotonic() - started
+    thread.join(timeout=10)
+    assert 0.45 <= took < 1.5, took
+
+
+def test_the_answer_keeps_every_header_by_its_lower_cased_name() -> None:
+    reply = read(b"HTTP/1.1 200 OK\r\nX-Request-Id: r1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+                 b"\r\n{}")
+    assert reply.headers == {"x-request-id": "r1", "content-type": "application/json", "content-length": "2"}
+
+
+def test_a_server_s_text_in_a_failure_is_cut_to_one_short_line() -> None:
+    """A status line of 60,000 characters (the head may hold 64 KiB) reaches the outage line as an excerpt."""
+    from evalkit.live.providers.jsonhttp import Bounds
+
+    with pytest.raises(http.client.BadStatusLine) as raised:
+        read(b"HTTP/1.1 " + b"z" * 60000 + b"\r\n\r\n")
+    failure = Bounds("m", "http://127.0.0.1:9", 5.0, CAP).failure(raised.value)
+    assert failure is not None and failure.retryable
+    assert len(str(failure)) < 400 and "\n" not in str(failure)

@@ -117,7 +117,7 @@ def test_a_connection_the_server_closed_between_calls_is_opened_again(closing_se
 
 def test_a_connection_is_kept_between_calls() -> None:
     with FakeOllama(lambda body: "ok") as server:
-        http = JsonHttp(parse_target(server.url, 11434), timeout_s=5, headers={})
+        http = JsonHttp(parse_target(server.url, 11434), timeout_s=5, max_reply_bytes=2**20, headers={})
         first = http._connection()
         assert http.post("/api/chat", {"model": "m", "messages": [], "stream": False}).status == 200
         assert http.post("/api/chat", {"model": "m", "messages": [], "stream": False}).status == 200

@@ -9,8 +9,12 @@ refuses a missing credential before any request. What each server saw is asserte
 
 from __future__ import annotations
 
+import gzip
+import json
 import shlex
 import socket
+import ssl
+import subprocess
 import sys
 import time
 import tomllib
@@ -36,6 +40,7 @@ from fakes import (
     FakeServer,
     Fault,
     Faults,
+    RawReply,
     RecordedRequest,
     sigv4_problem,
 )
@@ -197,7 +202,8 @@ def clean_client_env(monkeypatch: pytest.MonkeyPatch) -> None:
                  "ANTHROPIC_BASE_URL", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN", "AZURE_OPENAI_ENDPOINT",
                  "OPENAI_API_VERSION", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
                  "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
-                 "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_BEARER_TOKEN_BEDROCK"):
+                 "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_BEARER_TOKEN_BEDROCK", "AWS_CA_BUNDLE", "SSL_CERT_FILE",
+                 "SSL_CERT_DIR"):
         monkeypatch.delenv(name, raising=False)
     # boto3's chain: only the environment, never this machine's files or an instance role
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_KEY_ID)
@@ -516,3 +522,51 @@ def test_a_provider_without_a_client_library_calls_without_one(contract: Contrac
         monkeypatch.setitem(sys.modules, library, None)  # `import` now raises ImportError
     assert provider_spec(contract.provider).extra is None
     assert provider_for(contract, server, monkeypatch).complete(request_for(contract)).text == CONTENT
+
+
+# -- the transport every provider's calls go through (evalkit.live.providers.jsonhttp, sdkwire; issue 35) ---------
+
+
+def _protocol_reply(contract: Contract, body: dict[str, Any]) -> bytes:
+    """A well-formed reply of the contract's protocol to `body`, as its fake server sends it."""
+    return json.dumps(PROTOCOLS[contract.provider].reply("", body, FakeReply(CONTENT), 0)).encode()
+
+
+def test_the_reply_is_asked_for_unencoded_and_an_encoded_one_is_refused_unread(
+        contract: Contract, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No compression: a small compressed body can inflate far past the reply cap, so none is asked for, and one
+    that comes anyway is not inflated."""
+    with contract.fake(lambda body: RawReply(200, gzip.compress(_protocol_reply(contract, body)),
+                                             headers={"Content-Encoding": "gzip"})) as fake:
+        with pytest.raises(CallFailure) as raised:
+            provider_for(contract, fake, monkeypatch).complete(request_for(contract))
+        sent = fake.chat_requests[0].headers
+    assert sent.get("accept-encoding") == "identity"
+    assert (raised.value.retryable, raised.value.status) == (True, 200), str(raised.value)
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ssl.SSLContext]:
+    """A certificate made here for 127.0.0.1 (openssl) and a server context that presents it."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return cert, context
+
+
+def test_https_is_verified_against_what_the_client_trusts(contract: Contract, certificate: tuple[Path, ssl.SSLContext],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A certificate nobody trusts is refused, for good (trying again cannot help); trusted the way the provider's
+    own client is told to trust one (SSL_CERT_FILE; Bedrock: AWS_CA_BUNDLE), the call goes through."""
+    cert, context = certificate
+    with contract.fake(reply_content, tls=context) as fake:
+        with pytest.raises(CallFailure, match="CERTIFICATE_VERIFY_FAILED") as raised:
+            provider_for(contract, fake, monkeypatch).complete(request_for(contract))
+        assert raised.value.retryable is False
+        monkeypatch.setenv("AWS_CA_BUNDLE" if contract.provider == "bedrock" else "SSL_CERT_FILE", str(cert))
+        reply = provider_for(contract, fake, monkeypatch).complete(request_for(contract))
+    assert reply.text == CONTENT

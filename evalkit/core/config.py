@@ -59,6 +59,16 @@ class Price(_Strict):
     """Price of one million output tokens."""
 
 
+MAX_CALL_S = 24 * 3600.0
+"""The longest `timeout_s` a model config may set: a day (a call that long is a hang by any measure)."""
+DEFAULT_MAX_REPLY_BYTES = 32 * 2**20
+"""A reply's cap by default: a chat reply is kilobytes; 32 MiB leaves room for long outputs and large usage blocks,
+and bounds what a server can make a run hold per call in flight."""
+MIN_REPLY_BYTES = 1024
+MAX_REPLY_BYTES = 2**31
+"""The cap may rise to 2 GiB, no higher: memory for that many bytes per call in flight must be there."""
+
+
 class ModelConfig(_Strict):
     """A model behind a provider; used for the model under test and for the judge."""
 
@@ -74,8 +84,14 @@ class ModelConfig(_Strict):
     is not part of the eval key."""
     api_key_env: str | None = None
     """Name of the environment variable holding the credential; the value is never stored."""
-    timeout_s: float = Field(120.0, gt=0)
-    """Per-call timeout in seconds (transport; not in the eval key)."""
+    timeout_s: float = Field(120.0, gt=0, le=MAX_CALL_S, allow_inf_nan=False)
+    """The deadline of each call in seconds, whole: from opening the connection to the reply's last byte, however
+    the server spends it (a reply dripped a byte at a time, endless `100 Continue`s). A call past it fails, and is
+    tried again as a timeout is (`run.retries`). Transport; not in the eval key."""
+    max_reply_bytes: int = Field(DEFAULT_MAX_REPLY_BYTES, ge=MIN_REPLY_BYTES, le=MAX_REPLY_BYTES)
+    """The most bytes one reply may take as it comes over the wire (head and body; default 32 MiB): a reply that
+    declares a longer body is refused before the body is read, and one that streams past it is cut off there; the
+    call fails, and is tried again as a dropped connection is. Transport; not in the eval key."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Sampling options sent with every request (temperature, seed, ...); part of each request's fingerprint and of
     the eval key (the `model` component), except a local runtime's load options (evalkit.core.key.LOAD_OPTIONS)."""

@@ -18,6 +18,7 @@ import collections
 import json
 import socket
 import socketserver
+import ssl
 import struct
 import threading
 from collections.abc import Callable
@@ -75,8 +76,10 @@ class FakeServer:
     """A threaded HTTP server speaking one protocol; a context manager that starts and stops it."""
 
     def __init__(self, protocol: Protocol | str, reply: ReplyFunction, *, faults: Faults | None = None,
-                 latency_ms: float = 0.0, record: bool = True) -> None:
+                 latency_ms: float = 0.0, record: bool = True, tls: ssl.SSLContext | None = None) -> None:
+        """`tls`: a server-side context to speak HTTPS with (the base URL's scheme is then https)."""
         self.protocol = PROTOCOLS[protocol] if isinstance(protocol, str) else protocol
+        self.tls = tls
         self.reply = reply
         self.faults = faults or Faults()
         self.latency_ms = latency_ms
@@ -102,6 +105,8 @@ class FakeServer:
         if host != LOOPBACK:  # never listen beyond the loopback interface
             httpd.server_close()
             raise RuntimeError(f"{type(self).__name__} bound {host!r}, not {LOOPBACK}")
+        if self.tls is not None:  # each accepted connection's handshake runs in the server's thread
+            httpd.socket = self.tls.wrap_socket(httpd.socket, server_side=True)
         self._stopping.clear()
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
@@ -144,8 +149,8 @@ class FakeServer:
 
     @property
     def url(self) -> str:
-        """The server's root, e.g. http://127.0.0.1:PORT."""
-        return f"http://{LOOPBACK}:{self.port}"
+        """The server's root, e.g. http://127.0.0.1:PORT (https:// with `tls`)."""
+        return f"{'https' if self.tls is not None else 'http'}://{LOOPBACK}:{self.port}"
 
     @property
     def base_url(self) -> str:

@@ -144,3 +144,57 @@ def test_the_process_refuses_an_unknown_fault_kind(tmp_path: Path) -> None:
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=20)
     assert done.returncode == 2
     assert "--faults" in done.stderr and "valid: slow, 429" in done.stderr
+
+
+def _first_bytes(url_port: int, wanted: int, within_s: float = 3.0) -> tuple[bytes, str]:
+    """Send one request; the first `wanted` bytes of the answer (fewer at its end), and how it ended."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", url_port), timeout=within_s) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        got = b""
+        try:
+            while len(got) < wanted:
+                chunk = sock.recv(min(65536, wanted - len(got)))
+                if not chunk:
+                    return got, "closed"
+                got += chunk
+        except ConnectionResetError:
+            return got, "reset"
+        except TimeoutError:
+            return got, "waiting"
+    return got, "more"
+
+
+def test_the_hostile_server_misbehaves_as_it_says() -> None:
+    """Each behaviour of tests/fakes/hostile.py, seen from a raw socket: the live fault tests pass only because the
+    server did what it was made for."""
+    try:
+        from fakes.hostile import GIANT_BYTES, Hostile, HostileServer
+    except ImportError:  # tests/ imported as a package
+        from tests.fakes.hostile import GIANT_BYTES, Hostile, HostileServer
+
+    with HostileServer(Hostile.DRIP_HEAD, interval_s=0.2) as server:
+        started = time.perf_counter()
+        got, ended = _first_bytes(server.port, 5)
+        assert got == b"HTTP/" and time.perf_counter() - started >= 0.6
+    with HostileServer(Hostile.INTERIM, interval_s=0.05) as server:
+        got, _ = _first_bytes(server.port, 25 * 5)
+        assert got == b"HTTP/1.1 100 Continue\r\n\r\n" * 5
+    with HostileServer(Hostile.GIANT_LENGTH) as server:
+        got, ended = _first_bytes(server.port, 8 * 2**20)
+        assert f"Content-Length: {GIANT_BYTES}\r\n".encode() in got and ended == "more"
+        assert server.sent_bytes >= 8 * 2**20
+    with HostileServer(Hostile.ABSURD_LENGTH) as server:
+        assert b"Content-Length: " + b"1" + b"0" * 30 + b"\r\n" in _first_bytes(server.port, 200)[0]
+    with HostileServer(Hostile.GIANT_CHUNKED) as server:
+        got, _ = _first_bytes(server.port, 300)
+        assert b"Transfer-Encoding: chunked\r\n\r\n100000\r\nxxx" in got
+    with HostileServer(Hostile.REDIRECT, redirect_to="http://localhost:1") as server:
+        got, _ = _first_bytes(server.port, 85)
+        assert got.startswith(b"HTTP/1.1 307 ") and b"Location: http://localhost:1/v1/chat/completions\r\n" in got
+    with HostileServer(Hostile.RESET_MID_BODY) as server:
+        got, ended = _first_bytes(server.port, 10_000)
+        assert b"Content-Length: 1000\r\n" in got and ended == "reset"
+    with HostileServer(Hostile.HTML) as server:
+        assert b"Content-Type: text/html" in _first_bytes(server.port, 200)[0]

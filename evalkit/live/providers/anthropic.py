@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
 from evalkit.core.provider_specs import ProviderSpec, StopKindName
-from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
+from evalkit.live.providers.base import MISSHAPEN, CallFailure, Reply, Request, Usage, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.dialects import schema_name
 from evalkit.live.providers.install import missing_client
+from evalkit.live.providers.jsonhttp import Bounds
+from evalkit.live.providers.sdkwire import httpx_client, httpx_module
 
 if TYPE_CHECKING:
     import anthropic
@@ -63,8 +65,11 @@ class AnthropicProvider:
                                 "of the environment variable that holds it (e.g. ANTHROPIC_API_KEY)")
         # An explicit base URL and key: ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY in the environment do not change
         # where calls go or which key they carry; the config does.
+        bounds = Bounds(config.name, self._base_url, config.timeout_s, config.max_reply_bytes, self._clean)
         self._client: anthropic.Anthropic = anthropic.Anthropic(
-            api_key=self._secret, base_url=self._base_url, timeout=config.timeout_s, max_retries=0)
+            api_key=self._secret, base_url=self._base_url, timeout=config.timeout_s, max_retries=0,
+            http_client=httpx_client(httpx_module(getattr(anthropic, "DefaultHttpxClient", None)), self._base_url,
+                                     bounds))  # evalkit's bounded transport (evalkit.live.providers.sdkwire)
 
     def complete(self, request: Request) -> Reply:
         reserved = sorted(RESERVED & set(request.options))
@@ -92,7 +97,10 @@ class AnthropicProvider:
             # `temperature`, `top_k` ... are not keyword arguments of every client release; the body takes them
             arguments["extra_body"] = options
         message, latency_ms = timed_call(lambda: self._client.messages.create(**arguments), self._failure)
-        return self._reply(message, latency_ms)
+        try:
+            return self._reply(message, latency_ms)
+        except MISSHAPEN as error:  # the client built its types leniently from what came
+            raise self._misshapen(error) from None
 
     def describe(self) -> dict[str, Any]:
         """What a recording's provenance says about the replies' source (nothing secret, no address)."""
@@ -132,10 +140,13 @@ class AnthropicProvider:
             cause = error.__cause__ or error
             return CallFailure(self._clean(f"{self._name}: connection to {self._base_url} failed: "
                                            f"{type(cause).__name__}: {cause}"), retryable=True)
-        if isinstance(error, json.JSONDecodeError | anthropic.APIResponseValidationError):
-            return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a "
-                                           f"message: {excerpt(str(error))}"), retryable=True, status=200)
+        if isinstance(error, (anthropic.APIResponseValidationError, *MISSHAPEN)):
+            return self._misshapen(error)
         return None
+
+    def _misshapen(self, error: Exception) -> CallFailure:
+        return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a message: "
+                                       f"{type(error).__name__}: {excerpt(str(error))}"), retryable=True, status=200)
 
     def _clean(self, message: str) -> str:
         return masked(message, self._secret)

@@ -45,7 +45,8 @@ class AzureOpenAIProvider(OpenAIProvider):
         self._secret = key or token  # for masking: the one credential this provider holds
         client: openai.OpenAI = self._openai.AzureOpenAI(
             azure_endpoint=self._base_url, azure_deployment=config.deployment, api_version=config.api_version,
-            api_key=key, azure_ad_token=token, timeout=config.timeout_s, max_retries=0)
+            api_key=key, azure_ad_token=token, timeout=config.timeout_s, max_retries=0,
+            http_client=self._http_client(config))
         return client
 
 

@@ -11,7 +11,8 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Message", "Request", "Usage", "Reply", "Provider", "CallFailure", "excerpt", "service_ms", "timed_call"]
+__all__ = ["Message", "Request", "Usage", "Reply", "Provider", "CallFailure", "MISSHAPEN", "excerpt", "service_ms",
+           "timed_call"]
 
 _T = TypeVar("_T")
 
@@ -130,6 +131,13 @@ class Provider(Protocol):
     def complete(self, request: Request) -> Reply: ...
 
 
+MISSHAPEN: tuple[type[Exception], ...] = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+"""What reading a reply of the wrong shape raises (ValueError: bad JSON, a pydantic ValidationError too). The client
+libraries build their reply types leniently: a field the server sent with the wrong type stays as it came (`choices:
+[1]`, `content: 7`), so the first read of it fails with one of these, in the library or in the provider. A provider
+turns them into a retryable CallFailure saying the body is not a reply, never lets them out as a crash."""
+
+
 def service_ms(reported_ms: object, latency_ms: float) -> float | None:
     """A server's own report of its time on a call, in ms (one decimal), where it is a number; never more than the
     time in flight (the two clocks differ), and None for anything else, so a strange field cannot fail a call."""
@@ -139,19 +147,31 @@ def service_ms(reported_ms: object, latency_ms: float) -> float | None:
 
 
 def timed_call(call: Callable[[], _T], failure: Callable[[Exception], CallFailure | None]) -> tuple[_T, float]:
-    """Run one SDK call; return its result and latency in ms (one decimal). An exception the provider's
-    `failure` translates becomes that CallFailure; any other is a bug and propagates unchanged."""
+    """Run one SDK call; return its result and latency in ms (one decimal). A CallFailure raised underneath the
+    SDK (by evalkit's transport: a deadline, a reply cap, a redirect) is that failure, whatever the SDK wrapped it
+    in; an exception the provider's `failure` translates becomes that CallFailure; any other is a bug and
+    propagates unchanged."""
     started = time.perf_counter()
     try:
         result = call()
     except CallFailure:
         raise
     except Exception as error:
-        translated = failure(error)
+        translated = _underneath(error) or failure(error)
         if translated is None:
             raise
         raise translated from None
     return result, round((time.perf_counter() - started) * 1000, 1)
+
+
+def _underneath(error: BaseException) -> CallFailure | None:
+    """The CallFailure an SDK's exception wraps (as its cause, a few levels down at most), or None."""
+    seen: BaseException | None = error.__cause__
+    for _ in range(4):
+        if seen is None or isinstance(seen, CallFailure):
+            return seen
+        seen = seen.__cause__
+    return None
 
 
 def excerpt(text: str, limit: int = 300) -> str:

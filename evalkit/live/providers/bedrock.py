@@ -9,15 +9,27 @@ redacted from everything a run writes, like a key. `base_url` is boto3's `endpoi
 from __future__ import annotations
 
 import json
+import ssl
 from typing import Any
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
 from evalkit.core.provider_specs import ProviderSpec, StopKindName
-from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, service_ms, timed_call
+from evalkit.live.providers.base import (
+    MISSHAPEN,
+    CallFailure,
+    Reply,
+    Request,
+    Usage,
+    excerpt,
+    service_ms,
+    timed_call,
+)
 from evalkit.live.providers.credentials import masked
 from evalkit.live.providers.dialects import schema_name
 from evalkit.live.providers.install import missing_client
+from evalkit.live.providers.jsonhttp import Bounds
+from evalkit.live.providers.sdkwire import send_with
 
 __all__ = ["BedrockProvider", "create", "INFERENCE_OPTIONS", "STOP_REASONS", "CREDENTIAL_ENV", "SPEC"]
 
@@ -55,9 +67,12 @@ class BedrockProvider:
             import boto3
             import botocore.config
             import botocore.exceptions
+            import botocore.httpsession
+            import botocore.parsers
         except ImportError:
             raise missing_client("bedrock") from None
         self._errors = botocore.exceptions
+        self._unparsed = botocore.parsers.ResponseParserError
         self._name = config.name
         self._timeout_s = config.timeout_s
         if config.api_key_env:
@@ -82,11 +97,20 @@ class BedrockProvider:
             retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=config.timeout_s,
             read_timeout=config.timeout_s, max_pool_connections=MAX_POOL)
         self._client: Any = session.client("bedrock-runtime", endpoint_url=config.base_url, config=settings)
+        # botocore's HTTP reads with a timeout per read and a body of any length: evalkit's bounded transport
+        # sends instead (evalkit.live.providers.sdkwire), trusting what botocore trusts (AWS_CA_BUNDLE, or its own)
+        # (boto3 keeps the botocore session, which reads AWS_CA_BUNDLE and the config file's ca_bundle, as _session)
+        trusted = session._session.get_config_variable("ca_bundle") or botocore.httpsession.get_cert_path(True)
+        send_with(self._client, Bounds(config.name, self._endpoint, config.timeout_s, config.max_reply_bytes,
+                                       self._clean), ssl.create_default_context(cafile=trusted))
 
     def complete(self, request: Request) -> Reply:
         arguments = self._arguments(request)
         response, latency_ms = timed_call(lambda: self._client.converse(**arguments), self._failure)
-        return self._reply(response, latency_ms)
+        try:
+            return self._reply(response, latency_ms)
+        except MISSHAPEN as error:  # botocore checks a reply's fields against nothing
+            raise self._misshapen(error) from None
 
     def describe(self) -> dict[str, Any]:
         """What a recording's provenance says about the replies' source (nothing secret, no address)."""
@@ -157,10 +181,14 @@ class BedrockProvider:
         if isinstance(error, errors.EndpointConnectionError | errors.ConnectionClosedError | errors.HTTPClientError):
             return CallFailure(self._clean(f"{self._name}: connection to {self._endpoint} failed: "
                                            f"{type(error).__name__}: {error}"), retryable=True)
-        if isinstance(error, errors.ResponseParserError):
-            return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a "
-                                           f"Converse response: {excerpt(str(error))}"), retryable=True, status=200)
+        if isinstance(error, (self._unparsed, *MISSHAPEN)):
+            return self._misshapen(error)
         return None
+
+    def _misshapen(self, error: Exception) -> CallFailure:
+        return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a Converse "
+                                       f"response: {type(error).__name__}: {excerpt(str(error))}"),
+                           retryable=True, status=200)
 
     def _clean(self, message: str) -> str:
         for secret in self._secrets:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -13,9 +12,11 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError, unknown_keys
 from evalkit.core.provider_specs import ProviderSpec, StopKindName
 from evalkit.live.contract import BLOCKED_PREFIX
-from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, timed_call
+from evalkit.live.providers.base import MISSHAPEN, CallFailure, Reply, Request, Usage, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.install import missing_client
+from evalkit.live.providers.jsonhttp import Bounds
+from evalkit.live.providers.sdkwire import httpx_client, httpx_module
 
 if TYPE_CHECKING:
     from google import genai
@@ -52,8 +53,8 @@ class GeminiProvider:
             raise missing_client("gemini") from None
         self._types = types
         self._api_error = errors.APIError
-        # A 200 whose body is not JSON, or not shaped like a response.
-        self._unreadable = (json.JSONDecodeError, errors.UnknownApiResponseError, ValidationError)
+        # A 200 whose body is not JSON, or not shaped like a response (JSON's and pydantic's errors are ValueErrors).
+        self._unreadable: tuple[type[Exception], ...] = (errors.UnknownApiResponseError, *MISSHAPEN)
         self._name = config.name
         self._base_url = config.base_url or DEFAULT_BASE_URL
         self._timeout_s = config.timeout_s
@@ -62,10 +63,12 @@ class GeminiProvider:
             raise ProviderError(f"model '{config.name}': the Gemini API needs a key; set api_key_env to the name "
                                 "of the environment variable that holds it (e.g. GOOGLE_API_KEY)")
         self._timeouts, self._dropped, self._transport = _httpx_errors()
+        bounds = Bounds(config.name, self._base_url, config.timeout_s, config.max_reply_bytes, self._clean)
         http_options = types.HttpOptions(
             base_url=self._base_url, api_version=API_VERSION,
             timeout=max(1, round(config.timeout_s * 1000)),  # milliseconds
-            retry_options=types.HttpRetryOptions(attempts=1))
+            retry_options=types.HttpRetryOptions(attempts=1),
+            httpx_client=httpx_client(httpx_module(), self._base_url, bounds))  # evalkit's bounded transport
         # vertexai=False and an explicit key: GOOGLE_GENAI_USE_VERTEXAI and GOOGLE_API_KEY in the
         # environment do not change where calls go or which key they carry; the config does.
         self._client: genai.Client = genai.Client(vertexai=False, api_key=self._secret or NO_KEY,
@@ -79,7 +82,10 @@ class GeminiProvider:
         response, latency_ms = timed_call(
             lambda: self._client.models.generate_content(model=request.model, contents=contents, config=config),
             self._failure)
-        return _reply(response, latency_ms)
+        try:
+            return _reply(response, latency_ms)
+        except MISSHAPEN as error:  # the client built its types leniently from what came
+            raise self._misshapen(error) from None
 
     def _generation_config(self, request: Request) -> types.GenerateContentConfig:
         options = dict(request.options)
@@ -120,9 +126,13 @@ class GeminiProvider:
                                            f"{type(error).__name__}: {error}"),
                                retryable=isinstance(error, self._dropped))
         if isinstance(error, self._unreadable):
-            return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a "
-                                           f"Gemini response: {excerpt(str(error))}"), retryable=True, status=200)
+            return self._misshapen(error)
         return None
+
+    def _misshapen(self, error: Exception) -> CallFailure:
+        return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a Gemini "
+                                       f"response: {type(error).__name__}: {excerpt(str(error))}"),
+                           retryable=True, status=200)
 
     def _clean(self, message: str) -> str:
         return masked(message, self._secret)

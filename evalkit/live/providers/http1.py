@@ -11,21 +11,34 @@ What is read as `http.client` reads it: informational (1xx) replies are skipped,
 a reply with more than 100 headers, or a head over 64 KiB, is refused. Errors are `http.client`'s own exceptions
 (`RemoteDisconnected`, `BadStatusLine`, `IncompleteRead`, `LineTooLong`, `HTTPException`) and the socket's
 (`OSError`, `TimeoutError`), so callers translate them as before.
+
+What is read is bounded where `http.client` bounds nothing: every byte that arrives is hostile until read, and every
+wait may never end. Each exchange has a deadline (a `time.monotonic()` instant): each read waits only for what is
+left of it, so a reply dripped a byte at a time or an endless run of `100 Continue` ends at the deadline
+(DeadlinePassed, a TimeoutError), not at the first read that waits too long. Each reply has a cap on its bytes as
+they come over the wire (head, framing and body): a Content-Length over it is refused before the body is read, and a
+body that streams past it is refused as it does (ReplyTooLarge), so no reply is held whole in memory that the cap
+does not allow; no read asks the socket for more than 1 MiB at once, so no length, however absurd, sizes a buffer.
 """
 
 from __future__ import annotations
 
 import http.client
 import re
-from dataclasses import dataclass
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Answer", "Exchange", "request_head"]
+__all__ = ["Answer", "DeadlinePassed", "Exchange", "ReplyTooLarge", "request_head", "seconds_left"]
 
 _MAX_HEADERS = 100  # as http.client
 _MAX_INTERIM = 100  # 1xx replies before the final one (http.client takes any number)
 _MAX_HEAD = 65536  # the status line and headers together (http.client allows 64 KiB per line)
 _READ = 65536
+_MAX_READ = 1 << 20  # the most one read asks for: a socket read allocates what it is asked for, up front
+_MAX_DIGITS = 18  # a Content-Length longer than this (leading zeros aside) is over any cap, and int() may refuse it
+_HEX = re.compile(rb"[0-9A-Fa-f]+")  # a chunk size (int(..., 16) also takes signs, spaces and underscores)
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _LINE_END = re.compile(r"\r?\n")
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a header name (RFC 9110's token)
@@ -43,6 +56,34 @@ class Answer:
     location: str | None = None
     keep_alive: bool = True
     """Whether the connection may carry the next request."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Every header of the final reply, by lower-cased name (a repeated one: its last value; Transfer-Encoding's
+    values joined), for a client library that reads more than the two above."""
+
+
+class DeadlinePassed(TimeoutError):
+    """The exchange's deadline passed before its reply was read whole: a TimeoutError, like a read that waited its
+    whole timeout, so a caller that handles one handles both."""
+
+
+class ReplyTooLarge(http.client.HTTPException):
+    """The reply is over the bytes the exchange may read (`limit`): a declared length over it, refused before the
+    body is read (`declared`, the header's text), or a reply that went past it as it streamed (`declared` None)."""
+
+    def __init__(self, limit: int, declared: str | None = None) -> None:
+        self.limit = limit
+        self.declared = declared
+        said = f"declares a body of {declared[:40]}{'...' if len(declared) > 40 else ''} bytes" if declared else \
+            "went on past it"
+        super().__init__(f"the reply is over {limit} bytes: it {said}")
+
+
+def seconds_left(deadline: float) -> float:
+    """The seconds left until `deadline` (a time.monotonic() instant); DeadlinePassed when none are."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise DeadlinePassed("the call's deadline passed before its reply was read whole")
+    return left
 
 
 def _check_target(url: str) -> None:
@@ -66,18 +107,26 @@ def request_head(method: str, url: str, headers: dict[str, str]) -> bytes:
 
 
 class Exchange:
-    """Requests and replies on one connected socket, one at a time."""
+    """Requests and replies on one connected socket, one at a time, each reply read within the exchange's deadline
+    and at most `max_reply_bytes` of it (head, framing and body, as they come over the wire)."""
 
-    def __init__(self, sock: Any) -> None:
+    def __init__(self, sock: Any, max_reply_bytes: int) -> None:
         self._sock = sock
+        self._max = max_reply_bytes
         self._buffer = bytearray()  # what was read past the reply so far; grows in place, not by copies
+        self._deadline = 0.0
+        self._left = max_reply_bytes  # what the reply being read may still take from the socket
 
-    def send(self, head: bytes, body: bytes) -> None:
-        """One request: `head` from request_head, then its length and body, in one send (no delayed segment)."""
+    def send(self, head: bytes, body: bytes, deadline: float) -> None:
+        """One request: `head` from request_head, then its length and body, in one send (no delayed segment),
+        which waits no longer than the `deadline` (a time.monotonic() instant) for a server that does not read."""
+        self._sock.settimeout(seconds_left(deadline))
         self._sock.sendall(b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body))
 
-    def reply(self) -> Answer:
-        """Read the next final reply whole."""
+    def reply(self, deadline: float) -> Answer:
+        """Read the next final reply whole, by the `deadline` (a time.monotonic() instant)."""
+        self._deadline = deadline
+        self._left = self._max - len(self._buffer)
         for _ in range(_MAX_INTERIM + 1):
             status, version, headers = self._head()
             if status >= 200 or status == 101:
@@ -88,7 +137,18 @@ class Exchange:
         connection = headers.get("connection", "").lower()
         keep_alive = framed and not self._buffer and (
             "keep-alive" in connection if version == "HTTP/1.0" else "close" not in connection)
-        return Answer(status, body, headers.get("retry-after"), headers.get("location"), keep_alive and status != 101)
+        return Answer(status, body, headers.get("retry-after"), headers.get("location"), keep_alive and status != 101,
+                      headers)
+
+    def _recv(self, size: int) -> bytes:
+        """One read of at most `size` bytes (and 1 MiB), waiting no longer than the deadline leaves, counted against
+        the reply's bytes."""
+        self._sock.settimeout(seconds_left(self._deadline))
+        chunk: bytes = self._sock.recv(size if size <= _MAX_READ else _MAX_READ)
+        self._left -= len(chunk)
+        if self._left < 0:
+            raise ReplyTooLarge(self._max)
+        return chunk
 
     def _head(self) -> tuple[int, str, dict[str, str]]:
         """The status, the version and the headers of the next reply; the buffer keeps what follows them."""
@@ -97,7 +157,7 @@ class Exchange:
             if len(self._buffer) > _MAX_HEAD:
                 raise http.client.LineTooLong("reply head")
             searched = max(0, len(self._buffer) - 3)
-            chunk = self._sock.recv(_READ)
+            chunk = self._recv(_READ)
             if not chunk:
                 if self._buffer.strip():
                     raise http.client.IncompleteRead(bytes(self._buffer))
@@ -139,8 +199,11 @@ class Exchange:
         if length is not None:
             if not (length.isascii() and length.isdigit()):
                 raise http.client.HTTPException(f"Content-Length {length!r} is not a number")
+            if len(length.lstrip("0")) > _MAX_DIGITS or int(length) - len(self._buffer) > self._left:
+                raise ReplyTooLarge(self._max, length)  # refused before the body is read (beyond what came with
+                # its head): the head and the body it declares would take more than the cap
             return self._exactly(int(length)), True
-        while chunk := self._sock.recv(_READ):
+        while chunk := self._recv(_READ):
             self._buffer += chunk
         body = bytes(self._buffer)
         self._buffer.clear()
@@ -148,7 +211,7 @@ class Exchange:
 
     def _exactly(self, size: int) -> bytes:
         while len(self._buffer) < size:
-            chunk = self._sock.recv(max(_READ, size - len(self._buffer)))
+            chunk = self._recv(max(_READ, size - len(self._buffer)))
             if not chunk:
                 raise http.client.IncompleteRead(bytes(self._buffer), size - len(self._buffer))
             self._buffer += chunk
@@ -160,7 +223,7 @@ class Exchange:
         while (end := self._buffer.find(b"\n")) < 0:
             if len(self._buffer) > _MAX_HEAD:
                 raise http.client.LineTooLong("chunk size")
-            chunk = self._sock.recv(_READ)
+            chunk = self._recv(_READ)
             if not chunk:
                 raise http.client.IncompleteRead(bytes(self._buffer))
             self._buffer += chunk
@@ -169,16 +232,17 @@ class Exchange:
         return line.rstrip(b"\r")
 
     def _chunked(self) -> bytes:
-        parts: list[bytes] = []
+        body = bytearray()  # not a list of parts: a million one-byte chunks would cost 40 bytes of memory each
         while True:
             size_text = self._line().split(b";", 1)[0].strip()
-            try:
-                size = int(size_text, 16)
-            except ValueError:
-                raise http.client.IncompleteRead(b"".join(parts)) from None
+            if not _HEX.fullmatch(size_text):
+                raise http.client.IncompleteRead(bytes(body))
+            size = int(size_text, 16)
             if size == 0:
                 while self._line():  # trailer fields, up to the blank line that ends them
                     pass
-                return b"".join(parts)
-            parts.append(self._exactly(size))
+                return bytes(body)
+            if size - len(self._buffer) > self._left:
+                raise ReplyTooLarge(self._max, str(len(body) + size))  # refused before the chunk is read
+            body += self._exactly(size)
             self._line()  # the CRLF after the chunk's data

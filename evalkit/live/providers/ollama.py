@@ -9,10 +9,8 @@ two token counts) and nothing else.
 
 from __future__ import annotations
 
-import http.client
 import json
-import ssl
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -22,7 +20,7 @@ from evalkit.core.provider_specs import ProviderSpec
 from evalkit.core.version import __version__
 from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, service_ms, timed_call
 from evalkit.live.providers.credentials import api_key, masked
-from evalkit.live.providers.jsonhttp import Answer, JsonHttp, parse_target
+from evalkit.live.providers.jsonhttp import Answer, Bounds, JsonHttp, parse_target
 
 __all__ = ["OllamaProvider", "create", "SPEC"]
 
@@ -34,13 +32,16 @@ class _Message(msgspec.Struct):
     content: str | None = None
 
 
+_Count = Annotated[int, msgspec.Meta(ge=0)]
+
+
 class _ChatResponse(msgspec.Struct):
     """The part of Ollama's ChatResponse evalkit reads; other fields are ignored."""
 
     message: _Message
     done_reason: str | None = None
-    prompt_eval_count: int | None = None
-    eval_count: int | None = None
+    prompt_eval_count: _Count | None = None
+    eval_count: _Count | None = None
     total_duration: int | None = None
     """Nanoseconds the server spent on the request (loading, prompt and generation), not counting its queue."""
 
@@ -55,8 +56,8 @@ class OllamaProvider:
     def __init__(self, config: ModelConfig) -> None:
         self._name = config.name
         self._host = config.base_url or DEFAULT_HOST
-        self._timeout_s = config.timeout_s
         self._secret = api_key(config)  # e.g. a hosted Ollama behind a token; never leaves this object
+        self._bounds = Bounds(config.name, self._host, config.timeout_s, config.max_reply_bytes, self._clean)
         try:
             target = parse_target(self._host, DEFAULT_PORT)
         except ValueError as error:
@@ -66,7 +67,8 @@ class OllamaProvider:
         if self._secret is not None:
             headers["Authorization"] = f"Bearer {self._secret}"
         try:
-            self._http = JsonHttp(target, timeout_s=config.timeout_s, headers=headers)
+            self._http = JsonHttp(target, timeout_s=config.timeout_s, max_reply_bytes=config.max_reply_bytes,
+                                  headers=headers)
         except ValueError as error:  # a header or path that could split a request; the message holds no value
             raise ConfigError(f"model {config.name}: {error}; fix model.base_url, or the key variable the "
                               "Authorization header is built from") from None
@@ -83,7 +85,7 @@ class OllamaProvider:
             payload["options"] = options
         if think is not None:
             payload["think"] = think
-        answer, latency_ms = timed_call(lambda: self._http.post("/api/chat", payload), self._failure)
+        answer, latency_ms = timed_call(lambda: self._http.post("/api/chat", payload), self._bounds.failure)
         if answer.status >= 300:
             raise self._refused(answer)
         try:
@@ -104,25 +106,11 @@ class OllamaProvider:
     def _refused(self, answer: Answer) -> CallFailure:
         """The CallFailure an error status means; a redirect is not followed (the base URL should name the server)."""
         if answer.status < 400:
-            return CallFailure(self._clean(f"{self._name}: HTTP {answer.status}: the server redirects to "
-                                           f"{answer.location}; set model.base_url to where it redirects"),
-                               retryable=False, status=answer.status)
+            return self._bounds.redirected(answer)
         text = answer.body.decode("utf-8", errors="replace")
         return CallFailure.for_status(
             answer.status, self._clean(f"{self._name}: HTTP {answer.status}: {excerpt(_server_message(text))}"),
             retry_after=answer.retry_after)
-
-    def _failure(self, error: Exception) -> CallFailure | None:
-        """The CallFailure a transport error means; None for anything else (a bug, a bad argument)."""
-        if isinstance(error, TimeoutError):  # socket.timeout is TimeoutError
-            return CallFailure(self._clean(f"{self._name}: no reply within {self._timeout_s:g} s"), retryable=True)
-        if isinstance(error, ssl.SSLCertVerificationError):  # trying again cannot help
-            return CallFailure(self._clean(f"{self._name}: connection to {self._host} failed: {error}"),
-                               retryable=False)
-        if isinstance(error, OSError | http.client.HTTPException):  # refused, reset, dropped, cut off
-            return CallFailure(self._clean(f"{self._name}: connection to {self._host} failed: "
-                                           f"{type(error).__name__}: {error}"), retryable=True)
-        return None
 
     def _clean(self, message: str) -> str:
         return masked(message, self._secret)

@@ -3,15 +3,25 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.provider_specs import ProviderSpec, StopKindName
-from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, service_ms, timed_call
+from evalkit.live.providers.base import (
+    MISSHAPEN,
+    CallFailure,
+    Reply,
+    Request,
+    Usage,
+    excerpt,
+    service_ms,
+    timed_call,
+)
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.dialects import response_format, schema_message
 from evalkit.live.providers.install import missing_client
+from evalkit.live.providers.jsonhttp import Bounds
+from evalkit.live.providers.sdkwire import httpx_client, httpx_module
 
 if TYPE_CHECKING:
     import openai
@@ -61,10 +71,16 @@ class OpenAIProvider:
         self._dialect = config.structured_output or DEFAULT_DIALECT
         self._client: openai.OpenAI = self._make_client(config)
 
+    def _http_client(self, config: ModelConfig) -> Any:
+        """The client's HTTP: evalkit's bounded transport to base_url (evalkit.live.providers.sdkwire)."""
+        bounds = Bounds(config.name, self._base_url, config.timeout_s, config.max_reply_bytes, self._clean)
+        return httpx_client(httpx_module(getattr(self._openai, "DefaultHttpxClient", None)), self._base_url, bounds)
+
     def _make_client(self, config: ModelConfig) -> openai.OpenAI:
         # An explicit base URL: the config, not OPENAI_BASE_URL in the environment, says where calls go.
         return self._openai.OpenAI(base_url=self._base_url, api_key=self._secret or NO_KEY,
-                                   timeout=config.timeout_s, max_retries=0)  # the runner owns retries
+                                   timeout=config.timeout_s, max_retries=0,  # the runner owns retries
+                                   http_client=self._http_client(config))
 
     def complete(self, request: Request) -> Reply:
         reserved = sorted(RESERVED & set(request.options))
@@ -85,7 +101,10 @@ class OpenAIProvider:
         if extra:
             arguments["extra_body"] = extra
         completion, latency_ms = timed_call(lambda: self._client.chat.completions.create(**arguments), self._failure)
-        return self._reply(completion, latency_ms)
+        try:
+            return self._reply(completion, latency_ms)
+        except MISSHAPEN as error:  # the client built its types leniently from what came
+            raise self._misshapen(error) from None
 
     def describe(self) -> dict[str, Any]:
         """What a recording's provenance says about the replies' source (nothing secret, no address)."""
@@ -122,10 +141,14 @@ class OpenAIProvider:
             cause = error.__cause__ or error
             return CallFailure(self._clean(f"{self._name}: connection to {self._base_url} failed: "
                                            f"{type(cause).__name__}: {cause}"), retryable=True)
-        if isinstance(error, json.JSONDecodeError | openai.APIResponseValidationError):
-            return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a "
-                                           f"chat completion: {error}"), retryable=True, status=200)
+        if isinstance(error, (openai.APIResponseValidationError, *MISSHAPEN)):
+            return self._misshapen(error)
         return None
+
+    def _misshapen(self, error: Exception) -> CallFailure:
+        return CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a chat "
+                                       f"completion: {type(error).__name__}: {excerpt(str(error))}"),
+                           retryable=True, status=200)
 
     def _clean(self, message: str) -> str:
         return masked(message, self._secret)
