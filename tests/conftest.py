@@ -56,11 +56,13 @@ def evalkit_cli(module: str, *args: str) -> subprocess.CompletedProcess[str]:
 def run_evalkit(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run `python -m evalkit ARGS` from the project root with its outputs under tmp_path."""
 
-    def run(*args: str, module: str = "evalkit", job_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
-        extra = [] if module != "evalkit" or "-m" in args else [f"hydra.run.dir={job_dir or tmp_path / 'job'}"]
-        if module == "evalkit" and "-m" in args:
-            extra = [f"hydra.sweep.dir={tmp_path / 'sweep'}"]
-        return evalkit_cli(module, *args, *extra)
+    def run(*args: str, command: str | None = None, job_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
+        """`command`: another subcommand than `run` (`gate`, `review` ...), which gets ARGS as they are."""
+        if command is not None:
+            return evalkit_cli("evalkit.cli.main", command, *args)
+        extra = [f"hydra.sweep.dir={tmp_path / 'sweep'}"] if "-m" in args else [
+            f"hydra.run.dir={job_dir or tmp_path / 'job'}"]
+        return evalkit_cli("evalkit", *args, *extra)
 
     return run
 

@@ -75,9 +75,9 @@ def test_a_classification_suite_from_scaffold_to_a_gated_prompt_change(tmp_path:
         return subprocess.run([sys.executable, "-m", *args], cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=300)
 
-    assert run("evalkit.new", "project").returncode == 0
+    assert run("evalkit.cli.main", "new", "project").returncode == 0
     assert ".venv/" in (tmp_path / ".gitignore").read_text().splitlines()
-    made = run("evalkit.new", "suite", "tickets", "--labels", ",".join(LABELS))
+    made = run("evalkit.cli.main", "new", "suite", "tickets", "--labels", ",".join(LABELS))
     assert made.returncode == 0, made.stderr
     suite = tmp_path / "suites/tickets"
     assert not list(suite.glob("test_*.py")) and not (suite / "conftest.py").exists()  # declared checks only
@@ -102,7 +102,7 @@ def test_a_classification_suite_from_scaffold_to_a_gated_prompt_change(tmp_path:
         assert live.returncode == 0, live.stderr
         replayed = run("evalkit", "baseline=none", "hydra.run.dir=outputs/replayed", "run.workers=2")
         assert replayed.returncode == 0, replayed.stderr  # on two processes: their shards merged into one report
-        blessed = run("evalkit.bless", "outputs/first/report.json")
+        blessed = run("evalkit.cli.main", "bless", "outputs/first/report.json")
         assert blessed.returncode == 0, blessed.stderr
         assert "warning" not in blessed.stdout
 
@@ -147,7 +147,7 @@ def test_a_classification_suite_from_scaffold_to_a_gated_prompt_change(tmp_path:
     assert "| feature | 0 | 0 | 1 | 3 | 1 |" in markdown
     assert f"| accuracy | 0.900 | 0.750 | -0.150 [{accuracy['interval'][0]:.3f}, " in markdown
 
-    refused = run("evalkit.bless", "outputs/v2/report.json")  # its own policy blocks it: said, nothing written
+    refused = run("evalkit.cli.main", "bless", "outputs/v2/report.json")  # its own policy blocks it: said, nothing written
     assert refused.returncode == 3
     assert "its own policy 'tickets' blocks it: 1 critical test(s) fail" in refused.stderr
 
@@ -159,8 +159,8 @@ def test_an_llm_rubric_check_is_judged_by_the_pinned_judge_recorded_and_replayed
         return subprocess.run([sys.executable, "-m", *args], cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=300)
 
-    assert run("evalkit.new", "project").returncode == 0
-    assert run("evalkit.new", "suite", "reviews").returncode == 0
+    assert run("evalkit.cli.main", "new", "project").returncode == 0
+    assert run("evalkit.cli.main", "new", "suite", "reviews").returncode == 0
     checks = tmp_path / "suites/reviews/checks.yaml"
     checks.write_text(checks.read_text() + "  - name: explains\n    llm-rubric: The reason says why the label fits\n")
     refused = run("evalkit", "baseline=none")

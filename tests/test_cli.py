@@ -169,7 +169,7 @@ def test_gate_cli_on_the_shipped_baseline_and_a_run(run_evalkit, tmp_path):
     assert run_evalkit("model=gemma4", "baseline=none").returncode == 0
     out = tmp_path / "decision.json"
     done = run_evalkit(str(RUNS / "baseline.json"), str(tmp_path / "job/report.json"), "--policy", "triage",
-                       "--out", str(out), module="evalkit.gate")
+                       "--out", str(out), command="gate")
     assert done.returncode == 1
     assert done.stdout.splitlines()[0] == "decision: BLOCK"
     assert json.loads(out.read_text())["critical_failures"] == ["test_triage.py::test_priority[import-drops-tasks]"]
@@ -184,7 +184,7 @@ def test_gate_cli_exit_code_is_the_decision(run_evalkit, tmp_path, candidate, co
     b = write_json(tmp_path / "b.json", report(BASE))
     c = write_json(tmp_path / "c.json", candidate)
     policy = write_json(tmp_path / "policy.json", {"max_regressions": 0, "min_pass_rate": 0.9, "critical": ["test_priority"]})
-    done = run_evalkit(str(b), str(c), "--policy", str(policy), module="evalkit.gate")
+    done = run_evalkit(str(b), str(c), "--policy", str(policy), command="gate")
     assert done.returncode == code, done.stdout + done.stderr
 
 
@@ -200,7 +200,7 @@ def test_gate_cli_bad_input(run_evalkit, tmp_path, write, args, message):
     b = write_json(tmp_path / "b.json", report(BASE))
     write(tmp_path / "c.json")
     out = tmp_path / "d.json"
-    done = run_evalkit(str(b), str(tmp_path / "c.json"), *args, "--out", str(out), module="evalkit.gate")
+    done = run_evalkit(str(b), str(tmp_path / "c.json"), *args, "--out", str(out), command="gate")
     assert done.returncode == 3
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not out.exists()
@@ -216,13 +216,13 @@ def test_gate_cli_refuses_its_outputs_before_reading_any_report(run_evalkit, tmp
     # the reports do not exist: a refusal that names the output, not them, was made before reading them
     write_json(tmp_path / "b.json", report(BASE))
     args = [a.replace("{tmp}", str(tmp_path)) for a in outputs]
-    done = run_evalkit(str(tmp_path / "b.json"), str(tmp_path / "missing.json"), *args, module="evalkit.gate")
+    done = run_evalkit(str(tmp_path / "b.json"), str(tmp_path / "missing.json"), *args, command="gate")
     assert done.returncode == 3 and len(done.stderr.strip().splitlines()) == 1
     assert message.replace("{tmp}", str(tmp_path)) in done.stderr and "missing.json" not in done.stderr
 
 
 def test_gate_cli_usage_error_is_not_incomparable(run_evalkit):
-    done = run_evalkit("only-one-argument.json", module="evalkit.gate")
+    done = run_evalkit("only-one-argument.json", command="gate")
     assert done.returncode == 3 and "usage:" in done.stderr
 
 

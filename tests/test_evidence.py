@@ -75,7 +75,7 @@ def test_a_policy_chosen_on_the_command_line_says_so(run_evalkit, tmp_path):
 def gate(run_evalkit, tmp_path: Path, baseline: Path, candidate: Path, *args: str):
     out, md = tmp_path / "d.json", tmp_path / "d.md"
     done = run_evalkit(str(baseline), str(candidate), *args, "--out", str(out), "--markdown", str(md),
-                       module="evalkit.gate")
+                       command="gate")
     return done, (json.loads(out.read_text()) if out.exists() else None), (md.read_text() if md.exists() else "")
 
 
@@ -135,13 +135,13 @@ def test_a_candidate_naming_an_unknown_policy_is_refused(run_evalkit, tmp_path):
 def test_gate_html_writes_the_page_a_run_writes(run_evalkit, tmp_path):
     assert run_evalkit("model=gemma4", "baseline=none").returncode == 0
     candidate, page, other = tmp_path / "job" / "report.json", tmp_path / "decision.html", tmp_path / "other.html"
-    done = run_evalkit(str(BASELINE), str(candidate), "--html", str(page), module="evalkit.gate")
+    done = run_evalkit(str(BASELINE), str(candidate), "--html", str(page), command="gate")
     assert done.returncode == 1, done.stderr
     html = page.read_text()
     assert '<section class="banner block"' in html and 'data-initial="regressed"' in html
     assert html.count('data-tags="regressed') == 2
     assert "conf/policy/triage.yaml" in html  # the policy the gate decided under, as the run's page says
     clash = run_evalkit(str(BASELINE), str(candidate), "--markdown", str(other), "--html", str(other),
-                        module="evalkit.gate")
+                        command="gate")
     assert clash.returncode == 3 and "--html names a file another output of this command writes" in clash.stderr
     assert not other.exists()  # refused before anything was written

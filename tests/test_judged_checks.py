@@ -77,8 +77,8 @@ def test_ready_made_judges_and_pairwise_are_recorded_replayed_and_compare_agains
         report = json.loads((tmp_path / f"outputs/{job}/report.json").read_text())
         return {t["nodeid"].removeprefix("checks.yaml::"): t for t in report["tests"]}
 
-    assert run("evalkit.new", "project").returncode == 0
-    assert run("evalkit.new", "suite", "reviews").returncode == 0
+    assert run("evalkit.cli.main", "new", "project").returncode == 0
+    assert run("evalkit.cli.main", "new", "suite", "reviews").returncode == 0
     suite = tmp_path / "suites/reviews"
     (suite / "checks.yaml").write_text((suite / "checks.yaml").read_text() + CHECKS)
     refused = run("evalkit", "baseline=none")
@@ -122,7 +122,7 @@ def test_ready_made_judges_and_pairwise_are_recorded_replayed_and_compare_agains
             assert all(outcomes[f"{name}[{c}]"]["outcome"] == "passed" for name in ("faithful", "answers", "explains")
                        for c in cases), job
             assert {outcomes[f"no_worse[{c}]"]["outcome"] for c in cases} == {"skipped"}
-        blessed = run("evalkit.bless", "outputs/first/report.json")
+        blessed = run("evalkit.cli.main", "bless", "outputs/first/report.json")
         assert blessed.returncode == 0, blessed.stdout + blessed.stderr
 
         gated = run("evalkit", "prompt=v2", "mode=live", f"model.base_url={server.base_url}",
@@ -167,7 +167,7 @@ def test_ready_made_judges_and_pairwise_are_recorded_replayed_and_compare_agains
               "explains": {"opening-hours": "pass", "late-refund": "pass"},  # FN (the prose answer), TP
               "no_worse": {"broken-zip": "fail", "late-refund": "pass"}}  # TN, TP
     (suite / "judge_labels.yaml").write_text(json.dumps({"recording": recorded_as, "labels": labels}))
-    calibrated = run("evalkit.calibrate", "suite=reviews", "--report", "outputs/v2-replayed/report.json",
+    calibrated = run("evalkit.cli.main", "calibrate", "suite=reviews", "--report", "outputs/v2-replayed/report.json",
                      "--out", "calibration.json")
     assert calibrated.returncode == 0, calibrated.stderr
     result = json.loads((tmp_path / "calibration.json").read_text())["checks"]
@@ -175,7 +175,7 @@ def test_ready_made_judges_and_pairwise_are_recorded_replayed_and_compare_agains
         "faithful": (1, 1, 1, 0), "explains": (1, 0, 0, 1), "no_worse": (1, 0, 1, 0)}
     assert "  - faithful[fast-fix]: labelled fail, the check passed" in calibrated.stdout
     (suite / "judge_labels.yaml").write_text(json.dumps({"recording": "recordings/other.json", "labels": labels}))
-    other = run("evalkit.calibrate", "suite=reviews", "--report", "outputs/v2-replayed/report.json")
+    other = run("evalkit.cli.main", "calibrate", "suite=reviews", "--report", "outputs/v2-replayed/report.json")
     assert other.returncode == 3 and "the labels are about the replies of recordings/other.json" in other.stderr
 
     # so a change to a check's words is a stale recording for its calls, refused by name, never a new verdict

@@ -205,7 +205,7 @@ def write_inputs(tmp_path: Path, decisions: Any) -> tuple[Path, Path, Path]:
 
 def review_cli(run_evalkit: Run, report: Path, decisions: Path, out: Path) -> subprocess.CompletedProcess[str]:
     return run_evalkit("--report", str(report), "--decisions", str(decisions), "--out", str(out),
-                       module="evalkit.review")
+                       command="review")
 
 
 def test_cli_writes_a_reviewed_report_the_gate_can_load(tmp_path: Path, run_evalkit: Run) -> None:
@@ -320,7 +320,7 @@ def test_cli_refuses_a_report_that_is_not_json(tmp_path: Path, run_evalkit: Run)
 
 
 def test_cli_usage_error_exits_3(run_evalkit: Run) -> None:
-    result = run_evalkit("--report", "R.json", module="evalkit.review")
+    result = run_evalkit("--report", "R.json", command="review")
     assert result.returncode == 3
     assert "the following arguments are required: --decisions, --out" in result.stderr
 
