@@ -34,7 +34,7 @@ def test_a_scaffolded_suite_from_a_real_local_model_to_a_gated_prompt_change(tmp
     live = evalkit("run", "mode=live", "model=smollm2", "baseline=none", "hydra.run.dir=outputs/first")
     assert live.returncode == 0, live.stderr
     # one runtime in this process: run.concurrency's 8 would only queue behind it, so the run sends one at a time
-    assert live.stdout.count("run.concurrency=8 lowered to 1 for the model under test (provider llamacpp") == 1
+    assert live.stderr.count("run.concurrency=8 lowered to 1 for the model under test (provider llamacpp") == 1
     replay = evalkit("run", "model=smollm2", "baseline=none", "hydra.run.dir=outputs/replayed")
     assert replay.returncode == 0, replay.stderr
 

@@ -463,8 +463,8 @@ def _record(config: RunConfig, key: EvalKey, settings: dict[str, Any], rec_path:
     at_once, lowered = provider_limits(config.run.concurrency,
                                        {role: config.model if role == "model" else config.judge for role in providers})
     if lowered:
-        # on stdout with the run's other lines: stderr keeps to what went wrong (an outage is one line there)
-        print(lowered, flush=True)
+        # a note on stderr before any call (stdout begins with the decision); an outage's own line follows it
+        notify(lowered)
     live = LiveSetup(providers=providers, settings=config.run, budget=Budget(config.budget), resumed=resumed,
                      reusable=reusable, redact=redact, redact_reply=redact.values, at_once=at_once,
                      progress=progress_enabled(config.run.progress))
