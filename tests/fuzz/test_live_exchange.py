@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from fakes import PROTOCOLS, FakeReply
+from helpers.documents import paths, replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -161,34 +162,12 @@ json_values = st.recursive(
     max_leaves=12)
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value[:5]):
-            found += _paths(item, (*prefix, index))
-    return found
-
-
-def _replace(document: Any, path: tuple[Any, ...], new: Any) -> Any:
-    if not path:
-        return new
-    head, rest = path[0], path[1:]
-    if isinstance(document, dict):
-        return {**document, head: _replace(document[head], rest, new)}
-    copy = list(document)
-    copy[head] = _replace(copy[head], rest, new)
-    return copy
-
-
 @st.composite
 def structured(draw: st.DrawFn, provider: str) -> bytes:
     """A well-framed reply whose JSON body has one value, anywhere, replaced by any JSON value; status 200, or an
     error status (whose body a client library reads for its message)."""
     document = _document(provider)
-    changed = _replace(document, draw(st.sampled_from(_paths(document))), draw(json_values))
+    changed = replace(document, draw(st.sampled_from(paths(document))), draw(json_values))
     body = json.dumps(changed, allow_nan=True).encode("utf-8", "surrogatepass")
     status = draw(st.sampled_from(["200 OK", "200 OK", "429 Too Many Requests", "500 Internal Server Error"]))
     return _reply(body, chunked=draw(st.booleans()), status=status)

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from helpers.documents import paths, replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -208,29 +209,6 @@ json_values = st.recursive(
     max_leaves=12)
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every place in a JSON document a value sits (the document itself included)."""
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value[:5]):
-            found += _paths(item, (*prefix, index))
-    return found
-
-
-def _replace(document: Any, path: tuple[Any, ...], new: Any) -> Any:
-    if not path:
-        return new
-    head, rest = path[0], path[1:]
-    if isinstance(document, dict):
-        return {**document, head: _replace(document[head], rest, new)}
-    copy = list(document)
-    copy[head] = _replace(copy[head], rest, new)
-    return copy
-
-
 @st.composite
 def structured(draw: st.DrawFn, reader: str) -> bytes:
     """The seed with one value, anywhere in it, replaced by any JSON value (or its key dropped); in a JSON Lines
@@ -239,11 +217,11 @@ def structured(draw: st.DrawFn, reader: str) -> bytes:
     lines = seed.decode("utf-8").splitlines() if name.endswith(".jsonl") else [seed.decode("utf-8")]
     at = draw(st.integers(0, len(lines) - 1))
     document = json.loads(lines[at])
-    path = draw(st.sampled_from(_paths(document)))
+    path = draw(st.sampled_from(paths(document)))
     if path and draw(st.booleans()) and isinstance(parent := _get(document, path[:-1]), dict):
-        changed = _replace(document, path[:-1], {k: v for k, v in parent.items() if k != path[-1]})
+        changed = replace(document, path[:-1], {k: v for k, v in parent.items() if k != path[-1]})
     else:
-        changed = _replace(document, path, draw(json_values))
+        changed = replace(document, path, draw(json_values))
     lines[at] = json.dumps(changed, allow_nan=True, ensure_ascii=draw(st.booleans()))
     return "\n".join(lines).encode("utf-8", "surrogatepass") + (b"\n" if name.endswith(".jsonl") else b"")
 
@@ -260,11 +238,11 @@ def _shared(value: Any, levels: int, width: int) -> Any:
 def structured_yaml(draw: st.DrawFn, reader: str) -> bytes:
     """The YAML seed with one value, anywhere in it, replaced by any JSON value, possibly shared many times."""
     document = yaml.safe_load(SEEDS[reader][1])
-    path = draw(st.sampled_from(_paths(document)))
+    path = draw(st.sampled_from(paths(document)))
     new = draw(json_values)
     if draw(st.booleans()):
         new = _shared(new, draw(st.integers(1, 9)), draw(st.integers(2, 9)))
-    changed = _replace(document, path, new)
+    changed = replace(document, path, new)
     return yaml.safe_dump(changed, allow_unicode=draw(st.booleans())).encode("utf-8", "surrogatepass")
 
 
