@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from fakes import FakeOllama
+from helpers.serving import serving
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ConfigError
@@ -151,12 +152,8 @@ class _Proxy(BaseHTTPRequestHandler):
 @pytest.fixture
 def proxy() -> Iterator[str]:
     _Proxy.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Proxy)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(_Proxy) as address:
+        yield address
 
 
 def test_the_environment_s_proxy_is_used_with_its_credentials(proxy: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,15 +9,15 @@ provider's transport, not as httpx would), never reads ~/.netrc, and passes the 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 from fakes import FakeOpenAI
+from helpers.serving import serving
 
 from evalkit.core.config import ModelConfig
 from evalkit.live.providers import Message, Request, make_provider
@@ -139,13 +139,8 @@ class _Proxy(BaseHTTPRequestHandler):
 @pytest.fixture
 def proxy() -> Iterator[str]:
     _Proxy.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Proxy)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving(_Proxy) as address:
+        yield address
 
 
 def test_the_environment_s_proxy_is_used_with_its_credentials(proxy: str, monkeypatch: pytest.MonkeyPatch) -> None:
