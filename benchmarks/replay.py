@@ -45,8 +45,8 @@ import yaml  # evalkit's own dependency (evalkit.core.policy); reads conf/model 
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.key import build_key, recording_path, reply_settings
-from evalkit.live.providers.base import Reply
 from evalkit.project.paths import PACKAGE_CONF
+from evalkit.records.call import Reply
 from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
 from evalkit.run.suite import load_task
 from evalkit.run.workers import worker_count

@@ -33,8 +33,9 @@ if TYPE_CHECKING:
     )
     from evalkit.judging.rubric import Rubric, load_rubric
     from evalkit.judging.slices import language_of
-    from evalkit.live.providers.base import CallFailure, Message, Provider, Reply, Request, Usage
+    from evalkit.live.providers.base import CallFailure, Provider
     from evalkit.programs.grade import Grade
+    from evalkit.records.call import Message, Reply, Request, Usage
     from evalkit.run.manifest import ManifestDataset, load_manifest_dataset
 
 __all__ = [
@@ -50,9 +51,9 @@ _WHERE = {
     "Decision": "evalkit.gate.decision", "ExitCode": "evalkit.gate.decision", "Verdict": "evalkit.gate.decision",
     "Effect": "evalkit.gate.findings", "Finding": "evalkit.gate.findings",
     "EvalKey": "evalkit.core.key", "EvalkitError": "evalkit.core.errors", "Grade": "evalkit.programs.grade",
-    "Message": "evalkit.live.providers.base", "CallFailure": "evalkit.live.providers.base",
-    "Provider": "evalkit.live.providers.base", "Reply": "evalkit.live.providers.base",
-    "Request": "evalkit.live.providers.base", "Usage": "evalkit.live.providers.base",
+    "Message": "evalkit.records.call", "CallFailure": "evalkit.live.providers.base",
+    "Provider": "evalkit.live.providers.base", "Reply": "evalkit.records.call",
+    "Request": "evalkit.records.call", "Usage": "evalkit.records.call",
     "Mode": "evalkit.core.config", "ModelConfig": "evalkit.core.config", "RunConfig": "evalkit.core.config",
     "Policy": "evalkit.core.policy", "RunReport": "evalkit.core.report", "decide": "evalkit.gate.decide",
     "NEW_FIRST": "evalkit.judging.pairwise", "OLD_FIRST": "evalkit.judging.pairwise",

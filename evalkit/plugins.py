@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from evalkit.gate.compared import Compared
     from evalkit.gate.findings import Effect, Finding
     from evalkit.gate.rules import RULE_SETS, Rule, RuleSet
-    from evalkit.live.providers.base import CallFailure, Message, Provider, Reply, Request, Usage
+    from evalkit.live.providers.base import CallFailure, Provider
+    from evalkit.records.call import Message, Reply, Request, Usage
 
 __all__ = [
     "PROVIDERS", "RULE_SETS", "SOURCES", "AdaptedTest", "CallFailure", "Compared", "Effect", "Entry", "Finding",
@@ -50,9 +51,9 @@ _WHERE = {
     "load": "evalkit.core.registry", "load_all": "evalkit.core.registry",
     "Compared": "evalkit.gate.compared", "Effect": "evalkit.gate.findings", "Finding": "evalkit.gate.findings",
     "RULE_SETS": "evalkit.gate.rules", "Rule": "evalkit.gate.rules", "RuleSet": "evalkit.gate.rules",
-    "CallFailure": "evalkit.live.providers.base", "Message": "evalkit.live.providers.base",
-    "Provider": "evalkit.live.providers.base", "Reply": "evalkit.live.providers.base",
-    "Request": "evalkit.live.providers.base", "Usage": "evalkit.live.providers.base",
+    "CallFailure": "evalkit.live.providers.base", "Message": "evalkit.records.call",
+    "Provider": "evalkit.live.providers.base", "Reply": "evalkit.records.call",
+    "Request": "evalkit.records.call", "Usage": "evalkit.records.call",
 }
 
 

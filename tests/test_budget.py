@@ -11,7 +11,7 @@ from evalkit.core.config import BudgetConfig, Price, validate_config
 from evalkit.core.errors import ConfigError
 from evalkit.core.prices import PriceEntry
 from evalkit.live.budget import Budget, estimate_tokens
-from evalkit.live.providers.base import Usage
+from evalkit.records.call import Usage
 
 
 def test_calls_beyond_max_calls_are_denied_with_the_limit_named():

@@ -10,7 +10,7 @@ import pytest
 from test_execute import StandIn, run
 
 from evalkit.core import collector
-from evalkit.live.providers.base import Reply, Request
+from evalkit.records.call import Reply, Request
 
 
 @pytest.fixture(autouse=True)

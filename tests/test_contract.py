@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evalkit.live.contract import BLOCKED_PREFIX, StopKind, contract_problems, known_stop_reasons, stop_kind
-from evalkit.live.providers.base import Reply, Usage
+from evalkit.records.call import Reply, Usage
 from evalkit.run.recording import Recording
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project

@@ -13,7 +13,8 @@ from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError, OutageError
 from evalkit.core.key import EvalKey
 from evalkit.live.budget import Budget
-from evalkit.live.providers.base import CallFailure, Message, Reply, Request, Usage
+from evalkit.live.providers.base import CallFailure
+from evalkit.records.call import Message, Reply, Request, Usage
 from evalkit.render.sections import latency_rows
 from evalkit.run.execute import LiveSetup, execute, provider_limits
 from evalkit.run.journal import Journal, read_journal

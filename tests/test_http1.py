@@ -21,10 +21,11 @@ import pytest
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ConfigError
-from evalkit.live.providers.base import CallFailure, Message, Request
+from evalkit.live.providers.base import CallFailure
 from evalkit.live.providers.http1 import Answer, DeadlinePassed, Exchange, ReplyTooLarge, request_head
 from evalkit.live.providers.jsonhttp import JsonHttp, parse_target
 from evalkit.live.providers.ollama import OllamaProvider
+from evalkit.records.call import Message, Request
 
 REQUEST = Request(model="m", messages=(Message(role="user", content="say ok"),))
 

@@ -15,8 +15,8 @@ import pytest
 from helpers.live import TOTAL_TESTS, Evalkit, FakeOllama, read_json, replies, task_calls
 
 from evalkit.core.errors import RecordingError
-from evalkit.live.providers.base import Message, Reply, Request
 from evalkit.live.redact import Redactor
+from evalkit.records.call import Message, Reply, Request
 from evalkit.run.journal import Journal, cut_torn_tail, read_journal, recording_lock
 from evalkit.run.recording import Entry, Failure
 

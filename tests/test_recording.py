@@ -10,8 +10,8 @@ import pytest
 
 from evalkit.core.errors import RecordingError
 from evalkit.core.key import EvalKey
-from evalkit.live.providers.base import Message, Reply, Request
 from evalkit.live.redact import Redactor
+from evalkit.records.call import Message, Reply, Request
 from evalkit.run.recording import (
     Entry,
     ForeignRecording,

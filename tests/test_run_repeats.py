@@ -30,7 +30,8 @@ from evalkit.core.report import load_report, report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Verdict
 from evalkit.live.budget import Budget
-from evalkit.live.providers.base import CallFailure, Message, Reply, Request, Usage
+from evalkit.live.providers.base import CallFailure
+from evalkit.records.call import Message, Reply, Request, Usage
 from evalkit.run.execute import LiveSetup, execute
 from evalkit.run.journal import Journal, read_journal
 from evalkit.run.recording import Provenance, Recording

@@ -28,7 +28,8 @@ from evalkit.gate.detectable import sequential_test_drop
 from evalkit.gate.sequential import Counts2, Verdict, settle
 from evalkit.gate.sequential_rule import compare_sequential, decided_block, open_cases, pool, unpaired, verdicts
 from evalkit.live.budget import Budget
-from evalkit.live.providers.base import CallFailure, Message, Reply, Request, Usage
+from evalkit.live.providers.base import CallFailure
+from evalkit.records.call import Message, Reply, Request, Usage
 from evalkit.run.execute import LiveSetup, execute
 from evalkit.run.journal import Journal, read_journal
 from evalkit.run.recording import Provenance, Recording

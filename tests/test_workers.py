@@ -17,8 +17,8 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.errors import InputError
 from evalkit.core.key import build_key, recording_path, reply_settings
-from evalkit.live.providers.base import Reply
 from evalkit.project.paths import PACKAGE_CONF
+from evalkit.records.call import Reply
 from evalkit.run.recording import Entry, Failure, Provenance, Recording, request_fingerprint, save_recording
 from evalkit.run.runner import run_checks
 from evalkit.run.suite import load_task

@@ -30,7 +30,7 @@ from evalkit.judging.check_spec import JUDGED, KINDS, CaseRef, ChecksFile, Check
 from evalkit.judging.llm_rubric import rubric_request, rubric_verdict
 from evalkit.judging.pairwise_check import pair_metrics, pair_requests, pair_verdict
 from evalkit.judging.ready_judges import judge_request, score_verdict
-from evalkit.live.providers.base import Request
+from evalkit.records.call import Request
 
 __all__ = ["JUDGED", "KINDS", "CheckSpec", "ChecksFile", "Verdict", "judge", "judge_pair", "parse_checks",
            "planned_judge_calls", "read_field", "shown"]

@@ -13,7 +13,7 @@ import json
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.untrusted import squeezed
-from evalkit.live.providers.base import Message, Request
+from evalkit.records.call import Message, Request
 
 __all__ = ["JUDGE_PROMPT", "VERDICT_SCHEMA", "rubric_request", "rubric_verdict"]
 

@@ -34,7 +34,7 @@ from evalkit.judging.pairwise import (
 )
 from evalkit.judging.pairwise import NEW_FIRST as PAIRWISE_NEW_FIRST
 from evalkit.judging.pairwise import OLD_FIRST as PAIRWISE_OLD_FIRST
-from evalkit.live.providers.base import Message, Request
+from evalkit.records.call import Message, Request
 
 __all__ = ["NEW_FIRST", "OLD_FIRST", "CaseField", "PairwiseSpec", "pair_metrics", "pair_requests", "pair_verdict",
            "question_of"]

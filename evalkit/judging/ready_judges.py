@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.untrusted import squeezed
-from evalkit.live.providers.base import Message, Request
+from evalkit.records.call import Message, Request
 
 __all__ = ["DEFAULT_PASS_AT", "FIXED_STEPS", "JUDGES", "LEVELS", "SCORE_SCHEMA", "AnswerRelevancySpec",
            "FaithfulnessSpec", "GEvalSpec", "ReadyJudge", "Scored", "case_text", "judge_request", "needed_field",

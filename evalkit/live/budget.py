@@ -15,7 +15,7 @@ from typing import Any
 from evalkit.core.config import BudgetConfig, Price
 from evalkit.core.money import Tokens, call_cost, reserve_cost
 from evalkit.core.prices import PriceEntry
-from evalkit.live.providers.base import Usage
+from evalkit.records.call import Usage
 
 __all__ = ["Budget", "Reservation", "UNIT", "UnitBudget", "estimate_tokens"]
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from evalkit.core.provider_specs import provider_specs
-from evalkit.live.providers.base import Reply
+from evalkit.records.call import Reply
 
 __all__ = ["BLOCKED_PREFIX", "StopKind", "contract_problems", "known_stop_reasons", "stop_kind"]
 

@@ -1,9 +1,9 @@
 """evalkit's records: the typed models of what evalkit writes, one model per file format or part of one.
 
-This package starts with the trajectory (evalkit.records.trajectory); the run report and the decision move in
-later. Suites, adapters and how-tos import these names from here. They are re-exported lazily, as in
-`evalkit/__init__.py`, so `import evalkit.records` stays cheap; type checkers read them through the imports
-under TYPE_CHECKING.
+It holds the call contract (evalkit.records.call: messages, requests, replies, tools and tool calls) and the
+trajectory (evalkit.records.trajectory); the run report and the decision move in later. Suites, adapters and how-tos
+import these names from here. They are re-exported lazily, as in `evalkit/__init__.py`, so `import evalkit.records`
+stays cheap; type checkers read them through the imports under TYPE_CHECKING.
 """
 
 from __future__ import annotations
@@ -12,19 +12,32 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from evalkit.records.call import (
+        ContentPart,
+        Message,
+        NamedTool,
+        Reply,
+        Request,
+        TextPart,
+        Tool,
+        ToolCall,
+        ToolChoice,
+        Usage,
+    )
     from evalkit.records.trajectory import (
         MAX_TOOL_RESULT_CHARS,
         FinalAnswer,
         ModelCall,
         Step,
-        ToolCall,
         ToolResult,
         Trajectory,
     )
 
-__all__ = ["MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolCall", "ToolResult", "Trajectory"]
+__all__ = ["MAX_TOOL_RESULT_CHARS", "ContentPart", "FinalAnswer", "Message", "ModelCall", "NamedTool", "Reply",
+           "Request", "Step", "TextPart", "Tool", "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage"]
 
-_WHERE = {name: "evalkit.records.trajectory" for name in __all__}
+_TRAJECTORY = {"MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolResult", "Trajectory"}
+_WHERE = {name: "evalkit.records.trajectory" if name in _TRAJECTORY else "evalkit.records.call" for name in __all__}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,9 +1,10 @@
 """The trajectory: what one case did, step by step (DESIGN.md, "Words" and "Agents").
 
 A `Trajectory` is an ordered tuple of steps, each one of: a model call (by call id, with its token counts, cost
-and time where known), a tool call (the tool's name and its arguments as parsed JSON), a tool result (the call
-it answers, its content as text cut to MAX_TOOL_RESULT_CHARS, whether it is an error) and the final answer. The
-steps are data: checks read them (evalkit.judging.trajectory) and adapters build them (evalkit.adapt.otel).
+and time where known), a tool call (the call contract's ToolCall, the same value a reply carries: the tool's name
+and its arguments as parsed JSON), a tool result (the call it answers, its content as text cut to
+MAX_TOOL_RESULT_CHARS, whether it is an error) and the final answer. The steps are data: checks read them
+(evalkit.judging.trajectory) and adapters build them (evalkit.adapt.otel).
 Frozen and `extra="forbid"`, so a record read back from a file is exactly what was written.
 """
 
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from evalkit.records.call import ToolCall
 
 __all__ = ["MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolCall", "ToolResult", "Trajectory"]
 
@@ -38,18 +41,6 @@ class ModelCall(_Record):
     """The call's cost in US dollars when known (a trace records none)."""
     milliseconds: float | None = Field(default=None, ge=0)
     """How long the call took, when known."""
-
-
-class ToolCall(_Record):
-    """The agent calling a tool."""
-
-    kind: Literal["tool_call"] = "tool_call"
-    id: str
-    """The tool call's id (the model's `tool_calls[].id`); a ToolResult answers it by this id."""
-    tool: str
-    """The tool's name."""
-    arguments: JsonValue = None
-    """The arguments as parsed JSON (None when not recorded; text that is not JSON is kept as the text)."""
 
 
 class ToolResult(_Record):

@@ -29,7 +29,7 @@ from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.core.files import decode, read_bytes
 from evalkit.judging.checks import ChecksFile, CheckSpec, Verdict, judge, judge_pair, parse_checks, planned_judge_calls
-from evalkit.live.providers.base import Request
+from evalkit.records.call import Request
 from evalkit.run.eval_block import CLASSIFIED
 from evalkit.run.suite import SuiteTask
 

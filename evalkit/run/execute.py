@@ -32,8 +32,9 @@ from evalkit.core.provider_specs import provider_spec
 from evalkit.live.budget import Budget, estimate_tokens
 from evalkit.live.limits import RateLimiter
 from evalkit.live.progress import CallProgress
-from evalkit.live.providers.base import CallFailure, Provider, Reply, Request
+from evalkit.live.providers.base import CallFailure, Provider
 from evalkit.live.retry import RetryPolicy, backoff_seconds
+from evalkit.records.call import Reply, Request
 from evalkit.run.journal import Journal
 from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.recording import (
@@ -466,7 +467,7 @@ class _Caller:
 
 
 def request_text(request: Request) -> str:
-    return " ".join(m.content for m in request.messages) + json.dumps(request.response_schema or "")
+    return " ".join(m.text for m in request.messages) + json.dumps(request.response_schema or "")
 
 
 def call_tokens(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> dict[str, Tokens]:

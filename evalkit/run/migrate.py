@@ -16,7 +16,7 @@ from typing import Any
 from evalkit.core.call_id import CallId
 from evalkit.core.errors import RecordingError
 from evalkit.core.key import EvalKey, component_value, reply_settings, settings_as_values, settings_fingerprint
-from evalkit.live.providers.base import Request
+from evalkit.records.call import Request
 from evalkit.run.recording import OLD_FORMATS, Entry, Provenance, Recording, request_fingerprint
 
 __all__ = ["merged", "migrate_recording"]

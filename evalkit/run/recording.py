@@ -24,8 +24,8 @@ from evalkit.core.fingerprint import fingerprint
 from evalkit.core.json_text import compact_json, indented_json
 from evalkit.core.key import LOAD_OPTIONS, EvalKey
 from evalkit.core.parsing import parse_json
-from evalkit.live.providers.base import Reply, Request
 from evalkit.live.redact import Redactor
+from evalkit.records.call import Reply, Request
 from evalkit.run.mismatch import first_difference
 
 __all__ = ["FORMAT", "OLD_FORMATS", "Provenance", "Failure", "FailureKind", "Entry", "Recording", "Hit", "Miss",

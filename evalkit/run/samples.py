@@ -19,7 +19,7 @@ report of single runs against one of repeated runs is gated as single runs with 
 from __future__ import annotations
 
 from evalkit.core.errors import InputError
-from evalkit.live.providers.base import Request
+from evalkit.records.call import Request
 
 __all__ = ["seeded"]
 

@@ -24,7 +24,7 @@ from typing import Any
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
-from evalkit.live.providers.base import Request
+from evalkit.records.call import Request
 
 __all__ = ["SuiteTask", "load_module", "load_task"]
 

@@ -31,8 +31,8 @@ from omegaconf import open_dict
 from evalkit.core.config import RunConfig, from_hydra
 from evalkit.core.dataset import load_dataset
 from evalkit.core.key import recording_path
-from evalkit.live.providers.base import Reply, Request
 from evalkit.project.paths import project_path
+from evalkit.records.call import Reply, Request
 from evalkit.run.identity import run_key, run_settings
 from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
 from evalkit.run.suite import load_task

@@ -19,7 +19,7 @@ import yaml
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.key import build_key, recording_path, reply_settings
-from evalkit.live.providers.base import Reply
+from evalkit.records.call import Reply
 from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
 from evalkit.run.suite import load_task
 

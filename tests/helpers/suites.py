@@ -12,8 +12,8 @@ import yaml
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.key import build_key, recording_path, reply_settings
-from evalkit.live.providers.base import Message, Reply, Request
 from evalkit.project.paths import PACKAGE_CONF
+from evalkit.records.call import Message, Reply, Request
 from evalkit.run.recording import Entry, Provenance, Recording, request_fingerprint, save_recording
 
 TASK = '''

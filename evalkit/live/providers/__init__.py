@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.provider_specs import provider_spec
-from evalkit.live.providers.base import Message, Provider, Reply, Request, Usage
+from evalkit.live.providers.base import Provider
+from evalkit.records.call import Message, Reply, Request, Usage
 
 __all__ = ["Message", "Provider", "Reply", "Request", "Usage", "make_provider"]
 

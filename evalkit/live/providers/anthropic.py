@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING, Any
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
 from evalkit.core.provider_specs import ProviderSpec, StopKindName
-from evalkit.live.providers.base import MISSHAPEN, CallFailure, Reply, Request, Usage, excerpt, timed_call
+from evalkit.live.providers.base import MISSHAPEN, CallFailure, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.dialects import schema_name
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
 from evalkit.live.providers.sdkwire import httpx_client, httpx_module
+from evalkit.records.call import Reply, Request, Usage
 
 if TYPE_CHECKING:
     import anthropic
@@ -83,9 +84,9 @@ class AnthropicProvider:
         arguments: dict[str, Any] = {
             "model": request.model,
             "max_tokens": options.pop("max_tokens"),
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+            "messages": [{"role": m.role, "content": m.text} for m in request.messages if m.role != "system"],
         }
-        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        system = "\n\n".join(m.text for m in request.messages if m.role == "system")
         if system:
             arguments["system"] = system
         if request.response_schema is not None:

@@ -1,4 +1,5 @@
-"""The provider contract: a request in, a reply out. A new provider is one module that meets it."""
+"""The provider contract: a request in, a reply out (evalkit.records.call). A new provider is one module that
+meets it."""
 
 from __future__ import annotations
 
@@ -7,67 +8,15 @@ import email.utils
 import math
 import time
 from collections.abc import Callable
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from evalkit.records.call import Message, Reply, Request, Usage  # noqa: F401  (the call types' old home, kept
 
-__all__ = ["Message", "Request", "Usage", "Reply", "Provider", "CallFailure", "MISSHAPEN", "excerpt", "service_ms",
-           "timed_call"]
+# importable while code written against it is merged; evalkit.records.call owns them)
+
+__all__ = ["Provider", "CallFailure", "MISSHAPEN", "excerpt", "service_ms", "timed_call"]
 
 _T = TypeVar("_T")
-
-
-class Message(BaseModel):
-    """One chat message."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    role: Literal["system", "user", "assistant"]
-    content: str
-
-
-class Request(BaseModel):
-    """A provider-neutral model call. Everything here changes the output, so all of it is fingerprinted."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str
-    messages: tuple[Message, ...] = Field(min_length=1)
-    response_schema: dict[str, Any] | None = None
-    """JSON schema the reply must follow (structured output), or None for free text."""
-    options: dict[str, Any] = Field(default_factory=dict)
-    """Sampling options (temperature, seed, thinking level ...), passed through to the provider."""
-
-
-class Usage(BaseModel):
-    """Token counts as the provider reported them; None where it reported nothing."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    input_tokens: int | None = Field(None, ge=0)
-    """Input tokens as the provider counts them (Anthropic and Bedrock leave cache reads and writes out)."""
-    output_tokens: int | None = Field(None, ge=0)
-    cache_read_tokens: int | None = Field(None, ge=0)
-    """Input tokens read from the provider's prompt cache, where it reports them apart (billed at a lower price)."""
-    cache_write_tokens: int | None = Field(None, ge=0)
-    """Input tokens written to the provider's prompt cache, where it reports them apart."""
-
-
-class Reply(BaseModel):
-    """What came back from one call."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    text: str | None
-    stop_reason: str | None = None
-    usage: Usage = Usage()
-    latency_ms: float | None = Field(None, ge=0, allow_inf_nan=False)
-    """Wall time of the call as measured by evalkit, from sending the request to its reply: the time in flight,
-    which includes any queueing at the server. None for authored fixtures (a finite number: it reaches the report's
-    latency section, and NaN is not JSON)."""
-    service_ms: float | None = Field(None, ge=0, allow_inf_nan=False)
-    """The server's own time spent on the call, where the server reports it (Ollama's `total_duration`, llama.cpp
-    server's `timings`); None otherwise. In flight less service is the time the call queued at the server."""
 
 
 class CallFailure(Exception):

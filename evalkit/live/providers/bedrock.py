@@ -15,21 +15,13 @@ from typing import Any
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
 from evalkit.core.provider_specs import ProviderSpec, StopKindName
-from evalkit.live.providers.base import (
-    MISSHAPEN,
-    CallFailure,
-    Reply,
-    Request,
-    Usage,
-    excerpt,
-    service_ms,
-    timed_call,
-)
+from evalkit.live.providers.base import MISSHAPEN, CallFailure, excerpt, service_ms, timed_call
 from evalkit.live.providers.credentials import masked
 from evalkit.live.providers.dialects import schema_name
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
 from evalkit.live.providers.sdkwire import send_with
+from evalkit.records.call import Reply, Request, Usage
 
 __all__ = ["BedrockProvider", "create", "INFERENCE_OPTIONS", "STOP_REASONS", "CREDENTIAL_ENV", "SPEC"]
 
@@ -120,10 +112,10 @@ class BedrockProvider:
         options = {k: v for k, v in request.options.items() if k not in NOT_SENT}
         arguments: dict[str, Any] = {
             "modelId": request.model,
-            "messages": [{"role": m.role, "content": [{"text": m.content}]}
+            "messages": [{"role": m.role, "content": [{"text": m.text}]}
                          for m in request.messages if m.role != "system"],
         }
-        system = [{"text": m.content} for m in request.messages if m.role == "system"]
+        system = [{"text": m.text} for m in request.messages if m.role == "system"]
         if system:
             arguments["system"] = system
         inference = {k: v for k, v in options.items() if k in INFERENCE_OPTIONS}

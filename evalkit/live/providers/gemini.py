@@ -12,11 +12,12 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError, unknown_keys
 from evalkit.core.provider_specs import ProviderSpec, StopKindName
 from evalkit.live.contract import BLOCKED_PREFIX
-from evalkit.live.providers.base import MISSHAPEN, CallFailure, Reply, Request, Usage, excerpt, timed_call
+from evalkit.live.providers.base import MISSHAPEN, CallFailure, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
 from evalkit.live.providers.sdkwire import httpx_client, httpx_module
+from evalkit.records.call import Reply, Request, Usage
 
 if TYPE_CHECKING:
     from google import genai
@@ -77,7 +78,7 @@ class GeminiProvider:
     def complete(self, request: Request) -> Reply:
         config = self._generation_config(request)
         contents = [self._types.Content(role="model" if m.role == "assistant" else "user",
-                                        parts=[self._types.Part(text=m.content)])
+                                        parts=[self._types.Part(text=m.text)])
                     for m in request.messages if m.role != "system"]
         response, latency_ms = timed_call(
             lambda: self._client.models.generate_content(model=request.model, contents=contents, config=config),
@@ -98,7 +99,7 @@ class GeminiProvider:
         thinking = {k: v for k, v in options.items() if k in THINKING_OPTIONS}
         if thinking:
             fields["thinking_config"] = thinking
-        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        system = "\n\n".join(m.text for m in request.messages if m.role == "system")
         if system:
             fields["system_instruction"] = system
         if request.response_schema is not None:

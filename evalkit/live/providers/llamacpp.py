@@ -27,11 +27,12 @@ from typing import Any
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ConfigError, OutageError, ProviderError, unknown_keys
 from evalkit.core.provider_specs import ProviderSpec
-from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, service_ms
+from evalkit.live.providers.base import CallFailure, service_ms
 from evalkit.live.providers.dialects import schema_message
 from evalkit.live.providers.llamacpp_setup import SETUP_COMMAND
 from evalkit.live.providers.supervisor import Worker, WorkerEnded
 from evalkit.project.paths import project_path
+from evalkit.records.call import Reply, Request, Usage
 
 __all__ = ["LlamaCppProvider", "create", "bundled_model_file", "portable_rebuild", "LOAD_OPTIONS",
            "RUNTIME_OPTIONS", "RUNTIME", "SPEC"]
@@ -193,7 +194,7 @@ class LlamaCppProvider:
         settings = _load_settings(options)
         for name in settings:
             options.pop(name, None)
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        messages = [{"role": m.role, "content": m.text} for m in request.messages]
         arguments: dict[str, Any] = dict(options)
         if request.response_schema is not None:
             if self._dialect == "prompt":

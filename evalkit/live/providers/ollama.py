@@ -18,9 +18,10 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ConfigError
 from evalkit.core.provider_specs import ProviderSpec
 from evalkit.core.version import __version__
-from evalkit.live.providers.base import CallFailure, Reply, Request, Usage, excerpt, service_ms, timed_call
+from evalkit.live.providers.base import CallFailure, excerpt, service_ms, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.jsonhttp import Answer, Bounds, JsonHttp, parse_target
+from evalkit.records.call import Reply, Request, Usage
 
 __all__ = ["OllamaProvider", "create", "SPEC"]
 
@@ -75,7 +76,7 @@ class OllamaProvider:
 
     def complete(self, request: Request) -> Reply:
         payload: dict[str, Any] = {"model": request.model,
-                                   "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+                                   "messages": [{"role": m.role, "content": m.text} for m in request.messages],
                                    "stream": False}
         options: dict[str, Any] = dict(request.options)
         think = options.pop("think", None)  # a request flag in Ollama's API, not a sampling option

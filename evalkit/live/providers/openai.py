@@ -7,21 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.provider_specs import ProviderSpec, StopKindName
-from evalkit.live.providers.base import (
-    MISSHAPEN,
-    CallFailure,
-    Reply,
-    Request,
-    Usage,
-    excerpt,
-    service_ms,
-    timed_call,
-)
+from evalkit.live.providers.base import MISSHAPEN, CallFailure, excerpt, service_ms, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.dialects import response_format, schema_message
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
 from evalkit.live.providers.sdkwire import httpx_client, httpx_module
+from evalkit.records.call import Reply, Request, Usage
 
 if TYPE_CHECKING:
     import openai
@@ -89,7 +81,7 @@ class OpenAIProvider:
                               "not from options; remove them from the model's options", retryable=False)
         arguments: dict[str, Any] = {
             "model": request.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": [{"role": m.role, "content": m.text} for m in request.messages],
         }
         if request.response_schema is not None:
             if self._dialect == "prompt":

@@ -1,0 +1,218 @@
+"""The call contract: a provider-neutral request, the messages it carries, and what came back.
+
+These are the values every provider speaks, every recording stores and every replay matches, so everything in a
+`Request` is part of a call's identity (evalkit.run.recording.request_fingerprint).
+
+The contract grows without moving old identities: a field added for agents (tools, tool choice, tool calls, tool
+messages, content parts) is left out of the serialised form while it holds its default, so a request that uses none
+of them dumps, and so fingerprints, exactly as it did before it existed. Recordings, baselines and eval keys made
+before the fields existed read and match unchanged.
+
+A message's `content` is text, or a tuple of parts. Only text parts exist today; parts are a discriminated union on
+`kind` so an image part (the media issue) joins without changing how text reads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+__all__ = ["ContentPart", "Message", "NamedTool", "Reply", "Request", "TextPart", "Tool", "ToolCall", "ToolChoice",
+           "Usage", "parse_arguments"]
+
+TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+"""A tool's name: what every provider accepts (OpenAI's and Anthropic's rule, Gemini's and Bedrock's too)."""
+
+
+class _Call(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _without_defaults(data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """`data` less the named fields that hold their default (None, False or empty): see the module's docstring."""
+    for name in names:
+        if name in data and data[name] in (None, False, (), []):
+            del data[name]
+    return data
+
+
+class TextPart(_Call):
+    """A piece of a message's text."""
+
+    kind: Literal["text"] = "text"
+    text: str
+
+
+ContentPart = Annotated[TextPart, Field(discriminator="kind")]
+"""One part of a message's content, told apart by its `kind` (text today; images come with the media issue)."""
+
+
+def parse_arguments(text: str) -> JsonValue:
+    """A tool call's arguments as the model wrote them, parsed: JSON when it is JSON, else the text itself, so a
+    malformed call is kept as evidence and fails its case instead of crashing the reader."""
+    try:
+        value: JsonValue = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    return value
+
+
+class ToolCall(_Call):
+    """The model asking for a tool: in a reply, in an assistant message, and as a trajectory step (the same value)."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    id: str
+    """The call's id as the provider gave it (made up by the provider module where a wire format has none, as
+    Gemini's and Ollama's); a tool message answers it by this id."""
+    tool: str
+    """The tool's name."""
+    arguments: JsonValue = None
+    """The arguments as parsed JSON (text that is not JSON is kept as the text: parse_arguments)."""
+
+
+class Message(_Call):
+    """One chat message: a system prompt, a user turn, an assistant turn (which may call tools), or a tool's result."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | tuple[ContentPart, ...]
+    """The text, or its parts (an assistant turn that only calls tools has "")."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """An assistant turn's tool calls, in the order the model made them."""
+    tool_call_id: str | None = None
+    """A tool message: the id of the call it answers."""
+    error: bool = False
+    """A tool message: the tool failed, and `content` says how (Anthropic's `is_error`; others read it as text)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_defaults(handler(self), ("tool_calls", "tool_call_id", "error"))
+
+    @model_validator(mode="after")
+    def _fits_role(self) -> Message:
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError(f"only an assistant message calls tools, not a {self.role} message")
+        if (self.role == "tool") != (self.tool_call_id is not None):
+            raise ValueError("a tool message needs tool_call_id, and only a tool message has one")
+        if self.error and self.role != "tool":
+            raise ValueError("only a tool message can be an error")
+        return self
+
+    @property
+    def text(self) -> str:
+        """The content as one text (the text parts joined)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text for part in self.content if isinstance(part, TextPart))
+
+
+_NO_ARGUMENTS: dict[str, JsonValue] = {"type": "object", "properties": {}}
+
+
+class Tool(_Call):
+    """A tool the model may call: its name, what it is for, and the JSON Schema of its arguments."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, JsonValue] = Field(default_factory=lambda: _NO_ARGUMENTS.copy())
+    """The JSON Schema of the arguments object."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not TOOL_NAME.match(value):
+            raise ValueError(f"tool name {value!r} must be 1 to 64 letters, digits, '_', '.' or '-', "
+                             "starting with a letter or '_'")
+        return value
+
+
+class NamedTool(_Call):
+    """A tool choice that forces one tool."""
+
+    name: str
+
+
+ToolChoice = Literal["auto", "none", "required"] | NamedTool
+"""May the model call tools (`auto`, the providers' default), must it not (`none`), must it call one (`required`), or
+must it call this one."""
+
+
+class Request(_Call):
+    """A provider-neutral model call. Everything here changes the output, so all of it is fingerprinted."""
+
+    model: str
+    messages: tuple[Message, ...] = Field(min_length=1)
+    response_schema: dict[str, Any] | None = None
+    """JSON schema the reply must follow (structured output), or None for free text."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Sampling options (temperature, seed, thinking level ...), passed through to the provider."""
+    tools: tuple[Tool, ...] = ()
+    """The tools the model may call, in the order offered."""
+    tool_choice: ToolChoice | None = None
+    """None: the provider's default (`auto` when tools are offered)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_defaults(handler(self), ("tools", "tool_choice"))
+
+    @model_validator(mode="after")
+    def _tools_named_once(self) -> Request:
+        names = [tool.name for tool in self.tools]
+        if len(set(names)) != len(names):
+            raise ValueError(f"tools named twice: {sorted({n for n in names if names.count(n) > 1})}")
+        if isinstance(self.tool_choice, NamedTool) and self.tool_choice.name not in names:
+            raise ValueError(f"tool_choice names {self.tool_choice.name!r}, which is not among the tools")
+        return self
+
+    def tool(self, name: str) -> Tool | None:
+        """The offered tool of that name, if any."""
+        return next((tool for tool in self.tools if tool.name == name), None)
+
+
+class Usage(_Call):
+    """Token counts as the provider reported them; None where it reported nothing."""
+
+    input_tokens: int | None = Field(None, ge=0)
+    """Input tokens as the provider counts them (Anthropic and Bedrock leave cache reads and writes out)."""
+    output_tokens: int | None = Field(None, ge=0)
+    cache_read_tokens: int | None = Field(None, ge=0)
+    """Input tokens read from the provider's prompt cache, where it reports them apart (billed at a lower price)."""
+    cache_write_tokens: int | None = Field(None, ge=0)
+    """Input tokens written to the provider's prompt cache, where it reports them apart."""
+
+
+class Reply(_Call):
+    """What came back from one call."""
+
+    text: str | None = None
+    """None when the model gave no text (it only called tools, or a filter stopped it)."""
+    stop_reason: str | None = None
+    usage: Usage = Usage()
+    latency_ms: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """Wall time of the call as measured by evalkit, from sending the request to its reply: the time in flight,
+    which includes any queueing at the server. None for authored fixtures (a finite number: it reaches the report's
+    latency section, and NaN is not JSON)."""
+    service_ms: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """The server's own time spent on the call, where the server reports it (Ollama's `total_duration`, llama.cpp
+    server's `timings`); None otherwise. In flight less service is the time the call queued at the server."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The tools the model called, in its order (empty when it only answered)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_defaults(handler(self), ("tool_calls",))
+
+    def as_message(self) -> Message:
+        """This reply as the assistant turn a conversation continues from."""
+        return Message(role="assistant", content=self.text or "", tool_calls=self.tool_calls)
