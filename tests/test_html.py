@@ -10,7 +10,6 @@ import re
 
 from html_reports import BANGLA, KEY, MEGABYTE, RTL, SCRIPT, hostile_pair, large_pair
 
-from evalkit.cli.sweep import metric_columns, render_summary
 from evalkit.core.key import ABSENT, changed_settings, with_settings
 from evalkit.core.policy import Policy
 from evalkit.core.report import report_from_mapping
@@ -21,6 +20,7 @@ from evalkit.render.markdown import render_markdown
 from evalkit.render.report_page import MAX_PANELS, SHOWN_CHARS, diff_sides, render_report_html
 from evalkit.render.sweep_page import render_summary_html
 from evalkit.render.text import render_changed
+from evalkit.sweeps.summary import metric_columns, render_summary
 
 
 def _hash(text: str) -> str:

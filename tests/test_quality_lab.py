@@ -348,7 +348,7 @@ def test_changed_graders_make_the_baseline_incomparable(tmp_path: Path) -> None:
 
 
 def test_sweep_summary_shows_the_paired_interval_when_a_job_has_one() -> None:
-    from evalkit.cli.sweep import render_summary
+    from evalkit.sweeps.summary import render_summary
 
     rows = [{"job": 0, "overrides": ["candidate=prompt_v2"], "decision": "go", "exit_code": 0,
              "paired": {"difference": 0.25, "interval": [0.0833, 0.4167], "groups": 6, "seed": 17, "resamples": 2000}},

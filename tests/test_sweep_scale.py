@@ -17,8 +17,8 @@ from conftest import evalkit_env
 from helpers.live import RECORDING_NAME, TOTAL_TESTS, Evalkit, FakeOllama, replies
 
 from evalkit.cli.hydra_errors import missing_option
-from evalkit.cli.sweep import read_rows, render_summary, sweep_exit_code
 from evalkit.run.recording import load_recording
+from evalkit.sweeps.summary import read_rows, render_summary, sweep_exit_code
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
@@ -193,7 +193,7 @@ class FakeJob:
 
 
 def fake_launcher(tmp_path: Path, timeout_min: float) -> Any:
-    from evalkit.cli.launchers import Accounted
+    from evalkit.sweeps.launchers import Accounted
 
     class Launcher(Accounted):
         _EXECUTOR = "local"
@@ -206,7 +206,7 @@ def fake_launcher(tmp_path: Path, timeout_min: float) -> Any:
 
 
 def test_the_launcher_waits_on_every_job_and_gives_a_lost_one_an_error_row(tmp_path, monkeypatch):
-    from evalkit.cli import launchers
+    from evalkit.sweeps import launchers
 
     monkeypatch.setattr(launchers, "POLL_S", 0.0)
     jobs = [FakeJob("7_0", done_after=5, error="Job 7_0 has not produced any output (state: CANCELLED by 0)"),
@@ -222,8 +222,8 @@ def test_the_launcher_waits_on_every_job_and_gives_a_lost_one_an_error_row(tmp_p
 
 
 def test_the_launcher_gives_up_on_a_job_the_cluster_lost_track_of(tmp_path, monkeypatch):
-    from evalkit.cli import launchers
-    from evalkit.cli.launchers import GRACE_S, UNKNOWN_S, _Watch
+    from evalkit.sweeps import launchers
+    from evalkit.sweeps.launchers import GRACE_S, UNKNOWN_S, _Watch
 
     watch = _Watch(limit_s=60)
     assert watch.overdue(1, "PENDING", now=0) is None  # a queue may hold a job for hours

@@ -18,7 +18,6 @@ from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.cli.guard import say
 from evalkit.cli.policy_diff import Pair
 from evalkit.cli.policy_diff import render as render_policy_diff
-from evalkit.cli.sweep import render_summary
 from evalkit.core.policy import Policy
 from evalkit.core.report import report_from_mapping
 from evalkit.core.untrusted import MAX_LINE_CHARS, annotation, cut, markdown, terminal, visible
@@ -29,6 +28,7 @@ from evalkit.render.junit import render_junit
 from evalkit.render.markdown import render_markdown
 from evalkit.render.report_page import render_report_html
 from evalkit.render.text import render_decision
+from evalkit.sweeps.summary import render_summary
 
 SECRET = 'k3y&<"Zq8pLr3TnV6wXy'  # authored: holds what HTML and Markdown escape
 ZERO_WIDTH = "\u200b".join(SECRET)

@@ -2,14 +2,14 @@
 
 Exit codes 0, 1 and 2 are decisions (go, block, incomparable); a refused input or an output that cannot be
 written exits 3 with one line on stderr, and anything unexpected exits 4 with its traceback. `command` wraps a
-command's `main` to guarantee it; `write_output` and `say` are the output steps the commands share.
+command's `main` to guarantee it; `write_output` and `say` (evalkit.core.console)
+are the output steps the commands share.
 """
 
 from __future__ import annotations
 
 import functools
 import io
-import os
 import sys
 import traceback
 from collections.abc import Callable, Mapping
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import ParamSpec
 
 from evalkit.core.atomic import write_atomic_set
+from evalkit.core.console import say
 from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.outputs import refuse_input, refuse_link
-from evalkit.core.untrusted import terminal
 from evalkit.gate.decision import ExitCode
 
 __all__ = ["check_outputs", "command", "write_output", "write_outputs", "say"]
@@ -89,13 +89,3 @@ def write_outputs(outputs: Mapping[Path, tuple[str, str]], *, inputs: Mapping[st
         what = next((what for path, (_, what) in outputs.items() if str(path) == error.filename), "output")
         rest = " (nothing of the set was written)" if len(outputs) > 1 else ""
         raise InputError(f"{error.filename}: cannot write the {what} ({error.strerror or error}){rest}") from None
-
-
-def say(text: str, *, machine: bool = False) -> None:
-    """Print to stdout, each line shown as the terminal sanitiser shows untrusted text (control characters
-    visible, long lines cut); `machine` output (JSON, whose encoder escapes control characters itself) is printed
-    whole. A reader that went away (`| head`) must not turn a decision into a crash."""
-    try:
-        print(text if machine else "\n".join(terminal(line) for line in text.split("\n")), flush=True)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

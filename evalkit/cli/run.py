@@ -99,8 +99,8 @@ def _job(cfg: Any) -> None:
             print(redact(traceback.format_exc()), file=sys.stderr, end="")
             code, row["error"] = ExitCode.INTERNAL_ERROR, redact(f"internal error: {type(error).__name__}: {error}")
     row["exit_code"] = int(code)
-    from evalkit.cli.sweep import JOB_FILE
     from evalkit.core.atomic import write_atomic
+    from evalkit.sweeps.summary import JOB_FILE
 
     job_file = Path(hydra_cfg.runtime.output_dir) / JOB_FILE
     if multirun:

@@ -1,4 +1,4 @@
-"""The submitit launchers (Slurm, local) that account for every job of a sweep (see evalkit/cli/launchers.py)."""
+"""The submitit launchers (Slurm, local) that account for every job of a sweep (see evalkit/sweeps/launchers.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ except ImportError:  # the `launchers` extra is not installed: no submitit launc
 else:
     from hydra.core.utils import JobReturn
 
-    from evalkit.cli.launchers import Accounted
+    from evalkit.sweeps.launchers import Accounted
 
     __all__ = ["EvalkitSlurmLauncher", "EvalkitLocalLauncher"]
 

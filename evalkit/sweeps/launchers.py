@@ -23,10 +23,10 @@ from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
 
-from evalkit.cli.sweep import JOB_FILE
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import one_line
 from evalkit.gate.decision import ExitCode
+from evalkit.sweeps.summary import JOB_FILE
 
 __all__ = ["Accounted"]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
-from evalkit.cli.guard import say
 from evalkit.core.atomic import write_atomic
+from evalkit.core.console import say
 from evalkit.core.errors import EvalkitError
 from evalkit.core.report import read_reports
 from evalkit.core.untrusted import MAX_VALUE_CHARS, markdown
