@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import pytest
 from conftest import report
 
-from evalkit.cli.policy_diff import Pair, render
 from evalkit.core.policy import Policy, policy_schema
 from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate import rules
@@ -18,7 +17,9 @@ from evalkit.gate.compared import Compared
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Verdict
 from evalkit.gate.findings import Effect, Finding
+from evalkit.gate.policy_change import Pair, decide_again
 from evalkit.render.junit import render_junit
+from evalkit.render.policy_diff import render_policy_diff
 
 BASE = {"test_a": "passed", "test_b": "passed", "test_crit": "passed", "test_known": "failed"}
 
@@ -147,7 +148,8 @@ def test_a_rule_registered_in_one_place_reaches_schema_docs_policy_diff_and_juni
         assert decision.decision is Verdict.BLOCK
         assert _by_rule(decision.findings)["forbidden_failure"].tests == ("test_triage.py::test_a",)
 
-        diff = render("old.yaml", old, "new.yaml", new, [Pair("b.json", "c.json", base, cand)], "1 pair", [])
+        diff = render_policy_diff("old.yaml", old, "new.yaml", new,
+                                  decide_again(old, new, [Pair("b.json", "c.json", base, cand)]), "1 pair", [])
         assert "`forbidden_failures` `[]` → `['test_a']`" in diff
         assert "**GO → BLOCK**" in diff and "| - | 1 forbidden test(s) fail |" in diff
 

@@ -16,16 +16,16 @@ from conftest import KEY
 
 from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.cli.guard import say
-from evalkit.cli.policy_diff import Pair
-from evalkit.cli.policy_diff import render as render_policy_diff
 from evalkit.core.policy import Policy
 from evalkit.core.report import report_from_mapping
 from evalkit.core.untrusted import MAX_LINE_CHARS, annotation, cut, markdown, terminal, visible
 from evalkit.gate.decide import decide
+from evalkit.gate.policy_change import Pair, decide_again
 from evalkit.live.redact import Redactor
 from evalkit.render.history import HistoryRun, render_history_text
 from evalkit.render.junit import render_junit
 from evalkit.render.markdown import render_markdown
+from evalkit.render.policy_diff import render_policy_diff
 from evalkit.render.report_page import render_report_html
 from evalkit.render.text import render_decision
 from evalkit.sweeps.summary import render_summary
@@ -94,9 +94,10 @@ def _outputs(capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
         "terminal": terminal_text,
         "markdown": redact(render_markdown(decision, candidate, policy.critical, facts, baseline)),
         "summary.md": redact(render_summary(rows)),
-        "policy_diff.md": redact(render_policy_diff("<img src=x>", Policy(), FORGED, policy,
-                                                    [Pair("b" + FORGED, "c<img src=y>", baseline, candidate)],
-                                                    FORGED, [HOSTILE[2], FORGED])),
+        "policy_diff.md": redact(render_policy_diff(
+            "<img src=x>", Policy(), FORGED, policy,
+            decide_again(Policy(), policy, [Pair("b" + FORGED, "c<img src=y>", baseline, candidate)]),
+            FORGED, [HOSTILE[2], FORGED])),
         "html": redact(render_report_html(candidate, decision, baseline, policy.critical, facts)),
         "junit": redact(render_junit(decision, candidate)),
         "annotations": redact("\n".join(f"::error title={annotation('evalkit: ' + name, True)}::{annotation(name)}"

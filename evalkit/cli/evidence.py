@@ -9,18 +9,14 @@ the same rules hash alike whether they came from a file, a composed config optio
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from evalkit.core.errors import EvalkitError
-from evalkit.core.files import read_text
-from evalkit.core.parsing import parse_json
 from evalkit.core.policy import Policy, policy_sha256
 from evalkit.core.report import RunReport
 from evalkit.core.version import __version__
-from evalkit.gate.decision_format import DecisionFile, read_decision
+from evalkit.run.saved_decision import saved_decision_field, saved_decision_policy  # noqa: F401  (their old home)
 
-__all__ = ["evidence", "policy_identity", "report_identity", "saved_decision_field", "saved_decision_policy"]
+__all__ = ["evidence", "policy_identity", "report_identity"]
 
 
 def policy_identity(policy: Policy, *, fallback_name: str, source: str, chosen_by: str,
@@ -40,32 +36,3 @@ def report_identity(where: str, sha256: str, report: RunReport) -> dict[str, Any
 def evidence(policy: Mapping[str, Any], baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, Any]:
     return {"policy": dict(policy), "baseline": dict(baseline), "candidate": dict(candidate),
             "evalkit_version": __version__}
-
-
-def saved_decision_field(report_path: Path, name: str) -> str | None:
-    """A text field (`decision`, `baseline`) of the `decision.json` saved beside a run's report; None when there is
-    none, it cannot be read, or the field is not a non-empty text (callers show what they can, never fail on it)."""
-    decision = _saved_decision(report_path)
-    value = getattr(decision, name, None)
-    return value if isinstance(value, str) and value else None
-
-
-def saved_decision_policy(report_path: Path) -> tuple[str, str] | None:
-    """The name and SHA-256 of the policy the `decision.json` beside a run's report was decided under (its
-    `evidence.policy`); None when there is no such file, it cannot be read, or it does not say (an older one)."""
-    decision = _saved_decision(report_path)
-    policy = decision.evidence.get("policy") if decision is not None else None
-    if not isinstance(policy, Mapping):
-        return None
-    name, sha = policy.get("name"), policy.get("sha256")
-    return (name, sha) if isinstance(name, str) and isinstance(sha, str) and name and sha else None
-
-
-def _saved_decision(report_path: Path) -> DecisionFile | None:
-    path = report_path.with_name("decision.json")
-    if not path.is_file():
-        return None
-    try:
-        return read_decision(parse_json(read_text(path, "decision"), str(path), "decision"), str(path))
-    except (EvalkitError, ValueError):
-        return None

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.cli.args import ArgumentParser
-from evalkit.cli.evidence import saved_decision_field, saved_decision_policy
 from evalkit.cli.guard import command, say, write_output
 from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
@@ -41,6 +40,7 @@ from evalkit.core.run_index import INDEX_NAME, RunIndex, signature
 from evalkit.project.paths import find_project, shown
 from evalkit.render.history import PAGE_KIND, HistoryRun, render_history_html, render_history_text
 from evalkit.render.html import is_sealed_page
+from evalkit.run.saved_decision import saved_decision_field, saved_decision_policy
 
 __all__ = ["main", "collect_runs", "run_index"]
 

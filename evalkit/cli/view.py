@@ -23,7 +23,6 @@ import tempfile
 from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
-from evalkit.cli.evidence import saved_decision_field
 from evalkit.cli.guard import command, say, write_output
 from evalkit.cli.history import RUN_FOLDERS, collect_runs, run_index
 from evalkit.cli.main import epilog
@@ -31,6 +30,7 @@ from evalkit.core.errors import InputError
 from evalkit.core.report import read_reports
 from evalkit.project.paths import find_project, shown
 from evalkit.render.explorer import ExplorerRun, explorer_files
+from evalkit.run.saved_decision import saved_decision_field
 
 __all__ = ["main"]
 
