@@ -26,7 +26,6 @@ from evalkit.cli.guard import command, say, write_outputs
 from evalkit.cli.hydra_errors import config_error, missing_option, output_dir_error
 from evalkit.cli.masked import MaskedStream, mask_pattern_overrides, pattern_literals, scrub_hydra_files
 from evalkit.core.errors import EvalkitError, OutageError, one_line
-from evalkit.core.isolation import isolation_label
 
 if TYPE_CHECKING:
     from evalkit.core.config import RunConfig
@@ -130,10 +129,10 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     from evalkit.gate.isolation import refuse_short_isolation
     from evalkit.judging.judge_health import judge_warnings
     from evalkit.render.bundle import Decided, render_bundle
-    from evalkit.render.money import money_line
     from evalkit.render.report_page import render_report_html
+    from evalkit.render.run_summary import job_line, run_summary, tests_line
     from evalkit.render.sections import render_sections
-    from evalkit.render.text import render_changed, render_decision, sequential_line
+    from evalkit.render.text import render_changed, render_decision
     from evalkit.run.baseline import load_baseline
     from evalkit.run.mismatch import ReplayRefusal
     from evalkit.run.runner import run_suite
@@ -158,36 +157,8 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     chosen = config.sweep.metrics if config.sweep.metrics is not None else tuple(
         name for name in result.report.metrics if name not in BUILTIN_METRICS)
     row["metrics"] = {name: result.report.metrics.get(name) for name in chosen}
-    tests = f"{result.report.passed} of {len(result.report.outcomes)} tests passed"
-    if result.recording_path is None:  # a candidate-program suite: no model calls, nothing recorded
-        budget_used = result.execution.get("budget", {})
-        run_line = (f"run: suite {config.suite.name}, candidate {result.report.candidate.get('option')} on split "
-                    f"{result.report.dataset.get('split')}, {tests} (candidate programs, no model calls); "
-                    f"units spent {budget_used.get('spent_units')}, unknown reservations "
-                    f"{budget_used.get('unknown_reservations')}, denied cases {budget_used.get('denied_cases')}; "
-                    f"report {result.report_path}\n"
-                    f"isolation: {isolation_label(result.report.provenance.get('isolation'))}")
-    else:
-        run_line = (f"run: suite {config.suite.name}, {tests} ({config.mode}, recording {result.recording_path.name}, "
-                    f"{result.report.provenance.get('recording_provenance')}); report {result.report_path}")
-    rounds = result.report.sequential
-    if rounds is not None:
-        run_line += "\n" + sequential_line(rounds)
-    live = result.execution.get("live")
-    if live:
-        budget = live["budget"]
-        run_line += (f"\nlive: {live['sent']} calls sent ({live['retried']} retried) in {live['seconds']:.1f} s; "
-                     f"input tokens {budget['input_tokens']}, output tokens {budget['output_tokens']} "
-                     f"(estimated where the provider reported none; {budget['unknown_usage_calls']} calls "
-                     f"with unknown usage); calls {result.execution['calls']}")
-        denied = live.get("denied")
-        if denied:  # the budget's refusals, said plainly: their cases are unscored, not failed
-            run_line += (f"\nbudget: {denied['calls']} call(s) denied before they were sent: "
-                         f"{str(denied['first']).removeprefix('budget_denied: ')}; their cases are unscored, and a "
-                         "gate treats the run as incomplete")
-    cost = money_line(result.report)
-    if cost is not None:
-        run_line += f"\n{cost}"
+    tests = tests_line(result.report)
+    run_line = run_summary(config.suite.name, f"{config.mode}", result)
     if sharded:
         say(f"decision: none (run.shard={config.run.shard}: one shard of the run's checks, not gated)")
         say(redact(f"shard {config.run.shard} of suite {config.suite.name}: {tests} in this shard "
@@ -198,7 +169,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     if baseline is None:
         write_atomic(Path(config.run.out) / "report.html", redact(render_report_html(result.report)))
         if brief:
-            say(redact(_job_line(row, "NOT GATED", tests, result.report_path)))
+            say(redact(job_line(row, "NOT GATED", tests, result.report_path)))
             return ExitCode.GO
         say("decision: none (baseline=none: the run was not gated)")
         judged = judge_warnings(result.report.cases)  # no gate to raise them: say them with the run
@@ -222,7 +193,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     if decision.statistics:
         row["paired"] = {k: decision.statistics[k] for k in ("difference", "interval", "groups", "seed", "resamples")}
     if brief:
-        say(redact(_job_line(row, str(decision.decision).upper(), tests, result.report_path)))
+        say(redact(job_line(row, str(decision.decision).upper(), tests, result.report_path)))
     else:
         exits = exit_code(decision.decision, policy.review_fails) if config.require_pass else ExitCode.GO
         say(redact(render_decision(decision, critical, settings, exits)))
@@ -243,14 +214,6 @@ def _shown_path(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return path.name
-
-
-def _job_line(row: dict[str, Any], decision: str, tests: str, report: Path) -> str:
-    """A sweep job's one line: its number and overrides, the decision and its key numbers, where its report is
-    (what changed is in the summary table, which the sweep prints last)."""
-    overrides = " ".join(row.get("overrides", ())) or "(no overrides)"
-    regressed = f", {row['regressed']} regressed" if row.get("regressed") else ""
-    return f"job {row['job']} {overrides}: {decision}, {tests}{regressed}; report {report}"
 
 
 def _gate_policy(config: RunConfig, overrides: Any) -> tuple[Policy, dict[str, Any]]:
