@@ -1,9 +1,9 @@
 """evalkit's records: the typed models of what evalkit writes, one model per file format or part of one.
 
-This package starts with the trajectory (evalkit.records.trajectory); the run report and the decision move in
-later. Suites, adapters and how-tos import these names from here. They are re-exported lazily, as in
-`evalkit/__init__.py`, so `import evalkit.records` stays cheap; type checkers read them through the imports
-under TYPE_CHECKING.
+This package holds the trajectory (evalkit.records.trajectory) and the labels file a reviewer exports from the
+run explorer (evalkit.records.labels); the run report and the decision move in later. Suites, adapters and
+how-tos import these names from here. They are re-exported lazily, as in `evalkit/__init__.py`, so
+`import evalkit.records` stays cheap; type checkers read them through the imports under TYPE_CHECKING.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from evalkit.records.labels import LABELS_FORMAT, Label, LabelsFile, LabelsHeader, read_labels
     from evalkit.records.trajectory import (
         MAX_TOOL_RESULT_CHARS,
         FinalAnswer,
@@ -22,9 +23,11 @@ if TYPE_CHECKING:
         Trajectory,
     )
 
-__all__ = ["MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolCall", "ToolResult", "Trajectory"]
+__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "FinalAnswer", "Label", "LabelsFile", "LabelsHeader", "ModelCall",
+           "Step", "ToolCall", "ToolResult", "Trajectory", "read_labels"]
 
-_WHERE = {name: "evalkit.records.trajectory" for name in __all__}
+_LABELS = ("LABELS_FORMAT", "Label", "LabelsFile", "LabelsHeader", "read_labels")
+_WHERE = {name: "evalkit.records.labels" if name in _LABELS else "evalkit.records.trajectory" for name in __all__}
 
 
 def __getattr__(name: str) -> Any:
