@@ -115,14 +115,11 @@ def _judges(args: argparse.Namespace, suite_dir: Path) -> int:
 
 
 def _exported(text: str) -> bool:
-    """Whether the labels are a file exported from the run explorer: its first line is a header naming the
-    labels format (a judge_labels.yaml, even one written as JSON, names none)."""
+    """Whether the labels are a file exported from the run explorer: its first line, an object, names the labels
+    format (read_labels then checks it whole; a judge_labels.yaml, even one written as JSON, names none). Not
+    parsed here: a hostile first line is read_labels' to refuse, in one line."""
     first = text.lstrip().split("\n", 1)[0]
-    try:
-        head = json.loads(first)
-    except ValueError:
-        return False
-    return isinstance(head, dict) and head.get("format") == LABELS_FORMAT
+    return first.startswith("{") and f'"{LABELS_FORMAT}"' in first
 
 
 def _exported_labels(labels: LabelsFile, report_path: Path, where: str) -> dict[str, dict[str, bool]]:
