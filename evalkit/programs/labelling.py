@@ -67,21 +67,21 @@ def unsure(report: RunReport) -> dict[str, Unsure]:
         check = nodeid.split("::")[-1].split("[", 1)[0]
         found.setdefault(counts.case, []).append(
             Unsure(round(margin, 6), f"{check}: samples disagreed, {counts.passed} of {counts.runs} passed"))
-    for check, boundary in _boundaries(report.cases).items():
-        metric = check + SCORE_SUFFIX
-        span = (max(SCORE_LEVELS) - min(SCORE_LEVELS)) / 2
-        for case in report.cases:
-            score = _mapping(case.get("metrics")).get(metric)
-            if isinstance(score, int | float) and not isinstance(score, bool):
-                margin = min(1.0, abs(score - boundary) / span)
-                found.setdefault(str(case.get("id")), []).append(
-                    Unsure(round(margin, 6), f"{metric} {score:g}, the run's pass/fail boundary {boundary:g}"))
+    scores, boundaries = _scores(report.cases)
+    span = (max(SCORE_LEVELS) - min(SCORE_LEVELS)) / 2
+    for case_id, check, score in scores:
+        boundary = boundaries[check]
+        found.setdefault(case_id, []).append(Unsure(
+            round(min(1.0, abs(score - boundary) / span), 6),
+            f"{check}{SCORE_SUFFIX} {score:g}, the run's pass/fail boundary {boundary:g}"))
     return {case: min(signs, key=lambda sign: sign.margin) for case, signs in found.items()}
 
 
-def _boundaries(cases: Any) -> dict[str, float]:
-    """Each scored check's boundary, halfway between its highest failing and lowest passing score in the run
-    (half a level beyond the one side seen when the run shows only one)."""
+def _scores(cases: Any) -> tuple[list[tuple[str, str, float]], dict[str, float]]:
+    """Every judged score (case id, check, score), read in one pass over the cases (a large report's cases are
+    decoded as they are read), and each scored check's boundary: halfway between its highest failing and lowest
+    passing score in the run, or half a level beyond the one side the run shows."""
+    scores: list[tuple[str, str, float]] = []
     low_pass: dict[str, float] = {}
     high_fail: dict[str, float] = {}
     for case in cases:
@@ -90,16 +90,19 @@ def _boundaries(cases: Any) -> dict[str, float]:
             score = metrics.get(f"{name}{SCORE_SUFFIX}")
             if not isinstance(score, int | float) or isinstance(score, bool):
                 continue
+            scores.append((str(case.get("id")), str(name), float(score)))
             if outcome == "passed":
                 low_pass[name] = min(score, low_pass.get(name, score))
             elif outcome == "failed":
                 high_fail[name] = max(score, high_fail.get(name, score))
-    out = {}
+    boundaries = {}
     for name in low_pass.keys() | high_fail.keys():
         low, high = low_pass.get(name), high_fail.get(name)
-        out[name] = (low + high) / 2 if low is not None and high is not None else (
-            low - 0.5 if low is not None else high + 0.5)  # type: ignore[operator]
-    return out
+        if low is not None and high is not None:
+            boundaries[name] = (low + high) / 2
+        else:
+            boundaries[name] = low - 0.5 if low is not None else high + 0.5  # type: ignore[operator]
+    return [score for score in scores if score[1] in boundaries], boundaries
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
