@@ -70,3 +70,14 @@ def test_agreeing_samples_and_unscored_checks_are_no_sign_and_the_smallest_margi
                            {("agreed", "test_a"): (0, 5), ("both", "test_a"): (2, 4)}))
     assert "agreed" not in found  # every sample failed: the judge was sure
     assert found["both"] == Unsure(0.0, "test_a: samples disagreed, 2 of 4 passed")  # not the score's 0.75
+
+
+def test_where_tests_name_no_case_the_cases_own_samples_are_the_sign():
+    split = {"id": "split", "status": "scored", "passed": False, "checks": {"test_a": "failed"},
+             "repeats": {"passed": 1, "runs": 4}}
+    agreed = {**split, "id": "agreed", "repeats": {"passed": 4, "runs": 4}, "passed": True,
+              "checks": {"test_a": "passed"}}
+    report = report_from_mapping({"eval": KEY, "cases": [split, agreed], "tests": [
+        {"nodeid": "t.py::test_a[split]", "outcome": "failed"}, {"nodeid": "t.py::test_a[agreed]", "outcome": "passed"}]},
+        "authored")
+    assert unsure(report) == {"split": Unsure(0.5, "the case's samples disagreed, 1 of 4 passed")}

@@ -7,8 +7,9 @@ score (`<check>.score`, levels 1 to 5, evalkit.judging.ready_judges). The run ex
 
 `unsure(report)`: how sure the judge was of each case, as a margin from 0 (a coin toss) to 1 (nowhere near), with
 the reason in words, for the explorer's queue:
-- samples that disagreed: a check sampled several times whose samples did not all agree; its margin is how far
-  its pass share is from one half (|passed / runs - 1/2| x 2);
+- samples that disagreed: a check sampled several times whose samples did not all agree (or, where the report's
+  tests do not name their case, the case's own samples: its `repeats`); its margin is how far its pass share is
+  from one half (|passed / runs - 1/2| x 2);
 - a score near the threshold: a judge's score (`<check>.score`) against the boundary the run's own verdicts show,
   halfway between the highest score of a failed verdict and the lowest of a passed one (the report does not carry
   the check's `pass_at`; this boundary equals `pass_at - 1/2` when the run has a case at `pass_at` and one below
@@ -67,7 +68,11 @@ def unsure(report: RunReport) -> dict[str, Unsure]:
         check = nodeid.split("::")[-1].split("[", 1)[0]
         found.setdefault(counts.case, []).append(
             Unsure(round(margin, 6), f"{check}: samples disagreed, {counts.passed} of {counts.runs} passed"))
-    scores, boundaries = _scores(report.cases)
+    scores, boundaries, samples = _scores(report.cases)
+    for case_id, (passed, runs) in samples.items():
+        if case_id not in found:  # a check's own samples say more, where the report has them
+            found[case_id] = [Unsure(round(abs(passed / runs - 0.5) * 2, 6),
+                                     f"the case's samples disagreed, {passed} of {runs} passed")]
     span = (max(SCORE_LEVELS) - min(SCORE_LEVELS)) / 2
     for case_id, check, score in scores:
         boundary = boundaries[check]
@@ -77,14 +82,20 @@ def unsure(report: RunReport) -> dict[str, Unsure]:
     return {case: min(signs, key=lambda sign: sign.margin) for case, signs in found.items()}
 
 
-def _scores(cases: Any) -> tuple[list[tuple[str, str, float]], dict[str, float]]:
-    """Every judged score (case id, check, score), read in one pass over the cases (a large report's cases are
-    decoded as they are read), and each scored check's boundary: halfway between its highest failing and lowest
-    passing score in the run, or half a level beyond the one side the run shows."""
+def _scores(cases: Any) -> tuple[list[tuple[str, str, float]], dict[str, float], dict[str, tuple[int, int]]]:
+    """Read in one pass over the cases (a large report's cases are decoded as they are read): every judged score
+    (case id, check, score); each scored check's boundary, halfway between its highest failing and lowest passing
+    score in the run, or half a level beyond the one side the run shows; and each case whose own samples split
+    (passed, runs)."""
     scores: list[tuple[str, str, float]] = []
     low_pass: dict[str, float] = {}
     high_fail: dict[str, float] = {}
+    samples: dict[str, tuple[int, int]] = {}
     for case in cases:
+        counts = _mapping(case.get("repeats"))
+        passed, runs = counts.get("passed"), counts.get("runs")
+        if type(passed) is int and type(runs) is int and 0 < passed < runs:
+            samples[str(case.get("id"))] = (passed, runs)
         checks, metrics = _mapping(case.get("checks")), _mapping(case.get("metrics"))
         for name, outcome in checks.items():
             score = metrics.get(f"{name}{SCORE_SUFFIX}")
@@ -102,7 +113,7 @@ def _scores(cases: Any) -> tuple[list[tuple[str, str, float]], dict[str, float]]
             boundaries[name] = (low + high) / 2
         else:
             boundaries[name] = low - 0.5 if low is not None else high + 0.5  # type: ignore[operator]
-    return [score for score in scores if score[1] in boundaries], boundaries
+    return [score for score in scores if score[1] in boundaries], boundaries, samples
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

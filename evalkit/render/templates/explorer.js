@@ -181,6 +181,7 @@
       var note = document.createElement("textarea");
       note.setAttribute("aria-label", "note on " + name);
       note.placeholder = "note: why (kept with the label)";
+      note.maxLength = 10000;  // as the labels file allows (evalkit.records.labels)
       note.value = saved ? saved.note : "";
       function save() {
         if (select.value === "") {
