@@ -122,11 +122,12 @@
     } catch (error) { review.stored = false; }
     countLabels();
   }
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
   function countLabels() {
     labelled = new Set();
     review.labels.forEach(function (l) { labelled.add(l.case_id); });
-    document.getElementById("label-count").textContent = review.labels.size + " labels on " + labelled.size +
-      " cases of #" + runs[review.run].index + (review.stored ? "" : " (kept in this page only: this browser's storage is off; export before closing it)");
+    document.getElementById("label-count").textContent = plural(review.labels.size, "label") + " on " +
+      plural(labelled.size, "case") + " of #" + runs[review.run].index + (review.stored ? "" : " (kept in this page only: this browser's storage is off; export before closing it)");
     document.body.setAttribute("data-labels", String(review.labels.size));
   }
   // least sure first: the review run's margin (0 a coin toss), cases without one after, each in grid order
