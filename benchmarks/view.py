@@ -8,13 +8,15 @@ Playwright; never a downloaded browser), three times, each in a fresh context, a
   first paint   the page's own figure (window.EVALKIT_TIMING.firstPaint): milliseconds from the start of the
                 navigation to the first frame after the grid was drawn, every run's data loaded and read;
   filter        from a click on "regressed" to the first frame after the grid shows the filtered rows;
-  search        from typing a query (an output's text) to the first frame after.
+  search        from typing a query (an output's text) to the first frame after;
+  queue         with the search cleared, from a click on "queue: least sure first" (every case ordered by the
+                judge's margin in the review run) to the first frame after.
 
 The last line is
 
     first_paint_ms=<ms> filter_ms=<ms>
 
-and the line before it `cases=10000 runs=20 view_s=<s> data_mb=<MB> search_ms=<ms>`. No target is set; the
+and the line before it `cases=10000 runs=20 view_s=<s> data_mb=<MB> search_ms=<ms> queue_ms=<ms>`. No target is set; the
 browser test (tests/test_explorer_browser.py) holds generous bounds (30 s and 3 s) so that a freeze fails it.
 
 Run from the project root:  .venv/bin/python benchmarks/view.py [--cases N --runs R]
@@ -60,7 +62,7 @@ def write_runs(folder: Path, cases: int, runs: int) -> list[Path]:
     return paths
 
 
-def measure(index: Path, browser: Any) -> tuple[float, float, float]:
+def measure(index: Path, browser: Any) -> tuple[float, float, float, float]:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, offline=True)
     try:
         page = context.new_page()
@@ -74,7 +76,12 @@ def measure(index: Path, browser: Any) -> tuple[float, float, float]:
                                        "const box = document.getElementById('search'); box.value = 'question 77'; "
                                        "box.dispatchEvent(new Event('input')); "
                                        f"{_FRAME}; }})"))
-        return first_paint, filtered, searched
+        queued = float(page.evaluate("() => new Promise(done => { "
+                                     "const box = document.getElementById('search'); box.value = ''; "
+                                     "box.dispatchEvent(new Event('input')); "
+                                     "const start = performance.now(); document.getElementById('queue').click(); "
+                                     f"{_FRAME}; }})"))
+        return first_paint, filtered, searched, queued
     finally:
         context.close()
 
@@ -105,8 +112,9 @@ def main() -> int:
                 samples = [measure(folder / "explorer/index.html", browser) for _ in range(3)]
             finally:
                 browser.close()
-    paint, filtered, searched = (statistics.median(column) for column in zip(*samples, strict=True))
-    print(f"cases={args.cases} runs={args.runs} view_s={view_s:.2f} data_mb={data_mb:.1f} search_ms={searched:.0f}")
+    paint, filtered, searched, queued = (statistics.median(column) for column in zip(*samples, strict=True))
+    print(f"cases={args.cases} runs={args.runs} view_s={view_s:.2f} data_mb={data_mb:.1f} search_ms={searched:.0f} "
+          f"queue_ms={queued:.0f}")
     print(f"first_paint_ms={paint:.0f} filter_ms={filtered:.0f}")
     return 0
 

@@ -4,6 +4,7 @@ GITHUB_* variables a runner sets. Checks the job summary, the `::error` annotati
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -501,3 +502,66 @@ def test_actionlint_refuses_an_action_on_a_deprecated_runtime(tmp_path):
     done = _actionlint(old)
     assert done.returncode == 1 and 'runtime "node20" is deprecated' in done.stdout
     assert 'action "actions/checkout@v4"' in done.stdout
+
+
+# --- the opt-in GitHub Pages job (evalkit new ci --pages): main's run explorer, published on each push ---
+
+def _pages_workflow() -> dict[str, Any]:
+    doc = yaml.safe_load(ci.workflow_text(".", pages=True))
+    doc["on"] = doc.pop(True, doc.get("on"))
+    return dict(doc)
+
+
+def test_the_pages_job_is_opt_in_and_runs_only_on_pushes():
+    assert "pages" not in _workflow()["jobs"] and "push" not in _workflow()["on"]  # the default workflow
+    doc, default = _pages_workflow(), _workflow()
+    assert set(doc["on"]) == {"pull_request", "push"}
+    assert doc["on"]["push"] == {"branches": ["main"], "paths": default["on"]["pull_request"]["paths"]}
+    gate = dict(doc["jobs"]["gate"])
+    assert gate.pop("if") == "github.event_name == 'pull_request'" and gate == default["jobs"]["gate"]
+    pages = doc["jobs"]["pages"]
+    assert pages["if"] == "github.event_name == 'push'"
+    # what deploy-pages needs, on this job only: the workflow's own token stays read-only
+    assert pages["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
+    assert doc["permissions"] == {"contents": "read"}
+    assert pages["environment"]["name"] == "github-pages"
+    uses = [step["uses"].split("@")[0] for step in pages["steps"] if "uses" in step]
+    assert uses[-2:] == ["actions/upload-pages-artifact", "actions/deploy-pages"]
+    upload = next(step for step in pages["steps"] if step.get("uses", "").startswith("actions/upload-pages"))
+    assert upload["with"]["path"] == "site"
+
+
+def test_the_pages_job_writes_main_runs_explorer_with_the_reports_beside_it(origin, tmp_path):
+    """The job's shell steps, run in order on a checkout of main as a push would run them."""
+    clone = tmp_path / "workspace"
+    _git("clone", "-q", "--depth", "1", "--branch", "main", origin.as_uri(), str(clone), cwd=tmp_path)
+    doc = _pages_workflow()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "EVALKIT_", "RUNNER_")) and k != "HYDRA_FULL_ERROR"}
+    env.update({"PATH": _python_first_on_path(tmp_path / "bin"), "CI": "true", "GITHUB_ACTIONS": "true",
+                "GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/heads/main", "GITHUB_WORKSPACE": str(clone),
+                "PYTHONDONTWRITEBYTECODE": "1", **{k: str(v) for k, v in doc["env"].items()}})
+    ran = []
+    for number, step in enumerate(doc["jobs"]["pages"]["steps"]):
+        if "uses" in step or step.get("id") == "install":  # the runner's actions, and pip from the network
+            continue
+        script = tmp_path / f"step-{number}.sh"
+        script.write_text(step["run"], encoding="utf-8")
+        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=clone, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (step["name"], done.stdout + done.stderr)
+        ran.append(step.get("id") or step["name"])
+    assert ran[-2:] == ["replay", "explorer"]
+    site = clone / "site"
+    assert (site / "index.html").is_file() and (site / "data/run-1.js").is_file()
+    report = site / "evalkit-run/report.json"  # the report a reviewer labels, where the explorer names it
+    data = (site / "data/run-1.js").read_text(encoding="utf-8")
+    assert hashlib.sha256(report.read_bytes()).hexdigest() in data and '"path":"evalkit-run/report.json"' in data
+
+
+def test_the_pages_workflow_passes_actionlint_and_shellcheck(tmp_path):
+    workflow = tmp_path / ".github" / "workflows" / "evalkit.yml"
+    workflow.parent.mkdir(parents=True)
+    workflow.write_text(ci.workflow_text(".", pages=True), encoding="utf-8")
+    done = _actionlint(workflow)
+    assert done.returncode == 0, done.stdout + done.stderr

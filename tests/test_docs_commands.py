@@ -58,6 +58,11 @@ COVERED = {
     "evalkit review --report outputs/.../report.json --decisions decisions.json --out reviewed.json":
         "test_outputs.py",
     "evalkit gate suites/quality_lab/runs/baseline.json reviewed.json --policy quality_lab": "test_quality_lab.py",
+    "evalkit review --report outputs/DATE2/TIME2/report.json --labels labels-SHA12.jsonl --out reviewed.json":
+        "test_labels.py",
+    "evalkit calibrate suite=NAME --report outputs/DATE2/TIME2/report.json --labels labels-SHA12.jsonl":
+        "test_labels.py",
+    "evalkit new ci --pages": "test_scaffold.py",
     "evalkit run mode=live model=gemma4 prompt=v2": "test_classification_suite.py",
     "evalkit run mode=live model=gemini-flash run.concurrency=16 budget.max_calls=500": "test_live_safety.py",
     "evalkit run mode=record-missing model=gemma4": "test_live.py",

@@ -128,6 +128,8 @@ def test_hostile_text_stays_text_and_nothing_is_fetched(open_page, tmp_path):
         page.wait_for_function(f"() => document.querySelectorAll('.case-run').length === 2 && "
                                f"document.querySelector('.grid-row.open') === "
                                f"document.querySelectorAll('#grid-rows .grid-row')[{row}]")
+    # the review run's label forms were drawn for every case too: hostile check names among them, as text
+    assert page.locator(".case-run[data-run='2'] .label-row").count() > 0
     page.locator("#grid-rows .grid-row").first.click()
     page.fill("#search", "script")
     page.wait_for_function("() => document.body.dataset.shown !== undefined")

@@ -40,6 +40,10 @@ REPORT = {"eval": {"suite": "s", "model": "m"}, "tests": [{"nodeid": "t.py::test
           "cases": [{"id": "a", "grade": {"task_pass": True, "review_pending": True}}]}
 DECISIONS = {"report_sha256": "0" * 64, "decisions": [{"sample_id": "a", "decision": "accept", "reviewer": "r",
                                                         "rationale": "x"}]}
+LABELS = "\n".join(json.dumps(line) for line in (
+    {"format": "evalkit-labels/1", "report_sha256": hashlib.sha256(json.dumps(REPORT).encode()).hexdigest(),
+     "reviewer": "r", "tool": "evalkit", "tool_version": "0"},
+    {"case_id": "a", "check_id": "test_a", "label": "pass", "note": "", "time": "2026-12-03T12:00:00Z"})).encode() + b"\n"
 DATASET = {"name": "d", "version": 1, "cases": [{"id": "a", "issue": "x"}]}
 RECORDING = {"format": "evalkit-recording/2", "key": {}, "calls": {}}
 POLICY = {"max_regressions": 0, "paired": {"seed": 1}}
@@ -267,6 +271,12 @@ KINDS = [
     Kind("review-decisions", _dumps(DECISIONS), "decisions.json",
          lambda f, i, o: review_cli.main(["--report", str(_good_report(i)), "--decisions", str(f),
                                           "--out", str(o / "r.json")]), JSON_VARIANTS),
+    Kind("review-labels", LABELS, "labels.jsonl",
+         lambda f, i, o: review_cli.main(["--report", str(_good_report(i)), "--labels", str(f),
+                                          "--out", str(o / "r.json")]), JSON_VARIANTS),
+    Kind("calibrate-labels", LABELS, "labels.jsonl",
+         lambda f, i, o: calibrate_cli.main(["suite=quality_lab", "--report", str(_good_report(i)), "--labels",
+                                             str(f)]), JSON_VARIANTS),
     Kind("adapt-baseline", DOCS_STAGE, "stage-a.json",
          lambda f, i, o: adapt_cli.main(["docs-stage", str(f), str(_stage(i)), "--out", str(o / "a.json")]),
          JSON_VARIANTS),

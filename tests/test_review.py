@@ -322,7 +322,10 @@ def test_cli_refuses_a_report_that_is_not_json(tmp_path: Path, run_evalkit: Run)
 def test_cli_usage_error_exits_3(run_evalkit: Run) -> None:
     result = run_evalkit("--report", "R.json", command="review")
     assert result.returncode == 3
-    assert "the following arguments are required: --decisions, --out" in result.stderr
+    assert "the following arguments are required: --out" in result.stderr
+    result = run_evalkit("--report", "R.json", "--out", "O.json", command="review")  # decisions or labels
+    assert result.returncode == 3
+    assert "one of the arguments --decisions --labels is required" in result.stderr
 
 
 def test_the_help_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

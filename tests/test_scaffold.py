@@ -107,6 +107,18 @@ def test_new_ci_writes_the_workflow_at_the_repository_top(tmp_path: Path) -> Non
     assert outside.returncode == 3 and "no evalkit project here" in outside.stderr
 
 
+def test_new_ci_pages_adds_the_pages_job(tmp_path: Path) -> None:
+    from evalkit.project.ci import PLACEHOLDER, WORKFLOW_PATH, workflow_text
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert new(tmp_path, "project").returncode == 0
+    done = new(tmp_path, "ci", "--pages")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / WORKFLOW_PATH).read_text() == workflow_text(PLACEHOLDER, pages=True) != \
+        workflow_text(PLACEHOLDER)
+    assert "publishes the run explorer of main's suites to GitHub Pages" in done.stdout
+
+
 def test_a_labelled_suite_declares_its_checks_labels_and_metrics(tmp_path: Path) -> None:
     from evalkit.judging.checks import parse_checks
     from evalkit.project.scaffold import parse_labels

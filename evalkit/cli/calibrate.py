@@ -1,5 +1,7 @@
 """`evalkit calibrate suite=NAME [--out FILE]`: run a suite's graders on its authored counterexamples;
-`... --report REPORT [--labels FILE]`: set the suite's judged checks in a run report against human labels.
+`... --report REPORT [--labels FILE]`: set the suite's judged checks in a run report against human labels, from the
+suite's judge_labels.yaml or a labels file exported from the run explorer (evalkit.records.labels), which must have
+been made on that very report.
 
 What calibration computes lives in evalkit.programs.calibrate; this module finds the suite and prints.
 """
@@ -16,13 +18,15 @@ from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
 from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
-from evalkit.core.files import read_text
+from evalkit.core.files import read_bytes, read_text
+from evalkit.core.fingerprint import SHA_LENGTH, sha256
 from evalkit.core.parsing import parse_yaml
 from evalkit.core.report import load_report
 from evalkit.gate.decision import ExitCode
 from evalkit.programs.calibrate import calibrate, calibrate_judges, parse_labels, render, render_judges
 from evalkit.project.options import find_option
 from evalkit.project.paths import path_within, project_root
+from evalkit.records.labels import LABELS_FORMAT, LabelsFile, read_labels
 from evalkit.run.suite import load_module
 
 __all__ = ["main"]
@@ -54,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--report", type=Path, help="calibrate the judged checks of this run report (run with "
                                                     "run.repeats=1) against the labels")
     parser.add_argument("--labels", type=Path, help=f"the labels (default: the suite's {LABELS_FILE}): "
-                                                    "`labels: {CHECK: {CASE: pass | fail}}`")
+                                                    "`labels: {CHECK: {CASE: pass | fail}}`, or a labels file "
+                                                    "(JSON Lines) exported from the run explorer for this report")
     parser.add_argument("--out", type=Path, help="also write the result as JSON to this file")
     return parser
 
@@ -91,7 +96,11 @@ def _judges(args: argparse.Namespace, suite_dir: Path) -> int:
     """The judged checks of a run report against the labels (evalkit.programs.calibrate.calibrate_judges)."""
     labels_path = args.labels if args.labels is not None else suite_dir / LABELS_FILE
     where = str(labels_path)
-    labels, recording = parse_labels(parse_yaml(read_text(labels_path, "labels file"), where, "labels file"), where)
+    text = read_text(labels_path, "labels file")
+    if _exported(text):
+        labels, recording = _exported_labels(read_labels(text, where), args.report, where), None
+    else:
+        labels, recording = parse_labels(parse_yaml(text, where, "labels file"), where)
     report = load_report(args.report)
     replayed = report.provenance.get("recording")
     if recording is not None and recording != replayed:
@@ -103,3 +112,29 @@ def _judges(args: argparse.Namespace, suite_dir: Path) -> int:
                      inputs={"the labels": labels_path, "the run report": args.report})
     print(render_judges(result))
     return ExitCode.GO
+
+
+def _exported(text: str) -> bool:
+    """Whether the labels are a file exported from the run explorer: its first line, an object, names the labels
+    format (read_labels then checks it whole; a judge_labels.yaml, even one written as JSON, names none). Not
+    parsed here: a hostile first line is read_labels' to refuse, in one line."""
+    first = text.lstrip().split("\n", 1)[0]
+    return first.startswith("{") and f'"{LABELS_FORMAT}"' in first
+
+
+def _exported_labels(labels: LabelsFile, report_path: Path, where: str) -> dict[str, dict[str, bool]]:
+    """The pass/fail labels of an exported file, by check and case, once its header names this report's bytes."""
+    sha = sha256(read_bytes(report_path, "report"))
+    given = labels.header.report_sha256
+    if given != sha:
+        raise InputError(f"{where}: the labels were made on another report (report_sha256 {given[:SHA_LENGTH]}…), "
+                         f"not on {report_path} ({sha[:SHA_LENGTH]}…); calibrate the report they were made on")
+    out: dict[str, dict[str, bool]] = {}
+    for label in labels.labels:
+        if not isinstance(label.label, str):
+            raise InputError(f"{where}: {label.check_id}[{label.case_id}] is labelled with level {label.label}; "
+                             "calibrate sets pass/fail verdicts against pass or fail labels only")
+        out.setdefault(label.check_id, {})[label.case_id] = label.label == "pass"
+    if not out:
+        raise InputError(f"{where}: no labels after the header; label cases in the run explorer before exporting")
+    return out

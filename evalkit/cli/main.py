@@ -44,7 +44,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "history": Subcommand("evalkit.cli.history", "one suite over many runs, as a table and an HTML page",
                           "evalkit history outputs/ --suite issue_triage --html history.html"),
     "view": Subcommand("evalkit.cli.view", "many runs as one folder of static files: a grid of cases x runs, "
-                       "filters, outputs side by side",
+                       "filters, outputs side by side, labels and a review queue",
                        f"evalkit view suites/issue_triage/runs/baseline.json {_REPORT} --out explorer"),
     "policy-diff": Subcommand("evalkit.cli.policy_diff", "decide stored pairs under an old and a new policy and "
                               "show what changes",
@@ -56,9 +56,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                        "cost", "evalkit plan suites/issue_triage/runs/baseline.json --detect 0.05"),
     "bless": Subcommand("evalkit.cli.bless", "make a run report its suite's baseline",
                         f"evalkit bless {_REPORT}"),
-    "review": Subcommand("evalkit.cli.review", "apply human review decisions to a run report",
+    "review": Subcommand("evalkit.cli.review", "apply human review to a run report: decisions on presentation, or "
+                         "labels exported from the run explorer",
                          "evalkit review --report report.json --decisions decisions.json --out reviewed.json"),
-    "calibrate": Subcommand("evalkit.cli.calibrate", "run a suite's graders on its authored counterexamples",
+    "calibrate": Subcommand("evalkit.cli.calibrate", "run a suite's graders on its authored counterexamples, or "
+                            "set its judged checks against people's labels",
                             "evalkit calibrate suite=quality_lab"),
     "migrate": Subcommand("evalkit.cli.migrate", "convert recordings of an older format to the current one",
                           "evalkit migrate recordings/issue_triage/*.json"),

@@ -53,10 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--labels", metavar="A,B,C", help="the labels a reply chooses from (default: the example "
                                                          "suite's positive,negative,neutral, with five real cases); "
                                                          "the dataset then holds one placeholder case per label")
-    commands.add_parser("ci", help="GitHub Actions workflows: replay, gate against main's baseline under main's "
-                                   "policy, summary, annotations, a pull-request comment",
-                        description="Write .github/workflows/evalkit.yml and evalkit-comment.yml at the top of the "
-                                    "git repository that holds the current project.")
+    ci = commands.add_parser("ci", help="GitHub Actions workflows: replay, gate against main's baseline under "
+                                        "main's policy, summary, annotations, a pull-request comment",
+                             description="Write .github/workflows/evalkit.yml and evalkit-comment.yml at the top of "
+                                         "the git repository that holds the current project.")
+    ci.add_argument("--pages", action="store_true",
+                    help="also publish the run explorer (evalkit view) of main's suites to GitHub Pages on each "
+                         "push to main, with the run folders beside it (opt-in: the site shows every input and "
+                         "reply in the reports)")
     return parser
 
 
@@ -65,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "project":
         return _project(args.dir)
-    return _suite(args.name, args.labels) if args.command == "suite" else _ci()
+    return _suite(args.name, args.labels) if args.command == "suite" else _ci(args.pages)
 
 
 def _project(folder: Path) -> int:
@@ -104,14 +108,18 @@ def _suite(name: str, labels_text: str | None) -> int:
     return ExitCode.GO
 
 
-def _ci() -> int:
+def _ci(pages: bool = False) -> int:
     project_root()  # a workflow gates a project: refuse outside one
     install = install_requirement()
     top = repository_top()
-    written = write_new({top / WORKFLOW_PATH: workflow_text(install), top / COMMENT_PATH: comment_workflow_text()})
+    written = write_new({top / WORKFLOW_PATH: workflow_text(install, pages),
+                         top / COMMENT_PATH: comment_workflow_text()})
     print(f"wrote {written[0]}: on pull requests it replays the suite, gates it against the base branch's "
           "baseline under the base branch's policy, writes decision.md to the job summary and annotates regressed "
           "tests")
+    if pages:
+        print("  and on each push to main it publishes the run explorer of main's suites to GitHub Pages (turn "
+              "Pages on first: Settings > Pages > Source: GitHub Actions; the site shows every input and reply)")
     print(f"wrote {written[1]}: posts each decision as one comment on its pull request, updated on each push "
           "(fork-safe: it runs from the base branch and never runs the pull request's code)")
     if install == PLACEHOLDER:

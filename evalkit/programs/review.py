@@ -1,6 +1,7 @@
-"""Human review of presentation, bound to the exact bytes of one run report.
+"""Human review, bound to the exact bytes of one run report: decisions on presentation, and labels.
 
 `evalkit review --report R.json --decisions D.json --out R2.json`
+`evalkit review --report R.json --labels L.jsonl --out R2.json`
 
 A graded case can be left `review_pending`: its task, quality and safety were scored, and a person
 still has to look at how the answer is presented. Review settles that and nothing else:
@@ -12,8 +13,13 @@ still has to look at how the answer is presented. Review settles that and nothin
 - it never modifies the source report; the reviewed copy goes to another file, with an audit trail
   (`review_audit`, one entry per review round) naming the source report's SHA-256.
 
-The decisions file names the SHA-256 of the report file's bytes, so decisions made on one report are
-refused on any other. That digest is a fingerprint of the bytes, not a signature: it says which report
+Labels (a labels file exported from the run explorer, evalkit.records.labels) are a person's verdicts on
+checks: `pass`, `fail` or a level. They are recorded as a review round of their own and change no result:
+they are evidence of what people saw, which `evalkit calibrate` sets the judge against. A label must name a
+case of the report and one of what that case can be labelled on (evalkit.programs.labelling).
+
+The decisions file and the labels file name the SHA-256 of the report file's bytes, so a review made on one
+report is refused on any other. That digest is a fingerprint of the bytes, not a signature: it says which report
 the decisions were made on, not who made them. Reviewer names are self-asserted; evalkit does not
 authenticate them, and the audit trail says so.
 """
@@ -31,8 +37,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from evalkit.core.errors import InputError, describe_validation
 from evalkit.core.fingerprint import SHA_LENGTH, sha256
 from evalkit.core.report import report_from_mapping
+from evalkit.programs.labelling import label_targets
+from evalkit.records.labels import LabelsFile
 
-__all__ = ["IDENTITY_ASSURANCE", "DecisionsFile", "ReviewDecision", "PresentationVerdict", "apply_review"]
+__all__ = ["IDENTITY_ASSURANCE", "DecisionsFile", "ReviewDecision", "PresentationVerdict", "apply_labels",
+           "apply_review"]
 
 IDENTITY_ASSURANCE = "reviewer names are self-asserted; evalkit does not authenticate them"
 
@@ -109,6 +118,46 @@ def apply_review(report: dict[str, Any], report_bytes: bytes, decisions: Any, *,
             grade["quality_pass"] = False
     rounds = _earlier_rounds(report.get("review_audit"), report_name)
     rounds.append({"source_report_sha256": sha, "decisions": copy.deepcopy(decisions["decisions"]),
+                   "identity_assurance": IDENTITY_ASSURANCE})
+    out["review_audit"] = rounds
+    return out
+
+
+def apply_labels(report: dict[str, Any], report_bytes: bytes, labels: LabelsFile, *,
+                 report_name: str = "report", labels_name: str = "labels") -> dict[str, Any]:
+    """The reviewed copy of `report` with the labels recorded as a review round (`review_audit`); no result of
+    the report changes. Pure; every refusal is an InputError naming the file, the label and the fix."""
+    _check_report(report, report_bytes, report_name)
+    sha = sha256(report_bytes)
+    given = labels.header.report_sha256
+    if given != sha:
+        raise InputError(f"{labels_name}: the labels were made on another report (report_sha256 "
+                         f"{given[:SHA_LENGTH]}…), not on {report_name} ({sha[:SHA_LENGTH]}…); review that "
+                         "report with them, or label this one in evalkit view")
+    if not labels.labels:
+        raise InputError(f"{labels_name}: no labels after the header, so there is nothing to record; label cases "
+                         "in the run explorer before exporting")
+    cases = {case.get("id"): case for case in report["cases"] if isinstance(case, dict)}
+    for number, label in enumerate(labels.labels, start=1):
+        at = f"{labels_name}: label {number} (case {label.case_id!r}, check {label.check_id!r})"
+        case = cases.get(label.case_id)
+        if case is None:
+            close = difflib.get_close_matches(label.case_id, [c for c in cases if isinstance(c, str)], n=1)
+            hint = f" (closest: {close[0]!r})" if close else ""
+            raise InputError(f"{at}: no such case in {report_name}{hint}; label cases of this report")
+        targets = label_targets(case)
+        allowed = targets.get(label.check_id)
+        if allowed is None:
+            raise InputError(f"{at}: the case has no such check or rated number (it has: "
+                             f"{', '.join(targets) or 'none'}); label what the explorer offers")
+        if label.label not in allowed:
+            raise InputError(f"{at}: {label.label!r} is not a label of this check (give one of "
+                             f"{', '.join(map(str, allowed))})")
+    out = copy.deepcopy(report)
+    rounds = _earlier_rounds(report.get("review_audit"), report_name)
+    rounds.append({"source_report_sha256": sha, "kind": "labels", "reviewer": labels.header.reviewer,
+                   "tool_version": labels.header.tool_version,
+                   "labels": [label.model_dump(mode="json") for label in labels.labels],
                    "identity_assurance": IDENTITY_ASSURANCE})
     out["review_audit"] = rounds
     return out

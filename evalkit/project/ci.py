@@ -15,6 +15,8 @@ __all__ = ["COMMENT_PATH", "PLACEHOLDER", "TEMPLATE", "WORKFLOW_PATH", "comment_
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "ci" / "evalkit.yml.tmpl"
 WORKFLOW_PATH = Path(".github") / "workflows" / "evalkit.yml"
 """Where the workflow goes, relative to the repository's root."""
+PAGES_JOB_TEMPLATE = TEMPLATE.with_name("evalkit-pages-job.yml.tmpl")
+"""The opt-in job that publishes the run explorer of main's suites to GitHub Pages (`evalkit new ci --pages`)."""
 COMMENT_TEMPLATE = TEMPLATE.with_name("evalkit-comment.yml.tmpl")
 COMMENT_PATH = WORKFLOW_PATH.with_name("evalkit-comment.yml")
 """The workflow that posts the decision as a pull-request comment (fork-safe: it runs from the base branch)."""
@@ -25,14 +27,39 @@ EDIT_NOTE = ("# EDIT: where the runner installs evalkit from (a git URL, a wheel
 MARKER = "@@REQUIREMENT@@"
 
 
-def workflow_text(install: str) -> str:
-    """The workflow's YAML, installing evalkit with the pip requirement `install` (see install_requirement)."""
+# With --pages, a push to main runs the workflow too: the gate keeps to pull requests, the pages job to pushes.
+_PUSH_TRIGGER = """
+  # evalkit new ci --pages: a push to main (your default branch) publishes the run explorer (the pages job)
+  push:
+    branches: [main]
+    paths:
+      - "conf/**"
+      - "suites/**"
+      - "recordings/**"
+      - "requirements*.txt"
+      - "pyproject.toml"
+      - ".github/workflows/evalkit*.yml"
+"""
+_GATE = "  gate:\n    runs-on: ubuntu-latest\n"
+_GATE_ON_PULL_REQUESTS = ("  gate:\n    # pull requests only: a push to main runs the pages job\n"
+                          "    if: github.event_name == 'pull_request'\n    runs-on: ubuntu-latest\n")
+_PERMISSIONS = "\npermissions:\n"
+
+
+def workflow_text(install: str, pages: bool = False) -> str:
+    """The workflow's YAML, installing evalkit with the pip requirement `install` (see install_requirement);
+    with `pages`, also the job that publishes the run explorer of main's suites to GitHub Pages on each push."""
     value = json.dumps(install)  # a JSON string is a YAML double-quoted scalar: nothing in it can break the file
     if install == PLACEHOLDER:
         value += "  " + EDIT_NOTE
     text = TEMPLATE.read_text(encoding="utf-8")
     assert text.count(MARKER) == 1, f"{TEMPLATE} must hold {MARKER} once"
-    return text.replace(MARKER, value)
+    text = text.replace(MARKER, value)
+    if not pages:
+        return text
+    assert text.count(_PERMISSIONS) == 1 and text.count(_GATE) == 1, f"{TEMPLATE}: the pages job's anchors moved"
+    text = text.replace(_PERMISSIONS, _PUSH_TRIGGER + _PERMISSIONS).replace(_GATE, _GATE_ON_PULL_REQUESTS)
+    return text + PAGES_JOB_TEMPLATE.read_text(encoding="utf-8")
 
 
 def comment_workflow_text() -> str:

@@ -1,9 +1,10 @@
 """evalkit's records: the typed models of what evalkit writes, one model per file format or part of one.
 
-It holds the call contract (evalkit.records.call: messages, requests, replies, tools and tool calls) and the
-trajectory (evalkit.records.trajectory); the run report and the decision move in later. Suites, adapters and how-tos
-import these names from here. They are re-exported lazily, as in `evalkit/__init__.py`, so `import evalkit.records`
-stays cheap; type checkers read them through the imports under TYPE_CHECKING.
+It holds the call contract (evalkit.records.call: messages, requests, replies, tools and tool calls), the
+trajectory (evalkit.records.trajectory) and the labels file a reviewer exports from the run explorer
+(evalkit.records.labels); the run report and the decision move in later. Suites, adapters and how-tos import these
+names from here. They are re-exported lazily, as in `evalkit/__init__.py`, so `import evalkit.records` stays cheap;
+type checkers read them through the imports under TYPE_CHECKING.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
         ToolChoice,
         Usage,
     )
+    from evalkit.records.labels import LABELS_FORMAT, Label, LabelsFile, LabelsHeader, read_labels
     from evalkit.records.trajectory import (
         MAX_TOOL_RESULT_CHARS,
         FinalAnswer,
@@ -33,11 +35,18 @@ if TYPE_CHECKING:
         Trajectory,
     )
 
-__all__ = ["MAX_TOOL_RESULT_CHARS", "ContentPart", "FinalAnswer", "Message", "ModelCall", "NamedTool", "Reply",
-           "Request", "Step", "TextPart", "Tool", "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage"]
+__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "ContentPart", "FinalAnswer", "Label", "LabelsFile",
+           "LabelsHeader", "Message", "ModelCall", "NamedTool", "Reply", "Request", "Step", "TextPart", "Tool",
+           "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "read_labels"]
 
-_TRAJECTORY = {"MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolResult", "Trajectory"}
-_WHERE = {name: "evalkit.records.trajectory" if name in _TRAJECTORY else "evalkit.records.call" for name in __all__}
+_MODULES = {
+    "evalkit.records.call": ("ContentPart", "Message", "NamedTool", "Reply", "Request", "TextPart", "Tool", "ToolCall",
+                             "ToolChoice", "Usage"),
+    "evalkit.records.labels": ("LABELS_FORMAT", "Label", "LabelsFile", "LabelsHeader", "read_labels"),
+    "evalkit.records.trajectory": ("MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolResult",
+                                   "Trajectory"),
+}
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:

@@ -8,6 +8,12 @@ beside it, so each run is a script that only appends one JSON literal to `window
 Content-Security-Policy admits scripts and styles from the folder itself and nothing else (`default-src 'none'`: no
 fetch, image, font, frame or form), no inline script or style and no eval, and explorer.js writes report text only
 through `textContent`, so a model's output that looks like markup stays text, as on report.html.
+
+Review in the page: a reviewer labels a case's checks (pass or fail, or the levels of a number the judge rated on
+levels: evalkit.programs.labelling) with a note; the labels stay in the browser's localStorage under the reviewed
+report's SHA-256 and export as a labels file (evalkit.records.labels) that `evalkit review --labels` and `evalkit
+calibrate --labels` read. The queue orders the cases by how unsure the judge was (the margin computed here), least
+sure first. The page names the evalkit that wrote it, for the labels file's header.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from typing import Any
 from evalkit.core.nodeid import matches_critical
 from evalkit.core.report import RunReport
 from evalkit.core.untrusted import visible
+from evalkit.core.version import __version__
+from evalkit.programs.labelling import PASS_FAIL, Unsure, label_targets, unsure
 from evalkit.render.html import environment
 
 __all__ = ["CONTENT_SECURITY_POLICY", "OUTPUT_CHARS", "ExplorerRun", "explorer_files", "run_data"]
@@ -59,7 +67,7 @@ def explorer_files(runs: Sequence[ExplorerRun], reference: int = 0) -> dict[str,
         raise ValueError(f"reference {reference} is not one of the {len(runs)} runs")
     out = {f"data/run-{index}.js": _run_script(index, run) for index, run in enumerate(runs, start=1)}
     out["index.html"] = environment().get_template("explorer.html.j2").render(
-        csp=CONTENT_SECURITY_POLICY, reference=reference, data=list(out),
+        csp=CONTENT_SECURITY_POLICY, reference=reference, data=list(out), version=__version__,
         runs=[_run_row(index, run) for index, run in enumerate(runs, start=1)],
         cases=len({str(case.get("id")) for run in runs for case in run.report.cases}))
     out.update({name: _asset(name) for name in _ASSETS})
@@ -71,7 +79,8 @@ def run_data(index: int, run: ExplorerRun) -> dict[str, Any]:
     each of its checks, its slices, whether a critical check failed, its output and trajectory (cut, with a
     note)."""
     report = run.report
-    cases = [_case(case, report) for case in report.cases if isinstance(case, Mapping)]
+    doubts = unsure(report)
+    cases = [_case(case, report, doubts) for case in report.cases if isinstance(case, Mapping)]
     return {"index": index, "path": _text(run.path), "sha256": run.sha256, "decision": run.decision,
             "key": _key(report.eval), "cases": cases}
 
@@ -103,9 +112,18 @@ def _key(block: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _case(case: Mapping[str, Any], report: RunReport) -> dict[str, Any]:
+def _case(case: Mapping[str, Any], report: RunReport, doubts: Mapping[str, Unsure]) -> dict[str, Any]:
     checks = {str(name): _outcome(value) for name, value in _mapping(case.get("checks")).items()}
-    entry: dict[str, Any] = {"id": _text(case.get("id")), "o": _case_outcome(case), "c": checks}
+    raw = str(case.get("id"))
+    entry: dict[str, Any] = {"id": _text(raw), "o": _case_outcome(case), "c": checks}
+    if entry["id"] != raw:
+        entry["k"] = raw  # the id as the report has it, for the labels file; `id` is how the page shows it
+    levels = {name: list(values) for name, values in label_targets(case).items() if values != PASS_FAIL}
+    if levels:
+        entry["lv"] = levels
+    doubt = doubts.get(raw)
+    if doubt is not None:
+        entry["u"], entry["uw"] = doubt.margin, _text(doubt.why)
     if report.critical and any(outcome == "failed" and matches_critical(name, report.critical)
                                for name, outcome in checks.items()):
         entry["crit"] = True

@@ -3,6 +3,10 @@
 // runs that data/run-N.js appended to window.EVALKIT_RUNS and writes report text only through textContent and
 // setAttribute (never innerHTML), so a model's output that looks like markup stays text. Only the rows in view
 // are drawn (a pool of row elements reused as the grid scrolls), so 10,000 cases x 20 runs never freeze the page.
+// Review: a reviewer labels the checks of one run's cases (the review run); the labels stay in localStorage under
+// that run's report SHA-256 and export as a labels file (JSON Lines: a header, then one label per line), which
+// `evalkit review --labels` and `evalkit calibrate --labels` read. The queue puts the cases the judge was least
+// sure of first (each case's margin `u`, computed by evalkit.programs.labelling).
 (function () {
   var ROW = 24;  // px, as --row in explorer.css
   var DIFF_CELLS = 4000000;  // tokens x tokens a diff may compare; longer texts are diffed by line, or not at all
@@ -29,6 +33,9 @@
   var regressed = new Uint8Array(ids.length), fixed = new Uint8Array(ids.length);
   var critical = new Uint8Array(ids.length), checkFailed = new Uint8Array(ids.length);
   var lowered = null, shown = [];
+  var STORE = "evalkit-labels/", REVIEWER = "evalkit-reviewer", LABELS_FORMAT = "evalkit-labels/1";
+  var review = { run: runs.length - 1, labels: new Map(), queue: false, stored: true };
+  var labelled = new Set();  // the ids of the review run's cases that carry a label
 
   function clampIndex(n) { return n >= 0 && n < runs.length ? n : 0; }
   function outcome(entry) {
@@ -83,6 +90,119 @@
     }
     return lowered[i];
   }
+  // --- review: the labels of the review run, kept in this browser under its report's SHA-256
+  function storage() {
+    try { return window.localStorage; } catch (error) { return null; }  // storage may be off for file pages
+  }
+  function caseKey(entry) { return entry.k !== undefined ? entry.k : entry.id; }  // the id as the report has it
+  function labelKey(caseId, check) { return JSON.stringify([caseId, check]); }
+  function status(message) { document.getElementById("review-status").textContent = message; }
+  function loadLabels() {
+    var store = storage(), saved = null;
+    review.labels = new Map();
+    try {
+      saved = store ? JSON.parse(store.getItem(STORE + runs[review.run].sha256) || "null") : null;
+    } catch (error) { saved = null; }  // a stored value this page did not write is ignored, never shown
+    if (saved && Array.isArray(saved.labels)) {
+      saved.labels.forEach(function (l) {
+        if (l && typeof l.case_id === "string" && typeof l.check_id === "string" && typeof l.note === "string" &&
+            (typeof l.label === "string" || typeof l.label === "number") && typeof l.time === "string") {
+          review.labels.set(labelKey(l.case_id, l.check_id),
+                            { case_id: l.case_id, check_id: l.check_id, label: l.label, note: l.note, time: l.time });
+        }
+      });
+    }
+    countLabels();
+  }
+  function saveLabels() {
+    var store = storage();
+    try {
+      store.setItem(STORE + runs[review.run].sha256, JSON.stringify({ labels: Array.from(review.labels.values()) }));
+      review.stored = true;
+    } catch (error) { review.stored = false; }
+    countLabels();
+  }
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+  function countLabels() {
+    labelled = new Set();
+    review.labels.forEach(function (l) { labelled.add(l.case_id); });
+    document.getElementById("label-count").textContent = plural(review.labels.size, "label") + " on " +
+      plural(labelled.size, "case") + " of #" + runs[review.run].index + (review.stored ? "" : " (kept in this page only: this browser's storage is off; export before closing it)");
+    document.body.setAttribute("data-labels", String(review.labels.size));
+  }
+  // least sure first: the review run's margin (0 a coin toss), cases without one after, each in grid order
+  function queueOrder(list) {
+    var j = review.run;
+    function margin(i) { var entry = rows[i][j]; return entry && entry.u !== undefined ? entry.u : 2; }
+    return list.map(function (i, at) { return [margin(i), at, i]; })
+      .sort(function (a, b) { return a[0] - b[0] || a[1] - b[1]; })
+      .map(function (item) { return item[2]; });
+  }
+  function exportLabels() {
+    var name = reviewer.value.trim(), run = runs[review.run];
+    if (!name) { status("Name the reviewer before exporting: the labels file says who labelled."); reviewer.focus(); return; }
+    if (review.labels.size === 0) { status("No labels on #" + run.index + " yet: open a case and label its checks."); return; }
+    var header = { format: LABELS_FORMAT, report_sha256: run.sha256, reviewer: name, tool: "evalkit",
+                   tool_version: document.body.getAttribute("data-version") || "unknown", report: run.path };
+    var lines = [JSON.stringify(header)];
+    review.labels.forEach(function (l) {
+      lines.push(JSON.stringify({ case_id: l.case_id, check_id: l.check_id, label: l.label, note: l.note, time: l.time }));
+    });
+    var url = URL.createObjectURL(new Blob([lines.join("\n") + "\n"], { type: "application/x-ndjson" }));
+    var link = document.createElement("a");  // a download of the page's own data: nothing is fetched
+    link.href = url;
+    link.download = "labels-" + run.sha256.slice(0, 12) + ".jsonl";
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    window.setTimeout(function () { URL.revokeObjectURL(url); }, 60000);
+    status("Exported " + review.labels.size + " labels on #" + run.index + " as " + link.download +
+           ": record them with evalkit review --report REPORT --labels " + link.download + " --out REVIEWED.json");
+  }
+  function labelForm(entry) {
+    var box = document.createElement("div"), id = caseKey(entry);
+    box.className = "labels";
+    box.appendChild(text("h4", "labels (review run)"));
+    if (entry.uw !== undefined) { box.appendChild(text("p", "the judge's doubt: " + entry.uw, "doubt")); }
+    var targets = Object.keys(entry.c).map(function (name) { return [name, ["pass", "fail"]]; });
+    if (entry.lv) { Object.keys(entry.lv).forEach(function (name) { targets.push([name, entry.lv[name]]); }); }
+    if (targets.length === 0) { box.appendChild(text("p", "nothing to label: no check ran on this case", "note")); }
+    targets.forEach(function (target) {
+      var name = target[0], choices = target[1], key = labelKey(id, name), saved = review.labels.get(key);
+      var levels = typeof choices[0] === "number";
+      var row = document.createElement("div");
+      row.className = "label-row";
+      row.setAttribute("data-check", name);
+      row.appendChild(text("span", name + (levels ? " (levels)" : "")));
+      var select = document.createElement("select");
+      select.setAttribute("aria-label", "label of " + name);
+      option(select, "", "not labelled");
+      choices.forEach(function (choice) { option(select, String(choice), (levels ? "level " : "") + choice); });
+      select.value = saved ? String(saved.label) : "";
+      var note = document.createElement("textarea");
+      note.setAttribute("aria-label", "note on " + name);
+      note.placeholder = "note: why (kept with the label)";
+      note.maxLength = 10000;  // as the labels file allows (evalkit.records.labels)
+      note.value = saved ? saved.note : "";
+      function save() {
+        if (select.value === "") {
+          review.labels.delete(key);
+        } else {
+          review.labels.set(key, { case_id: id, check_id: name, label: levels ? Number(select.value) : select.value,
+                                   note: note.value, time: new Date().toISOString() });
+        }
+        saveLabels();
+        draw();
+      }
+      select.addEventListener("change", save);
+      note.addEventListener("input", function () { if (select.value !== "") { save(); } });
+      row.appendChild(select);
+      row.appendChild(note);
+      box.appendChild(row);
+    });
+    return box;
+  }
+
   function applyFilters() {
     var query = state.search.toLowerCase(), flags = state.flags;
     shown = [];
@@ -95,6 +215,7 @@
       if (query && searchText(i).indexOf(query) < 0) { continue; }
       shown.push(i);
     }
+    if (review.queue) { shown = queueOrder(shown); }
     document.getElementById("count").textContent = shown.length + " of " + rows.length + " cases";
     spacer.style.height = (shown.length * ROW) + "px";
     draw();
@@ -133,8 +254,10 @@
       element.hidden = false;
       element.setAttribute("data-case", String(i));
       element.classList.toggle("open", i === state.open);
+      var mine = rows[i][review.run];
+      element.classList.toggle("labelled", mine !== undefined && labelled.has(caseKey(mine)));
       cells[0].textContent = ids[i];
-      cells[0].setAttribute("title", ids[i]);
+      cells[0].setAttribute("title", review.queue && mine && mine.uw !== undefined ? ids[i] + " \u2014 " + mine.uw : ids[i]);
       for (var j = 0; j < runs.length; j += 1) {
         var value = outcome(rows[i][j]);
         cells[j + 1].textContent = MARK[value];
@@ -170,7 +293,8 @@
     var column = document.createElement("div");
     column.className = "case-run" + (j === state.reference ? " reference" : "");
     column.setAttribute("data-run", String(run.index));
-    column.appendChild(text("h3", "#" + run.index + (j === state.reference ? " (reference)" : "")));
+    column.appendChild(text("h3", "#" + run.index + (j === state.reference ? " (reference)" : "") +
+                            (j === review.run ? " (review)" : "")));
     column.appendChild(text("p", run.path, "note"));
     if (!entry) { column.appendChild(text("p", "not in this run", "note")); return column; }
     var facts = document.createElement("p");
@@ -181,6 +305,7 @@
     Object.keys(entry.c).forEach(function (name) { list.appendChild(text("li", name + ": " + entry.c[name])); });
     column.appendChild(list);
     if (entry.s) { column.appendChild(text("p", entry.s.join(" \u00b7 "), "note")); }
+    if (j === review.run) { column.appendChild(labelForm(entry)); }
     block(column, "output", entry.out, entry.outCut, "output");
     ["trajectory", "transcript"].forEach(function (name) {
       if (entry[name] !== undefined) { block(column, name, entry[name], entry[name + "Cut"], name); }
@@ -271,6 +396,27 @@
     state.search = event.target.value; applyFilters();
   });
   window.addEventListener("resize", draw);
+
+  var reviewSelect = document.getElementById("review-run"), reviewer = document.getElementById("reviewer");
+  runs.forEach(function (run, j) { option(reviewSelect, String(j), "#" + run.index + " " + run.path); });
+  reviewSelect.value = String(review.run);
+  reviewSelect.addEventListener("change", function () {
+    review.run = Number(reviewSelect.value);
+    loadLabels(); applyFilters();
+    if (state.open >= 0) { openCase(state.open); }
+  });
+  try { reviewer.value = (storage() && storage().getItem(REVIEWER)) || ""; } catch (error) { reviewer.value = ""; }
+  reviewer.addEventListener("input", function () {
+    try { storage().setItem(REVIEWER, reviewer.value); } catch (error) { /* kept in the page only */ }
+  });
+  document.getElementById("queue").addEventListener("click", function (event) {
+    review.queue = !review.queue;
+    event.target.setAttribute("aria-pressed", String(review.queue));
+    body.scrollTop = 0;
+    applyFilters();
+  });
+  document.getElementById("export").addEventListener("click", exportLabels);
+  loadLabels();
 
   drawHead();
   computeFlags();
