@@ -21,9 +21,9 @@ from helpers.live import PROJECT_ROOT, Evalkit, replies
 from evalkit.adapt.otel import trajectories
 from evalkit.adapt.otlp import read_otlp
 from evalkit.core.errors import InputError
-from evalkit.live.providers.base import Message, Reply, Request, Usage
 from evalkit.live.redact import MASK, Redactor
 from evalkit.records import FinalAnswer, ModelCall
+from evalkit.records.call import Message, Reply, Request, Usage
 from evalkit.run.execute import CallResult
 from evalkit.run.otel_export import DETAILS_EVENT, call_spans, export_text, write_export
 

@@ -41,7 +41,7 @@ from evalkit.core.call_id import CallId
 from evalkit.core.errors import ConfigError, InputError
 
 if TYPE_CHECKING:  # `evalkit adapt otel` reads DETAILS_EVENT from here without loading the runner
-    from evalkit.live.providers.base import Request
+    from evalkit.records.call import Request
     from evalkit.run.execute import CallResult
 
 __all__ = ["DETAILS_EVENT", "CallSpan", "call_spans", "export_text", "require_sdk", "write_export"]
@@ -184,7 +184,7 @@ def _call_attributes(call: CallSpan, text: Callable[[str], str]) -> dict[str, An
 
 def _messages(request: Request, result: CallResult, text: Callable[[str], str]) -> dict[str, str]:
     """The call's messages in the conventions' parts form, as JSON text (the event's attributes)."""
-    given = [{"role": m.role, "parts": [{"type": "text", "content": text(m.content)}]} for m in request.messages]
+    given = [{"role": m.role, "parts": [{"type": "text", "content": text(m.text)}]} for m in request.messages]
     out: dict[str, str] = {"gen_ai.input.messages": json.dumps(given, ensure_ascii=False)}
     reply = result.reply
     if reply is not None and reply.text is not None:
