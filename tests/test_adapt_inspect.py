@@ -90,6 +90,8 @@ def test_epochs_become_repeats_and_only_the_significant_drop_regresses() -> None
     assert tests["arith::match[q5]"]["repeats"] == {"passed": 9, "runs": 10}
     assert result.decision.decision is Verdict.BLOCK
     assert result.decision.regressed == ("arith::match[q3]",)  # q5's 9 of 10 is within noise
+    # ... and named for review: it passed all 10 on the baseline, and 10 samples a side cannot tell its drop
+    assert [f.tests for f in result.decision.findings if f.rule == "too_small_to_tell"] == [("arith::match[q5]",)]
 
 
 def test_an_errored_sample_is_an_errored_test_listed_never_dropped() -> None:

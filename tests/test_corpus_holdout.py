@@ -4,8 +4,10 @@ on the corpus file that showed it; the counts are the report's independent ones.
 from __future__ import annotations
 
 import json
+import zipfile
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.corpus import WHERE_TO_GET, corpus_root, in_ci
@@ -18,7 +20,7 @@ from evalkit.adapt.lm_eval import read_lm_eval
 from evalkit.adapt.neutral import NeutralRun
 from evalkit.adapt.promptfoo import read_promptfoo
 from evalkit.core.errors import InputError
-from evalkit.core.policy import STRICT_DEFAULT
+from evalkit.core.policy import STRICT_DEFAULT, RepeatsRule
 from evalkit.gate.decision import Verdict
 
 HOLDOUT = corpus_root() / "holdout-2026-12-03"
@@ -37,6 +39,51 @@ def _corpus() -> None:
 def counts(run: NeutralRun) -> tuple[int, int, int, int, int]:
     c = Counter(t.outcome for t in run.tests)
     return len(run.tests), c["passed"], c["failed"], c["error"], c["skipped"]
+
+
+@pytest.mark.parametrize("name", [
+    "2025-12-11T18-00-43+00-00_gpqa-diamond_NL3aygdanSgqAJfzoMFuH6.eval",
+    "2026-01-09T18-27-59+00-00_gpqa-diamond_nbjF337MtumE8dao4wZ3vj.eval",
+])
+def test_finding_2_one_epoch_of_a_passing_sample_failing_is_review_naming_the_test(name: str, tmp_path: Path) -> None:
+    source = HOLDOUT / f"inspect/meridianlabs-ai+inspect_flow__tests__test_logs__logs1__{name}"
+    copy = tmp_path / name  # every member as Inspect wrote it, with epoch 3's scores made `I` wherever they appear
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(copy, "w", zipfile.ZIP_DEFLATED) as flipped:
+        for info in original.infolist():
+            member = _made_incorrect(json.loads(original.read(info)), epochs={3})  # deflate members
+            flipped.writestr(info.filename, json.dumps(member))
+    baseline, candidate = read_inspect_log(source), read_inspect_log(copy)
+    (test,) = candidate.tests
+    assert test.outcome == "failed" and test.repeats == (3, 4)
+    decision = gate_runs(STRICT_DEFAULT, baseline, candidate).decision
+    assert decision.decision is Verdict.REVIEW, decision.reasons
+    (finding,) = [f for f in decision.findings if f.rule == "too_small_to_tell"]
+    assert finding.tests == (test.nodeid,)
+    assert f"{test.nodeid}: candidate 3/4, baseline 4/4" in finding.message and "too small to tell" in finding.message
+    assert not decision.regressed  # 4/4 against 3/4 is no significant drop: named for review, not blocked
+    assert gate_runs(STRICT_DEFAULT, baseline, baseline).decision.decision is Verdict.GO
+    quiet = STRICT_DEFAULT.model_copy(update={"repeats": RepeatsRule(too_small_to_tell="ignore")})
+    assert gate_runs(quiet, baseline, candidate).decision.decision is Verdict.GO  # the policy's switch
+    every = tmp_path / f"every-{name}"  # all 4 epochs failing is a drop 4 against 4 samples can show: it blocks
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(every, "w", zipfile.ZIP_DEFLATED) as flipped:
+        for info in original.infolist():
+            flipped.writestr(info.filename, json.dumps(_made_incorrect(json.loads(original.read(info)), {1, 2, 3, 4})))
+    blocked = gate_runs(STRICT_DEFAULT, baseline, read_inspect_log(every)).decision
+    assert blocked.decision is Verdict.BLOCK and blocked.regressed == (test.nodeid,)
+
+
+def _made_incorrect(value: Any, epochs: set[int]) -> Any:
+    """The log's JSON member with the scores of the samples of these epochs made `I`, wherever a sample is held."""
+    if isinstance(value, dict):
+        if value.get("epoch") in epochs and isinstance(value.get("scores"), dict):
+            for score in value["scores"].values():
+                score["value"] = "I"
+        for item in value.values():
+            _made_incorrect(item, epochs)
+    elif isinstance(value, list):
+        for item in value:
+            _made_incorrect(item, epochs)
+    return value
 
 
 def test_finding_3_mocha_same_titled_tests_are_two_tests_not_retries() -> None:

@@ -5,7 +5,9 @@ Each file is counted by a reader written from the format alone (tests/helpers/co
 elements, the zip and JSON of an Inspect log, DeepEval's metricsData, promptfoo's componentResults), never by
 evalkit's reader, and evalkit must read the same tests with the same outcomes. Gated against itself a file decides
 GO, or what its manifest row (tests/corpus_manifest.tsv) justifies; a copy with one passing test made to fail,
-written to this test's temporary folder, blocks on exactly that test. A file evalkit refuses is refused in one
+written to this test's temporary folder, blocks on exactly that test; in an Inspect log with epochs, one epoch
+of a test that passed them all made to fail is never GO (REVIEW naming it, too_small_to_tell, or BLOCK where the
+sizes can tell the drop). A file evalkit refuses is refused in one
 line holding the words its row names. Under CI=true a missing corpus fails; elsewhere the tests skip, saying where
 to get it.
 """
@@ -99,6 +101,8 @@ def test_every_file_reads_as_its_tool_wrote_it(row: Expected | str | None, tmp_p
     itself = gate_runs(STRICT_DEFAULT, run, run).decision
     assert itself.decision is Verdict(row.expect), (row.path, itself.reasons, row.why)
     assert not itself.regressed
+    if row.tool == "inspect":
+        _one_sample_of_a_repeated_test_failing_is_never_go(path, run, tmp_path / "one-sample")
     flip = FLIPPERS[row.tool](path, run, tmp_path)
     if flip is None:  # nothing passes, or every test is repeated (a flip of one run is a statistical question)
         assert not any(t.outcome == "passed" and t.repeats is None for t in run.tests) or row.tool == "junit", row.path
@@ -140,8 +144,25 @@ def _flip_junit(path: Path, run: NeutralRun, tmp: Path) -> Flip:
     return target.nodeid, copies[0], copies[1]
 
 
-def _flip_inspect(path: Path, run: NeutralRun, tmp: Path) -> Flip:
-    target = next((t for t in run.tests if t.repeats is None and t.outcome == "passed"), None)
+def _one_sample_of_a_repeated_test_failing_is_never_go(path: Path, run: NeutralRun, tmp: Path) -> None:
+    """A test with epochs that passed every one, its last epoch made to fail: REVIEW naming it (too small to tell)
+    or BLOCK where the sizes let that drop be told, never GO."""
+    target = next((t for t in run.tests if t.repeats is not None and t.outcome == "passed"), None)
+    if target is None:
+        return
+    assert target.repeats is not None
+    tmp.mkdir()
+    flip = _flip_inspect(path, run, tmp, target=target, epoch=target.repeats[1])
+    assert flip is not None
+    _, baseline, candidate = flip
+    decision = gate_runs(STRICT_DEFAULT, baseline, candidate).decision
+    named = {name for f in decision.findings if f.rule in ("regression", "too_small_to_tell") for name in f.tests}
+    assert decision.decision in (Verdict.REVIEW, Verdict.BLOCK) and target.nodeid in named, (path, decision.reasons)
+
+
+def _flip_inspect(path: Path, run: NeutralRun, tmp: Path, target: Any = None, epoch: int | None = None) -> Flip:
+    """With `epoch`, only that epoch of `target`'s sample is made to fail (the baseline keeps it as written)."""
+    target = target or next((t for t in run.tests if t.repeats is None and t.outcome == "passed"), None)
     if target is None:
         return None
     members = inspect_members(path)
@@ -150,7 +171,7 @@ def _flip_inspect(path: Path, run: NeutralRun, tmp: Path) -> Flip:
     for full in (True, False):
         copy = json.loads(json.dumps(members))
         for sample in inspect_samples(copy):
-            if str(sample["id"]) == target.case:
+            if str(sample["id"]) == target.case and (epoch is None or (not full and sample.get("epoch") == epoch)):
                 for name, score in sample["scores"].items():
                     if name.removesuffix("()") == scorer:
                         score["value"] = "C" if full else "I"

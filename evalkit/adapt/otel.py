@@ -11,8 +11,8 @@ spans that follow OpenTelemetry's GenAI semantic conventions become each case's 
   `gen_ai.tool.call.id` (else the span id), `gen_ai.tool.call.arguments` (JSON text, or a structured value) and
   `gen_ai.tool.call.result`; the span's status ERROR, or an `error.type` attribute, makes the result an error,
   with the status message, the `exception.message` of an `exception` event, or the `error.type` as its reason;
-- the text parts of the last model call's `gen_ai.output.messages` (recorded when content capture is on) are
-  the final answer.
+- the text parts of the last model call's `gen_ai.output.messages` (recorded when content capture is on: on the
+  span, or in its `gen_ai.client.inference.operation.details` event) are the final answer.
 
 Which spans are cases: every span carrying the attribute `evalkit.case_id` (its value is the case id) when any
 span does; otherwise every root span (no parent in the file) with GenAI spans below it, its name the case id. A
@@ -39,6 +39,7 @@ from evalkit.core.files import read_bytes
 from evalkit.core.fingerprint import sha256
 from evalkit.judging.trajectory import TrajectoryChecks, evaluate, load_trajectory_checks
 from evalkit.records.trajectory import FinalAnswer, ModelCall, Step, ToolCall, ToolResult, Trajectory
+from evalkit.run.otel_export import DETAILS_EVENT
 
 __all__ = ["CASE_ID", "SOURCE", "read_otel", "trajectories"]
 
@@ -173,7 +174,7 @@ def _trajectory(spans: list[Span]) -> Trajectory:
                 input_tokens=_count(attributes.get("gen_ai.usage.input_tokens")),
                 output_tokens=_count(attributes.get("gen_ai.usage.output_tokens")),
                 milliseconds=max(0, span.end_ns - span.start_ns) / 1e6 if span.end_ns else None))
-            answer = _answer(attributes.get("gen_ai.output.messages"))
+            answer = _answer(attributes.get("gen_ai.output.messages", _details(span)))
     if answer:
         steps.append(FinalAnswer(text=answer))
     return Trajectory(steps=tuple(steps))
@@ -182,6 +183,13 @@ def _trajectory(spans: list[Span]) -> Trajectory:
 def _operation(span: Span) -> str | None:
     value = span.attributes.get("gen_ai.operation.name")
     return value if isinstance(value, str) else None
+
+
+def _details(span: Span) -> Any:
+    """`gen_ai.output.messages` of the conventions' opt-in event, where the messages were written there rather
+    than on the span (evalkit's own `run.otel_export` does so)."""
+    return next((attributes.get("gen_ai.output.messages") for name, attributes in span.events
+                 if name == DETAILS_EVENT), None)
 
 
 def _why(span: Span, error_type: str | None) -> str:

@@ -310,6 +310,14 @@ class RunSettings(_Strict):
     save_report: str | None = None
     """Also write the run report here in its canonical form (evalkit.run.canonical: no timings or machine facts),
     e.g. to refresh a suite's shipped baseline."""
+    otel_export: str | None = None
+    """Also write the run's calls here as an OpenTelemetry trace (OTLP JSON, the Collector file exporter's format,
+    with the GenAI semantic conventions: a root span per case, a child span per call), after the checks ran, in
+    every mode (a replay's spans say they were replayed); needs the `otel` extra (evalkit.run.otel_export)."""
+    otel_messages: bool = False
+    """With `otel_export`: also write each call's messages, as the conventions' opt-in event
+    `gen_ai.client.inference.operation.details` (redacted like every message evalkit writes). Off: no prompt or
+    reply text is in the trace."""
     concurrency: int = Field(8, ge=1, le=1024)
     """Live calls in flight at once (8 suits a local server; raise it for hosted APIs). A provider that serves
     fewer at once gets no more (llamacpp, one runtime in this process: 1), and the run says so."""
@@ -620,8 +628,19 @@ def _check_run_paths(config: RunConfig) -> RunConfig:
             raise ConfigError(f"run.save_report={save}: names a folder; name the file to write the canonical "
                               "report to (e.g. suites/NAME/runs/baseline.json)")
         save = os.fspath(saved)
+    export = config.run.otel_export
+    if export is not None:
+        exported = Path(export).expanduser().absolute()
+        if exported.is_dir():
+            raise ConfigError(f"run.otel_export={export}: names a folder; name the file to write the trace to "
+                              "(e.g. outputs/calls.otlp.json)")
+        export = os.fspath(exported)
+    elif config.run.otel_messages:
+        raise ConfigError("run.otel_messages=true: writes messages into the trace run.otel_export names, and none "
+                          "is named; add run.otel_export=PATH")
     return config.model_copy(update={"run": config.run.model_copy(update={"out": os.fspath(out),
-                                                                          "save_report": save})})
+                                                                          "save_report": save,
+                                                                          "otel_export": export})})
 
 
 def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
@@ -648,6 +667,9 @@ def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
         if config.run.repeats != 1:
             raise ConfigError(f"run.repeats={config.run.repeats}: suite {suite.name} runs a candidate program once "
                               "per case; run.repeats samples model calls: drop it (or set run.repeats=1)")
+        if config.run.otel_export is not None:
+            raise ConfigError(f"run.otel_export={config.run.otel_export}: suite {suite.name} runs a candidate "
+                              "program and makes no model calls, so there are no calls to trace; drop it")
         if config.dataset.manifest is None:
             raise ConfigError(f"conf/suite/{suite.name}.yaml: a program suite needs a manifest dataset "
                               "(its references must stay out of the cases the program sees)")

@@ -56,6 +56,10 @@ class RepeatsRule(BaseModel):
     """What tests flaky on the baseline (0 < k < N passes) lead to: they are listed, and by default reviewed."""
     insufficient_data: Literal["block", "review", "ignore"] = "review"
     """What sample sizes too small for any outcome to reach `alpha` (or below `min_repeats`) lead to."""
+    too_small_to_tell: Literal["block", "review", "ignore"] = "review"
+    """What a test that passed every sample on the baseline and fails some on the candidate leads to when its drop
+    is not significant (the Fisher test above its Holm step): at these sample sizes the run cannot tell a
+    regression from chance, so by default the test is named for review rather than let through as go."""
     seed: int = Field(17, ge=0, le=2**32 - 1)
     """Seed of the suite bootstrap's random generator."""
     resamples: int = Field(2000, ge=1, le=MAX_RESAMPLES)
@@ -203,6 +207,8 @@ STRICT_DEFAULT = Policy(name="strict-default", version="1", max_regressions=0, r
 
 _LATER = ("power", "max_detectable_drop", "rules")
 """Keys added to the policy after its identity was first taken: left out of it while they hold their default."""
+_LATER_REPEATS = ("too_small_to_tell",)
+"""Keys added to `repeats` after its identity was first taken: left out of it while they hold their default."""
 
 
 def policy_sha256(policy: Policy) -> str:
@@ -211,6 +217,10 @@ def policy_sha256(policy: Policy) -> str:
     data = policy.model_dump(mode="json")
     if policy.repeats == RepeatsRule():  # added later: a policy that leaves it alone keeps its earlier identity
         del data["repeats"]
+    else:  # the same for the keys added to it later
+        for name in _LATER_REPEATS:
+            if data["repeats"][name] == RepeatsRule.model_fields[name].default:
+                del data["repeats"][name]
     for name in _LATER:  # the same for the keys added after it
         if data[name] == Policy.model_fields[name].get_default(call_default_factory=True):
             del data[name]

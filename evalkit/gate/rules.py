@@ -27,7 +27,7 @@ from evalkit.gate.compared import Compared, sampled, unmatched_critical
 from evalkit.gate.findings import Effect, Finding
 from evalkit.gate.headline import points
 from evalkit.gate.release import scored, why_unpaired
-from evalkit.gate.repeats import wilson_interval
+from evalkit.gate.repeats import fisher_lower_p, wilson_interval
 from evalkit.gate.sequential_rule import pool
 from evalkit.judging.judge_health import judge_warnings
 
@@ -334,6 +334,36 @@ def insufficient_data(c: Compared) -> Iterator[Finding]:
     effect = _effect(c.policy.repeats.insufficient_data)
     if why and effect is not None:
         yield Finding("insufficient_data", effect, f"insufficient_data: {why}", figures={"why": why})
+
+
+@rule("too_small_to_tell", "repeats", per_test="passed every sample on the baseline, fails some now (too few "
+                                             "samples to tell)")
+def too_small_to_tell(c: Compared) -> Iterator[Finding]:
+    """With repeated samples: a test that passed every sample on the baseline and fails some on the candidate,
+    where the drop is not significant at these sample sizes, is named for review (as `repeats:` says): the run is
+    too small to tell a regression from chance, which must not read as go. A single run's rule is unchanged."""
+    repeated, effect = c.repeated, _effect(c.policy.repeats.too_small_to_tell)
+    if repeated is None or effect is None:
+        return
+    fixed = repeated.method == "fixed"
+    was, now = (c.baseline.repeats if fixed else pool(c.baseline)), c.candidate.repeats
+    critical = set(c.tests.critical_failures)  # these block already, every sample demanded
+    names = sorted(name for name in was.keys() & now.keys()
+                   if 0 < was[name].runs == was[name].passed and now[name].passed < now[name].runs
+                   and name not in repeated.regressed and name not in critical)
+    if not names:
+        return
+    counts = []
+    for name in names:
+        before, after = was[name], now[name]
+        p = f" (one-sided Fisher p={fisher_lower_p(before.passed, before.runs, after.passed, after.runs):.2g})" \
+            if fixed else ""
+        counts.append(f"{name}: candidate {after.passed}/{after.runs}, baseline {before.passed}/{before.runs}{p}")
+    yield Finding("too_small_to_tell", effect,
+                  f"too_small_to_tell: {len(names)} test(s) passed every sample on the baseline and fail some on the "
+                  f"candidate, a drop this run is too small to tell from chance at alpha/2 = {repeated.alpha / 2:g} "
+                  f"({_few(counts)}); rerun both sides with more repeats (run.repeats=N), or review these tests",
+                  tuple(names), {"tests": len(names), "alpha": repeated.alpha})
 
 
 @rule("detectable_drop", "max_detectable_drop", "power")

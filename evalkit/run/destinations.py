@@ -1,4 +1,5 @@
-"""Where a run may write: its run folder, its recording (live modes) and `run.save_report`, nothing else.
+"""Where a run may write: its run folder, its recording (live modes), `run.save_report` and `run.otel_export`,
+nothing else.
 
 - The run folder (`run.out`, by default Hydra's `hydra.run.dir`) may not be the project root, nor lie inside
   the project's or evalkit's `conf/`, the `suites/` folder, the run's own suite folder or its recordings
@@ -8,6 +9,8 @@
   may only replace a run report: the path must end in `.json`, may not be a symbolic link, may not lie inside a
   `conf/` folder, may not be one of the command's inputs (the baseline the run is gated against, the report
   being blessed), and a file already there must parse as a run report (never a dataset, recording or config).
+- A trace export (`run.otel_export=PATH`) may not be a symbolic link, one of the run's inputs, or lie inside a
+  `conf/` folder; a file already there is replaced whole (evalkit.run.otel_export).
 """
 
 from __future__ import annotations
@@ -45,6 +48,21 @@ def check_run_destinations(config: RunConfig) -> None:
                              "outputs/NAME")
     if config.run.save_report:
         check_saved_report(Path(config.run.save_report).expanduser(), "run.save_report", _run_inputs(config))
+    if config.run.otel_export:
+        _check_trace_export(Path(config.run.otel_export).expanduser(), _run_inputs(config))
+
+
+def _check_trace_export(path: Path, inputs: Mapping[str, Path]) -> None:
+    """`run.otel_export` may not be a link, an input of the run or lie in a config folder, and needs the SDK."""
+    from evalkit.run.otel_export import require_sdk  # the SDK is imported only by a run that exports
+
+    refuse_link(path, "trace export")
+    refuse_input(path, inputs, "trace export")
+    for folder in conf_dirs():
+        if _inside(path, folder):
+            raise InputError(f"run.otel_export={path}: lies in the config folder {folder}, which evalkit never "
+                             "writes; write the trace elsewhere (e.g. outputs/calls.otlp.json)")
+    require_sdk()
 
 
 def check_saved_report(path: Path, setting: str, inputs: Mapping[str, Path]) -> None:

@@ -69,6 +69,9 @@ class CallResult:
     """Live calls only: from the start of the call's wave until its answered attempt was sent, i.e. queued behind
     the other calls for one of `run.concurrency` slots, the rate limiter and retry pauses. Never recorded: it is
     this run's scheduling, not the reply's."""
+    sent_ns: int | None = None
+    """Live calls only: when the answered attempt was sent (nanoseconds since the epoch), for the trace export
+    (evalkit.run.otel_export). Never recorded, like `wait_ms`."""
 
     @property
     def text(self) -> str | None:
@@ -357,7 +360,7 @@ class _Caller:
                     self.denied.append(reservation)
                 return self._end(call_id, request, progress, failure=Failure(kind="budget_denied", reason=reservation))
             self.limiter.acquire(estimate + live.budget.limits.reserve_output_tokens)
-            sent_at = time.monotonic()
+            sent_at, sent_ns = time.monotonic(), time.time_ns()
             with self._lock:
                 self.sent += 1
             try:
@@ -386,7 +389,7 @@ class _Caller:
             if reply.text is not None and (text := live.redact_reply(reply.text)) != reply.text:
                 reply = reply.model_copy(update={"text": text})
             answered = self._end(call_id, request, progress, reply=reply)
-            return replace(answered, wait_ms=round((sent_at - self._wave_started) * 1000, 1))
+            return replace(answered, wait_ms=round((sent_at - self._wave_started) * 1000, 1), sent_ns=sent_ns)
 
     def _outage(self, call_id: str, request: Request, progress: CallProgress, reason: str) -> CallResult:
         """A call that failed after its retries: journaled (resume calls it again), and no further call starts."""

@@ -13,6 +13,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ from evalkit.run.identity import closest_recording, reusable_calls, run_key, run
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
 from evalkit.run.mismatch import ReplayRefusal
+from evalkit.run.otel_export import call_spans, export_text, write_export
 from evalkit.run.plugin import RUN_OPTION
 from evalkit.run.recording import ForeignRecording, Provenance, Recording, load_recording, save_recording
 from evalkit.run.rounds import sample_in_rounds
@@ -150,6 +152,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
                                 recorded=recording.provenance.rounds, recording=recording,
                                 replay=config.mode is Mode.REPLAY)
 
+    started_ns = time.time_ns()  # where a trace export lays the calls that were not sent now (replayed ones)
     if config.mode is Mode.REPLAY:
         if not os.path.lexists(rec_path):
             raise ReplayRefusal(no_recording(rec_path, key, settings))
@@ -169,7 +172,23 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
     extra: dict[str, Any] = {"execution": execution.stats, "texts": texts}
     report, report_path = _check_and_report(config, suite_dir, run_input(execution, recording.provenance), redact,
                                             extra, sequential=_sequential(config, execution, baseline, baseline_name))
+    if config.run.otel_export:
+        _export_trace(config, execution, report, redact, started_ns)
     return RunResult(key, report, report_path, rec_path, execution.stats)
+
+
+def _export_trace(config: RunConfig, execution: Execution, report: RunReport, redact: Redactor,
+                  started_ns: int) -> None:
+    """Write `run.otel_export`: the run's calls as OTLP JSON, each case's span with its outcome from the report."""
+    assert config.run.otel_export is not None and config.model is not None
+    requests = execution.caller.requests if execution.caller is not None else {}
+    providers = {"model": config.model.provider} | ({"judge": config.judge.provider} if config.judge else {})
+    passed = {str(case["id"]): bool(case["passed"]) for case in report.cases
+              if isinstance(case.get("passed"), bool) and case.get("status") != "unscored"}
+    spans = call_spans(execution.calls, requests, providers, started_ns)
+    text = export_text(spans, suite=config.suite.name, mode=str(config.mode), passed=passed, version=__version__,
+                       redact=redact, messages=config.run.otel_messages)
+    write_export(Path(config.run.otel_export), text)
 
 
 def _sequential(config: RunConfig, execution: Execution, baseline: RunReport | None,
