@@ -17,7 +17,8 @@ from evalkit.core.prices import GROUP as PRICES
 from evalkit.core.prices import PriceEntry, check_price_file, prices_where
 
 __all__ = ["BUILTIN_METRICS", "SliceSpec", "SweepSettings", "Mode", "Progress", "Price", "BudgetConfig", "ModelConfig",
-           "JudgeConfig", "PromptConfig", "DatasetConfig", "ProgramLimits", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig",
+           "JudgeConfig", "PromptConfig", "DatasetConfig", "ProgramLimits", "ProgramSpec", "SuiteConfig",
+           "RunSettings", "RunConfig",
            "from_hydra", "validate_config", "available_cpus", "WORKERS_PER_CPU", "env_names", "deprecations"]
 
 

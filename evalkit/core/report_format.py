@@ -19,7 +19,8 @@ from typing import Any, Final, Literal
 import msgspec
 
 __all__ = ["FORMAT", "FORMATS", "CaseEntry", "CaseRepeats", "Classification", "JudgeFlip", "JudgedCheck",
-           "MetricSummary", "Repeats", "RunReportFormat", "SelfAgreementBlock", "Sequential", "TestEntry", "Text", "check_repeats", "run_report_schema"]
+           "MetricSummary", "Repeats", "RunReportFormat", "SelfAgreementBlock", "Sequential", "TestEntry", "Text",
+           "check_repeats", "run_report_schema"]
 
 FORMAT: Final = "evalkit-run-report/1"
 FORMATS: Final = (FORMAT,)
