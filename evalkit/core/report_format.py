@@ -142,6 +142,9 @@ class JudgedCheck(msgspec.Struct, forbid_unknown_fields=True):
     flips: list[JudgeFlip]
     verdicts: dict[str, dict[str, list[str | None]]]
     """Case id -> sample -> the verdict of each repeat (`score 4`, `pass`, `win`; null: an answer without one)."""
+    passed: dict[str, dict[str, list[bool]]] = {}
+    """Case id -> sample -> whether each repeat's verdict passed the reply (what `evalkit calibrate` sets against
+    pass/fail labels)."""
 
 
 class Text(msgspec.Struct, forbid_unknown_fields=True):

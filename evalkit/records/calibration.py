@@ -75,6 +75,8 @@ class JudgeCalibration(_Record):
     report: str | None = None
     """The run report whose verdicts were calibrated."""
     report_sha256: str | None = None
+    weights: str | None = None
+    """How weighted kappa weighed level disagreements (`linear`, `quadratic`); pass/fail checks use Cohen's."""
     checks: dict[str, CheckCalibration]
 
 

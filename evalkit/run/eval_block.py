@@ -162,7 +162,8 @@ class EvalBlock:
             blocks[check] = {"kind": kind, "repeats": self.run.judge_repeats,
                              "self_agreement": agreement.to_json() if agreement is not None else None,
                              "flips": flips,
-                             "verdicts": {case_id: seen["verdicts"] for case_id, (_, seen) in sorted(cases.items())}}
+                             "verdicts": {case_id: seen["verdicts"] for case_id, (_, seen) in sorted(cases.items())},
+                             "passed": {case_id: seen["passed"] for case_id, (_, seen) in sorted(cases.items())}}
         if blocks:
             json_report["judges"] = blocks
 
