@@ -101,7 +101,8 @@ def test_level_labels_get_weighted_kappa_over_every_repeat_of_sample_zero():
     assert faithful["judged"] == len(said)
     assert faithful["kappa"] == weighted_kappa(said, truth, "linear")
     assert faithful["kappa_kind"] == "weighted-linear" and result["weights"] == "linear"
-    assert faithful["agreement"] == pytest.approx(sum(a == b for a, b in zip(said, truth)) / len(said), abs=1e-6)
+    same = sum(a == b for a, b in zip(said, truth, strict=True))
+    assert faithful["agreement"] == pytest.approx(same / len(said), abs=1e-6)
     assert [d["case"] for d in faithful["disagreements"]] == ["a", "b", "c"]
     assert faithful["disagreements"][2]["verdicts"] == [1, 1, 1]
     assert "weighted-linear, over levels" in render_judges(result)
