@@ -614,6 +614,7 @@ class _Report(msgspec.Struct):
     classification: Any = None
     texts: Any = None
     sequential: Any = None
+    judges: Any = None
 
 
 _REPORT, _TEST = msgspec.json.Decoder(_Report), msgspec.json.Decoder(_Test)
