@@ -152,3 +152,15 @@ def test_the_calibration_is_read_beside_the_baseline(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"judge_calibration.json: .*missing key 'checks.f.judged'.*evalkit "
                                          "calibrate"):
         read_calibration(tmp_path / "runs/judge_calibration.json")
+
+
+def test_policy_diff_decides_each_pair_with_the_calibration_beside_its_baseline() -> None:
+    from evalkit.cli.policy_diff import Pair, render
+
+    base, candidate = _report(PASSING), _report(REGRESSED)
+    pairs = [Pair("runs/baseline.json", "a.json", base, candidate, _calibration(0.9)),
+             Pair("runs/baseline.json", "b.json", base, candidate, _calibration(0.3))]
+    text = render("old", Policy(), "new", Policy(min_judge_kappa=0.6), pairs, "two pairs", [])
+    # calibrated at 0.9: still a block under the new policy; at 0.3: capped to review, and said why
+    assert "**1 decision(s) change**" in text
+    assert "b.json" in text and "below the policy's min_judge_kappa 0.6" in text

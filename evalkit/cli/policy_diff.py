@@ -36,13 +36,14 @@ from evalkit.core.parsing import parse_json, parse_yaml
 from evalkit.core.policy import Policy, load_policy, policy_from_mapping, policy_sha256
 from evalkit.core.report import RunReport, parse_report
 from evalkit.core.untrusted import markdown, terminal
+from evalkit.gate.calibration import Calibration
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Decision, ExitCode, exit_code
 from evalkit.gate.findings import Effect
 from evalkit.project.git import GIT, show, split_spec
 from evalkit.project.options import find_option
 from evalkit.project.paths import find_project, project_root, shown
-from evalkit.run.baseline import load_baseline
+from evalkit.run.baseline import calibration_beside, load_baseline, load_calibration
 
 __all__ = ["main", "read_policy", "Pair", "default_pairs"]
 
@@ -58,6 +59,8 @@ class Pair:
     candidate: str
     baseline_report: RunReport
     candidate_report: RunReport
+    calibration: Calibration | None = None
+    """The judge calibration beside the baseline, for a policy's `min_judge_kappa` (evalkit.gate.calibration)."""
 
     @property
     def suite(self) -> str:
@@ -140,7 +143,7 @@ def _read_report(path: Path) -> RunReport:
 def _given_pair(baseline: str, candidate: str) -> Pair:
     base = load_baseline(baseline, None, "-") if baseline.startswith(GIT) else None
     return Pair(baseline, candidate, base.report if base else _read_report(Path(baseline)),
-                _read_report(Path(candidate)))
+                _read_report(Path(candidate)), load_calibration(baseline, None))
 
 
 def default_pairs(skipped: list[str], superseded: list[str], runs: list[Path] | None = None) -> list[Pair]:
@@ -173,7 +176,12 @@ def default_pairs(skipped: list[str], superseded: list[str], runs: list[Path] | 
                 skipped.append(f"{shown(candidate)} ({why}): {side}")
                 return
         assert isinstance(base, RunReport) and isinstance(cand, RunReport)
-        pairs.append(Pair(shown(baseline), shown(candidate), base, cand))
+        try:
+            calibration = calibration_beside(baseline)
+        except EvalkitError as error:
+            skipped.append(f"{shown(candidate)} ({why}): {one_line(str(error), 300)}")
+            return
+        pairs.append(Pair(shown(baseline), shown(candidate), base, cand, calibration))
 
     for candidate in sorted(root.glob("suites/*/runs/*.json")):
         add(candidate, candidate, "shipped, against itself")
@@ -241,8 +249,8 @@ def render(old_spec: str, old: Policy, new_spec: str, new: Policy, pairs: list[P
     lines += [f"- decided again: {markdown(scope)}", ""]
     changed, same = [], 0
     for pair in pairs:
-        before, after = decide(old, pair.baseline_report, pair.candidate_report), \
-            decide(new, pair.baseline_report, pair.candidate_report)
+        before, after = decide(old, pair.baseline_report, pair.candidate_report, pair.calibration), \
+            decide(new, pair.baseline_report, pair.candidate_report, pair.calibration)
         gone, came = _findings_only_in(before, after), _findings_only_in(after, before)
         codes = int(exit_code(before.decision, old.review_fails)), int(exit_code(after.decision, new.review_fails))
         if before.decision == after.decision and not gone and not came and codes[0] == codes[1]:
