@@ -117,7 +117,8 @@ def test_a_judge_judging_each_reply_three_times_is_recorded_replayed_measured_an
         outcome = {t["nodeid"]: t["outcome"] for t in report(job)["tests"]}
         assert outcome[f"checks.yaml::faithful[{FLIPPED}]"] == "failed"  # one pass of three: a majority fail
         assert report(job)["judges"]["polite"]["self_agreement"]["agreement"] == 1.0
-        assert f"judge faithful" in done.stdout and f"self-agreement 0.800 (4 of 5 replies)" in done.stdout, done.stdout
+        assert "judge faithful" in done.stdout, done.stdout
+        assert "self-agreement 0.800 (4 of 5 replies)" in done.stdout, done.stdout
 
     # a calibration of this judge beside the baseline, at the policy's floor, lets the check block again
     policy = tmp_path / "strict.yaml"
