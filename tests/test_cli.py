@@ -109,6 +109,8 @@ def test_bad_git_baseline_is_an_input_error(run_evalkit):
     (["policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, judge_flips, max_detectable_drop, max_regressions, min_judge_kappa, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, power, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, rules, version)"),
     (["+policy.max_regresions=0"], "unknown key 'policy.max_regresions' (allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, judge_flips, max_detectable_drop, max_regressions, min_judge_kappa, min_pass_rate, min_ran_pass_rate, name, new_failing, on_incomparable, paired, power, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, rules, version)"),
     (["policy.min_pass_rate=1.5"], "'policy.min_pass_rate': Input should be less than or equal to 1"),
+    (["model.max_reply_bytes=2048"], "command line: 'model.max_reply_bytes' is not given in the chosen model option's "
+                                     "file, so Hydra cannot override it; add it with +model.max_reply_bytes=VALUE"),
     (["mode=fast"], "'mode': Input should be 'replay', 'live' or 'record-missing'"),
     (["baseline=/nonexistent/baseline.json"], "/nonexistent/baseline.json: report file not found"),
 ])
