@@ -118,6 +118,7 @@ def test_a_judge_judging_each_reply_three_times_is_recorded_replayed_measured_an
         assert outcome[f"checks.yaml::faithful[{FLIPPED}]"] == "failed"  # one pass of three: a majority fail
         assert report(job)["judges"]["polite"]["self_agreement"]["agreement"] == 1.0
         assert "judge faithful" in done.stdout, done.stdout
+        assert "self-agreement 0.800" in (tmp_path / f"outputs/{job}/report.html").read_text()
         assert "self-agreement 0.800 (4 of 5 replies)" in done.stdout, done.stdout
 
     # a calibration of this judge beside the baseline, at the policy's floor, lets the check block again
