@@ -50,7 +50,8 @@ def test_kappa_is_the_textbook_one(said, truth):
 @pytest.mark.parametrize(("labels", "repeats", "message"), [
     ({"nothing": {"a": True}}, {}, "check nothing has no test in the run report"),
     ({"faithful": {"z": True}}, {}, r"faithful\[z\] is not in the run report"),
-    ({"faithful": {"a": True}}, {"checks.yaml::faithful[a]": object()}, "calibrate a run with run.repeats=1"),
+    ({"faithful": {"a": True}}, {"checks.yaml::faithful[a]": object()},
+     "ran several samples and the report keeps no verdicts per sample"),
 ])
 def test_labels_the_report_cannot_answer_are_refused(labels, repeats, message):
     with pytest.raises(InputError, match=message):
@@ -71,3 +72,68 @@ def test_a_bad_labels_file_is_one_line(data, message):
 def test_labels_read_pass_fail_and_booleans():
     assert parse_labels({"labels": {"c": {"a": "pass", "b": "fail", "d": True}}, "recording": "r.json"}, "f") == (
         {"c": {"a": True, "b": False, "d": True}}, "r.json")
+
+
+def _judges(verdicts: dict[str, list[str | None]], passed: dict[str, list[bool]], repeats: int) -> dict:
+    import msgspec
+
+    from evalkit.core.report_format import JudgedCheck
+
+    block = {"kind": "faithfulness", "repeats": repeats, "self_agreement": None, "flips": [],
+             "verdicts": {case: {"0": v} for case, v in verdicts.items()},
+             "passed": {case: {"0": p} for case, p in passed.items()}}
+    return {"faithful": msgspec.convert(block, JudgedCheck)}
+
+
+def test_level_labels_get_weighted_kappa_over_every_repeat_of_sample_zero():
+    from evalkit.judging.agreement import weighted_kappa
+
+    verdicts = {"a": ["score 5", "score 5", "score 4"], "b": ["score 2", "score 3", "score 2"],
+                "c": ["score 1", "score 1", "score 1"], "d": ["score 4", None, "score 4"]}
+    passed = {case: [v is not None and int(v[-1]) >= 4 for v in levels] for case, levels in verdicts.items()}
+    labels = {"faithful": {"a": 5, "b": 2, "c": 2, "d": 4}}
+    outcomes = {**OUTCOMES, "checks.yaml::faithful[c]": "failed", "checks.yaml::faithful[d]": "passed"}
+    result = calibrate_judges(outcomes, {}, {"checks.yaml::faithful[a]": object()}, labels,
+                              judges=_judges(verdicts, passed, 3), weights="linear")
+    faithful = result["checks"]["faithful"]
+    said = [5, 5, 4, 2, 3, 2, 1, 1, 1, 4, 4]  # d's unread answer is left out of the pairs
+    truth = [5, 5, 5, 2, 2, 2, 2, 2, 2, 4, 4]
+    assert faithful["judged"] == len(said)
+    assert faithful["kappa"] == weighted_kappa(said, truth, "linear")
+    assert faithful["kappa_kind"] == "weighted-linear" and result["weights"] == "linear"
+    same = sum(a == b for a, b in zip(said, truth, strict=True))
+    assert faithful["agreement"] == pytest.approx(same / len(said), abs=1e-6)
+    assert [d["case"] for d in faithful["disagreements"]] == ["a", "b", "c"]
+    assert faithful["disagreements"][2]["verdicts"] == [1, 1, 1]
+    assert "weighted-linear, over levels" in render_judges(result)
+
+
+def test_pass_fail_labels_with_repeats_count_each_of_the_judges_verdicts():
+    verdicts = {"a": ["score 5", "score 3"], "b": ["score 2", "score 2"]}
+    passed = {"a": [True, False], "b": [False, False]}
+    result = calibrate_judges(OUTCOMES, {}, {}, {"faithful": {"a": True, "b": False}},
+                              judges=_judges(verdicts, passed, 2))
+    faithful = result["checks"]["faithful"]
+    # a: pass/pass TP and fail/pass FN; b: two fail/fail TN
+    assert {k: faithful[k] for k in ("tp", "fp", "tn", "fn", "judged")} == {"tp": 1, "fp": 0, "tn": 2, "fn": 1,
+                                                                            "judged": 4}
+    assert faithful["kappa"] == cohen_kappa([True, False, False, False], [True, True, False, False])
+    assert faithful["disagreements"] == [{"case": "a", "label": "pass", "check": "passed",
+                                          "verdicts": ["pass", "fail"], "message": None}]
+
+
+@pytest.mark.parametrize(("labels", "judges", "message"), [
+    ({"faithful": {"a": 4}}, None, "labels.faithful are levels, and the run report keeps no verdicts"),
+    ({"faithful": {"a": 4}}, {"a": ["pass"]}, "judge gives pass, not scores; label it pass or fail"),
+])
+def test_level_labels_the_report_cannot_answer_are_refused(labels, judges, message):
+    block = _judges(judges, {case: [True] for case in judges}, 1) if judges else None
+    with pytest.raises(InputError, match=message):
+        calibrate_judges(OUTCOMES, {}, {}, labels, judges=block)
+
+
+def test_labels_read_levels_and_refuse_a_check_mixing_both():
+    labels, _ = parse_labels({"labels": {"faithful": {"a": 4, "b": 1}, "rubric": {"a": "pass"}}}, "l.yaml")
+    assert labels == {"faithful": {"a": 4, "b": 1}, "rubric": {"a": True}}
+    with pytest.raises(InputError, match="l.yaml: labels.faithful mixes pass/fail with levels"):
+        parse_labels({"labels": {"faithful": {"a": 4, "b": "fail"}}}, "l.yaml")

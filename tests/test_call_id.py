@@ -1,4 +1,5 @@
-"""evalkit/core/call_id.py: the one reader and writer of call ids (`task/<case>`, `judge/<metric>/<case>`, `#<i>`)."""
+"""evalkit/core/call_id.py: the one reader and writer of call ids (`task/<case>`, `judge/<metric>/<case>`, `~<r>`,
+`#<i>`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from evalkit.core.errors import InputError
     ("task/a#3", CallId("task", "a", sample=3)),
     ("judge/faithful/c1", CallId("judge", "c1", "faithful")),
     ("judge/pairwise/new-first/rc01#12", CallId("judge", "rc01", "pairwise/new-first", 12)),
+    ("judge/faithful/c1~2", CallId("judge", "c1", "faithful", repeat=2)),
+    ("judge/pairwise/old-first/rc01~1#3", CallId("judge", "rc01", "pairwise/old-first", 3, 1)),
 ])
 def test_parse_and_str_are_inverse(text: str, expected: CallId) -> None:
     assert CallId.parse(text) == expected
@@ -25,8 +28,15 @@ def test_sample_zero_is_the_plain_id() -> None:
     assert CallId.task("c").sampled(2) == CallId.parse("task/c#2")
 
 
+def test_the_judges_repeat_zero_is_the_plain_id_and_a_repeat_keeps_its_sample() -> None:
+    assert str(CallId.judge("m", "c", 0, 0)) == "judge/m/c"
+    assert CallId.parse("judge/m/c~3#2").plain == CallId.judge("m", "c")
+    assert CallId.judge("m", "c", repeat=3).sampled(2) == CallId.parse("judge/m/c~3#2")
+
+
 @pytest.mark.parametrize("text", ["", "task/", "task", "judge/c", "judge//c", "model/c", "task/m/c", "task/c#",
-                                  "task/c#0", "task/c#01", "task/c#x", "task/c#²", "task/a#b#2"])
+                                  "task/c#0", "task/c#01", "task/c#x", "task/c#²", "task/a#b#2", "task/c~1",
+                                  "judge/m/c~", "judge/m/c~0", "judge/m/c~01", "judge/m/c~x#2", "judge/m/~1"])
 def test_anything_else_is_refused_in_one_line(text: str) -> None:
-    with pytest.raises(InputError, match=r"is not a call id \(task/<case>, judge/<metric>/<case>, with #<i>"):
+    with pytest.raises(InputError, match=r"is not a call id \(task/<case>, judge/<metric>/<case> with ~<r>"):
         CallId.parse(text)

@@ -383,3 +383,17 @@ def test_with_repeats_a_check_that_could_not_run_in_any_sample_leaves_its_case_u
     case = data["cases"][0]
     assert case["status"] == "unscored" and list(case["could_not_run"]) == ["c"]
     assert case["could_not_run"]["c"].startswith("regex /^(\\w|\\w\\w)*$/ ran past its time budget of 0.5 s")
+
+
+def test_majority_of_the_judges_repeats_passes_on_more_than_half_and_means_the_metrics() -> None:
+    from evalkit.judging.checks import Verdict
+    from evalkit.run.declared import majority
+
+    one = Verdict(False, "came 2", metrics={"score": 2.0})
+    assert majority([one]) is one
+    two_of_three = majority([Verdict(True, metrics={"score": 5.0}), one, Verdict(True, metrics={"score": 4.0})])
+    assert two_of_three.passed and two_of_three.message == ""
+    assert two_of_three.metrics == {"score": pytest.approx(11 / 3)}
+    split = majority([Verdict(True, metrics={"score": 5.0}), Verdict(False, "came 2", metrics={"score": None})])
+    assert not split.passed  # a tie fails: the judge has not shown the reply meets the check
+    assert split.message == "1 of 2 judge repeats passed; came 2" and split.metrics == {"score": 5.0}

@@ -18,14 +18,16 @@ from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
 from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
-from evalkit.core.files import read_bytes, read_text
+from evalkit.core.files import read_bytes, read_text, read_text_sha256
 from evalkit.core.fingerprint import SHA_LENGTH, sha256
 from evalkit.core.parsing import parse_yaml
-from evalkit.core.report import load_report
+from evalkit.core.report import parse_report
 from evalkit.gate.decision import ExitCode
+from evalkit.judging.agreement import WEIGHTS
 from evalkit.programs.calibrate import calibrate, calibrate_judges, parse_labels, render, render_judges
 from evalkit.project.options import find_option
 from evalkit.project.paths import path_within, project_root
+from evalkit.records.calibration import CALIBRATION_FILE
 from evalkit.records.labels import LABELS_FORMAT, LabelsFile, read_labels
 from evalkit.run.suite import load_module
 
@@ -52,15 +54,21 @@ def build_parser() -> argparse.ArgumentParser:
                             description="Run a suite's graders on its authored counterexamples and print each "
                                         "grader's confusion matrix (positive = should pass); with --report, set the "
                                         "judged checks of that run report against human labels of its replies "
-                                        "(agreement, Cohen's kappa, the confusion matrix). Exit 0, or 3 on bad "
+                                        "(agreement, Cohen's kappa, the confusion matrix; weighted kappa for "
+                                        "labels that are levels), bound to the run's judge. Exit 0, or 3 on bad "
                                         "input.")
     parser.add_argument("suite", help="suite=NAME (an option of conf/suite/), e.g. suite=quality_lab")
-    parser.add_argument("--report", type=Path, help="calibrate the judged checks of this run report (run with "
-                                                    "run.repeats=1) against the labels")
+    parser.add_argument("--report", type=Path, help="calibrate the judged checks of this run report against the "
+                                                    "labels (with repeats: every verdict on sample 0's reply)")
     parser.add_argument("--labels", type=Path, help=f"the labels (default: the suite's {LABELS_FILE}): "
-                                                    "`labels: {CHECK: {CASE: pass | fail}}`, or a labels file "
-                                                    "(JSON Lines) exported from the run explorer for this report")
-    parser.add_argument("--out", type=Path, help="also write the result as JSON to this file")
+                                                    "`labels: {CHECK: {CASE: pass | fail | LEVEL}}`, or a labels "
+                                                    "file (JSON Lines) exported from the run explorer for this report")
+    parser.add_argument("--weights", choices=WEIGHTS, default="quadratic",
+                        help="how weighted kappa counts a disagreement between levels: linear |a - b| or "
+                             "quadratic (a - b)^2 (default); pass/fail labels use Cohen's kappa")
+    parser.add_argument("--out", type=Path, help=f"also write the result as JSON to this file ({CALIBRATION_FILE} "
+                                                 "beside the baseline report is where a gate's min_judge_kappa "
+                                                 "looks)")
     return parser
 
 
@@ -101,12 +109,18 @@ def _judges(args: argparse.Namespace, suite_dir: Path) -> int:
         labels, recording = _exported_labels(read_labels(text, where), args.report, where), None
     else:
         labels, recording = parse_labels(parse_yaml(text, where, "labels file"), where)
-    report = load_report(args.report)
+    report_text, report_sha = read_text_sha256(args.report, "report")
+    report = parse_report(report_text, str(args.report))
     replayed = report.provenance.get("recording")
     if recording is not None and recording != replayed:
         raise InputError(f"{where}: the labels are about the replies of {recording}, and {args.report} judged those "
                          f"of {replayed}; calibrate a run of the labelled recording")
-    result = calibrate_judges(report.outcomes, report.messages, report.repeats, labels, where)
+    result = calibrate_judges(report.outcomes, report.messages, report.repeats, labels, where, report.judges,
+                              args.weights)
+    # the judge whose verdicts these are: a gate trusts the calibration for this fingerprint only
+    result = {"kind": result.pop("kind"), "positive_class": result.pop("positive_class"),
+              "judge": {"model": report.eval.get("judge_model"), "sha": report.eval.get("judge_sha")},
+              "report": str(args.report), "report_sha256": report_sha, **result}
     if args.out:
         write_output(args.out, json.dumps(result, indent=2, ensure_ascii=False) + "\n", "calibration",
                      inputs={"the labels": labels_path, "the run report": args.report})
@@ -122,19 +136,18 @@ def _exported(text: str) -> bool:
     return first.startswith("{") and f'"{LABELS_FORMAT}"' in first
 
 
-def _exported_labels(labels: LabelsFile, report_path: Path, where: str) -> dict[str, dict[str, bool]]:
-    """The pass/fail labels of an exported file, by check and case, once its header names this report's bytes."""
+def _exported_labels(labels: LabelsFile, report_path: Path, where: str) -> dict[str, dict[str, bool | int]]:
+    """The labels of an exported file (pass/fail, or levels), by check and case, once its header names this
+    report's bytes."""
     sha = sha256(read_bytes(report_path, "report"))
     given = labels.header.report_sha256
     if given != sha:
         raise InputError(f"{where}: the labels were made on another report (report_sha256 {given[:SHA_LENGTH]}…), "
                          f"not on {report_path} ({sha[:SHA_LENGTH]}…); calibrate the report they were made on")
-    out: dict[str, dict[str, bool]] = {}
-    for label in labels.labels:
-        if not isinstance(label.label, str):
-            raise InputError(f"{where}: {label.check_id}[{label.case_id}] is labelled with level {label.label}; "
-                             "calibrate sets pass/fail verdicts against pass or fail labels only")
-        out.setdefault(label.check_id, {})[label.case_id] = label.label == "pass"
+    out: dict[str, dict[str, bool | int]] = {}
+    for label in labels.labels:  # levels are calibrated with weighted kappa, as in judge_labels.yaml
+        out.setdefault(label.check_id, {})[label.case_id] = label.label == "pass" if isinstance(label.label, str) \
+            else label.label
     if not out:
         raise InputError(f"{where}: no labels after the header; label cases in the run explorer before exporting")
     return out

@@ -68,7 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     (baseline, baseline_sha), (candidate, candidate_sha) = read_reports([args.baseline, args.candidate])
     policy, identity = _choose_policy(args.policy, candidate, args.candidate)
     refuse_short_isolation(policy, {"baseline": baseline, "candidate": candidate})
-    decision = decide(policy, baseline, candidate)
+    # a judge calibration is looked for beside the baseline only when the policy asks for one
+    calibration = None
+    if policy.min_judge_kappa is not None:
+        from evalkit.run.baseline import calibration_beside
+        calibration = calibration_beside(args.baseline)
+    decision = decide(policy, baseline, candidate, calibration)
     facts = evidence(identity, report_identity(str(args.baseline), baseline_sha, baseline),
                      report_identity(str(args.candidate), candidate_sha, candidate))
     named = ((("decision.json", "decision.xml") if args.out else ()) + (("decision.md",) if args.markdown else ())

@@ -64,6 +64,9 @@ def config_error(error: BaseException) -> str:
     if full_key and "not in struct" in str(cause):
         parts = tuple(str(full_key).split("."))
         allowed = fields_at(RunConfig, parts[:-1])
+        if parts[-1] in allowed:  # a setting the chosen option's file leaves out: Hydra adds it only with `+`
+            return (f"command line: '{full_key}' is not given in the chosen {parts[0]} option's file, so Hydra "
+                    f"cannot override it; add it with +{full_key}=VALUE, or write it in that file")
         hint = f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""
         return f"command line: unknown key '{full_key}'{hint}"
     return f"config: {first}"

@@ -133,7 +133,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     from evalkit.render.run_summary import job_line, run_summary, tests_line
     from evalkit.render.sections import render_sections
     from evalkit.render.text import render_changed, render_decision
-    from evalkit.run.baseline import load_baseline
+    from evalkit.run.baseline import load_baseline, load_calibration
     from evalkit.run.mismatch import ReplayRefusal
     from evalkit.run.runner import run_suite
 
@@ -180,7 +180,9 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     name, base_report, base_sha = baseline
     policy, policy_facts = _gate_policy(config, row.get("overrides", ()))
     refuse_short_isolation(policy, {"baseline": base_report, "candidate": result.report})
-    decision = decide(policy, base_report, result.report)
+    calibration = load_calibration(config.baseline or "", config.suite.baseline) \
+        if policy.min_judge_kappa is not None else None
+    decision = decide(policy, base_report, result.report, calibration)
     _, candidate_sha = read_text_sha256(result.report_path, "report")  # the report.json just written
     facts = evidence(policy_facts, report_identity(name, base_sha, base_report),
                      report_identity(_shown_path(result.report_path), candidate_sha, result.report))

@@ -17,7 +17,8 @@ from evalkit.core.prices import GROUP as PRICES
 from evalkit.core.prices import PriceEntry, check_price_file, prices_where
 
 __all__ = ["BUILTIN_METRICS", "SliceSpec", "SweepSettings", "Mode", "Progress", "Price", "BudgetConfig", "ModelConfig",
-           "PromptConfig", "DatasetConfig", "ProgramLimits", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig",
+           "JudgeConfig", "PromptConfig", "DatasetConfig", "ProgramLimits", "ProgramSpec", "SuiteConfig",
+           "RunSettings", "RunConfig",
            "from_hydra", "validate_config", "available_cpus", "WORKERS_PER_CPU", "env_names", "deprecations"]
 
 
@@ -143,6 +144,22 @@ class ModelConfig(_Strict):
             raise ValueError(f"structured_output '{self.structured_output}' is not something the {self.provider} "
                              f"provider sends ({takes})")
         return self
+
+
+MAX_JUDGE_REPEATS = 20
+"""The most times a judge may judge one reply: enough to see its noise; each repeat is a paid call."""
+
+
+class JudgeConfig(ModelConfig):
+    """The suite's pinned judge: a model like the one under test, and how many times it judges each reply."""
+
+    repeats: int = Field(1, ge=1, le=MAX_JUDGE_REPEATS)
+    """How many times each judged reply is judged (`judge.repeats=K`, at most 20): K distinct judge calls, repeat r
+    sent with seed `options.seed + r` and recorded as `judge/<metric>/<case>~<r>` (repeat 0 is the plain call, so a
+    recording made with K = 1 serves it). A declared judged check passes when more than half of its K verdicts
+    pass; the run report gives each such check's self-agreement (evalkit.judging.agreement), and a case whose
+    verdicts flip is reviewed by the gate (`judge_flips`). K > 1 is part of the judge's fingerprint (`judge_sha`):
+    K verdicts are another measurement than one."""
 
 
 class PromptConfig(_Strict):
@@ -481,7 +498,7 @@ class RunConfig(_Strict):
     dataset: DatasetConfig
     split: str | None = None
     """Which split of a manifest dataset runs (`train`, `dev`, `acceptance`); defaults to the dataset's own."""
-    judge: ModelConfig | None = None
+    judge: JudgeConfig | None = None
     """The pinned judge model; it does not follow `model`."""
     policy: Policy
     mode: Mode = Mode.REPLAY

@@ -189,6 +189,36 @@ class Policy(BaseModel):
     a decision that could not have seen such a drop is reviewed (`detectable_drop`), naming how many cases or
     repeats would reach it. None: the figure is stated and never decides."""
 
+    judge_flips: Literal["review", "block", "ignore"] = "review"
+    """What a judged check's test leads to when its judge both passed and failed one reply over its own repeats
+    (`judge.repeats=K`, the report's `judges` block): `review` (default) names the check and case and takes the
+    test out of `regression` (a flip is the judge's noise, never a regression on its own); `block` the same, but
+    blocking; `ignore` gates the test on its majority verdict like any other."""
+
+    min_judge_kappa: float | dict[str, float] | None = Field(None, json_schema_extra={"anyOf": [
+        {"type": "number", "minimum": -1, "maximum": 1},
+        {"type": "object", "additionalProperties": {"type": "number", "minimum": -1, "maximum": 1}},
+        {"type": "null"}]})
+    """The kappa against people a judged check's calibration must reach (`judge_calibration.json` beside the
+    baseline, bound to the judge's fingerprint: evalkit.records.calibration): one value for every judged check, or
+    a floor per check (`{faithful: 0.6}`). A check without a calibration, with one below its floor, or with one
+    made for another judge fingerprint (another judge model, options or `judge.repeats`) cannot block: its findings
+    are capped at review, and `judge_calibration` says which of the three and why. None: judges are not asked to
+    be calibrated."""
+
+    @field_validator("min_judge_kappa")
+    @classmethod
+    def _kappas(cls, value: float | dict[str, float] | None) -> float | dict[str, float] | None:
+        floors = value.values() if isinstance(value, dict) else () if value is None else (value,)
+        if any(not -1.0 <= floor <= 1.0 for floor in floors):
+            raise ValueError("a kappa floor is a number from -1 to 1")
+        return value
+
+    def kappa_floor(self, check: str) -> float | None:
+        """The kappa floor `min_judge_kappa` sets for judged check `check` (None: none)."""
+        floor = self.min_judge_kappa
+        return floor.get(check) if isinstance(floor, dict) else floor
+
     rules: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
     """Gate rules of other installed packages (the `evalkit.rules` entry points, evalkit.plugins) that this policy
     turns on, by rule id, each with its options (checked by the rule's own options model before it runs). A rule
@@ -205,7 +235,7 @@ STRICT_DEFAULT = Policy(name="strict-default", version="1", max_regressions=0, r
                         on_incomparable="incomparable")
 
 
-_LATER = ("power", "max_detectable_drop", "rules")
+_LATER = ("power", "max_detectable_drop", "rules", "judge_flips", "min_judge_kappa")
 """Keys added to the policy after its identity was first taken: left out of it while they hold their default."""
 _LATER_REPEATS = ("too_small_to_tell",)
 """Keys added to `repeats` after its identity was first taken: left out of it while they hold their default."""

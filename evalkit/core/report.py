@@ -26,7 +26,7 @@ from evalkit.core.failure import failure_message
 from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
 from evalkit.core.parsing import check_json, check_json_aside, parse_json
 from evalkit.core.reducer import parse_reducer
-from evalkit.core.report_format import FORMATS, Repeats, Sequential, Text, check_repeats
+from evalkit.core.report_format import FORMATS, JudgedCheck, Repeats, Sequential, Text, check_repeats
 
 __all__ = ["CaseHead", "CaseTexts", "Counts", "RunReport", "case_heads", "report_from_mapping", "load_report",
            "parse_report", "read_reports"]
@@ -95,6 +95,13 @@ class RunReport:
     (evalkit.core.report_format.Text); absent from reports written before they were kept."""
     sequential: Sequential | None = None
     """A run that sampled in rounds (`run.repeats=auto`): its settings and each case's samples; None otherwise."""
+    judges: Mapping[str, JudgedCheck] = field(default_factory=dict)
+    """Per judged declared check: the judge's repeats, each reply's verdicts, self-agreement and flips."""
+
+    @property
+    def judge_flips(self) -> dict[str, str]:
+        """Test id -> its check, for every test whose judge both passed and failed one reply (`judge_flips`)."""
+        return {flip.test: check for check, block in self.judges.items() for flip in block.flips}
 
     @property
     def passed(self) -> int:
@@ -183,7 +190,18 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
                      _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages,
                      repeats=repeats, critical=_critical(data.get("critical_checks"), where),
                      classification=_mapping(data.get("classification")), texts=_texts(data.get("texts"), where),
-                     sequential=_sequential(data.get("sequential"), where))
+                     sequential=_sequential(data.get("sequential"), where), judges=_judges(data.get("judges"), where))
+
+
+def _judges(value: Any, where: str) -> dict[str, JudgedCheck]:
+    """The report's judges block, checked against its model (evalkit.core.report_format.JudgedCheck)."""
+    if value is None:
+        return {}
+    try:
+        return msgspec.convert(value, dict[str, JudgedCheck])
+    except msgspec.ValidationError as error:
+        raise InputError(f"{where}: 'judges' is not the block of a run's judged checks ({error}); regenerate the "
+                         "report with `evalkit run`") from None
 
 
 def _sequential(value: Any, where: str) -> Sequential | None:
@@ -596,6 +614,7 @@ class _Report(msgspec.Struct):
     classification: Any = None
     texts: Any = None
     sequential: Any = None
+    judges: Any = None
 
 
 _REPORT, _TEST = msgspec.json.Decoder(_Report), msgspec.json.Decoder(_Test)

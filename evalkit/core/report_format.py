@@ -18,8 +18,9 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-__all__ = ["FORMAT", "FORMATS", "CaseEntry", "CaseRepeats", "Classification", "MetricSummary", "Repeats",
-           "RunReportFormat", "Sequential", "TestEntry", "Text", "check_repeats", "run_report_schema"]
+__all__ = ["FORMAT", "FORMATS", "CaseEntry", "CaseRepeats", "Classification", "JudgeFlip", "JudgedCheck",
+           "MetricSummary", "Repeats", "RunReportFormat", "SelfAgreementBlock", "Sequential", "TestEntry", "Text",
+           "check_repeats", "run_report_schema"]
 
 FORMAT: Final = "evalkit-run-report/1"
 FORMATS: Final = (FORMAT,)
@@ -101,6 +102,51 @@ class Classification(msgspec.Struct, forbid_unknown_fields=True):
     metrics' intervals (absent in reports written before)."""
 
 
+class SelfAgreementBlock(msgspec.Struct, forbid_unknown_fields=True):
+    """A judged check's agreement with itself over replies it judged K > 1 times (evalkit.judging.agreement)."""
+
+    repeats: int
+    replies: int
+    """Replies whose K answers each held a verdict."""
+    agreeing: int
+    """Replies whose K verdicts were the same level."""
+    agreement: float | None
+    fleiss_kappa: float | None
+    """Fleiss' kappa over the levels the judge gave; null where every verdict was one level."""
+    levels: list[str]
+    unread: int = 0
+    """Replies left out: an answer among their K held no verdict."""
+
+
+class JudgeFlip(msgspec.Struct, forbid_unknown_fields=True):
+    """A case whose judged check both passed and failed one reply over the judge's own repeats."""
+
+    case: str
+    test: str
+    """The check's test id (`checks.yaml::faithful[refund]`)."""
+    samples: list[int]
+    """The samples (`run.repeats`) whose reply the judge flipped on."""
+    verdicts: dict[str, list[str | None]]
+    """Sample -> the verdict of each repeat, as the judge wrote it."""
+
+
+class JudgedCheck(msgspec.Struct, forbid_unknown_fields=True):
+    """A judged declared check (llm-rubric, faithfulness, answer-relevancy, g-eval, pairwise): how often the judge
+    judged each reply, every reply's verdicts, its self-agreement and its flips."""
+
+    kind: str
+    repeats: int
+    """`judge.repeats`: how many times the judge judged each reply."""
+    self_agreement: SelfAgreementBlock | None
+    """Null with one repeat: the judge was not asked twice."""
+    flips: list[JudgeFlip]
+    verdicts: dict[str, dict[str, list[str | None]]]
+    """Case id -> sample -> the verdict of each repeat (`score 4`, `pass`, `win`; null: an answer without one)."""
+    passed: dict[str, dict[str, list[bool]]] = {}
+    """Case id -> sample -> whether each repeat's verdict passed the reply (what `evalkit calibrate` sets against
+    pass/fail labels)."""
+
+
 class Text(msgspec.Struct, forbid_unknown_fields=True):
     """A text the run measured (its prompt, a candidate program): its version and file, the SHA-256 of the whole
     text, the text itself up to 20,000 characters and how many were cut."""
@@ -148,6 +194,8 @@ class RunReportFormat(msgspec.Struct, kw_only=True):
     metrics: dict[str, MetricSummary]
     critical_checks: list[str] = []
     classification: dict[str, Classification] = {}
+    judges: dict[str, JudgedCheck] = {}
+    """Per judged declared check: the judge's repeats, verdicts, self-agreement and flips."""
     slices: dict[str, dict[str, Any]] = {}
     execution: dict[str, Any] = {}
     """Call statistics, latency, cost and budget sections."""

@@ -17,6 +17,7 @@ from typing import Any
 from evalkit.core.nodeid import matches_critical
 from evalkit.core.policy import Policy
 from evalkit.core.report import FAILING, PASSING, RunReport
+from evalkit.gate.calibration import Calibration, Uncalibrated, uncalibrated
 from evalkit.gate.classified import paired_intervals
 from evalkit.gate.compare import MetricChange, compare_metrics
 from evalkit.gate.headline import Detectable, detectable
@@ -90,6 +91,19 @@ class Compared:
     policy: Policy
     baseline: RunReport
     candidate: RunReport
+    calibration: Calibration | None = None
+    """The judge calibration the edge found for `min_judge_kappa` (None: it looked for none)."""
+
+    @cached_property
+    def uncalibrated(self) -> dict[str, Uncalibrated]:
+        """The judged checks `min_judge_kappa` asks to be calibrated that are not (evalkit.gate.calibration)."""
+        return uncalibrated(self.policy, self.candidate, self.calibration)
+
+    @cached_property
+    def flipped(self) -> dict[str, str]:
+        """Test id -> check, for the candidate's tests whose judge flipped on its own repeats, unless the policy
+        ignores flips (`judge_flips: ignore`)."""
+        return {} if self.policy.judge_flips == "ignore" else self.candidate.judge_flips
 
     @cached_property
     def repeated(self) -> RepeatsOutcome | None:
@@ -126,6 +140,9 @@ class Compared:
             regressed += [name for name in repeated.regressed if name not in regressed]
             fixed = [name for name in fixed if name not in both or name not in was]
             fixed += [name for name in repeated.improved if name not in fixed]
+        flipped = self.flipped
+        if flipped:  # a flip is the judge's noise, reviewed by judge_flips: never a regression on its own
+            regressed = [name for name in regressed if name not in flipped]
         counts = Counter(after.values())
         passed = len(after) - len(failing)
         ran = passed + sum(counts[o] for o in FAILING)

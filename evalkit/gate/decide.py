@@ -12,6 +12,7 @@ from typing import Any
 
 from evalkit.core.policy import Policy
 from evalkit.core.report import RunReport
+from evalkit.gate.calibration import Calibration, cap
 from evalkit.gate.comparable import changed_components, incomparability
 from evalkit.gate.compared import Compared, is_critical, unmatched_critical
 from evalkit.gate.decision import Decision, Verdict
@@ -45,16 +46,18 @@ def refuse(policy: Policy, findings: Iterable[Finding], changed: dict[str, tuple
     return Decision(verdict, (*found, *warnings), changed)
 
 
-def decide(policy: Policy, baseline: RunReport, candidate: RunReport) -> Decision:
-    """Compare per-test outcomes of baseline and candidate under the policy."""
-    compared = Compared(policy, baseline, candidate)
+def decide(policy: Policy, baseline: RunReport, candidate: RunReport,
+           calibration: Calibration | None = None) -> Decision:
+    """Compare per-test outcomes of baseline and candidate under the policy; `calibration` is the judge calibration
+    the caller found for the policy's `min_judge_kappa` (evalkit.gate.calibration)."""
+    compared = Compared(policy, baseline, candidate, calibration)
     changed = changed_components(baseline.eval, candidate.eval)
     rules = policy_rules(policy)
     warnings = _run(rules, compared, "warning")
     refused = _run(rules, compared, "precondition")
     if refused:
         return refuse(policy, refused, changed, warnings)
-    found = _run(rules, compared, "comparison")
+    found = cap(_run(rules, compared, "comparison"), compared.uncalibrated)
     tests = compared.tests
     graded = any(r.graded and r.enabled(policy) for r in rules)
     repeated = compared.repeated

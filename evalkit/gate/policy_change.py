@@ -11,6 +11,7 @@ from typing import Any
 
 from evalkit.core.policy import Policy
 from evalkit.core.report import RunReport
+from evalkit.gate.calibration import Calibration
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Decision, exit_code
 from evalkit.gate.findings import Effect
@@ -27,6 +28,8 @@ class Pair:
     candidate: str
     baseline_report: RunReport
     candidate_report: RunReport
+    calibration: Calibration | None = None
+    """The judge calibration beside the baseline, for a policy's `min_judge_kappa` (evalkit.gate.calibration)."""
 
     @property
     def suite(self) -> str:
@@ -71,8 +74,8 @@ def decide_again(old: Policy, new: Policy, pairs: list[Pair]) -> PolicyChange:
     """Each pair decided under both policies, keeping the pairs whose decision, exit code or reasons change."""
     changed, same = [], 0
     for pair in pairs:
-        before, after = decide(old, pair.baseline_report, pair.candidate_report), \
-            decide(new, pair.baseline_report, pair.candidate_report)
+        before, after = decide(old, pair.baseline_report, pair.candidate_report, pair.calibration), \
+            decide(new, pair.baseline_report, pair.candidate_report, pair.calibration)
         gone, came = _findings_only_in(before, after), _findings_only_in(after, before)
         codes = int(exit_code(before.decision, old.review_fails)), int(exit_code(after.decision, new.review_fails))
         if before.decision == after.decision and not gone and not came and codes[0] == codes[1]:

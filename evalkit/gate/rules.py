@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.policy import Policy
 from evalkit.core.registry import Kind, load_all
+from evalkit.gate.calibration import check_of
 from evalkit.gate.comparable import incomparability
 from evalkit.gate.compared import Compared, sampled, unmatched_critical
 from evalkit.gate.findings import Effect, Finding
@@ -229,9 +230,19 @@ def regression(c: Compared) -> Iterator[Finding]:
     """More tests that passed on the baseline and do not pass now than `max_regressions` allows."""
     regressed, policy = c.tests.regressed, c.policy
     effect = _effect(policy.regressions)
-    if effect is not None and len(regressed) > policy.max_regressions:
+    if effect is None or len(regressed) <= policy.max_regressions:
+        return
+    # the regressions of checks whose judge is not calibrated (min_judge_kappa) count only towards review
+    capped = [name for name in regressed if check_of(name) in c.uncalibrated]
+    figures = {"regressed": len(regressed), "allowed": policy.max_regressions}
+    if len(regressed) - len(capped) > policy.max_regressions or effect is not Effect.BLOCK:
         yield Finding("regression", effect, f"{len(regressed)} regression(s); policy allows {policy.max_regressions}",
-                      regressed, {"regressed": len(regressed), "allowed": policy.max_regressions})
+                      regressed, figures)
+    else:
+        checks = ", ".join(sorted({check_of(name) for name in capped}))
+        yield Finding("regression", Effect.REVIEW, f"{len(regressed)} regression(s); policy allows "
+                      f"{policy.max_regressions} (capped at review: {len(capped)} of them are of {checks}, whose "
+                      "judge is not calibrated, see judge_calibration)", regressed, {**figures, "capped": len(capped)})
 
 
 @rule("new_failing", "new_failing", per_test="new failing test (new_failing: block)")
@@ -260,6 +271,37 @@ def missing_critical(c: Compared) -> Iterator[Finding]:
         yield Finding("missing_critical", Effect.BLOCK,
                       f"{len(tests)} critical test(s) from the baseline are missing from the candidate", tests,
                       {"missing": len(tests)})
+
+
+@rule("judge_flips", "judge_flips", per_test="the judge both passed and failed the reply over its own repeats")
+def judge_flips(c: Compared) -> Iterator[Finding]:
+    """A judged check whose judge both passed and failed one reply over its own repeats (`judge.repeats`) calls
+    for review (or blocks, as `judge_flips` says), naming the check and its cases; the test is never a regression
+    on its own: a person decides what the reply deserves."""
+    effect = _effect(c.policy.judge_flips)
+    if effect is None:
+        return
+    for check, block in sorted(c.candidate.judges.items()):
+        if not block.flips:
+            continue
+        cases = [flip.case for flip in block.flips]
+        shown = "; ".join(f"{flip.case}: " + ", ".join(
+            "/".join("none" if v is None else v for v in levels) for levels in flip.verdicts.values())
+            for flip in block.flips[:3]) + (f"; ... {len(cases) - 3} more" if len(cases) > 3 else "")
+        yield Finding("judge_flips", effect, f"judge_flips: check {check}: its judge gave one reply both a pass and "
+                      f"a fail over {block.repeats} repeats on {len(cases)} case(s) ({shown}); a flip is not a "
+                      "regression on its own: a person decides these cases",
+                      tuple(flip.test for flip in block.flips),
+                      {"check": check, "cases": cases, "repeats": block.repeats}, subject=check)
+
+
+@rule("judge_calibration", "min_judge_kappa")
+def judge_calibration(c: Compared) -> Iterator[Finding]:
+    """A judged check the policy's `min_judge_kappa` asks to be calibrated against people that has no calibration,
+    one below its floor, or one made for another judge fingerprint calls for review, saying which and why; its
+    other findings are capped at review (evalkit.gate.calibration)."""
+    for check, why in sorted(c.uncalibrated.items()):
+        yield Finding("judge_calibration", Effect.REVIEW, why.message, figures=why.figures, subject=check)
 
 
 @rule("pass_rate", "min_pass_rate")

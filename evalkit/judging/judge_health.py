@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-__all__ = ["ECHO", "MIN_CASES", "ONE_VERDICT", "JudgeWarning", "judge_warnings"]
+__all__ = ["ECHO", "MIN_CASES", "ONE_VERDICT", "JudgeWarning", "answer_verdict", "judge_warnings"]
 
 MIN_CASES: Final = 10
 """Fewer judged cases than this say too little about a judge to warn on."""
@@ -93,6 +93,11 @@ def judge_warnings(cases: Iterable[Mapping[str, Any]]) -> list[JudgeWarning]:
         if len(reasons) >= MIN_CASES and echoed >= _ECHOED_CASES * len(reasons):
             found.append(JudgeWarning(metric, "echo", len(reasons), echoed))
     return found
+
+
+def answer_verdict(answer: Any) -> str | None:
+    """The verdict a judge answer gives, as written (`score 3`, `pass`, `fail`); None for an answer without one."""
+    return _read(answer)[0]
 
 
 def _read(answer: Any) -> tuple[str | None, str | None]:

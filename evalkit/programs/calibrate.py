@@ -12,9 +12,13 @@ population error rate.
 
 The judged checks of checks.yaml (faithfulness, answer-relevancy, g-eval, llm-rubric, pairwise) call a model, so
 they are calibrated on a run rather than on examples: a person labels the replies a recorded run judged (a labels
-file: check -> case -> pass or fail), and `calibrate_judges` sets each check's verdicts in that run report against
-the labels (the same confusion matrix, plus agreement and Cohen's kappa). The replay of a recording always gives
-the judge's same verdicts, so the calibration is repeatable; the labels say as much as their labeller and cases.
+file: check -> case -> pass or fail, or the level the judge scores on), and `calibrate_judges` sets each check's
+verdicts in that run report against the labels (the confusion matrix, agreement and Cohen's kappa for pass/fail;
+weighted kappa, quadratic unless asked, for levels). Runs with repeats are calibrated on every verdict the judge
+gave sample 0's reply. The result names the judge it measured (`judge_model`, `judge_sha`): a gate's
+`min_judge_kappa` trusts it for that judge only (evalkit.records.calibration). The replay of a recording always
+gives the judge's same verdicts, so the calibration is repeatable; the labels say as much as their labeller and
+cases.
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evalkit.core.errors import InputError
+from evalkit.core.report_format import JudgedCheck
+from evalkit.judging.agreement import Weights, weighted_kappa
 from evalkit.programs.grade import Grade
 
-__all__ = ["JUDGE_KIND", "KIND", "calibrate", "calibrate_judges", "cohen_kappa", "confusion", "false_positive_rate",
-           "parse_labels", "render", "render_judges"]
+__all__ = ["JUDGE_KIND", "KIND", "Label", "calibrate", "calibrate_judges", "cohen_kappa", "confusion",
+           "false_positive_rate", "parse_labels", "render", "render_judges"]
 
 KIND = "authored counterexamples with mechanically checkable reference verdicts; not a human or model-judge study"
 _EXAMPLE_KEYS = ("id", "case", "reference", "response", "artifacts", "reference_pass")
@@ -96,65 +102,133 @@ def render(result: Mapping[str, Any]) -> str:
 JUDGE_KIND = ("human labels on recorded replies: how often the judged checks agree with them; as good as the labels "
               "and as broad as the labelled cases, not a population error rate")
 LABELS = {"pass": True, "fail": False, True: True, False: False}
+Label = bool | int
+"""pass (True) or fail (False), or an ordinal level (an int: the score a ready-made judge gives, 1 to 5)."""
 
 
-def parse_labels(data: Any, where: str) -> tuple[dict[str, dict[str, bool]], str | None]:
-    """A labels file read (`labels: {check: {case: pass|fail}}`, optionally `recording:` naming the recording whose
-    replies were labelled): the labels by check and case, and that recording; every mistake an InputError."""
+def parse_labels(data: Any, where: str) -> tuple[dict[str, dict[str, Label]], str | None]:
+    """A labels file read (`labels: {check: {case: pass|fail|LEVEL}}`, optionally `recording:` naming the recording
+    whose replies were labelled): the labels by check and case, and that recording; every mistake an InputError.
+    A check's labels are all pass/fail or all levels (integers, for ordinal checks such as `faithfulness`)."""
     if not isinstance(data, dict) or not isinstance(data.get("labels"), dict) or set(data) - {"labels", "recording"}:
-        raise InputError(f"{where}: a labels file holds `labels: {{CHECK: {{CASE: pass | fail}}}}` and optionally "
-                         "`recording: PATH` (the recording whose replies were labelled)")
+        raise InputError(f"{where}: a labels file holds `labels: {{CHECK: {{CASE: pass | fail | LEVEL}}}}` and "
+                         "optionally `recording: PATH` (the recording whose replies were labelled)")
     recording = data.get("recording")
     if recording is not None and not isinstance(recording, str):
         raise InputError(f"{where}: recording must be the recording's path as the run report names it")
-    out: dict[str, dict[str, bool]] = {}
+    out: dict[str, dict[str, Label]] = {}
     for check, cases in data["labels"].items():
         if not isinstance(cases, dict) or not cases:
-            raise InputError(f"{where}: labels.{check} must map case ids to pass or fail")
+            raise InputError(f"{where}: labels.{check} must map case ids to pass or fail, or to a level")
         for case, label in cases.items():
-            verdict = LABELS.get(label) if isinstance(label, str | bool) else None
+            verdict = LABELS.get(label) if isinstance(label, str | bool) else \
+                label if isinstance(label, int) else None
             if verdict is None:
-                raise InputError(f"{where}: labels.{check}.{case} is {label!r}; label each case pass or fail")
+                raise InputError(f"{where}: labels.{check}.{case} is {label!r}; label each case pass or fail, or "
+                                 "with the level (an integer) the check's judge scores on")
             out.setdefault(str(check), {})[str(case)] = verdict
+        kinds = {type(label) is bool for label in out[str(check)].values()}
+        if len(kinds) > 1:
+            raise InputError(f"{where}: labels.{check} mixes pass/fail with levels; label every case of a check "
+                             "the same way")
     return out, recording
 
 
 def calibrate_judges(outcomes: Mapping[str, str], messages: Mapping[str, str], repeats: Mapping[str, Any],
-                     labels: Mapping[str, Mapping[str, bool]], where: str = "labels") -> dict[str, Any]:
-    """How each labelled check's verdicts (its tests' outcomes in a run report: `checks.yaml::CHECK[case]`, or a
-    hand-written `test_x[case]`) agree with the labels: the confusion matrix with passing as the positive class,
-    the agreement (TP + TN) / n, Cohen's kappa, the false-positive rate, and each disagreement with the check's
-    message. A labelled case the check skipped or errored on is listed as not judged, outside the counts. Pure."""
+                     labels: Mapping[str, Mapping[str, Label]], where: str = "labels",
+                     judges: Mapping[str, JudgedCheck] | None = None,
+                     weights: Weights = "quadratic") -> dict[str, Any]:
+    """How each labelled check's verdicts agree with the labels. Pure.
+
+    Where the run report keeps the check's verdicts (its `judges` block), every verdict the judge gave the
+    labelled reply is set against the label: with `judge.repeats=K`, K verdicts per case, so a judge that flips
+    cannot earn agreement it does not show; with `run.repeats=N`, the reply of sample 0 (the one every page shows
+    as the case's output). Pass/fail labels give the confusion matrix with passing as the positive class, the
+    agreement (TP + TN) / n, Cohen's kappa and the false-positive rate; level labels (integers) give the exact
+    agreement and the weighted kappa (`weights`, quadratic unless asked) over the judge's scores. A report without
+    the block (written before it was kept) is read by its tests' outcomes (`checks.yaml::CHECK[case]`, or a
+    hand-written `test_x[case]`), pass/fail only and one sample only. A labelled case the check skipped, errored
+    on, or whose judge answered without a verdict, is listed as not judged, outside the counts."""
     by_test = {nodeid.rsplit("::", 1)[-1]: nodeid for nodeid in outcomes}
     checks: dict[str, Any] = {}
     for check, cases in labels.items():
         if not any(name.startswith(f"{check}[") for name in by_test):
             raise InputError(f"{where}: check {check} has no test in the run report (tests are named CHECK[case])")
-        said: list[bool] = []
-        truth: list[bool] = []
+        block = (judges or {}).get(check)
+        levels = not all(isinstance(label, bool) for label in cases.values())
+        if levels and block is None:
+            raise InputError(f"{where}: labels.{check} are levels, and the run report keeps no verdicts of check "
+                             f"{check} to set them against (only the judged checks of checks.yaml, in reports of "
+                             "this evalkit); label it pass or fail, or run the suite again")
+        said: list[Any] = []
+        truth: list[Any] = []
         disagree, unjudged = [], []
         for case, label in cases.items():
             nodeid = by_test.get(f"{check}[{case}]")
             if nodeid is None:
                 raise InputError(f"{where}: {check}[{case}] is not in the run report; label only cases it ran")
-            if nodeid in repeats:
-                raise InputError(f"{where}: {nodeid} ran several samples; labels are about one reply, so calibrate "
-                                 "a run with run.repeats=1")
             outcome = outcomes[nodeid]
-            if outcome not in ("passed", "failed"):
-                unjudged.append({"case": case, "outcome": outcome})
+            given = _verdicts(block, case, levels, check, where) if block is not None else None
+            if given is None:
+                if nodeid in repeats:
+                    raise InputError(f"{where}: {nodeid} ran several samples and the report keeps no verdicts per "
+                                     "sample to calibrate; run the suite again with this evalkit")
+                given = [outcome == "passed"] if outcome in ("passed", "failed") else []
+            if outcome not in ("passed", "failed") or not given:
+                unjudged.append({"case": case, "outcome": outcome if outcome not in ("passed", "failed")
+                                 else "no verdict in the judge's answer"})
                 continue
-            said.append(outcome == "passed")
-            truth.append(label)
-            if said[-1] != label:
-                disagree.append({"case": case, "label": "pass" if label else "fail", "check": outcome,
+            said += given
+            truth += [label] * len(given)
+            wrong = [v for v in given if v != label]
+            if wrong:
+                several = {"verdicts": [_shown(v) for v in given]} if len(given) > 1 or levels else {}
+                disagree.append({"case": case, "label": _shown(label), "check": outcome, **several,
                                  "message": messages.get(nodeid)})
-        matrix = confusion(said, truth)
-        checks[check] = {**matrix, "judged": len(said), "agreement": round((matrix["tp"] + matrix["tn"]) / len(said), 6)
-                         if said else None, "kappa": cohen_kappa(said, truth),
-                         "false_positive_rate": false_positive_rate(matrix), "disagreements": disagree,
-                         "not_judged": unjudged}
-    return {"kind": JUDGE_KIND, "positive_class": "labelled pass", "checks": checks}
+        checks[check] = _figures(said, truth, levels, weights) | {"disagreements": disagree, "not_judged": unjudged}
+    return {"kind": JUDGE_KIND, "positive_class": "labelled pass", "weights": weights, "checks": checks}
+
+
+def _verdicts(block: JudgedCheck, case: str, levels: bool, check: str, where: str) -> list[Any] | None:
+    """The verdicts the judge gave sample 0's reply of `case`: passes, or scores for level labels; None when the
+    block does not hold the case (read by the test's outcome instead)."""
+    if levels:
+        given = (block.verdicts.get(case) or {}).get("0")
+        if given is None:
+            return None
+        scores = [_score(v) for v in given]
+        if any(v is not None and s is None for v, s in zip(given, scores, strict=True)):
+            raise InputError(f"{where}: labels.{check} are levels, and check {check}'s judge gives "
+                             f"{', '.join(sorted({str(v) for v in given}))}, not scores; label it pass or fail")
+        return [s for s in scores if s is not None]
+    passed = (block.passed.get(case) or {}).get("0")
+    return None if passed is None else list(passed)
+
+
+def _score(verdict: str | None) -> int | None:
+    """`score 4` -> 4; anything else None."""
+    if verdict is None or not verdict.startswith("score "):
+        return None
+    try:
+        return int(float(verdict.removeprefix("score ")))
+    except ValueError:
+        return None
+
+
+def _shown(value: Any) -> Any:
+    return ("pass" if value else "fail") if isinstance(value, bool) else value
+
+
+def _figures(said: list[Any], truth: list[Any], levels: bool, weights: Weights) -> dict[str, Any]:
+    """A check's agreement figures: over levels, exact agreement and weighted kappa; over pass/fail, the confusion
+    matrix, agreement, Cohen's kappa and the false-positive rate."""
+    agreement = round(sum(a == b for a, b in zip(said, truth, strict=True)) / len(said), 6) if said else None
+    if levels:
+        return {"judged": len(said), "agreement": agreement, "kappa": weighted_kappa(said, truth, weights),
+                "kappa_kind": f"weighted-{weights}"}
+    matrix = confusion(said, truth)
+    return {**matrix, "judged": len(said), "agreement": agreement, "kappa": cohen_kappa(said, truth),
+            "kappa_kind": "cohen", "false_positive_rate": false_positive_rate(matrix)}
 
 
 def cohen_kappa(said: Sequence[bool], truth: Sequence[bool]) -> float | None:
@@ -170,16 +244,25 @@ def cohen_kappa(said: Sequence[bool], truth: Sequence[bool]) -> float | None:
 
 
 def render_judges(result: Mapping[str, Any]) -> str:
-    lines = [f"judge calibration ({result['kind']})",
-             f"{'check':<20} {'n':>3} {'TP':>3} {'FP':>3} {'TN':>3} {'FN':>3}  agreement  kappa  false-positive rate"]
+    judge = result.get("judge") or {}
+    lines = [f"judge calibration ({result['kind']})"]
+    if judge:
+        lines.append(f"judge: {judge.get('model')}@{judge.get('sha')} (a gate's min_judge_kappa holds only for it)")
+    lines.append(f"{'check':<20} {'n':>3} {'TP':>3} {'FP':>3} {'TN':>3} {'FN':>3}  agreement  kappa  "
+                 "false-positive rate")
     for name, m in result["checks"].items():
-        shown = {k: "n/a" if m[k] is None else f"{m[k]:.2f}" for k in ("agreement", "kappa", "false_positive_rate")}
-        lines.append(f"{name:<20} {m['judged']:>3} {m['tp']:>3} {m['fp']:>3} {m['tn']:>3} {m['fn']:>3}  "
-                     f"{shown['agreement']:>9}  {shown['kappa']:>5}  {shown['false_positive_rate']}")
+        shown = {k: "n/a" if m.get(k) is None else f"{m[k]:.2f}" for k in ("agreement", "kappa",
+                                                                             "false_positive_rate")}
+        counts = " ".join(f"{'-' if m.get(k) is None else m[k]:>3}" for k in ("tp", "fp", "tn", "fn"))
+        kind = "" if m.get("kappa_kind", "cohen") == "cohen" else f" ({m['kappa_kind']}, over levels)"
+        lines.append(f"{name:<20} {m['judged']:>3} {counts}  {shown['agreement']:>9}  {shown['kappa']:>5}  "
+                     f"{shown['false_positive_rate']}{kind}")
     for name, m in result["checks"].items():
         for d in m["disagreements"]:
             why = f": {d['message']}" if d.get("message") else ""
-            lines.append(f"  - {name}[{d['case']}]: labelled {d['label']}, the check {d['check']}{why}")
+            said = d.get("verdicts")
+            verdicts = f" (verdicts {', '.join(str(v) for v in said)})" if said and len(said) > 1 else ""
+            lines.append(f"  - {name}[{d['case']}]: labelled {d['label']}, the check {d['check']}{verdicts}{why}")
         for u in m["not_judged"]:
             lines.append(f"  - {name}[{u['case']}]: not judged ({u['outcome']}), left out of the counts")
     return "\n".join(lines)

@@ -28,7 +28,7 @@ from evalkit.render.confusion import confusion_tables
 from evalkit.render.html import breakable, render_page, shown
 from evalkit.render.markdown import render_policy
 from evalkit.render.numbers import change, number
-from evalkit.render.sections import sections
+from evalkit.render.sections import judge_rows, sections
 from evalkit.render.text import detectable_lines, render_setting, render_statistics, sequential_line
 from evalkit.render.text_diff import text_diffs
 
@@ -117,6 +117,7 @@ def render_report_html(candidate: RunReport, decision: Decision | None = None, b
         slices=_slices(candidate),
         confusion=confusion_tables(candidate),
         run_sections=sections(candidate, baseline),
+        judges=judge_rows(candidate),
         provenance=_provenance(candidate),
         compared=_compared(evidence),
     )

@@ -11,7 +11,7 @@ from evalkit.gate.decision import Decision
 from evalkit.render.money import money_rows
 from evalkit.render.numbers import number
 
-__all__ = ["decision_lists", "sections", "render_sections"]
+__all__ = ["decision_lists", "judge_rows", "sections", "render_sections"]
 
 
 SPLIT_SHOWN = 10
@@ -48,6 +48,7 @@ def sections(report: RunReport, baseline: RunReport | None = None, *,
     if report.cases:
         quality.append(("failing cases", ", ".join(failing) or "-"))
     quality += _split(report, listed)
+    quality += judge_rows(report)
     cost_data: dict[str, Any] = dict(report.execution.get("cost") or {})
     cost = []
     if cost_data:
@@ -93,6 +94,28 @@ def latency_rows(data: Mapping[str, Any]) -> list[tuple[str, str]]:
             line += ("; in-flight times overlap, so if the server answers one call at a time most of each was "
                      "queueing there (run.concurrency=1 measures the service time)")
         rows.append(("pace", line))
+    return rows
+
+
+def judge_rows(report: RunReport) -> list[tuple[str, str]]:
+    """Each judged check's row: how many times its judge judged each reply and, with more than one, its
+    self-agreement (the share of replies whose verdicts agree, Fleiss' kappa over its levels) and its flips."""
+    rows = []
+    for check, block in sorted(report.judges.items()):
+        agreement = block.self_agreement
+        if agreement is None:
+            rows.append((f"judge {check}", "judged once per reply: its self-agreement is not measured "
+                                           "(judge.repeats=3 measures it)"))
+            continue
+        share = "n/a" if agreement.agreement is None else f"{agreement.agreement:.3f}"
+        kappa = "n/a (one level only)" if agreement.fleiss_kappa is None else f"{agreement.fleiss_kappa:.3f}"
+        unread = f"; {agreement.unread} left out (an answer without a verdict)" if agreement.unread else ""
+        flips = [flip.case for flip in block.flips]
+        flipped = (f"; flips on {len(flips)} case(s): {', '.join(flips[:SPLIT_SHOWN])}"
+                   + (", ..." if len(flips) > SPLIT_SHOWN else "")) if flips else "; no flips"
+        rows.append((f"judge {check}", f"judged {agreement.repeats}x per reply: self-agreement {share} "
+                                       f"({agreement.agreeing} of {agreement.replies} replies), Fleiss' kappa "
+                                       f"{kappa}{unread}{flipped}"))
     return rows
 
 

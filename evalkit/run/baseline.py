@@ -8,11 +8,14 @@ from typing import NamedTuple
 
 from evalkit.core.errors import InputError
 from evalkit.core.files import decode, read_text_sha256
+from evalkit.core.parsing import parse_json
 from evalkit.core.report import RunReport, parse_report
+from evalkit.gate.calibration import Calibration
 from evalkit.project.git import GIT, show, split_spec
 from evalkit.project.paths import find_project, project_path
+from evalkit.records.calibration import CALIBRATION_FILE, JudgeCalibration, read_calibration
 
-__all__ = ["DEFAULT", "Baseline", "load_baseline"]
+__all__ = ["DEFAULT", "Baseline", "calibration_beside", "load_baseline", "load_calibration"]
 
 DEFAULT = "default"
 
@@ -41,6 +44,40 @@ def load_baseline(spec: str, suite_baseline: str | None, suite: str) -> Baseline
     if spec.startswith(GIT):
         return _from_git(spec, suite_baseline, suite)
     return Baseline(spec, *_read(Path(spec).expanduser()))
+
+
+def calibration_beside(report: Path) -> Calibration:
+    """The judge calibration beside a baseline report file (CALIBRATION_FILE in its folder), or where it was
+    looked for when there is none; one that is there and is not a calibration is refused (exit 3)."""
+    path = report.expanduser().parent / CALIBRATION_FILE
+    return Calibration(str(path), read_calibration(path) if path.is_file() else None)
+
+
+def load_calibration(spec: str, suite_baseline: str | None) -> Calibration:
+    """The judge calibration beside the baseline `load_baseline` reads for `spec`: beside the suite's baseline or
+    the path given, or, for `git:REF:PATH` (and `git:REF`), beside it at that same ref, so a change under review
+    cannot bring its own calibration to the gate that decides it."""
+    if spec == DEFAULT:
+        return calibration_beside(project_path(suite_baseline or "."))
+    if not spec.startswith(GIT):
+        return calibration_beside(Path(spec))
+    ref, path_in_repo = split_spec(spec, f"baseline={spec}", "expected git:REF:PATH or git:REF")
+    root = find_project() or Path.cwd()
+    if not path_in_repo:
+        path_in_repo = _relative_to_project(suite_baseline or ".", root, spec)
+    # `./` paths are the project's, others the repository's (evalkit.project.git.show): keep the baseline's kind
+    kind = "./" if path_in_repo.startswith("./") else ""
+    beside = kind + str(PurePosixPath(path_in_repo).parent / CALIBRATION_FILE)
+    where = f"{GIT}{ref}:{beside}"
+    try:
+        data = show(ref, beside, root, f"calibration {where}")
+    except InputError:  # not at that ref: the check is uncalibrated, and the gate says where it looked
+        return Calibration(where)
+    try:
+        return Calibration(where, JudgeCalibration.model_validate(parse_json(decode(data, where, "calibration"),
+                                                                             where, "judge calibration")))
+    except ValueError as error:
+        raise InputError(f"{where}: not a judge calibration ({str(error).splitlines()[0]})") from None
 
 
 def _from_git(spec: str, suite_baseline: str | None, suite: str) -> Baseline:

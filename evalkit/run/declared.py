@@ -29,14 +29,16 @@ from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.core.files import decode, read_bytes
 from evalkit.judging.checks import ChecksFile, CheckSpec, Verdict, judge, judge_pair, parse_checks, planned_judge_calls
+from evalkit.judging.judge_health import answer_verdict
 from evalkit.records.call import Request
-from evalkit.run.eval_block import CLASSIFIED
+from evalkit.run.eval_block import CLASSIFIED, JUDGE_VERDICTS
 from evalkit.run.suite import SuiteTask
 
 if TYPE_CHECKING:
     from evalkit.run.plugin import _EvalRun
 
-__all__ = ["CHECKS_FILE", "CLASSIFIED", "ChecksYaml", "DeclaredCheck", "read_checks", "with_check_judges"]
+__all__ = ["CHECKS_FILE", "CLASSIFIED", "JUDGE_VERDICTS", "ChecksYaml", "DeclaredCheck", "majority", "read_checks",
+           "with_check_judges"]
 
 CHECKS_FILE = "checks.yaml"
 
@@ -86,6 +88,11 @@ class DeclaredCheck(pytest.Item):
         """What a classification check saw on the first sample (with repeats, every sample records it)."""
         self.evalkit_reduce = spec.reduce
         """How its samples reduce to one outcome (evalkit.run.sample_protocol reads it, as a marker for others)."""
+        self.verdicts: dict[str, list[str | None]] = {}
+        """A judged check: sample -> the verdict of each of the judge's repeats (None: an answer without one). One
+        dict, mutated by every sample, so the shown sample's record holds them all (evalkit.run.sample_protocol)."""
+        self.passes: dict[str, list[bool]] = {}
+        """A judged check: sample -> whether each of the judge's repeats passed the reply."""
 
     def runtest(self) -> None:
         evalrun = self.evalrun
@@ -108,13 +115,23 @@ class DeclaredCheck(pytest.Item):
 
     def _verdict(self) -> Verdict:
         evalrun, case, spec = self.evalrun, self.evalkit_case, self.spec
-        if spec.call == "judge":
-            missing = spec.missing_field(case)
-            if missing is not None:  # no judge was asked: the case lacks what the judge reads
-                return Verdict.could_not_run(spec, missing)
-        call = CallId.judge(spec.name, case.id, evalrun.sample) if spec.call == "judge" else \
-            CallId.task(case.id, evalrun.sample)
-        return judge(spec, evalrun.text_of(str(call)), case, self.load)
+        if spec.call != "judge":
+            return judge(spec, evalrun.text_of(str(CallId.task(case.id, evalrun.sample))), case, self.load)
+        missing = spec.missing_field(case)
+        if missing is not None:  # no judge was asked: the case lacks what the judge reads
+            return Verdict.could_not_run(spec, missing)
+        answers = [evalrun.text_of(str(CallId.judge(spec.name, case.id, evalrun.sample, repeat)))
+                   for repeat in range(evalrun.run.judge_repeats)]
+        verdicts = [judge(spec, answer, case, self.load) for answer in answers]
+        self._keep([answer_verdict(answer) for answer in answers], verdicts)
+        return majority(verdicts)
+
+    def _keep(self, levels: list[str | None], verdicts: list[Verdict]) -> None:
+        """Record this sample's verdicts, one per judge repeat, for the report's `judges` block."""
+        self.verdicts[str(self.evalrun.sample)] = levels
+        self.passes[str(self.evalrun.sample)] = [v.passed for v in verdicts]
+        self.evalrun.recording.setdefault(self.nodeid, {})[JUDGE_VERDICTS] = {
+            "check": self.spec.name, "kind": self.spec.kind, "verdicts": self.verdicts, "passed": self.passes}
 
     def _pairwise(self) -> Verdict:
         """The reply against the other: the judge's two answers, or a tie without them when the replies were the
@@ -128,13 +145,36 @@ class DeclaredCheck(pytest.Item):
             pytest.skip(f"not compared: the run has no baseline reply for case {case.id} (no baseline, or a "
                         "baseline whose recording is not in the project)")
         evalrun.text_of(str(CallId.task(case.id, evalrun.sample)))  # a reply that never came skips or fails first
-        calls = [str(CallId.judge(metric, case.id, evalrun.sample)) for metric in spec.judge_metrics]
-        if not all(call in evalrun.run.calls for call in calls):  # the planner asked no judge: the same reply
+        calls = [[str(CallId.judge(metric, case.id, evalrun.sample, repeat)) for metric in spec.judge_metrics]
+                 for repeat in range(evalrun.run.judge_repeats)]
+        if not all(call in evalrun.run.calls for call in calls[0]):  # the planner asked no judge: the same reply
             return judge_pair(spec, case, None, None)
-        return judge_pair(spec, case, evalrun.text_of(calls[0]), evalrun.text_of(calls[1]))
+        verdicts = [judge_pair(spec, case, evalrun.text_of(pair[0]), evalrun.text_of(pair[1])) for pair in calls]
+        self._keep([next((name for name in ("win", "tie", "loss") if v.metrics.get(name) == 1.0), None)
+                    for v in verdicts], verdicts)
+        return majority(verdicts)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"{self.spec.kind} check {self.name}"
+
+
+def majority(verdicts: Sequence[Verdict]) -> Verdict:
+    """One verdict from the judge's K verdicts on one reply: passed when more than half passed (a tie fails: a
+    reply the judge is split on has not shown it meets the check), each metric the mean of the repeats that
+    measured it, and the message of the first repeat that did not pass, with the count. One verdict: itself."""
+    if len(verdicts) == 1:
+        return verdicts[0]
+    passed = [v for v in verdicts if v.passed]
+    names = dict.fromkeys(name for v in verdicts for name in v.metrics)
+    metrics: dict[str, float | None] = {}
+    for name in names:
+        seen = [value for v in verdicts if (value := v.metrics.get(name)) is not None]
+        metrics[name] = sum(seen) / len(seen) if seen else None
+    ok = 2 * len(passed) > len(verdicts)
+    first = next((v for v in verdicts if not v.passed), None)
+    split = f"{len(passed)} of {len(verdicts)} judge repeats passed"
+    message = "" if ok else f"{split}; {first.message}" if first is not None and first.message else split
+    return Verdict(ok, message, metrics=metrics)
 
 
 def with_check_judges(task: SuiteTask, checks: ChecksFile | None,

@@ -20,6 +20,7 @@ from typing import Any, Final
 from evalkit.core.call_id import CallId
 from evalkit.core.key import with_settings
 from evalkit.core.report import PASSING
+from evalkit.judging.agreement import self_agreement
 from evalkit.judging.classification import classify
 from evalkit.judging.slices import language_of_field, slice_cases
 from evalkit.programs.candidate import is_scorable
@@ -27,12 +28,16 @@ from evalkit.programs.grade import Grade
 from evalkit.run.execute import UNSCORED  # a case with such a call is reported unscored
 from evalkit.run.run_input import RunInput
 
-__all__ = ["CLASSIFIED", "COULD_NOT_RUN", "REPLY_CHARS", "REPORT_FORMAT", "TEXT_CHARS", "EvalBlock",
+__all__ = ["CLASSIFIED", "COULD_NOT_RUN", "JUDGE_VERDICTS", "REPLY_CHARS", "REPORT_FORMAT", "TEXT_CHARS", "EvalBlock",
            "aggregate_metrics", "cap_reply", "kept_text"]
 
 REPORT_FORMAT: Final = "evalkit-run-report/1"
 CLASSIFIED: Final = "classified"
 """The key under which a classification check records `{"check", "label", "predicted"}` for its case."""
+JUDGE_VERDICTS: Final = "judge_verdicts"
+"""The key under which a judged declared check records `{"check", "kind", "verdicts": {sample: [level per judge
+repeat]}, "passed": {sample: [passed per judge repeat]}}` for its case; the report's `judges` block is made of
+them."""
 COULD_NOT_RUN: Final = "could_not_run"
 """The key under which a declared check records why it could not run on its case; the case's entry keeps
 `could_not_run: {check: why}`, and the case is unscored."""
@@ -64,6 +69,8 @@ class EvalBlock:
         self.grades: dict[str, dict[str, Any]] = {}
         self.classified: dict[str, dict[str, tuple[str, str | None]]] = {}
         """classification check -> case id -> (expected, predicted), for each case that ran it."""
+        self.judged: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {}
+        """judged check -> case id -> (its test's node id, what it recorded under JUDGE_VERDICTS)."""
 
     def add_to(self, json_report: dict[str, Any]) -> None:
         """Add the eval block to a report that holds its tests (and marks each test with its case)."""
@@ -90,6 +97,7 @@ class EvalBlock:
         metrics["case_pass_rate"] = {"mean": round(sum(c["passed"] for c in scored) / len(scored), 6) if scored
                                      else None, "count": len(scored), "unmeasured": len(cases) - len(scored)}
         self._add_classification(json_report, metrics)
+        self._add_judges(json_report)
         json_report["metrics"] = metrics
         if self.run.suite.critical:
             json_report["critical_checks"] = list(self.run.suite.critical)
@@ -110,6 +118,9 @@ class EvalBlock:
             if CLASSIFIED in recorded:
                 seen = recorded[CLASSIFIED]
                 self.classified.setdefault(seen["check"], {})[recorded["case"]] = (seen["label"], seen["predicted"])
+            if JUDGE_VERDICTS in recorded:
+                seen = recorded[JUDGE_VERDICTS]
+                self.judged.setdefault(seen["check"], {})[recorded["case"]] = (test["nodeid"], seen)
 
     def _add_classification(self, json_report: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> None:
         """Each classification check's confusion matrix under `classification`, and its metrics among the run's:
@@ -129,6 +140,32 @@ class EvalBlock:
                                           "unmeasured": 0 if value is not None else result.cases}
         if blocks:
             json_report["classification"] = blocks
+
+    def _add_judges(self, json_report: dict[str, Any]) -> None:
+        """Each judged declared check under `judges`: how many times the judge judged each reply, every reply's
+        verdicts (by case, then sample), the check's self-agreement when K > 1 (evalkit.judging.agreement), and
+        its flips: the cases where the judge both passed and failed one reply (the gate's `judge_flips`)."""
+        blocks: dict[str, Any] = {}
+        for check, cases in sorted(self.judged.items()):
+            rows: list[list[str | None]] = []
+            flips = []
+            kind = ""
+            for case_id, (nodeid, seen) in sorted(cases.items()):
+                kind = seen["kind"]
+                samples = sorted(seen["verdicts"], key=int)
+                rows += [seen["verdicts"][sample] for sample in samples]
+                flipped = [int(s) for s in samples if len(set(seen["passed"].get(s, ()))) > 1]
+                if flipped:
+                    flips.append({"case": case_id, "test": nodeid, "samples": flipped,
+                                  "verdicts": {s: seen["verdicts"][s] for s in samples if int(s) in flipped}})
+            agreement = self_agreement(rows)
+            blocks[check] = {"kind": kind, "repeats": self.run.judge_repeats,
+                             "self_agreement": agreement.to_json() if agreement is not None else None,
+                             "flips": flips,
+                             "verdicts": {case_id: seen["verdicts"] for case_id, (_, seen) in sorted(cases.items())},
+                             "passed": {case_id: seen["passed"] for case_id, (_, seen) in sorted(cases.items())}}
+        if blocks:
+            json_report["judges"] = blocks
 
     def _slices(self, cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         results = {c["id"]: c for c in cases}
@@ -165,7 +202,7 @@ class EvalBlock:
             case_id = which.case
             if case_id in by_case:
                 by_case[case_id]["calls"][call_id] = call.status
-                if which.sample == 0:
+                if which.sample == 0 and which.repeat == 0:  # the judge's first look stands for its answer
                     _keep_reply(by_case[case_id], which, call.text)
                 if which.kind == "task" and self.run.repeats > 1:  # every sample's reply, in sample order
                     outputs = by_case[case_id].setdefault("outputs", [None] * self.run.samples_of(case_id))

@@ -149,9 +149,12 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
             judge: ModelConfig | None, mode: Mode, recording: Recording, where: str, version: str,
             live: LiveSetup | None = None, repeats: int = 1,
             prices: Mapping[str, PriceEntry] | None = None, samples: Mapping[str, int] | None = None,
-            prior: Execution | None = None) -> Execution:
-    """Obtain every call of the run, each sampled `repeats` times (evalkit.run.samples). With `prices` (the price
-    table), the statistics hold the cost in money (`money`) and `budget.max_usd` is enforced at those prices.
+            prior: Execution | None = None, judge_repeats: int = 1) -> Execution:
+    """Obtain every call of the run, each sampled `repeats` times (evalkit.run.samples), and every judge call of
+    each sample's reply `judge_repeats` times (`judge.repeats`: repeat r is `judge/<metric>/<case>~<r>`, sent with
+    seed `options.seed + r`, so the judge's own samples are distinct calls, each recorded and replayed). With
+    `prices` (the price table), the statistics hold the cost in money (`money`) and `budget.max_usd` is enforced at
+    those prices.
 
     A run sampled in rounds (evalkit.run.rounds) gives `samples` (case id -> how many of its calls' samples, in
     place of `repeats`, which is then the most a case may take) and, after its first round, `prior`: the previous
@@ -185,13 +188,16 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
                 task_id = str(CallId.task(case.id, sample))
                 output = calls[task_id]
                 for metric, request in _built(task.build_judge, case, output.text or "", judge).items():
-                    call_id = str(CallId.judge(metric, case.id, sample))
-                    if call_id in calls:
-                        continue
-                    if output.text is None:
-                        calls[call_id] = CallResult("blocked", reason=f"{call_id} needs {task_id}, which has no reply")
-                    else:
-                        planned.append((call_id, request, "judge"))
+                    for repeat in range(judge_repeats):
+                        call_id = str(CallId.judge(metric, case.id, sample, repeat))
+                        if call_id in calls:
+                            continue
+                        if output.text is None:
+                            calls[call_id] = CallResult("blocked",
+                                                        reason=f"{call_id} needs {task_id}, which has no reply")
+                        else:
+                            sent = seeded(request, repeat, judge_repeats, call_id, "judge.repeats")
+                            planned.append((call_id, sent, "judge"))
         calls |= caller.wave(planned)
         caller.refuse_misses(len(planned))
         caller.raise_outage()
@@ -406,6 +412,9 @@ class _Caller:
         asked = max(CallId.parse(miss.call_id).sample for miss in self.misses) + 1
         samples = (f"; the recording holds {held} sample(s) of each call and this run asks for {asked} "
                    "(run.repeats)" if asked > held else "")
+        if not samples and any(CallId.parse(miss.call_id).repeat for miss in self.misses):
+            samples = ("; the judge's repeats (judge.repeats) are calls of their own: record them with "
+                       "mode=record-missing")
         raise ReplayRefusal(f"cannot replay from {self.where}: {first.reason} ({len(self.misses)} of {planned} "
                             f"calls cannot be served{samples})")
 

@@ -22,12 +22,14 @@ _READABLE = ("model", "prompt_version", "prompt_sha", "dataset", "dataset_sha", 
 
 def run_settings(config: RunConfig) -> dict[str, Any]:
     """What the key's fingerprints cover, by group: the suite's components as composed, and the model's and the
-    judge's reply settings (the options sent, the structured-output dialect)."""
+    judge's reply settings (the options sent, the structured-output dialect; the judge's `repeats` when above 1)."""
     settings: dict[str, Any] = dict(config.components)
     if config.model is not None:
         settings["model"] = reply_settings(config.model.options, config.model.structured_output)
     if config.judge is not None:
         settings["judge"] = reply_settings(config.judge.options, config.judge.structured_output)
+        if config.judge.repeats > 1:  # absent at 1, so every judge's fingerprint from before repeats stays as it was
+            settings["judge"]["repeats"] = config.judge.repeats
     return settings_as_values(settings)
 
 

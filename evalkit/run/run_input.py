@@ -60,6 +60,8 @@ class RunInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     repeats: int = 1
     """Samples of each call (`run.repeats`; the most a case may take, `run.max_repeats`, when sampled in rounds);
     the checks over a case run once per sample."""
+    judge_repeats: int = 1
+    """How many times the judge judged each reply (`judge.repeats`): a declared judged check reads every repeat."""
     samples: dict[str, int] = {}
     """A run sampled in rounds (`run.repeats=auto`): case id -> the samples it took, in place of `repeats`."""
     components: dict[str, Any] = {}

@@ -129,7 +129,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
                                   stop_reason=r.reply.stop_reason if r.reply else None,
                                   contract=contract_problems(r.reply) if r.reply else [])
                    for cid, r in execution.calls.items()},
-            repeats=most, samples=execution.samples or {})  # the checks run on every sample (sample_protocol)
+            repeats=most, samples=execution.samples or {},  # the checks run on every sample (sample_protocol)
+            judge_repeats=config.judge.repeats if config.judge is not None else 1)
 
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
         def obtain(samples: Mapping[str, int] | None, prior: Execution | None) -> Execution:
@@ -137,7 +138,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
             return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model,
                            judge=config.judge, mode=config.mode, recording=recording, where=shown(rec_path),
                            version=__version__, live=live, repeats=most, prices=config.prices, samples=samples,
-                           prior=prior)
+                           prior=prior, judge_repeats=config.judge.repeats if config.judge is not None else 1)
 
         if not config.run.sequential:
             return obtain(None, None)

@@ -24,14 +24,14 @@ from evalkit.records.call import Request
 __all__ = ["seeded"]
 
 
-def seeded(request: Request, sample: int, repeats: int, call_id: str) -> Request:
+def seeded(request: Request, sample: int, repeats: int, call_id: str, setting: str = "run.repeats") -> Request:
     """The request of sample `sample` of `repeats`: sample 0 unchanged (the single run's call), sample i > 0 sent
     with seed `options.seed + i` (`i` when no seed is set)."""
     if repeats == 1:
         return request
     base = request.options.get("seed", 0)
     if isinstance(base, bool) or not isinstance(base, int):
-        raise InputError(f"{call_id}: options.seed is {base!r}; run.repeats={repeats} sends sample i with seed "
+        raise InputError(f"{call_id}: options.seed is {base!r}; {setting}={repeats} sends sample i with seed "
                          "options.seed + i, so the seed must be an integer (or unset, for 0)")
     if sample == 0:
         return request

@@ -14,7 +14,7 @@ from evalkit.core.report import RunReport, parse_report
 from evalkit.gate.policy_change import Pair
 from evalkit.project.git import GIT
 from evalkit.project.paths import project_root, shown
-from evalkit.run.baseline import load_baseline
+from evalkit.run.baseline import calibration_beside, load_baseline, load_calibration
 from evalkit.run.saved_decision import saved_decision_field
 
 __all__ = ["RUN_FOLDERS", "default_pairs", "given_pair", "in_scope"]
@@ -29,7 +29,7 @@ def _read_report(path: Path) -> RunReport:
 def given_pair(baseline: str, candidate: str) -> Pair:
     base = load_baseline(baseline, None, "-") if baseline.startswith(GIT) else None
     return Pair(baseline, candidate, base.report if base else _read_report(Path(baseline)),
-                _read_report(Path(candidate)))
+                _read_report(Path(candidate)), load_calibration(baseline, None))
 
 
 def default_pairs(skipped: list[str], superseded: list[str], runs: list[Path] | None = None) -> list[Pair]:
@@ -62,7 +62,12 @@ def default_pairs(skipped: list[str], superseded: list[str], runs: list[Path] | 
                 skipped.append(f"{shown(candidate)} ({why}): {side}")
                 return
         assert isinstance(base, RunReport) and isinstance(cand, RunReport)
-        pairs.append(Pair(shown(baseline), shown(candidate), base, cand))
+        try:
+            calibration = calibration_beside(baseline)
+        except EvalkitError as error:
+            skipped.append(f"{shown(candidate)} ({why}): {one_line(str(error), 300)}")
+            return
+        pairs.append(Pair(shown(baseline), shown(candidate), base, cand, calibration))
 
     for candidate in sorted(root.glob("suites/*/runs/*.json")):
         add(candidate, candidate, "shipped, against itself")
