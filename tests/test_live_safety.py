@@ -118,17 +118,34 @@ def test_budget_denied_cases_stay_in_the_report_and_the_gate_blocks_the_incomple
         evalkit.recordings = tmp_path / "rec-budget"
         run = evalkit("live", "budget.max_calls=10", f"baseline={base}", url=server.url)
         assert len(server.requests) == 15 + 10  # the budget stopped the second run at 10 calls
+        evalkit.recordings = tmp_path / "rec-review"
+        review = evalkit("live", "budget.max_calls=10", f"baseline={base}", "+policy.on_budget_denied=review",
+                         "policy.min_pass_rate=0", url=server.url)
+    # a policy may make the incomplete run a review: exit 0 unless it says review fails the job
+    assert review.code == 0, review.explain()
+    assert read_json(review.job / "decision.json")["decision"] == "review"
+    assert "incomplete: " in review.done.stdout and "denied by the budget" in review.done.stdout
     assert run.code == 1, run.explain()
-    assert "incomplete run:" in run.done.stdout
     cases = {c["id"]: c for c in run.report["cases"]}
     unscored = [c for c in cases.values() if c["status"] == "unscored"]
     assert len(cases) == 12 and len(unscored) >= 2  # denied cases are kept, never dropped
     assert all(any("budget_denied" in p for p in c["problems"]) for c in unscored)
+    # evalkit's own mark: the case was not run, never a failure of its own
+    assert all(c["denied"] == "budget_denied: budget.max_calls=10 would be exceeded" for c in unscored)
     denied = {k: v for k, v in run.call_status.items() if v == "budget_denied"}
-    blocked = [k for k, v in run.call_status.items() if v == "blocked"]  # judge calls of denied task calls
-    assert len(denied) + len(blocked) == 5 and denied
+    # 5 calls unmade: the task calls the budget denied and the judge calls of their replies, never sent either
+    assert len(denied) == 5 and "blocked" not in run.call_status.values()
     recorded = read_json(evalkit.recording)["calls"]
     assert all(recorded[k]["failure"]["kind"] == "budget_denied" for k in denied if k.startswith("task/"))
+    # the gate: an incomplete run naming the denied cases and the budget, no regression and no critical failure
+    decision = read_json(run.job / "decision.json")
+    assert decision["decision"] == "block" and decision["regressed"] == [] and decision["critical_failures"] == []
+    ids = sorted(c["id"] for c in unscored)
+    [finding] = [f for f in decision["findings"] if f["rule"] == "budget_denied"]
+    assert sorted(finding["figures"]["cases"]) == ids and finding["effect"] == "block"
+    assert (f"incomplete: {len(ids)} case(s) denied by the budget (budget.max_calls=10 would be exceeded): "
+            in run.done.stdout)
+    assert "regression" not in run.done.stdout and "critical test(s) fail" not in run.done.stdout
 
 
 # -- secrets in every form ------------------------------------------------------------------------------------------
