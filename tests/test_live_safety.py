@@ -6,10 +6,13 @@ import fcntl
 import json
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+from fakes import FakeOpenAI
+from fakes.flaky import flaky_model, write_suite
 from helpers.live import TOTAL_TESTS, Evalkit, FakeOllama, read_json, replies, task_calls
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
@@ -146,6 +149,39 @@ def test_budget_denied_cases_stay_in_the_report_and_the_gate_blocks_the_incomple
     assert (f"incomplete: {len(ids)} case(s) denied by the budget (budget.max_calls=10 would be exceeded): "
             in run.done.stdout)
     assert "regression" not in run.done.stdout and "critical test(s) fail" not in run.done.stdout
+
+
+def test_a_budget_that_pays_for_3_of_8_calls_is_an_incomplete_run_never_regressions(tmp_path: Path) -> None:
+    """Eight cases, one call each, all passing on the baseline; the candidate's budget pays for three. The gate
+    lists no regression and no critical failure (test_label is critical here): one finding names the five denied
+    cases and the budget, and the run blocks (exit 1)."""
+    cases = {f"case-{i}": 1.0 for i in range(8)}
+    with FakeOpenAI(flaky_model({"sys-a": cases})) as server:
+        conf = write_suite(tmp_path, name="budget_e2e", cases=list(cases), url=server.base_url, systems=["sys-a"],
+                           temperature=0)
+
+        def run(job: str, *overrides: str) -> subprocess.CompletedProcess[str]:
+            command = [sys.executable, "-m", "evalkit", f"hydra.searchpath=[file://{conf}]", "suite=budget_e2e",
+                       "mode=live", "run.progress=off", "run.concurrency=1", f"hydra.run.dir={tmp_path / job}",
+                       "+policy.critical=[test_label]", *overrides]
+            return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
+                                  check=False)
+
+        base = tmp_path / "base.json"
+        first = run("job1", "baseline=none", f"run.recordings={tmp_path / 'rec1'}", f"run.save_report={base}")
+        assert first.returncode == 0, first.stderr
+        cut = run("job2", f"baseline={base}", f"run.recordings={tmp_path / 'rec2'}", "budget.max_calls=3")
+        assert len(server.chat_requests) == 8 + 3
+    assert cut.returncode == 1, cut.stdout + cut.stderr  # block: the decision the incomplete run gives
+    decision = read_json(tmp_path / "job2" / "decision.json")
+    assert decision["decision"] == "block"
+    assert decision["regressed"] == [] and decision["critical_failures"] == []
+    assert decision["reasons"] == [
+        "incomplete: 5 case(s) denied by the budget (budget.max_calls=3 would be exceeded): case-3, case-4, case-5, "
+        "... 2 more"]
+    [finding] = [f for f in decision["findings"] if f["rule"] == "budget_denied"]
+    assert finding["figures"]["cases"] == [f"case-{i}" for i in range(3, 8)]
+    assert "regression" not in cut.stdout.split("QUALITY")[0]
 
 
 # -- secrets in every form ------------------------------------------------------------------------------------------
