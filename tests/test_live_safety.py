@@ -182,6 +182,10 @@ def test_a_budget_that_pays_for_3_of_8_calls_is_an_incomplete_run_never_regressi
     [finding] = [f for f in decision["findings"] if f["rule"] == "budget_denied"]
     assert finding["figures"]["cases"] == [f"case-{i}" for i in range(3, 8)]
     assert "regression" not in cut.stdout.split("QUALITY")[0]
+    # the terminal lists the denied cases as not run, never among the failing ones
+    assert "failing cases                   -\n" in cut.stdout
+    assert ("not run (budget)                case-3, case-4, case-5, case-6, case-7: budget_denied: budget.max_calls=3 "
+            "would be exceeded") in cut.stdout
 
 
 # -- secrets in every form ------------------------------------------------------------------------------------------
