@@ -191,6 +191,8 @@ class EvalBlock:
             if not is_scorable(run):
                 entry["status"] = "unscored"
                 entry["problems"].append(f"candidate program: {run['reason']}")
+                if run.get("status") == "budget_denied":  # not run: evalkit's unit budget denied it (DENIED)
+                    entry.setdefault(DENIED, run["reason"])
                 entry["grade"] = Grade.unscored(run["reason"]).to_json()
             elif case_id in self.grades:
                 entry["grade"] = self.grades[case_id]
