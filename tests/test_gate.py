@@ -160,6 +160,50 @@ def test_unscored_cases_block_as_an_incomplete_run():
     assert result.reasons == ("incomplete run: 2 unscored (c1, c3)",)
 
 
+DENIED = "budget_denied: budget.max_calls=3 would be exceeded"
+
+
+def cut_short(denied: tuple[str, ...], mark: bool = True) -> dict:
+    """A candidate whose budget ran out: the tests of the `denied` cases skipped by evalkit's plugin with the
+    budget's reason, those cases unscored and (`mark`) carrying evalkit's `denied` mark."""
+    outcomes = {name: "skipped" if name.endswith(tuple(f"[{c}]" for c in denied)) else o for name, o in BASE.items()}
+    candidate = report(outcomes)
+    for test in candidate["tests"]:
+        if test["outcome"] == "skipped":
+            test["setup"] = {"outcome": "skipped", "longrepr": repr(("triage.py", 1, f"Skipped: unscored: {DENIED}"))}
+    candidate["cases"] = [{"id": f"c{i}", "status": "unscored" if f"c{i}" in denied else "scored"}
+                          | ({"denied": DENIED} if mark and f"c{i}" in denied else {}) for i in range(20)]
+    return candidate
+
+
+def test_a_run_cut_short_by_its_budget_is_incomplete_never_regressions():
+    no_floor = POLICY.model_copy(update={"min_pass_rate": 0.0})
+    result = gate(report(BASE), cut_short(("c0", "c4", "c7")), no_floor)
+    assert result.decision is Verdict.BLOCK
+    assert result.regressed == () and result.critical_failures == ()  # test_priority[c0] is critical, not measured
+    assert result.reasons == ("incomplete: 3 case(s) denied by the budget (budget.max_calls=3 would be exceeded): "
+                              "c0, c4, c7",)
+    # nothing is dropped from a denominator: a pass-rate floor still reads the unmeasured tests as not passing
+    assert gate(report(BASE), cut_short(("c0", "c4", "c7"))).reasons[1:] == ("pass rate 0.810 is below 0.9",)
+    [finding] = [f for f in result.findings if f.rule != "unmatched_critical"]
+    assert finding.rule == "budget_denied" and finding.figures["cases"] == ["c0", "c4", "c7"]
+    # the policy may call for review instead; the review is still an incomplete run, never a go
+    review = gate(report(BASE), cut_short(("c0", "c4", "c7")), Policy(on_budget_denied="review"))
+    assert review.decision is Verdict.REVIEW and review.regressed == ()
+    assert exit_code(review.decision) == ExitCode.GO and exit_code(review.decision, review_fails=True) == 1
+
+
+def test_an_unscored_case_without_evalkits_denied_mark_keeps_its_tests_regressions():
+    # another tool's errored samples (an adapted report) are failures of their tests, never a budget's denial
+    result = gate(report(BASE), cut_short(("c4",), mark=False), Policy(max_regressions=0))
+    assert result.regressed == ("test_triage.py::test_label[c4]",)
+    assert result.reasons == ("incomplete run: 1 unscored (c4)", "1 regression(s); policy allows 0")
+    # a marked case's test that failed on its own (not skipped with the budget's reason) stays a regression
+    failed = cut_short(("c4",))
+    failed["tests"][4] = {"nodeid": "test_triage.py::test_label[c4]", "outcome": "failed"}
+    assert gate(report(BASE), failed, Policy(max_regressions=0)).regressed == ("test_triage.py::test_label[c4]",)
+
+
 # --- the full policy: each rule alone, then the order block > review > go ---
 
 def run_with(cases=(), metrics=None, outcomes=None, **key):

@@ -46,8 +46,15 @@ class Scripted:
             self.pieces.insert(0, rest)
         return piece
 
-    def sendall(self, data: bytes) -> None:
-        self.sent += data
+    sends = 0
+    send_limit: int | None = None
+    """The most one send takes (None: all it is given), as a socket whose peer reads slowly takes part of it."""
+
+    def send(self, data: bytes) -> int:
+        taken = bytes(data[:self.send_limit] if self.send_limit is not None else data)
+        self.sent += taken
+        self.sends += 1
+        return len(taken)
 
     def settimeout(self, seconds: float) -> None:
         assert 0 < seconds <= DEADLINE_S, "a read waits for what is left of the deadline, no more"
@@ -131,6 +138,21 @@ def test_a_request_is_one_send_with_its_length() -> None:
     Exchange(sock, CAP).send(request_head("POST", "/api/chat", {"Host": "h:1"}), b'{"a": 1}',
                              time.monotonic() + DEADLINE_S)
     assert sock.sent == b'POST /api/chat HTTP/1.1\r\nHost: h:1\r\nContent-Length: 8\r\n\r\n{"a": 1}'
+    assert sock.sends == 1
+
+
+def test_a_request_sent_in_parts_gives_each_send_only_what_is_left_of_the_deadline() -> None:
+    """A peer that reads slowly takes a request a few bytes per send; each send waits for what is left of the
+    deadline (sendall on a TLS socket gave each partial send the whole timeout), and a passed one ends the call."""
+    sock = Scripted()
+    sock.send_limit = 7
+    timeouts: list[float] = []
+    sock.settimeout = timeouts.append  # type: ignore[method-assign]
+    Exchange(sock, CAP).send(request_head("POST", "/", {}), b"x" * 40, time.monotonic() + DEADLINE_S)
+    assert sock.sent.endswith(b"\r\n\r\n" + b"x" * 40) and sock.sends == len(timeouts) > 5
+    assert timeouts == sorted(timeouts, reverse=True) and timeouts[0] <= DEADLINE_S  # the time left, falling
+    with pytest.raises(DeadlinePassed):
+        Exchange(Scripted(), CAP).send(request_head("POST", "/", {}), b"x", time.monotonic() - 1)
 
 
 @pytest.mark.parametrize(("url", "headers", "match"), [

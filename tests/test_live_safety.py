@@ -6,10 +6,13 @@ import fcntl
 import json
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+from fakes import FakeOpenAI
+from fakes.flaky import flaky_model, write_suite
 from helpers.live import TOTAL_TESTS, Evalkit, FakeOllama, read_json, replies, task_calls
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
@@ -118,17 +121,71 @@ def test_budget_denied_cases_stay_in_the_report_and_the_gate_blocks_the_incomple
         evalkit.recordings = tmp_path / "rec-budget"
         run = evalkit("live", "budget.max_calls=10", f"baseline={base}", url=server.url)
         assert len(server.requests) == 15 + 10  # the budget stopped the second run at 10 calls
+        evalkit.recordings = tmp_path / "rec-review"
+        review = evalkit("live", "budget.max_calls=10", f"baseline={base}", "+policy.on_budget_denied=review",
+                         "policy.min_pass_rate=0", url=server.url)
+    # a policy may make the incomplete run a review: exit 0 unless it says review fails the job
+    assert review.code == 0, review.explain()
+    assert read_json(review.job / "decision.json")["decision"] == "review"
+    assert "incomplete: " in review.done.stdout and "denied by the budget" in review.done.stdout
     assert run.code == 1, run.explain()
-    assert "incomplete run:" in run.done.stdout
     cases = {c["id"]: c for c in run.report["cases"]}
     unscored = [c for c in cases.values() if c["status"] == "unscored"]
     assert len(cases) == 12 and len(unscored) >= 2  # denied cases are kept, never dropped
     assert all(any("budget_denied" in p for p in c["problems"]) for c in unscored)
+    # evalkit's own mark: the case was not run, never a failure of its own
+    assert all(c["denied"] == "budget_denied: budget.max_calls=10 would be exceeded" for c in unscored)
     denied = {k: v for k, v in run.call_status.items() if v == "budget_denied"}
-    blocked = [k for k, v in run.call_status.items() if v == "blocked"]  # judge calls of denied task calls
-    assert len(denied) + len(blocked) == 5 and denied
+    # 5 calls unmade: the task calls the budget denied and the judge calls of their replies, never sent either
+    assert len(denied) == 5 and "blocked" not in run.call_status.values()
     recorded = read_json(evalkit.recording)["calls"]
     assert all(recorded[k]["failure"]["kind"] == "budget_denied" for k in denied if k.startswith("task/"))
+    # the gate: an incomplete run naming the denied cases and the budget, no regression and no critical failure
+    decision = read_json(run.job / "decision.json")
+    assert decision["decision"] == "block" and decision["regressed"] == [] and decision["critical_failures"] == []
+    ids = sorted(c["id"] for c in unscored)
+    [finding] = [f for f in decision["findings"] if f["rule"] == "budget_denied"]
+    assert sorted(finding["figures"]["cases"]) == ids and finding["effect"] == "block"
+    assert (f"incomplete: {len(ids)} case(s) denied by the budget (budget.max_calls=10 would be exceeded): "
+            in run.done.stdout)
+    assert "regression" not in run.done.stdout and "critical test(s) fail" not in run.done.stdout
+
+
+def test_a_budget_that_pays_for_3_of_8_calls_is_an_incomplete_run_never_regressions(tmp_path: Path) -> None:
+    """Eight cases, one call each, all passing on the baseline; the candidate's budget pays for three. The gate
+    lists no regression and no critical failure (test_label is critical here): one finding names the five denied
+    cases and the budget, and the run blocks (exit 1)."""
+    cases = {f"case-{i}": 1.0 for i in range(8)}
+    with FakeOpenAI(flaky_model({"sys-a": cases})) as server:
+        conf = write_suite(tmp_path, name="budget_e2e", cases=list(cases), url=server.base_url, systems=["sys-a"],
+                           temperature=0)
+
+        def run(job: str, *overrides: str) -> subprocess.CompletedProcess[str]:
+            command = [sys.executable, "-m", "evalkit", f"hydra.searchpath=[file://{conf}]", "suite=budget_e2e",
+                       "mode=live", "run.progress=off", "run.concurrency=1", f"hydra.run.dir={tmp_path / job}",
+                       "+policy.critical=[test_label]", *overrides]
+            return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
+                                  check=False)
+
+        base = tmp_path / "base.json"
+        first = run("job1", "baseline=none", f"run.recordings={tmp_path / 'rec1'}", f"run.save_report={base}")
+        assert first.returncode == 0, first.stderr
+        cut = run("job2", f"baseline={base}", f"run.recordings={tmp_path / 'rec2'}", "budget.max_calls=3")
+        assert len(server.chat_requests) == 8 + 3
+    assert cut.returncode == 1, cut.stdout + cut.stderr  # block: the decision the incomplete run gives
+    decision = read_json(tmp_path / "job2" / "decision.json")
+    assert decision["decision"] == "block"
+    assert decision["regressed"] == [] and decision["critical_failures"] == []
+    assert decision["reasons"] == [
+        "incomplete: 5 case(s) denied by the budget (budget.max_calls=3 would be exceeded): case-3, case-4, case-5, "
+        "... 2 more"]
+    [finding] = [f for f in decision["findings"] if f["rule"] == "budget_denied"]
+    assert finding["figures"]["cases"] == [f"case-{i}" for i in range(3, 8)]
+    assert "regression" not in cut.stdout.split("QUALITY")[0]
+    # the terminal lists the denied cases as not run, never among the failing ones
+    assert "failing cases                   -\n" in cut.stdout
+    assert ("not run (budget)                case-3, case-4, case-5, case-6, case-7: budget_denied: budget.max_calls=3 "
+            "would be exceeded") in cut.stdout
 
 
 # -- secrets in every form ------------------------------------------------------------------------------------------

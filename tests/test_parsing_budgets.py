@@ -5,6 +5,7 @@ in bounded time; a date that does not exist is named as one, and so is a candida
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
@@ -161,3 +162,68 @@ def test_a_candidate_program_that_is_not_a_file_is_named_for_what_it_is(program:
                            f"hydra.run.dir={tmp_path}/hydra", f"run.out={tmp_path}/run", timeout_s=BOUNDED_S)
     line = one_line_refusal(done, program)
     assert re.match(message, line), line
+
+
+# --- YAML read outside the strict readers: Hydra's composition of conf/, run --help, the .hydra files -------------
+
+MODEL_BOMB = "name: m\nprovider: ollama\n" + bomb(key="stop")  # a model option whose stop list is the bomb
+
+
+@pytest.mark.slow
+def test_run_refuses_an_alias_bomb_in_a_searchpath_folder_before_hydra_composes_it(tmp_path: Path) -> None:
+    """Hydra's own YAML loader has no alias bound: unrefused, `python -m evalkit model=bomb` grew for minutes."""
+    (tmp_path / "conf" / "model").mkdir(parents=True)
+    (tmp_path / "conf" / "model" / "bomb.yaml").write_text(MODEL_BOMB, encoding="utf-8")
+    done = evalkit_bounded("run", f"hydra.searchpath=['file://{tmp_path / 'conf'}']", "model=bomb", "baseline=none",
+                           f"hydra.run.dir={tmp_path}/job", timeout_s=BOUNDED_S)
+    line = one_line_refusal(done, str(tmp_path / "conf" / "model" / "bomb.yaml"))
+    assert "aliases (*name) stand for more than 100,000 values (line 3)" in line
+
+
+def bombed_project(root: Path) -> Path:
+    """A project whose conf/config.yaml is fine and whose conf/policy/unused.yaml, chosen by no one, is a bomb;
+    and a second one whose config.yaml itself is."""
+    (root / "conf" / "policy").mkdir(parents=True)
+    (root / "conf" / "config.yaml").write_text("defaults:\n  - /suite: issue_triage\n", encoding="utf-8")
+    (root / "conf" / "policy" / "unused.yaml").write_text(bomb(), encoding="utf-8")
+    return root
+
+
+@pytest.mark.slow
+def test_run_refuses_an_alias_bomb_anywhere_in_the_projects_conf(tmp_path: Path) -> None:
+    project = bombed_project(tmp_path / "p")
+    done = evalkit_bounded("run", f"hydra.run.dir={tmp_path}/job", cwd=project, timeout_s=BOUNDED_S,
+                           env={**os.environ, "EVALKIT_PROJECT": str(project)})
+    assert "aliases" in one_line_refusal(done, str(project / "conf" / "policy" / "unused.yaml"))
+
+
+def test_the_conf_folders_are_the_projects_the_command_lines_and_the_configs_searchpath(tmp_path: Path) -> None:
+    from evalkit.project.conf_files import conf_folders
+
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "config.yaml").write_text("hydra:\n  searchpath: [file://extra, 'pkg://evalkit.conf']\n",
+                                      encoding="utf-8")
+    argv = ["hydra.searchpath=['file:///a/b', 'file:///c']", "--config-dir", "/d", "-cd=/e"]
+    assert conf_folders(conf, argv) == [conf, Path("/a/b"), Path("/c"), Path("/d"), Path("/e"), tmp_path / "extra"]
+
+
+def test_the_hydra_files_are_rescanned_with_aliases_bounded(tmp_path: Path) -> None:
+    """`.hydra/*.yaml` are re-read to mask a key value: with the bounded loader, a bomb there is one line, not a walk
+    over millions of values (in a bounded child)."""
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text(bomb(key="secret_patterns"), encoding="utf-8")
+    done = python_bounded(textwrap.dedent(f"""
+        import sys
+        from types import SimpleNamespace
+        from evalkit.cli.masked import scrub_hydra_files
+        from evalkit.core.errors import InputError
+        from evalkit.live.redact import Redactor
+        cfg = SimpleNamespace(runtime=SimpleNamespace(output_dir={str(tmp_path)!r}), output_subdir=".hydra")
+        try:
+            scrub_hydra_files(cfg, False, Redactor())
+        except InputError as error:
+            print(error, file=sys.stderr)
+            sys.exit(3)
+        """), timeout_s=BOUNDED_S)
+    assert "aliases" in one_line_refusal(done, str(tmp_path / ".hydra" / "config.yaml"))

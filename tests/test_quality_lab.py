@@ -171,6 +171,12 @@ def test_budget_denial_keeps_every_planned_case(lab: Lab) -> None:
     assert report["execution"]["budget"]["spent_units"] == 0
     assert report["execution"]["budget"]["denied_cases"] == 12
     assert any(r.startswith("incomplete_or_unscored_pairs: 12 of 12") for r in decision["reasons"])
+    # evalkit's own denial, marked on each case: one incomplete finding naming the budget, no regressed test
+    assert all(c["denied"] == report["cases"][0]["denied"] for c in report["cases"])
+    assert "budget.max_units=1" in report["cases"][0]["denied"]
+    assert any(r.startswith("incomplete: 12 case(s) denied by the budget (budget.max_units=1")
+               for r in decision["reasons"])
+    assert decision["regressed"] == [] and decision["critical_failures"] == []
 
 
 def test_timeout_is_unscored_and_keeps_its_reservation(lab: Lab) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from evalkit.core.errors import EvalkitError
+from evalkit.core.errors import EvalkitError, InputError
 
 if TYPE_CHECKING:
     from evalkit.live.redact import Redactor
@@ -127,6 +127,7 @@ def scrub_hydra_files(hydra_cfg: Any, multirun: bool, redact: Redactor) -> None:
     import yaml
 
     from evalkit.core.atomic import write_atomic
+    from evalkit.core.parsing import AliasBoundedLoader, TooManyAliases
 
     out = Path(hydra_cfg.runtime.output_dir)
     paths = list((out / hydra_cfg.output_subdir).glob("*.yaml")) if hydra_cfg.output_subdir else []
@@ -138,7 +139,11 @@ def scrub_hydra_files(hydra_cfg: Any, multirun: bool, redact: Redactor) -> None:
         except OSError:
             continue
         if redact.values(text) != text or PATTERNS_KEY.split(".")[1] in text:
-            data = _mask_patterns(redact.scrub(yaml.safe_load(text), messages=False))
+            try:  # aliases bounded as in every reader: a file that stands for millions of values is not walked
+                loaded = yaml.load(text, Loader=AliasBoundedLoader)  # noqa: S506 - a SafeLoader
+            except TooManyAliases as error:
+                raise InputError(f"{path}: {error}") from None
+            data = _mask_patterns(redact.scrub(loaded, messages=False))
             write_atomic(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
 
 

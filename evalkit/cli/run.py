@@ -265,6 +265,7 @@ def main() -> int:
     from omegaconf.errors import OmegaConfBaseException
 
     from evalkit.gate.decision import ExitCode
+    from evalkit.project.conf_files import check_conf_aliases, conf_folders
 
     # Make Hydra raise instead of printing and exiting 1, which would read as `block`.
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
@@ -276,6 +277,8 @@ def main() -> int:
         if any(arg in ("--help", "-h") for arg in sys.argv[1:]):  # Hydra's lists one config folder only
             return _help(sys.argv[1:])
         conf_dir, config_name = primary_config(sys.argv[1:])
+        # Hydra's YAML loader has no bound on aliases: a bomb in conf/ is refused before Hydra composes it
+        check_conf_aliases(conf_folders(conf_dir, sys.argv[1:]))
     except EvalkitError as error:
         print(f"error: {one_line(str(error))}", file=sys.stderr)
         return ExitCode.INPUT_ERROR

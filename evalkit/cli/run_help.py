@@ -10,7 +10,6 @@ project's suites.
 
 from __future__ import annotations
 
-import re
 import textwrap
 from pathlib import Path
 
@@ -18,6 +17,8 @@ import yaml
 
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text
+from evalkit.core.parsing import AliasBoundedLoader
+from evalkit.project.conf_files import searchpath_folders
 
 __all__ = ["run_help"]
 
@@ -29,7 +30,7 @@ _SETTINGS = ("Settings: mode=replay|live|record-missing, baseline=default|PATH|g
 
 def run_help(project_conf: Path | None, package_conf: Path, argv: list[str]) -> str:
     """The help text for a project whose conf/ is `project_conf` (None outside any project)."""
-    extra = _searchpath_folders(argv)
+    extra = searchpath_folders(argv)
     own = [d for d in (project_conf, *extra) if d is not None]
     groups: dict[str, dict[str, bool]] = {}  # group -> option -> whether the project (or an extra folder) has it
     for folder, is_own in [*((d, True) for d in own), (package_conf, False)]:
@@ -65,21 +66,11 @@ def _options(folder: Path) -> list[tuple[str, str]]:
     return out
 
 
-def _searchpath_folders(argv: list[str]) -> list[Path]:
-    """The `file://` folders of a `hydra.searchpath=[...]` override (evalkit's own `pkg://` one is listed apart)."""
-    folders = []
-    for arg in argv:
-        name, _, value = arg.partition("=")
-        if name.lstrip("+~") == "hydra.searchpath":
-            folders += [Path(m) for m in re.findall(r"file://([^,\]\s]+)", value)]
-    return folders
-
-
 def _default_of(path: Path, group: str) -> str | None:
     """The option of `group` that the config file at `path` picks in its defaults list, if it names one."""
     try:
-        data = yaml.safe_load(read_text(path, "config"))
-    except (InputError, yaml.YAMLError):
+        data = yaml.load(read_text(path, "config"), Loader=AliasBoundedLoader)  # noqa: S506 - a SafeLoader
+    except (InputError, yaml.YAMLError, RecursionError):  # an alias bomb too (TooManyAliases): no example
         return None
     defaults = data.get("defaults") if isinstance(data, dict) else None
     for entry in defaults if isinstance(defaults, list) else []:

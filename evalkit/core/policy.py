@@ -143,6 +143,10 @@ class Policy(BaseModel):
     on_incomparable: Literal["incomparable", "review", "block"] = "incomparable"
     """What a baseline that cannot be compared (another dataset or judge) leads to."""
 
+    on_budget_denied: Literal["block", "review"] = "block"
+    """What a candidate run cut short by its budget (cases whose calls `budget.*` denied) leads to: the run is
+    incomplete, named once with the budget, and the denied cases' tests are never counted as regressions."""
+
     review_fails: bool = False
     """Make `review` fail the job (exit code 1, like block) instead of passing it (exit code 0)."""
 
@@ -235,7 +239,7 @@ STRICT_DEFAULT = Policy(name="strict-default", version="1", max_regressions=0, r
                         on_incomparable="incomparable")
 
 
-_LATER = ("power", "max_detectable_drop", "rules", "judge_flips", "min_judge_kappa")
+_LATER = ("power", "max_detectable_drop", "rules", "judge_flips", "min_judge_kappa", "on_budget_denied")
 """Keys added to the policy after its identity was first taken: left out of it while they hold their default."""
 _LATER_REPEATS = ("too_small_to_tell",)
 """Keys added to `repeats` after its identity was first taken: left out of it while they hold their default."""

@@ -115,6 +115,14 @@ class RunReport:
         return tuple(str(c.get("id")) for c in self.cases if isinstance(c, Mapping) and c.get("status") == "unscored")
 
     @property
+    def denied(self) -> dict[str, str]:
+        """case id -> why evalkit made no reply for it (`budget_denied: budget.max_usd=... would be exceeded`), for
+        the unscored cases whose entry carries evalkit's `denied` mark (evalkit.run.eval_block.DENIED); empty for
+        a complete run and for reports other tools wrote, whose errored samples are no such case."""
+        return {head.id: head.denied for head in case_heads(self.cases)
+                if head.status == "unscored" and isinstance(head.denied, str)}
+
+    @property
     def could_not_run(self) -> dict[str, dict[str, str]]:
         """check -> case id -> why that declared check could not run on the case (a case field it reads is missing
         there, its pattern ran past its time budget), as the unscored cases' entries say; empty when every check
@@ -346,7 +354,8 @@ _CASE = msgspec.json.Decoder()
 class CaseHead(msgspec.Struct, frozen=True, gc=False):
     """The few fields of a case that pair it across reports: id, whether it passed, its group, its status, its
     samples' counts (`repeats`: passed and runs) and the declared checks that could not run on it
-    (`could_not_run`: check -> why), each as the report gives it (None when absent)."""
+    (`could_not_run`: check -> why) and why evalkit made no reply for it (`denied`), each as the report gives it
+    (None when absent)."""
 
     id: str
     passed: Any = None
@@ -354,6 +363,7 @@ class CaseHead(msgspec.Struct, frozen=True, gc=False):
     status: Any = None
     repeats: Any = None
     could_not_run: Any = None
+    denied: Any = None
 
 
 _HEAD = msgspec.json.Decoder(CaseHead)
@@ -365,7 +375,7 @@ def case_heads(cases: Sequence[Mapping[str, Any]]) -> list[CaseHead]:
     if isinstance(cases, CaseTexts):
         return [_HEAD.decode(text) for text in cases._texts]
     return [CaseHead(str(c.get("id")), c.get("passed"), c.get("group"), c.get("status"), c.get("repeats"),
-                     c.get("could_not_run")) for c in cases]
+                     c.get("could_not_run"), c.get("denied")) for c in cases]
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -14,6 +14,7 @@ from itertools import chain, compress
 from operator import not_
 from typing import Any
 
+from evalkit.core.failure import first_line
 from evalkit.core.nodeid import matches_critical
 from evalkit.core.policy import Policy
 from evalkit.core.report import FAILING, PASSING, RunReport
@@ -70,6 +71,10 @@ class TestChanges:
     unmeasured: tuple[str, ...]
     """Tests that ran on the baseline without passing (failed, error) and are skipped on the candidate: no longer
     measured, where a pass would have been a fix."""
+    denied: tuple[str, ...]
+    """Tests skipped on the candidate because evalkit made no reply for their case (the budget denied its calls):
+    not measured, so neither regressions, critical failures nor new failures; the run is incomplete instead
+    (the `budget_denied` rule)."""
     passed: int
     outcomes: dict[str, int]
     """The candidate's tests per outcome."""
@@ -77,6 +82,18 @@ class TestChanges:
     """Passing / all tests: a skip or an xfail lowers it."""
     ran_pass_rate: float | None
     """Passing / (passing + failed + error), None when no such test ran."""
+
+
+def _denied_tests(report: RunReport, failing: Iterable[str]) -> set[str]:
+    """The tests of `failing` that evalkit's plugin skipped with the reason a case's `denied` mark gives (`Skipped:
+    unscored: budget_denied: ...`): only evalkit's own unmade calls, never another tool's errored sample, which
+    stays a failure of its test."""
+    reasons = set(report.denied.values())
+    if not reasons:
+        return set()
+    skips = {first_line(f"Skipped: unscored: {reason}") for reason in reasons}  # as the report keeps a message
+    messages, outcomes = report.messages, report.outcomes
+    return {name for name in failing if outcomes.get(name) == "skipped" and messages.get(name) in skips}
 
 
 def _not_passing(outcomes: Mapping[str, str]) -> list[str]:
@@ -143,14 +160,19 @@ class Compared:
         flipped = self.flipped
         if flipped:  # a flip is the judge's noise, reviewed by judge_flips: never a regression on its own
             regressed = [name for name in regressed if name not in flipped]
+        denied = _denied_tests(self.candidate, failing)
+        if denied:  # not measured: the budget_denied rule names their cases once, as an incomplete run
+            regressed = [name for name in regressed if name not in denied]
         counts = Counter(after.values())
         passed = len(after) - len(failing)
         ran = passed + sum(counts[o] for o in FAILING)
         return TestChanges(
             regressed=tuple(sorted(regressed)), fixed=tuple(sorted(fixed)),
-            critical_failures=tuple(sorted(name for name in failing if is_critical(name, critical))),
+            critical_failures=tuple(sorted(name for name in failing
+                                           if name not in denied and is_critical(name, critical))),
             missing_critical=tuple(sorted(missing_critical)),
-            new_failing=tuple(sorted(name for name in failing if name not in before)),
+            new_failing=tuple(sorted(name for name in failing if name not in before and name not in denied)),
+            denied=tuple(sorted(denied)),
             unmeasured=tuple(sorted(name for name in failing
                                     if after[name] == "skipped" and before.get(name) in FAILING)),
             passed=passed, outcomes=dict(sorted(counts.items())),

@@ -204,13 +204,32 @@ def run_problem(c: Compared) -> Iterator[Finding]:
 
 @rule("incomplete_run")
 def incomplete_run(c: Compared) -> Iterator[Finding]:
-    """Nothing is dropped from a denominator: a run with unscored cases blocks."""
-    unscored = c.candidate.unscored
+    """Nothing is dropped from a denominator: a run with unscored cases blocks (cases the budget denied are the
+    `budget_denied` rule's)."""
+    denied = c.candidate.denied
+    unscored = [case for case in c.candidate.unscored if case not in denied]
     if unscored:
         yield Finding("incomplete_run", Effect.BLOCK,
                       f"incomplete run: {len(unscored)} unscored ({', '.join(unscored[:5])}"
                       f"{', ...' if len(unscored) > 5 else ''})",
                       figures={"unscored": len(unscored), "cases": list(unscored)})
+
+
+@rule("budget_denied", "on_budget_denied")
+def budget_denied(c: Compared) -> Iterator[Finding]:
+    """A run cut short by its budget is incomplete, never a set of regressions: the cases whose calls the budget
+    denied are named once, with the budget, and block (or call for review, `on_budget_denied: review`); their
+    skipped tests are left out of the regressions and critical failures."""
+    denied = c.candidate.denied
+    if denied:
+        cases = list(denied)
+        why = sorted(set(denied.values()))
+        budget = "; ".join(reason.removeprefix("budget_denied: ") for reason in why[:3])
+        effect = Effect.REVIEW if c.policy.on_budget_denied == "review" else Effect.BLOCK
+        yield Finding("budget_denied", effect,
+                      f"incomplete: {len(cases)} case(s) denied by the budget ({budget}): {_few(cases)}",
+                      figures={"cases": cases, "denied": len(cases), "budget": why},
+                      subject="budget")
 
 
 @rule("could_not_run")

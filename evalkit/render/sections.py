@@ -44,9 +44,13 @@ def sections(report: RunReport, baseline: RunReport | None = None, *,
             quality.append((f"slice {cut} = {name}",
                             f"{s['pass_rate']:.3f} of {s['cases']}; failing: {', '.join(s['failures']) or '-'}; "
                             f"unsafe: {', '.join(s['unsafe']) or '-'}"))
-    failing = sorted(str(c.get("id")) for c in report.cases if not c.get("passed"))
+    denied = report.denied  # not run: the budget denied their calls, so they are no failures of the model
+    failing = sorted(str(c.get("id")) for c in report.cases if not c.get("passed") and str(c.get("id")) not in denied)
     if report.cases:
         quality.append(("failing cases", ", ".join(failing) or "-"))
+    if denied:
+        quality.append(("not run (budget)", f"{', '.join(sorted(denied))}: "
+                                            f"{'; '.join(sorted(set(denied.values())))}"))
     quality += _split(report, listed)
     quality += judge_rows(report)
     cost_data: dict[str, Any] = dict(report.execution.get("cost") or {})

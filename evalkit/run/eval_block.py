@@ -28,7 +28,8 @@ from evalkit.programs.grade import Grade
 from evalkit.run.execute import UNSCORED  # a case with such a call is reported unscored
 from evalkit.run.run_input import RunInput
 
-__all__ = ["CLASSIFIED", "COULD_NOT_RUN", "JUDGE_VERDICTS", "REPLY_CHARS", "REPORT_FORMAT", "TEXT_CHARS", "EvalBlock",
+__all__ = ["CLASSIFIED", "COULD_NOT_RUN", "DENIED", "JUDGE_VERDICTS", "REPLY_CHARS", "REPORT_FORMAT", "TEXT_CHARS",
+           "EvalBlock",
            "aggregate_metrics", "cap_reply", "kept_text"]
 
 REPORT_FORMAT: Final = "evalkit-run-report/1"
@@ -41,6 +42,9 @@ them."""
 COULD_NOT_RUN: Final = "could_not_run"
 """The key under which a declared check records why it could not run on its case; the case's entry keeps
 `could_not_run: {check: why}`, and the case is unscored."""
+DENIED: Final = "denied"
+"""The key under which a case whose call evalkit did not make (the budget denied it) keeps why, the call's reason
+(`budget_denied: budget.max_calls=5 would be exceeded`); the case is unscored and its tests skipped with it."""
 REPLY_CHARS: Final = 2000
 """A reply kept in a case's entry is cut after this many characters (with a marker): enough to see the answer,
 not a copy of the recording."""
@@ -208,10 +212,13 @@ class EvalBlock:
                     outputs = by_case[case_id].setdefault("outputs", [None] * self.run.samples_of(case_id))
                     if which.sample < len(outputs):
                         outputs[which.sample] = cap_reply(call.text)
-                if call.reason:
+                if call.reason and call.reason not in by_case[case_id]["problems"]:
                     by_case[case_id]["problems"].append(call.reason)
                 if call.status in UNSCORED:
                     by_case[case_id]["status"] = "unscored"
+                    # evalkit's own mark that it made no reply here (the budget denied the call): the gate reads
+                    # the case as not run, never its skipped tests as regressions (evalkit.gate.compared)
+                    by_case[case_id].setdefault(DENIED, call.reason or call.status)
                 # the reply contract (text when finished, a known stop reason), recorded or live
                 by_case[case_id]["problems"] += [f"{call_id}: {p}" for p in call.contract]
         for case_id, run in self.run.programs.items():
@@ -222,6 +229,8 @@ class EvalBlock:
             if not is_scorable(run):
                 entry["status"] = "unscored"
                 entry["problems"].append(f"candidate program: {run['reason']}")
+                if run.get("status") == "budget_denied":  # not run: evalkit's unit budget denied it (DENIED)
+                    entry.setdefault(DENIED, run["reason"])
                 entry["grade"] = Grade.unscored(run["reason"]).to_json()
             elif case_id in self.grades:
                 entry["grade"] = self.grades[case_id]

@@ -192,7 +192,11 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
                         call_id = str(CallId.judge(metric, case.id, sample, repeat))
                         if call_id in calls:
                             continue
-                        if output.text is None:
+                        if output.status in UNSCORED:
+                            # never sent because its input was never made: unscored for the same reason (the
+                            # budget's denial), so its test is skipped like the task's, never a failure the gate counts
+                            calls[call_id] = CallResult(output.status, reason=output.reason)
+                        elif output.text is None:
                             calls[call_id] = CallResult("blocked",
                                                         reason=f"{call_id} needs {task_id}, which has no reply")
                         else:

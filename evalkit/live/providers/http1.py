@@ -120,8 +120,18 @@ class Exchange:
     def send(self, head: bytes, body: bytes, deadline: float) -> None:
         """One request: `head` from request_head, then its length and body, in one send (no delayed segment),
         which waits no longer than the `deadline` (a time.monotonic() instant) for a server that does not read."""
-        self._sock.settimeout(seconds_left(deadline))
-        self._sock.sendall(b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body))
+        view = memoryview(b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body))
+        while view:  # not sendall: a TLS socket's gives each partial send the whole timeout again
+            self._sock.settimeout(seconds_left(deadline))
+            view = view[self._sock.send(view):]
+
+    def tunnel_reply(self, deadline: float) -> tuple[int, bytes]:
+        """A proxy's reply to CONNECT: its status, read by the `deadline` within the exchange's bytes, and whatever
+        came after its head (which a proxy should not send before the client's first bytes)."""
+        self._deadline = deadline
+        self._left = self._max
+        status, _, _ = self._head()
+        return status, bytes(self._buffer)
 
     def reply(self, deadline: float) -> Answer:
         """Read the next final reply whole, by the `deadline` (a time.monotonic() instant)."""

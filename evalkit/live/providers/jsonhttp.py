@@ -7,7 +7,8 @@ time, not the server, sets the pace: at 64 calls in flight and 50 ms per reply t
 per call. The official Ollama client over httpx took 0.9 to 1.1 ms of it on its own (URL merging, header
 models, the connection pool's checks, pydantic on the request and the reply); `http.client` took about 0.2, and
 the exchange of evalkit.live.providers.http1 (the request in one send, the reply's head parsed once) under 0.1.
-`http.client` still opens the connections: proxies, CONNECT tunnels and TLS are its, as they were.
+Connections are opened by evalkit.live.providers.connect, within the call's deadline: the name's resolution, a
+proxy's CONNECT tunnel and the TLS handshake (`http.client` bounded none of them as a whole).
 
 The providers built on a vendor's client library send that client's requests through these same connections
 (evalkit.live.providers.sdkwire), so every provider has the same bounds: `model.timeout_s` is the deadline of the
@@ -24,6 +25,7 @@ from __future__ import annotations
 import base64
 import http.client
 import select
+import socket
 import ssl
 import threading
 import time
@@ -36,7 +38,8 @@ from typing import Any
 import msgspec
 
 from evalkit.live.providers.base import CallFailure, excerpt
-from evalkit.live.providers.http1 import Answer, DeadlinePassed, Exchange, ReplyTooLarge, request_head, seconds_left
+from evalkit.live.providers.connect import open_socket
+from evalkit.live.providers.http1 import Answer, DeadlinePassed, Exchange, ReplyTooLarge, request_head
 
 __all__ = ["Answer", "Bounds", "Connections", "DeadlinePassed", "JsonHttp", "ReplyTooLarge", "Target", "parse_target",
            "shown_bytes"]
@@ -187,8 +190,17 @@ class Connections:
     def _held(self) -> _Held:
         held: _Held | None = getattr(self._local, "held", None)
         if held is None:
-            held = self._local.held = _Held(self._open(), self._max_reply_bytes)
+            held = self._local.held = _Held(self._open(), self._max_reply_bytes, self._dial)
         return held
+
+    def _dial(self, deadline: float) -> socket.socket:
+        """A socket to the target (or its proxy, through a tunnel for HTTPS), TLS verified, by the deadline."""
+        target, proxy = self.target, self._proxy
+        if proxy is None:
+            return open_socket(target.host, target.port, deadline, tls=self._tls, server_hostname=target.host)
+        tunnel = (target.host, target.port, self.proxy_headers) if target.scheme == "https" else None
+        return open_socket(proxy.hostname or target.host, proxy.port or 80, deadline, tunnel=tunnel, tls=self._tls,
+                           server_hostname=target.host)
 
     def _open(self) -> http.client.HTTPConnection:
         target, proxy = self.target, self._proxy
@@ -241,23 +253,26 @@ def _readable(sock: Any) -> bool:
 class _Held:
     """A thread's connection, closed when the thread ends and its thread-local data goes (no stray sockets)."""
 
-    def __init__(self, connection: http.client.HTTPConnection, max_reply_bytes: int) -> None:
+    def __init__(self, connection: http.client.HTTPConnection, max_reply_bytes: int,
+                 dial: Callable[[float], socket.socket]) -> None:
         self.connection = connection
+        """The connection's address and socket (its own `connect` is never called: it waits without a deadline)."""
         self._max_reply_bytes = max_reply_bytes
+        self._dial = dial
         self._exchange: Exchange | None = None
 
     def exchange(self, deadline: float) -> Exchange:
         """The exchange on this thread's connection, opened again when the server has closed it since the last
         reply (an idle keep-alive connection the server dropped reads as end-of-file at once). Opening waits no
-        longer than the deadline leaves (CPython bounds a TLS handshake as a whole by the socket's timeout)."""
+        longer than the deadline leaves: the name's resolution, the connection, a proxy's tunnel and TLS."""
         sock = self.connection.sock
         if sock is not None and _readable(sock):
             self.close()
             sock = None
         if sock is None or self._exchange is None:
-            self.connection.timeout = seconds_left(deadline)
-            self.connection.connect()  # http.client's: through the proxy or its tunnel, TLS verified
-            seconds_left(deadline)  # a tunnel's reply is read a line at a time: it may have used the rest
+            self.close()
+            # resolved, connected, tunnelled and shaken hands within the deadline (evalkit.live.providers.connect)
+            self.connection.sock = self._dial(deadline)
             self._exchange = Exchange(self.connection.sock, self._max_reply_bytes)
         return self._exchange
 
