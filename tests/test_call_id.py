@@ -13,6 +13,8 @@ from evalkit.core.errors import InputError
     ("task/a#3", CallId("task", "a", sample=3)),
     ("judge/faithful/c1", CallId("judge", "c1", "faithful")),
     ("judge/pairwise/new-first/rc01#12", CallId("judge", "rc01", "pairwise/new-first", 12)),
+    ("task/c1@3", CallId("task", "c1", step=3)),
+    ("task/c1@12#2", CallId("task", "c1", sample=2, step=12)),
 ])
 def test_parse_and_str_are_inverse(text: str, expected: CallId) -> None:
     assert CallId.parse(text) == expected
@@ -26,7 +28,9 @@ def test_sample_zero_is_the_plain_id() -> None:
 
 
 @pytest.mark.parametrize("text", ["", "task/", "task", "judge/c", "judge//c", "model/c", "task/m/c", "task/c#",
-                                  "task/c#0", "task/c#01", "task/c#x", "task/c#²", "task/a#b#2"])
+                                  "task/c#0", "task/c#01", "task/c#x", "task/c#²", "task/a#b#2",
+                                  "task/c@", "task/c@0", "task/c@01", "task/c@x", "task/@2", "judge/m/c@2",
+                                  "task/c@1@2"])
 def test_anything_else_is_refused_in_one_line(text: str) -> None:
-    with pytest.raises(InputError, match=r"is not a call id \(task/<case>, judge/<metric>/<case>, with #<i>"):
+    with pytest.raises(InputError, match=r"is not a call id \(task/<case>, judge/<metric>/<case>, with @<n>"):
         CallId.parse(text)
