@@ -32,7 +32,8 @@ from evalkit.core.config import ProgramLimits
 from evalkit.core.isolation import Layer
 from evalkit.programs.seccomp import DENIED, seccomp_filter
 
-__all__ = ["ENDPOINT_SOCKET", "NOBODY", "PROGRAM_ENV", "TASK_DIR", "Isolation", "probe_isolation", "seccomp_file", "unisolated"]
+__all__ = ["ENDPOINT_SOCKET", "NOBODY", "PROGRAM_ENV", "TASK_DIR", "Isolation", "probe_isolation", "seccomp_file",
+           "unisolated"]
 
 NOBODY = 65534  # the conventional unprivileged user and group: owns no file of the machine
 TASK_DIR = "/task"  # where the task folder is inside the bubblewrap view

@@ -291,12 +291,14 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     recording: Recording | None = None
     calls: Execution | None = None
     if spec.endpoint:
-        # The recording's identity leaves the program's bytes out: each call's request is fingerprinted, so an edit
-        # that changes what the program asks is refused at its first changed call, naming the field, and one that
-        # does not (a refactoring) replays as recorded.
+        # The recording's identity leaves the program's file and bytes out (the candidate option's name stays):
+        # each call's request is fingerprinted, so an edit that changes what the program asks is refused at its
+        # first changed call, naming the field, and one that does not (a refactoring) replays as recorded.
+        rec_components = {g: (config.choices.get(g, g), {k: v for k, v in s.items()
+                                                          if g != spec.component or k != "program"})
+                          for g, s in config.components.items()}
         rec_key = build_key(suite=config.suite.name, dataset=data_set.identity(name), prompt_version="none",
-                            prompt_text="", judge_model=None, components={
-                                g: (config.choices.get(g, g), s) for g, s in config.components.items()}, **model)
+                            prompt_text="", judge_model=None, components=rec_components, **model)
         results, rec_path, recording, calls = _run_with_endpoint(
             config, rec_key, lambda access: run_programs(data_set.cases, spec, candidate, program, budget, access))
     else:
