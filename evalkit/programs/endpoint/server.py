@@ -60,7 +60,7 @@ class Endpoint:
         """The first call not served, if any."""
         self.rejected: list[str] = []
         """Why each request that never became a call was turned away (unreadable, concurrent), in order."""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # _reject takes it again when called under it
         self._busy = False
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
