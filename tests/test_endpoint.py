@@ -15,9 +15,8 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletion
 
-from evalkit.programs.endpoint import MAX_BODY_BYTES, Endpoint, Unserved
-from evalkit.programs.endpoint import anthropic_messages, openai_chat
 from evalkit.live.providers.sdkwire import httpx_module
+from evalkit.programs.endpoint import MAX_BODY_BYTES, Endpoint, Unserved, anthropic_messages, openai_chat
 from evalkit.programs.endpoint.wire import WireError
 from evalkit.records.call import Message, NamedTool, Reply, Request, ToolCall, Usage
 

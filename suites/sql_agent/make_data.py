@@ -1,7 +1,10 @@
-"""Write the sql_agent suite's dataset: three authored questions over one authored shop database (shop.sql), their
-references, and the manifest pinning both. Run it after editing the cases; the manifest's hashes then change with them."""
+"""Write the sql_agent suite's dataset: three authored questions over one authored shop database (shop.sql),
+their references, and the manifest pinning both. Run it after editing the cases: the manifest's hashes follow."""
 
-import json, hashlib, pathlib
+import hashlib
+import json
+import pathlib
+
 shop = """CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, city TEXT);
 CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), total REAL);
 INSERT INTO customers VALUES (1, 'Alice', 'Lyon'), (2, 'Bob', 'Porto'), (3, 'Carol', 'Gdansk');
