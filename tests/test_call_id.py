@@ -16,6 +16,8 @@ from evalkit.core.errors import InputError
     ("judge/pairwise/new-first/rc01#12", CallId("judge", "rc01", "pairwise/new-first", 12)),
     ("judge/faithful/c1~2", CallId("judge", "c1", "faithful", repeat=2)),
     ("judge/pairwise/old-first/rc01~1#3", CallId("judge", "rc01", "pairwise/old-first", 3, 1)),
+    ("task/c1@3", CallId("task", "c1", step=3)),
+    ("task/c1@12#2", CallId("task", "c1", sample=2, step=12)),
 ])
 def test_parse_and_str_are_inverse(text: str, expected: CallId) -> None:
     assert CallId.parse(text) == expected
@@ -36,7 +38,10 @@ def test_the_judges_repeat_zero_is_the_plain_id_and_a_repeat_keeps_its_sample() 
 
 @pytest.mark.parametrize("text", ["", "task/", "task", "judge/c", "judge//c", "model/c", "task/m/c", "task/c#",
                                   "task/c#0", "task/c#01", "task/c#x", "task/c#²", "task/a#b#2", "task/c~1",
-                                  "judge/m/c~", "judge/m/c~0", "judge/m/c~01", "judge/m/c~x#2", "judge/m/~1"])
+                                  "judge/m/c~", "judge/m/c~0", "judge/m/c~01", "judge/m/c~x#2", "judge/m/~1",
+                                  "task/c@", "task/c@0", "task/c@01", "task/c@x", "task/@2", "judge/m/c@2",
+                                  "task/c@1@2", "task/c@1~2", "judge/m/c~1@2"])
 def test_anything_else_is_refused_in_one_line(text: str) -> None:
-    with pytest.raises(InputError, match=r"is not a call id \(task/<case>, judge/<metric>/<case> with ~<r>"):
+    with pytest.raises(InputError, match=r"is not a call id \(task/<case> with @<n> for step n > 0, "
+                                         r"judge/<metric>/<case> with ~<r>"):
         CallId.parse(text)

@@ -14,12 +14,15 @@ from evalkit.project.paths import PACKAGE_CONF
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
 CONF = PROJECT_ROOT / "conf"
-GROUPS = ["suite", "model", "prompt", "dataset", "judge", "policy", "retriever", "reply_format", "candidate"]
+GROUPS = ["suite", "model", "prompt", "dataset", "judge", "policy", "retriever", "reply_format", "candidate",
+          "agent_code"]
 # Options that belong to one suite validate with it: a suite's components exist only in that suite, and a
 # policy may only name metrics its suite produces.
 SUITE_OF = {"retriever": "evidencedesk", "reply_format": "evidencedesk",
             "policy/evidencedesk": "evidencedesk", "policy/evidencedesk-strict": "evidencedesk",
-            "candidate": "quality_lab", "dataset/quality_lab": "quality_lab", "policy/quality_lab": "quality_lab"}
+            "candidate": "quality_lab", "dataset/quality_lab": "quality_lab", "policy/quality_lab": "quality_lab",
+            "agent_code": "sql_agent", "dataset/sql_agent": "sql_agent", "policy/sql_agent": "sql_agent",
+            "model/shop-agent": "sql_agent"}
 
 
 
@@ -34,6 +37,15 @@ def test_every_option_of_every_group_validates(hydra_conf, group, option):
     suite = SUITE_OF.get(f"{group}/{option}", SUITE_OF.get(group))
     config = validate_config(composed(*([f"suite={suite}"] if suite else []), f"{group}={option}"), {group: option})
     assert isinstance(config, RunConfig)
+
+
+def test_a_program_calling_a_model_through_the_endpoint_needs_the_model_and_may_record(hydra_conf):
+    live = validate_config(composed("suite=sql_agent", "mode=live"), {})
+    assert live.suite.program is not None and live.suite.program.endpoint and live.model is not None
+    with pytest.raises(ConfigError, match="program holds its own prompts"):
+        validate_config(composed("suite=sql_agent", "+prompt=v1"), {}, ("+prompt=v1",))
+    with pytest.raises(ConfigError, match="runs a candidate program on every run and records no model calls"):
+        validate_config(composed("suite=quality_lab", "mode=live"), {})  # a program without the endpoint: as before
 
 
 def test_defaults_compose_the_issue_triage_suite(hydra_conf):

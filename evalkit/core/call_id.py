@@ -1,11 +1,14 @@
-"""The id of one call of a run: `task/<case>` or `judge/<metric>/<case>`, `~<r>` for the judge's own repeat r > 0
+"""The id of one call of a run: `task/<case>` or `judge/<metric>/<case>`, `@<n>` for a task's step n > 0 (the n+1-th
+model call one case made: an agent calling through evalkit's endpoint), `~<r>` for the judge's own repeat r > 0
 (`judge.repeats`), and `#<i>` for sample i > 0.
 
 Recordings, journals and run inputs key calls by this text; everything that makes or reads one goes through
-`CallId`, so the format is written once. A case id never holds `/` or `#` (evalkit.core.dataset), so the case is
-what follows the last `/` (up to a `~`) and the sample what follows `#`; a judge metric may hold `/`
-(`pairwise/new-first`). Sample 0 and the judge's repeat 0 keep the plain id, so single runs and recordings made
-before repeats existed read the same. `judge/faithful/refund~2#1`: the judge's third look at sample 1's reply.
+`CallId`, so the format is written once. A case id never holds `/`, `#`, `@` or `~` (evalkit.core.dataset), so the
+case is what follows the last `/` (up to a `@` or `~`) and the sample what follows `#`; a judge metric may hold `/`
+(`pairwise/new-first`). Sample 0, step 0 and the judge's repeat 0 keep the plain id, so single runs and recordings
+made before repeats and steps existed read the same, and a program making one call per case has the id a model
+suite's task call has. `judge/faithful/refund~2#1`: the judge's third look at sample 1's reply; `task/refund@3`: the
+case's fourth model call.
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ from typing import Literal
 
 from evalkit.core.errors import InputError
 
-__all__ = ["CallId", "REPEAT_MARK", "SAMPLE_MARK"]
+__all__ = ["CallId", "REPEAT_MARK", "SAMPLE_MARK", "STEP_MARK"]
 
 SAMPLE_MARK = "#"
 REPEAT_MARK = "~"
+STEP_MARK = "@"
 
 
 @dataclass(frozen=True, order=True)
@@ -32,10 +36,12 @@ class CallId:
     sample: int = 0
     repeat: int = 0
     """The judge's own repeat of this call (`judge.repeats=K`: 0 to K - 1); always 0 for a task call."""
+    step: int = 0
+    """A task call's step: 0 for the case's first model call, n for its n+1-th; always 0 for a judge call."""
 
     @classmethod
-    def task(cls, case: str, sample: int = 0) -> CallId:
-        return cls("task", case, "", sample)
+    def task(cls, case: str, sample: int = 0, step: int = 0) -> CallId:
+        return cls("task", case, "", sample, step=step)
 
     @classmethod
     def judge(cls, metric: str, case: str, sample: int = 0, repeat: int = 0) -> CallId:
@@ -52,26 +58,31 @@ class CallId:
         head, _, case = plain.rpartition("/")
         kind, _, metric = head.partition("/")
         sample = int(number)
-        case, mark, repeat = case.partition(REPEAT_MARK)
-        if mark and not (repeat.isascii() and repeat.isdigit() and repeat[0] != "0"):
-            case = ""  # `~` with no repeat number after it (or repeat 0 spelled out): not a call id
-        if case and SAMPLE_MARK not in case and kind == "task" and not metric and not mark:
-            return cls.task(case, sample)
-        if case and SAMPLE_MARK not in case and kind == "judge" and metric:
-            return cls.judge(metric, case, sample, int(repeat) if mark else 0)
-        raise InputError(f"{text[:200]!r} is not a call id (task/<case>, judge/<metric>/<case> with ~<r> for the "
-                         "judge's repeat r > 0, and #<i> for sample i > 0)")
+        if kind == "task":
+            case, marked, count = case.partition(STEP_MARK)
+        else:
+            case, marked, count = case.partition(REPEAT_MARK)
+        if marked and not (count.isascii() and count.isdigit() and count[0] != "0"):
+            case = ""  # a mark with no number after it (or 0 spelled out): not a call id
+        if case and not any(m in case for m in (SAMPLE_MARK, STEP_MARK, REPEAT_MARK)):
+            if kind == "task" and not metric:
+                return cls.task(case, sample, int(count) if marked else 0)
+            if kind == "judge" and metric:
+                return cls.judge(metric, case, sample, int(count) if marked else 0)
+        raise InputError(f"{text[:200]!r} is not a call id (task/<case> with @<n> for step n > 0, "
+                         "judge/<metric>/<case> with ~<r> for the judge's repeat r > 0, and #<i> for sample i > 0)")
 
     @property
     def plain(self) -> CallId:
-        """The same call's sample 0 (and the judge's repeat 0)."""
-        return CallId(self.kind, self.case, self.metric, 0)
+        """The same call's sample 0 (and the judge's repeat 0; a task's step is kept)."""
+        return CallId(self.kind, self.case, self.metric, 0, step=self.step)
 
     def sampled(self, sample: int) -> CallId:
-        return CallId(self.kind, self.case, self.metric, sample, self.repeat)
+        return CallId(self.kind, self.case, self.metric, sample, self.repeat, self.step)
 
     def __str__(self) -> str:
-        base = f"task/{self.case}" if self.kind == "task" else f"judge/{self.metric}/{self.case}"
+        step = f"{STEP_MARK}{self.step}" if self.step else ""
+        base = f"task/{self.case}{step}" if self.kind == "task" else f"judge/{self.metric}/{self.case}"
         if self.repeat:
             base = f"{base}{REPEAT_MARK}{self.repeat}"
         return base if self.sample == 0 else f"{base}{SAMPLE_MARK}{self.sample}"

@@ -248,6 +248,12 @@ class ProgramSpec(_Strict):
     """Case fields kept out of the public `task.json` the program reads."""
     limits: ProgramLimits = Field(default_factory=ProgramLimits)
     """Memory, CPU time, processes and disk each candidate run may use."""
+    endpoint: bool = False
+    """The program calls a model through evalkit's endpoint (OPENAI_BASE_URL / ANTHROPIC_BASE_URL, dummy keys): the
+    suite composes a model, and its calls are recorded in `mode=live` and replayed by default, like a model suite's."""
+    python_env: str | None = None
+    """A virtual environment (relative paths: to the project root) whose packages the program imports (the `openai`
+    SDK), shown read-only in the sandbox; None: the standard library only."""
 
 
 class SuiteConfig(_Strict):
@@ -673,6 +679,9 @@ def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
         if config.dataset.file is None:
             raise ConfigError(f"suite {suite.name} calls a model and reads a dataset file; manifest datasets "
                               "(with splits and private references) serve suites that run a candidate program")
+    elif suite.program.endpoint:
+        _check_endpoint_suite(config, overrides)
+        _check_program_inputs(config)
     else:
         chosen = [o for o in overrides if o.lstrip("+~").split("=")[0] in ("model", "prompt")]
         if chosen:
@@ -686,17 +695,42 @@ def _check_suite_kind(config: RunConfig, overrides: tuple[str, ...]) -> None:
                               "per case; run.repeats samples model calls: drop it (or set run.repeats=1)")
         if config.run.otel_export is not None:
             raise ConfigError(f"run.otel_export={config.run.otel_export}: suite {suite.name} runs a candidate "
-                              "program and makes no model calls, so there are no calls to trace; drop it")
-        if config.dataset.manifest is None:
-            raise ConfigError(f"conf/suite/{suite.name}.yaml: a program suite needs a manifest dataset "
-                              "(its references must stay out of the cases the program sees)")
-        if suite.program.component not in suite.components:
-            raise ConfigError(f"conf/suite/{suite.name}.yaml: program.component {suite.program.component!r} must be "
-                              "one of the suite's components")
+                              "program; run.otel_export traces the calls of model suites only; drop it")
+        _check_program_inputs(config)
     if config.split is not None and config.dataset.manifest is None:
         where = f"conf/dataset/{config.choices['dataset']}.yaml" if "dataset" in config.choices else "the dataset"
         raise ConfigError(f"split={config.split}: {where} is a single file without splits; "
                           "splits need a manifest dataset")
+
+
+def _check_endpoint_suite(config: RunConfig, overrides: tuple[str, ...]) -> None:
+    """A program suite whose program calls a model through evalkit's endpoint: a model, no prompt (the program holds
+    its own), one sample per case (its calls are numbered by arrival, not sampled), a manifest dataset."""
+    suite = config.suite
+    assert suite.program is not None
+    if config.model is None:
+        raise ConfigError(f"conf/suite/{suite.name}.yaml: program.endpoint: the program calls a model through "
+                          "evalkit's endpoint, and the suite composes none; add `- /model: NAME` to its defaults "
+                          "(or pass model=NAME)")
+    chosen = [o for o in overrides if o.lstrip("+~").split("=")[0] == "prompt"]
+    if chosen:
+        raise ConfigError(f"command line {' '.join(chosen)}: suite {suite.name}'s program holds its own prompts; "
+                          f"change the program (choose another with {suite.program.component}=...)")
+    if config.run.repeats != 1:
+        raise ConfigError(f"run.repeats={config.run.repeats}: suite {suite.name} runs its program once per case; "
+                          "drop it (or set run.repeats=1)")
+
+
+def _check_program_inputs(config: RunConfig) -> None:
+    """Every program suite reads a manifest dataset and names its program's component among its components."""
+    suite = config.suite
+    assert suite.program is not None
+    if config.dataset.manifest is None:
+        raise ConfigError(f"conf/suite/{suite.name}.yaml: a program suite needs a manifest dataset "
+                          "(its references must stay out of the cases the program sees)")
+    if suite.program.component not in suite.components:
+        raise ConfigError(f"conf/suite/{suite.name}.yaml: program.component {suite.program.component!r} must be "
+                          "one of the suite's components")
 
 
 def _check_sequential(run: RunSettings) -> None:

@@ -4,12 +4,20 @@ For each case, in dataset order: reserve the budget (public task bytes + the lar
 the program in its own temporary directory (evalkit.programs.sandbox), settle the budget on a valid response or keep
 the reservation as unknown. A denied case is not run and stays in the results as `budget_denied`, so it keeps
 its place in every denominator. Private fields and references never enter the program's directory.
+
+A program that calls a model gets evalkit's endpoint for its case (evalkit.programs.endpoint): its calls are answered
+by `answer` (the run's replay or live calls), and its result lists the call ids it was served (`model_calls`), the
+call it was not (`unserved`) and any request turned away (`rejected`). Once `ended` says the run can measure nothing
+more (a refused replay, an outage), no further case is started.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +27,21 @@ from evalkit.core.config import ProgramSpec
 from evalkit.core.dataset import Case
 from evalkit.core.errors import ConfigError, InputError, describe_validation
 from evalkit.live.budget import UnitBudget
-from evalkit.programs.sandbox import run_program
+from evalkit.programs.endpoint import Answer, Endpoint
+from evalkit.programs.sandbox import ProgramRun, run_program
 
-__all__ = ["CandidateConfig", "candidate_config", "is_scorable", "public_task", "run_programs"]
+__all__ = ["CandidateConfig", "ModelAccess", "candidate_config", "is_scorable", "public_task", "run_programs"]
+
+
+@dataclass(frozen=True)
+class ModelAccess:
+    """What a program that calls a model is given: the run's answer to each call, the model's name, a virtual
+    environment with its packages, and whether the run has ended (no further case is started)."""
+
+    answer: Answer
+    model: str
+    python_env: Path | None = None
+    ended: Callable[[], bool] = lambda: False
 
 
 class CandidateConfig(BaseModel):
@@ -58,11 +78,14 @@ def public_task(case: Case, spec: ProgramSpec) -> bytes:
 
 
 def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateConfig, program: Path,
-                 budget: UnitBudget) -> dict[str, dict[str, Any]]:
+                 budget: UnitBudget, access: ModelAccess | None = None) -> dict[str, dict[str, Any]]:
     """case id -> what the run produced, in case order: the sandbox's ProgramRun fields (or a `budget_denied`
-    stand-in with the same keys) plus `units` spent and `usage_state` (known, unknown, not_started)."""
+    stand-in with the same keys) plus `units` spent and `usage_state` (known, unknown, not_started); with `access`,
+    the endpoint's `model_calls`, `unserved` and `rejected`."""
     results: dict[str, dict[str, Any]] = {}
     for case in cases:
+        if access is not None and access.ended():
+            break
         task = public_task(case, spec)
         files = case.get(spec.files_field, {}) if spec.files_field else {}
         if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
@@ -72,10 +95,14 @@ def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateC
         if denial is not None:
             results[case.id] = _denied(denial, len(task))
             continue
+        calls: dict[str, Any] = {}
         try:
-            run = run_program(program, candidate.args, task, files, spec.watch,
-                              timeout_s=candidate.timeout_s, max_response_bytes=candidate.max_response_bytes,
-                              limits=spec.limits)
+            if access is None:
+                run = run_program(program, candidate.args, task, files, spec.watch,
+                                  timeout_s=candidate.timeout_s, max_response_bytes=candidate.max_response_bytes,
+                                  limits=spec.limits)
+            else:
+                run, calls = _with_endpoint(case, spec, candidate, program, task, files, access)
         except InputError as error:
             raise InputError(f"case {case.id}: {error}") from None
         units: int | None = None
@@ -83,8 +110,23 @@ def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateC
         if run.finished and run.output_bytes is not None:
             units, usage = len(task) + run.output_bytes, "known"
             budget.settle(reserved, units)
-        results[case.id] = {**run.to_json(), "units": units, "usage_state": usage}
+        results[case.id] = {**run.to_json(), "units": units, "usage_state": usage, **calls}
     return results
+
+
+def _with_endpoint(case: Case, spec: ProgramSpec, candidate: CandidateConfig, program: Path, task: bytes,
+                   files: Mapping[str, str], access: ModelAccess) -> tuple[ProgramRun, dict[str, Any]]:
+    """Run one case with its own endpoint socket, in a folder only the sandbox's user may reach into."""
+    with tempfile.TemporaryDirectory(prefix="evalkit-endpoint-") as folder:
+        os.chmod(folder, 0o755)
+        socket_path = Path(folder) / "endpoint.sock"
+        with Endpoint(socket_path, case.id, access.model, access.answer) as endpoint:
+            run = run_program(program, candidate.args, task, files, spec.watch, timeout_s=candidate.timeout_s,
+                              max_response_bytes=candidate.max_response_bytes, limits=spec.limits,
+                              endpoint=socket_path, python_env=access.python_env)
+    unserved = endpoint.unserved
+    return run, {"model_calls": list(endpoint.calls), "rejected": list(endpoint.rejected),
+                 "unserved": None if unserved is None else {"kind": unserved.kind, "reason": unserved.reason}}
 
 
 def _denied(reason: str, input_bytes: int) -> dict[str, Any]:

@@ -5,7 +5,8 @@ evalkit runs as root) in new user, mount, PID, network, IPC, UTS and cgroup name
 no_new_privs, no further user namespaces, and a view of the machine holding only: the task folder (a size-limited
 tmpfs, read-write), /usr and the Python runtime (read-only), the dynamic linker's cache, a private /proc, a minimal
 /dev and a size-limited private /tmp. Nothing else exists there: no project, suite or references, no home, no other
-user's files, no host Unix socket paths. Limits (memory, CPU time, processes, file size) are set on the program by
+user's files, no host Unix socket paths but evalkit's own endpoint socket when the suite's program calls a model
+(evalkit.programs.endpoint). Limits (memory, CPU time, processes, file size) are set on the program by
 the launcher; the tmpfs sizes bound the disk it can write.
 
 Otherwise: util-linux `unshare` gives what it can (network and PID namespaces) and the program runs in a host
@@ -22,7 +23,7 @@ import platform
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,13 @@ from evalkit.core.config import ProgramLimits
 from evalkit.core.isolation import Layer
 from evalkit.programs.seccomp import DENIED, seccomp_filter
 
-__all__ = ["NOBODY", "TASK_DIR", "Isolation", "probe_isolation", "seccomp_file", "unisolated"]
+__all__ = ["ENDPOINT_SOCKET", "NOBODY", "PROGRAM_ENV", "TASK_DIR", "Isolation", "probe_isolation", "seccomp_file",
+           "unisolated"]
 
 NOBODY = 65534  # the conventional unprivileged user and group: owns no file of the machine
 TASK_DIR = "/task"  # where the task folder is inside the bubblewrap view
+ENDPOINT_SOCKET = "/evalkit/endpoint.sock"  # where evalkit's endpoint socket is inside it, when the suite has one
+PROGRAM_ENV = "/evalkit/env"  # where a program's virtual environment is inside it
 _MIB = 1024 * 1024
 _SYSTEM_DIRS = ("/bin", "/lib", "/lib64", "/lib32", "/libx32", "/sbin")  # links into /usr, or directories
 
@@ -70,15 +74,20 @@ class Isolation:
         return {"layers": {layer.value: {"held": held, "detail": detail}
                            for layer, (held, detail) in self.layers.items()}, "label": self.label}
 
-    def command(self, limits: ProgramLimits, seccomp_fd: int | None = None) -> list[str]:
-        """The command that starts the launcher; the tmpfs sizes are this run's disk limit, and `seccomp_fd` an
-        open descriptor holding `self.seccomp` for bubblewrap to read."""
+    def command(self, limits: ProgramLimits, seccomp_fd: int | None = None,
+                binds: Sequence[tuple[str, str]] = ()) -> list[str]:
+        """The command that starts the launcher; the tmpfs sizes are this run's disk limit, `seccomp_fd` an open
+        descriptor holding `self.seccomp` for bubblewrap to read, and `binds` (host path, sandbox path) what the run
+        shows besides: evalkit's endpoint socket (read-write: connecting needs it) and a program's packages
+        (read-only)."""
         if not self.bubblewrap:
             return list(self.prefix)
         size = str(limits.disk_mb * _MIB)
         seccomp = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
+        shown = [arg for host, inside in binds
+                 for arg in (("--bind", host, inside) if inside == ENDPOINT_SOCKET else ("--ro-bind", host, inside))]
         return [*self.prefix[:-1], "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", TASK_DIR,
-                "--chdir", TASK_DIR, *seccomp, "--"]
+                *shown, "--chdir", TASK_DIR, *seccomp, "--"]
 
 
 @functools.cache

@@ -10,6 +10,12 @@ of, and the launcher is not dumpable, so a process of the same user can neither 
 /proc/PID/fd. It adopts every orphaned descendant (a child subreaper, setsid() ones included) and kills them
 all once the program exits or its time is up; in a PID namespace the kernel also kills whatever is left when
 the namespace ends. Files are read back only after that, so nothing can swap them while they are read.
+
+With `relay` (the path of evalkit's endpoint socket as the sandbox sees it), the launcher listens on a loopback port
+of the sandbox's own network namespace and relays each connection to that socket, byte for byte: the program's SDK
+speaks HTTP over TCP to OPENAI_BASE_URL / ANTHROPIC_BASE_URL, and the socket is the only way out. `env` adds those
+variables (and dummy keys) to the program's environment; `python` is the interpreter to run it with (a virtual
+environment's, whose packages it imports), else the launcher's own.
 """
 
 from __future__ import annotations
@@ -20,8 +26,10 @@ import json
 import os
 import resource
 import signal
+import socket
 import stat
 import sys
+import threading
 import time
 from typing import Any
 
@@ -39,7 +47,8 @@ def _prctl(option: int, value: int) -> bool:
         return False
 
 
-def _run_child(program: str, args: list[str], limits: dict[str, int], stderr: int) -> None:
+def _run_child(program: str, args: list[str], limits: dict[str, int], stderr: int, python: str,
+               extra_env: dict[str, str]) -> None:
     """In the forked child: the limits, then the program. Never returns."""
     try:
         os.dup2(stderr, 2)
@@ -51,9 +60,49 @@ def _run_child(program: str, args: list[str], limits: dict[str, int], stderr: in
         if "processes" in limits:  # left out where the count would be of evalkit's own user's processes
             resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
         env = {name: os.environ[name] for name in ("LANG", "HOME", "TMPDIR") if name in os.environ}
-        os.execve(sys.executable, [sys.executable, "-I", program, *args], env)
+        os.execve(python, [python, "-I", program, *args], {**env, **extra_env})
     finally:
         os._exit(127)
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    """Copy bytes one way until either side closes; then close both ways of the pair."""
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for end in (source, sink):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _relay(listener: socket.socket, target: str) -> None:
+    """Accept the program's connections and join each to a new connection to evalkit's endpoint socket."""
+    while True:
+        try:
+            inner, _ = listener.accept()
+        except OSError:
+            return
+        outer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            outer.connect(target)
+        except OSError:
+            inner.close()
+            outer.close()
+            continue
+        for source, sink in ((inner, outer), (outer, inner)):
+            threading.Thread(target=_pump, args=(source, sink), daemon=True).start()
+
+
+def _endpoint_env(port: int) -> dict[str, str]:
+    """What the program's SDK reads to find evalkit's endpoint; the keys are dummies the endpoint ignores."""
+    base = f"http://127.0.0.1:{port}"
+    return {"OPENAI_BASE_URL": base + "/v1", "ANTHROPIC_BASE_URL": base,
+            "OPENAI_API_KEY": "evalkit-endpoint-dummy-key", "ANTHROPIC_API_KEY": "evalkit-endpoint-dummy-key"}
 
 
 def _adopted() -> list[int]:
@@ -158,10 +207,21 @@ def main() -> None:
     own_device = os.stat(".").st_dev
     limits: dict[str, int] = request["limits"]
     stderr = os.memfd_create("stderr")  # close-on-exec here; the child makes it its fd 2
+    env: dict[str, str] = {}
+    listener = None
+    if request.get("relay"):
+        # bound before the fork, so the program can connect at once; not inheritable, so the program never holds it
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        env = _endpoint_env(listener.getsockname()[1])
     started = time.monotonic()
     child = os.fork()
     if child == 0:
-        _run_child(request["program"], request["args"], limits, stderr)
+        _run_child(request["program"], request["args"], limits, stderr, request.get("python") or sys.executable,
+                   env)
+    if listener is not None:  # threads only after the fork: the child starts from a one-thread copy
+        threading.Thread(target=_relay, args=(listener, request["relay"]), daemon=True).start()
     timed_out = False
 
     def stop(*_: object) -> None:

@@ -12,12 +12,20 @@ CPU time, processes and disk limited. Where it does not, the launcher runs in a 
 evalkit's own user, in whatever namespaces `unshare` gives: host files stay readable by absolute path there, and
 evalkit's runner fingerprints the suite's checks before and after the candidates run. `Isolation.to_json()`
 (each run's `provenance.isolation`) names every layer as held or not; a policy can require them.
+
+A program that calls a model (a suite with `program.endpoint`) reaches evalkit's endpoint (evalkit.programs.endpoint)
+and nothing else: the endpoint listens on a Unix socket, which bubblewrap binds into the view (a path-bound socket is
+a file, so it crosses the network namespace, which bubblewrap leaves with a loopback of its own and no way out), and
+the launcher relays a loopback port of the sandbox to it. The program finds it by OPENAI_BASE_URL and
+ANTHROPIC_BASE_URL, with dummy keys; no real key is in the launcher's environment to inherit. A program's packages
+(the `openai` SDK) come from a virtual environment shown read-only (`python_env`).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import os
 import signal
@@ -32,7 +40,7 @@ from evalkit.core.config import ProgramLimits
 from evalkit.core.errors import InputError
 from evalkit.core.fingerprint import sha256
 from evalkit.programs import launcher
-from evalkit.programs.isolation import Isolation, probe_isolation, seccomp_file
+from evalkit.programs.isolation import ENDPOINT_SOCKET, PROGRAM_ENV, Isolation, probe_isolation, seccomp_file
 
 __all__ = ["ARTIFACT_LIMIT", "LAUNCHER", "ProgramRun", "run_program"]
 
@@ -75,11 +83,14 @@ class ProgramRun:
 
 def run_program(program: Path, args: Sequence[str], task: bytes, files: Mapping[str, str], watch: Sequence[str],
                 *, timeout_s: float, max_response_bytes: int, limits: ProgramLimits | None = None,
-                isolation: Isolation | None = None) -> ProgramRun:
+                isolation: Isolation | None = None, endpoint: Path | None = None,
+                python_env: Path | None = None) -> ProgramRun:
     """Run `program` on `task` in a fresh task folder and read back its response.json and the `watch`ed files.
 
     `files` (name -> text) are written beside the program; `watch` names the files whose text after the run is
-    evidence. `isolation` defaults to the best this machine allows (probe_isolation).
+    evidence. `isolation` defaults to the best this machine allows (probe_isolation). `endpoint` is the Unix socket
+    of evalkit's endpoint the program may call (the only way out), `python_env` a virtual environment whose
+    packages the program imports.
     """
     if not program.exists():
         raise InputError(f"{program}: candidate program not found")
@@ -98,9 +109,17 @@ def run_program(program: Path, args: Sequence[str], task: bytes, files: Mapping[
         "fetch": {RESPONSE: max_response_bytes, **{name: ARTIFACT_LIMIT for name in watch}},
     }
     with tempfile.TemporaryDirectory(prefix="evalkit-candidate-", ignore_cleanup_errors=True) as tmp:
-        # under bubblewrap the launcher never sees this directory: it only gives the process a harmless cwd
+        # under bubblewrap the launcher never sees this directory: it only gives the process a harmless cwd (and
+        # holds the shim of a program's virtual environment, shown read-only)
+        binds: list[tuple[str, str]] = []
+        if endpoint is not None:
+            request["relay"] = ENDPOINT_SOCKET if isolation.bubblewrap else str(endpoint)
+            binds.append((str(endpoint), ENDPOINT_SOCKET))
+        if python_env is not None:
+            request["python"], env_binds = _program_env(python_env, isolation, Path(tmp))
+            binds += env_binds
         with seccomp_file(isolation) as fd:
-            command = [*isolation.command(limits, fd), isolation.python, "-I", "-c", LAUNCHER]
+            command = [*isolation.command(limits, fd, binds), isolation.python, "-I", "-c", LAUNCHER]
             report, failure = _launch(command, Path(tmp), json.dumps(request).encode(), timeout_s, isolation, fd)
     visible = tuple(sorted(contents))
     if report is None:
@@ -120,6 +139,46 @@ def run_program(program: Path, args: Sequence[str], task: bytes, files: Mapping[
         artifact_sha256={name: None if value is None else sha256(value) for name, value in data.items()},
         visible_files=visible, input_bytes=len(task), output_bytes=output_bytes,
         wall_ms=float(report.get("wall_ms", 0.0)), isolation=isolation.label)
+
+
+def _program_env(env: Path, isolation: Isolation, tmp: Path) -> tuple[str, list[tuple[str, str]]]:
+    """The interpreter to run the program with, and what to show read-only, for a virtual environment `env`.
+
+    Outside bubblewrap, the environment's own interpreter. Inside, only /usr and the sandbox's interpreter exist, so a
+    shim environment is shown at PROGRAM_ENV: a pyvenv.cfg and `bin/python` naming the sandbox's interpreter, whose
+    site-packages is `env`'s (read-only). Python reads pyvenv.cfg even under `-I`, so the program imports `env`'s
+    packages and nothing of the host's environment variables. The two interpreters must be one Python version:
+    compiled packages are built for one."""
+    found = sorted(env.glob("lib/python3.*/site-packages"))
+    if not found:
+        raise InputError(f"{env}: suite.program.python_env names no virtual environment (no lib/python3.*/"
+                         "site-packages); create it with python -m venv and install the program's packages")
+    if not isolation.bubblewrap:
+        return str(env / "bin" / "python"), []
+    packages = found[-1]
+    version = packages.parent.name  # python3.X
+    inner = _version(isolation.python)
+    if version != inner:
+        raise InputError(f"{env}: suite.program.python_env is for {version}, the sandbox's interpreter "
+                         f"{isolation.python} is {inner}; make the environment with that interpreter")
+    shim = tmp / "env"
+    (shim / "bin").mkdir(parents=True)
+    (shim / "lib" / version / "site-packages").mkdir(parents=True)
+    (shim / "bin" / "python").symlink_to(isolation.python)
+    (shim / "pyvenv.cfg").write_text(f"home = {Path(isolation.python).parent}\ninclude-system-site-packages = "
+                                     f"false\nversion = {version.removeprefix('python')}\n", encoding="utf-8")
+    for folder in (tmp, *(p for p in shim.rglob("*") if p.is_dir() and not p.is_symlink()), shim):
+        os.chmod(folder, 0o755)  # nobody must be able to reach what bubblewrap binds
+    return f"{PROGRAM_ENV}/bin/python", [(str(shim), PROGRAM_ENV),
+                                         (str(packages), f"{PROGRAM_ENV}/lib/{version}/site-packages")]
+
+
+@functools.cache
+def _version(python: str) -> str:
+    """`python3.X` of an interpreter."""
+    done = subprocess.run([python, "-I", "-c", "import sys; print(f'python3.{sys.version_info[1]}')"],
+                          capture_output=True, text=True, timeout=30, check=True)
+    return done.stdout.strip()
 
 
 def _rlimits(limits: ProgramLimits, isolation: Isolation) -> dict[str, int]:

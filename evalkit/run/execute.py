@@ -34,6 +34,7 @@ from evalkit.live.limits import RateLimiter
 from evalkit.live.progress import CallProgress
 from evalkit.live.providers.base import CallFailure, Provider
 from evalkit.live.retry import RetryPolicy, backoff_seconds
+from evalkit.programs.endpoint import Unserved
 from evalkit.records.call import Reply, Request
 from evalkit.run.journal import Journal
 from evalkit.run.mismatch import ReplayRefusal
@@ -51,7 +52,7 @@ from evalkit.run.recording import (
 from evalkit.run.samples import seeded
 from evalkit.run.suite import SuiteTask
 
-__all__ = ["CallResult", "Execution", "LiveSetup", "execute", "provider_limits", "UNSCORED"]
+__all__ = ["CallResult", "Execution", "LiveSetup", "ProgramCalls", "execute", "provider_limits", "UNSCORED"]
 
 Status = Literal["replayed", "recorded", "resumed", "reused", "failed", "budget_denied", "blocked"]
 # Statuses that leave a case unscored: the run could not measure it, which the gate treats as incomplete.
@@ -226,6 +227,54 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
         if caller.denied:
             stats["live"]["denied"] = {"calls": len(caller.denied), "first": caller.denied[0]}
     return Execution(calls, caller.recording_to_save(version), stats, caller)
+
+
+class ProgramCalls:
+    """The model calls of a candidate program, answered one by one as evalkit's endpoint receives them
+    (evalkit.programs.endpoint): each is looked up, or called live, exactly as a model suite's task call, with the
+    budget, rate limits, retries, redaction, journal and recording of `execute`. The program's options ride over the
+    model's configured ones; the model is the run's, whatever name the program sends."""
+
+    def __init__(self, *, model: ModelConfig, mode: Mode, recording: Recording, where: str,
+                 live: LiveSetup | None = None, prices: Mapping[str, PriceEntry] | None = None) -> None:
+        if mode is not Mode.REPLAY and live is None:
+            raise ValueError(f"mode={mode} needs a LiveSetup")
+        self.model, self.live = model, live
+        self.caller = _Caller(mode, recording, where, live, model, None, prices or {})
+        self.calls: dict[str, CallResult] = {}
+
+    def answer(self, call_id: str, request: Request) -> Reply | Unserved:
+        request = request.model_copy(update={"options": {**self.model.options, **request.options}})
+        result = self.caller.wave([(call_id, request, "model")]).get(call_id)
+        if result is None:  # a replay the recording cannot serve: refuse_misses names it once the cases ran
+            return Unserved("refused", f"{self.caller.misses[-1].reason}; {self.caller.where} cannot serve it")
+        self.calls[call_id] = result
+        if result.reply is not None:
+            return result.reply
+        return Unserved("denied" if result.status == "budget_denied" else "failed", result.reason or result.status)
+
+    @property
+    def ended(self) -> bool:
+        """A call was refused, or failed after its retries: running further cases measures nothing."""
+        return bool(self.caller.misses or self.caller.outages)
+
+    def finish(self, version: str) -> Execution:
+        """The run's calls once every case ran: a refusal (exit 3) or an outage ends the run here."""
+        caller = self.caller
+        caller.refuse_misses(len(caller.requests))
+        caller.raise_outage()
+        counts: dict[str, int] = {}
+        for result in self.calls.values():
+            counts[result.status] = counts.get(result.status, 0) + 1
+        stats: dict[str, Any] = {"calls": dict(sorted(counts.items())),
+                                 "cost": cost_section(self.calls, caller.requests),
+                                 "latency": latency_section(self.calls, caller.live_seconds if self.live else None,
+                                                            caller.most_at_once if self.live else None)}
+        if self.live is not None:
+            stats["live"] = {"sent": caller.sent, "retried": caller.retried,
+                             "seconds": round(caller.live_seconds, 3),
+                             "cpu_seconds": round(caller.live_cpu_seconds, 3), "budget": self.live.budget.summary()}
+        return Execution(dict(self.calls), caller.recording_to_save(version), stats, caller)
 
 
 _Built = TypeVar("_Built")

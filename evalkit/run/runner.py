@@ -42,7 +42,7 @@ from evalkit.live.contract import contract_problems
 from evalkit.live.progress import progress_enabled
 from evalkit.live.providers import Provider, make_provider
 from evalkit.live.redact import MIN_SECRET, Redactor, credential_name
-from evalkit.programs.candidate import candidate_config, run_programs
+from evalkit.programs.candidate import ModelAccess, candidate_config, run_programs
 from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_changes, snapshot
 from evalkit.programs.isolation import probe_isolation
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
@@ -50,7 +50,7 @@ from evalkit.run.canonical import canonical_text
 from evalkit.run.declared import read_checks, with_check_judges
 from evalkit.run.destinations import check_run_destinations
 from evalkit.run.eval_block import kept_text
-from evalkit.run.execute import Execution, LiveSetup, execute, provider_limits
+from evalkit.run.execute import Execution, LiveSetup, ProgramCalls, execute, provider_limits
 from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
@@ -69,6 +69,8 @@ __all__ = ["RunResult", "run_suite", "run_checks"]
 # pytest's exit codes that still mean "the checks ran": 0 all passed, 1 some failed.
 _CHECKS_RAN = (0, 1)
 _NO_TESTS = 5
+PROGRAM_ENDPOINT_RUN_KIND = ("candidate program per case, its model calls through evalkit's endpoint (replayed from "
+                             "the recording, or called live and recorded)")
 PROGRAM_RUN_KIND = ("candidate program per case (authored deterministic fixtures in the shipped suite); "
                     "no model calls")
 # Settings from the caller's environment that would change which checks run or how.
@@ -83,7 +85,7 @@ class RunResult:
     report: RunReport
     report_path: Path
     recording_path: Path | None
-    """None for suites that run a candidate program (they make no model calls, so record nothing)."""
+    """None for suites that run a candidate program making no model calls (they record nothing)."""
     execution: dict[str, Any]
     """Call statistics: statuses, and for live runs calls sent, retries, seconds and budget spent."""
 
@@ -295,8 +297,9 @@ def _run_program_suite(config: RunConfig) -> RunResult:
                                            "program_sha256": program_sha})
     suite_dir = project_path(config.suite.path)
     declared = read_checks(suite_dir, data_set.cases)  # a mistake in it is refused before the program runs
-    key = build_key(suite=config.suite.name, dataset=data_set.identity(name), model="none", prompt_version="none",
-                    prompt_text="", judge_model=_checks_fingerprint(suite_dir, program), components=components)
+    model = _endpoint_model(config)
+    key = build_key(suite=config.suite.name, dataset=data_set.identity(name), prompt_version="none",
+                    prompt_text="", judge_model=_checks_fingerprint(suite_dir, program), components=components, **model)
     # Where the candidate is not confined to its task folder it runs as evalkit's own OS user: whatever it changed
     # in the suite or in evalkit's code while it ran (a grader that always passes) must refuse the run, never
     # become a decision. Checked again after the checks ran, for a descendant that escaped the kill of its process
@@ -304,13 +307,29 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     before = snapshot(suite_dir)
     judging = judging_files(suite_dir, program)
     budget = UnitBudget(config.budget.max_units)
-    results = run_programs(data_set.cases, spec, candidate, program, budget)
+    rec_path: Path | None = None
+    recording: Recording | None = None
+    calls: Execution | None = None
+    if spec.endpoint:
+        # The recording's identity leaves the program's file and bytes out (the candidate option's name stays):
+        # each call's request is fingerprinted, so an edit that changes what the program asks is refused at its
+        # first changed call, naming the field, and one that does not (a refactoring) replays as recorded.
+        rec_components = {g: (config.choices.get(g, g), {k: v for k, v in s.items()
+                                                          if g != spec.component or k != "program"})
+                          for g, s in config.components.items()}
+        rec_key = build_key(suite=config.suite.name, dataset=data_set.identity(name), prompt_version="none",
+                            prompt_text="", judge_model=None, components=rec_components, **model)
+        results, rec_path, recording, calls = _run_with_endpoint(
+            config, rec_key, lambda access: run_programs(data_set.cases, spec, candidate, program, budget, access))
+    else:
+        results = run_programs(data_set.cases, spec, candidate, program, budget)
     refuse_changes(before, snapshot(suite_dir), suite_dir, program, "while the candidate program ran")
 
     def verify() -> None:
         refuse_changes(judging, judging_files(suite_dir, program), suite_dir, program, "while the checks ran")
 
-    provenance = {**_provenance(config, None, None), "run_kind": PROGRAM_RUN_KIND,
+    provenance = {**_provenance(config, rec_path, recording.provenance if recording is not None else None),
+                  "run_kind": PROGRAM_ENDPOINT_RUN_KIND if spec.endpoint else PROGRAM_RUN_KIND,
                   "isolation": probe_isolation().to_json()}
     run_input = RunInput(
         key=key.model_dump(mode="json"), components=config.components,
@@ -318,7 +337,8 @@ def _run_program_suite(config: RunConfig) -> RunResult:
         provenance=provenance, cases=list(data_set.cases), programs=results,
         references=data_set.references)  # for the graders in the checks' process; never in a program's dir
     redact = redactor_for(config)  # a candidate's response could echo a key value: never write it
-    execution = {"programs": dict(Counter(r["status"] for r in results.values())), "budget": budget.summary()}
+    execution = {"programs": dict(Counter(r["status"] for r in results.values())), "budget": budget.summary(),
+                 **({"calls": calls.stats} if calls is not None else {})}
     extra = {
         "dataset": {"name": name, "version": data_set.version, "split": split, "synthetic": data_set.synthetic,
                     "purpose": data_set.purpose, "sha": data_set.sha, "cases": len(data_set.cases)},
@@ -333,7 +353,50 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     except (OSError, UnicodeDecodeError):
         pass
     report, report_path = _check_and_report(config, suite_dir, run_input, redact, extra, verify)
-    return RunResult(key, report, report_path, None, execution)
+    return RunResult(key, report, report_path, rec_path, execution)
+
+
+def _endpoint_model(config: RunConfig) -> dict[str, Any]:
+    """The model part of a program suite's key: the run's model where its program calls one through evalkit's
+    endpoint, else none."""
+    assert config.suite.program is not None
+    if not config.suite.program.endpoint or config.model is None:
+        return {"model": "none"}
+    return {"model": config.model.name, "model_settings": run_settings(config)["model"],
+            "deployment": config.model.deployment, "api_version": config.model.api_version}
+
+
+def _run_with_endpoint(config: RunConfig, rec_key: EvalKey,
+                       run: Callable[[ModelAccess], dict[str, dict[str, Any]]]
+                       ) -> tuple[dict[str, dict[str, Any]], Path, Recording, Execution]:
+    """Run the program's cases with evalkit's endpoint answering their model calls: replayed from the recording of
+    `rec_key` (a call it cannot serve refuses the run, exit 3), or called live and recorded, as a model suite's."""
+    spec, model = config.suite.program, config.model
+    assert spec is not None and model is not None
+    settings = run_settings(config)
+    rec_path = recording_path(rec_key, project_path(config.run.recordings))
+    python_env = project_path(spec.python_env) if spec.python_env else None
+    results: dict[str, dict[str, Any]] = {}
+
+    def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
+        calls = ProgramCalls(model=model, mode=config.mode, recording=recording, where=shown(rec_path), live=live,
+                             prices=config.prices)
+        results.update(run(ModelAccess(calls.answer, model.name, python_env, lambda: calls.ended)))
+        return calls.finish(__version__)
+
+    if config.mode is Mode.REPLAY:
+        if not os.path.lexists(rec_path):
+            raise ReplayRefusal(no_recording(rec_path, rec_key, settings))
+        recording = load_recording(rec_path, rec_key)
+        execution = run_calls(recording, None)
+    else:
+        redact = redactor_for(config)
+        refuse_short_keys(config, redact)
+        providers = {"model": _provider(model, "the model the program calls")}
+        notify = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+        with recording_lock(rec_path, config.run.lock_timeout_s, notify):
+            recording, execution = _record(config, rec_key, settings, rec_path, redact, providers, run_calls, notify)
+    return results, rec_path, recording, execution
 
 
 def _refuse_unreachable_reducers(declared: ChecksFile | None, repeats: int, suite_dir: Path) -> None:

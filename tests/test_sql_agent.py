@@ -1,0 +1,72 @@
+"""suites/sql_agent end to end: a team's own agent (the openai SDK, two tools over SQLite) gated through evalkit's
+endpoint. Live against the scripted tool-calling fake model, then a replay of that recording decides the same, and an
+edited program prompt is refused (exit 3) naming the field.
+
+The live leg runs in this process, with the fake's provider registered as a third party's would be
+(tests/fakes/tool_model.py: until evalkit's `openai` provider speaks tool calls); the replays are real CLI runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from importlib.metadata import EntryPoint
+from pathlib import Path
+from subprocess import CompletedProcess
+
+import pytest
+from fakes.server import FakeOpenAI
+from fakes.tool_model import shop_model
+from helpers.compose import composed
+
+from evalkit.core.config import validate_config
+from evalkit.run.runner import run_suite
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("hydra_conf")]
+AGENT = Path(__file__).resolve().parents[1] / "suites" / "sql_agent" / "agent.py"
+CHOICES = {"agent_code": "baseline", "model": "shop-agent", "dataset": "sql_agent"}
+
+
+def _outcomes(report: dict[str, object]) -> dict[str, str]:
+    tests = report["tests"]
+    assert isinstance(tests, list)
+    return {test["nodeid"]: test["outcome"] for test in tests}
+
+
+def test_live_then_replay_decides_the_same_and_an_edited_prompt_is_refused(
+        tmp_path: Path, installed_entry_points: list[EntryPoint],
+        run_evalkit: Callable[..., CompletedProcess[str]]) -> None:
+    installed_entry_points.append(EntryPoint("openai-tools", "fakes.tool_model:SPEC", "evalkit.providers"))
+    recordings, env = tmp_path / "recordings", f"suite.program.python_env={sys.prefix}"
+    with FakeOpenAI(shop_model) as model:
+        config = validate_config(composed(
+            "suite=sql_agent", "mode=live", "model.provider=openai-tools", f"model.base_url={model.base_url}",
+            f"run.recordings={recordings}", f"run.out={tmp_path / 'live'}", env), CHOICES)
+        live = run_suite(config)
+        asked = [r.body for r in model.chat_requests]
+    assert len(asked) == 9  # three cases, three model calls each: list_tables, run_sql, the answer
+    assert [m["role"] for m in asked[2]["messages"]] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    assert [t["function"]["name"] for t in asked[0]["tools"]] == ["list_tables", "run_sql"]
+    live_report = json.loads((tmp_path / "live" / "report.json").read_text(encoding="utf-8"))
+    assert set(_outcomes(live_report).values()) == {"passed"} and len(_outcomes(live_report)) == 6
+    assert live.recording_path is not None
+    recorded = json.loads(live.recording_path.read_text(encoding="utf-8"))
+    assert sorted(recorded["calls"])[:3] == ["task/alice-orders", "task/alice-orders@1", "task/alice-orders@2"]
+
+    replay = run_evalkit("suite=sql_agent", f"run.recordings={recordings}", env,
+                         f"baseline={tmp_path / 'live' / 'report.json'}", f"run.out={tmp_path / 'replay'}")
+    assert replay.returncode == 0, replay.stderr[-2000:]
+    assert replay.stdout.startswith("decision: GO")
+    replay_report = json.loads((tmp_path / "replay" / "report.json").read_text(encoding="utf-8"))
+    assert _outcomes(replay_report) == _outcomes(live_report)
+    assert replay_report["provenance"]["mode"] == "replay"
+
+    edited = tmp_path / "agent.py"
+    edited.write_text(AGENT.read_text(encoding="utf-8").replace("answer with the value alone",
+                                                                 "answer in one sentence"), encoding="utf-8")
+    refused = run_evalkit("suite=sql_agent", f"run.recordings={recordings}", env, "baseline=none",
+                          f"agent_code.program={edited}", f"run.out={tmp_path / 'edited'}")
+    assert refused.returncode == 3, refused.stdout[-2000:] + refused.stderr[-2000:]
+    assert "task/alice-orders was recorded for another request: messages[0].content" in refused.stderr
+    assert not (tmp_path / "edited" / "report.json").exists()  # nothing was scored
