@@ -420,6 +420,8 @@ def _openai_tool_problem(body: dict[str, Any]) -> str | None:
         return f"Invalid value for 'tool_choice': {choice!r}."
     called: set[str] = set()
     for m in body["messages"]:
+        if not isinstance(m, dict):
+            continue
         for call in m.get("tool_calls") or []:
             if not isinstance(call.get("function", {}).get("arguments"), str):
                 return "Invalid type for 'messages[].tool_calls[].function.arguments': expected a string."
@@ -439,15 +441,15 @@ def _anthropic_tool_problem(body: dict[str, Any]) -> str | None:
     choice = body.get("tool_choice")
     if choice is not None and choice.get("type") not in ("auto", "any", "tool", "none"):
         return "tool_choice.type: Input tag does not match any of the expected tags"
-    messages = body["messages"]
+    messages = [m for m in body["messages"] if isinstance(m, dict)]
     for i, m in enumerate(messages):
-        blocks = m["content"] if isinstance(m.get("content"), list) else []
+        blocks = [b for b in m["content"] if isinstance(b, dict)] if isinstance(m.get("content"), list) else []
         uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
         if any(b.get("type") == "tool_result" for b in blocks) and m.get("role") != "user":
             return f"messages.{i}: tool_result blocks belong in a user turn"
         if uses:
             after = messages[i + 1]["content"] if i + 1 < len(messages) else []
-            after = after if isinstance(after, list) else []
+            after = [b for b in after if isinstance(b, dict)] if isinstance(after, list) else []
             results = []
             for block in after:
                 if block.get("type") != "tool_result":
@@ -464,7 +466,8 @@ def _bedrock_tool_problem(body: dict[str, Any]) -> str | None:
     """toolConfig whenever the conversation holds toolUse or toolResult blocks; results answer earlier uses, in a
     user turn; a toolChoice of one known kind; no empty text block."""
     config = body.get("toolConfig")
-    blocks = [(m.get("role"), b) for m in body["messages"] for b in m.get("content") or []]
+    blocks = [(m.get("role"), b) for m in body["messages"] if isinstance(m, dict) for b in m.get("content") or []
+              if isinstance(b, dict)]
     if any("toolUse" in b or "toolResult" in b for _, b in blocks) and not config:
         return "The toolConfig field must be defined when using toolUse and toolResult content blocks."
     if config is not None:
@@ -487,9 +490,10 @@ def _bedrock_tool_problem(body: dict[str, Any]) -> str | None:
 
 def _gemini_tool_problem(body: dict[str, Any]) -> str | None:
     """A user turn of function responses answers the model turn before it, one response per call, by name."""
-    contents = body["contents"]
+    contents = [c if isinstance(c, dict) else {} for c in body["contents"]]
     for i, content in enumerate(contents):
-        responses = [p["functionResponse"] for p in content.get("parts") or [] if "functionResponse" in p]
+        responses = [p["functionResponse"] for p in content.get("parts") or [] if isinstance(p, dict)
+                     and "functionResponse" in p]
         if not responses:
             continue
         before = contents[i - 1].get("parts") or [] if i > 0 else []
