@@ -9,6 +9,7 @@ refuses a missing credential before any request. What each server saw is asserte
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import shlex
@@ -949,3 +950,35 @@ def test_a_reply_with_tool_calls_records_and_replays_the_same(contract: Contract
     changed = request.model_copy(update={"tools": (LOOKUP.model_copy(update={"description": "Find it."}), CARRIER)})
     stale = lookup(load_recording(path, key), "task/c1@1", changed)
     assert isinstance(stale, Miss) and stale.kind == "stale" and "tools[0].description" in stale.reason
+
+
+@pytest.mark.parametrize("contract", [c for c in CONTRACTS if c.provider == "gemini"], ids=str, indirect=True)
+def test_a_gemini_call_signature_comes_back_and_goes_out_with_its_call(contract: Contract,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gemini 3 signs its calls (`thoughtSignature`) and refuses a later turn whose call lacks the signature."""
+    raw = b"\x00opaque-reasoning-state\xff"
+    signed = base64.b64encode(raw).decode()
+    with contract.fake(lambda body: FakeReply("", tool_calls=(FakeCall("lookup_order", {"order": "A-17"},
+                                                                       signature=signed),))) as fake:
+        provider = provider_for(contract, fake, monkeypatch)
+        reply = provider.complete(tool_request(contract, messages=(Message(role="user", content=ASKED),)))
+        assert [(c.tool, c.signature) for c in reply.tool_calls] == [("lookup_order", signed)]
+        provider.complete(tool_request(contract, messages=(
+            Message(role="user", content=ASKED), reply.as_message(),
+            Message(role="tool", tool_call_id=reply.tool_calls[0].id, content="shipped"))))
+        sent = fake.chat_requests[1].body["contents"][1]["parts"][0]
+    # the client writes bytes in URL-safe base64, which the API's JSON reads as well as the standard alphabet
+    assert sent["functionCall"]["name"] == "lookup_order"
+    assert base64.urlsafe_b64decode(sent["thoughtSignature"]) == raw
+    # another provider's call has none, and its dump is as before the field existed
+    assert "signature" not in ToolCall(id="c", tool="t").model_dump(mode="json")
+
+
+@pytest.mark.parametrize("contract", [c for c in CONTRACTS if c.provider == "gemini"], ids=str, indirect=True)
+def test_a_signature_that_is_not_base64_is_refused(contract: Contract, server: FakeServer,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    edited = (Message(role="user", content=ASKED), Message(role="assistant", content="", tool_calls=(
+        ToolCall(id="c1", tool="lookup_order", arguments={}, signature="not base64!"),)))
+    with pytest.raises(CallFailure, match="cannot send the signature of tool call 'c1': it is not base64"):
+        provider_for(contract, server, monkeypatch).complete(tool_request(contract, messages=edited))
+    assert server.requests == []

@@ -35,6 +35,8 @@ class FakeCall:
     id: str | None = None
     """The call's id; None: the protocol's own (`call_fake<n>_<i>`), or none where the protocol has none (Gemini,
     Ollama)."""
+    signature: str | None = None
+    """Gemini 3's `thoughtSignature` on the call's part (base64)."""
 
 
 @dataclass(frozen=True)
@@ -255,7 +257,8 @@ class Gemini(Protocol):
             "candidates": [{
                 "content": {"role": "model", "parts": ([{"text": reply.content}] if reply.content or not
                                                        reply.tool_calls else []) + [
-                    {"functionCall": {"name": c.name, "args": _object(c.arguments), **({"id": c.id} if c.id else {})}}
+                    {"functionCall": {"name": c.name, "args": _object(c.arguments), **({"id": c.id} if c.id else {})},
+                     **({"thoughtSignature": c.signature} if c.signature else {})}
                     for c in reply.tool_calls]},
                 "finishReason": reply.stop_reason or "STOP",
                 "index": 0,

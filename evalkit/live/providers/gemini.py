@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,13 @@ from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
 from evalkit.live.providers.sdkwire import httpx_client, httpx_module
-from evalkit.live.providers.toolcalls import answered_tools, made_up_id, object_arguments, refuse_unsendable
+from evalkit.live.providers.toolcalls import (
+    answered_tools,
+    made_up_id,
+    object_arguments,
+    refuse_unsendable,
+    unsupported,
+)
 from evalkit.records.call import NamedTool, Reply, Request, ToolCall, Usage
 
 if TYPE_CHECKING:
@@ -119,10 +126,22 @@ class GeminiProvider:
             answering = False
             parts = [sdk.Part(text=message.text)] if message.text or not message.tool_calls else []
             parts += [sdk.Part(function_call=sdk.FunctionCall(
-                name=call.tool, args=object_arguments(self._name, "gemini", call.arguments, call.id)))
+                name=call.tool, args=object_arguments(self._name, "gemini", call.arguments, call.id)),
+                thought_signature=self._signature(call))
                 for call in message.tool_calls]
             turns.append(("model" if message.role == "assistant" else "user", parts))
         return [sdk.Content(role=role, parts=parts) for role, parts in turns]
+
+    def _signature(self, call: ToolCall) -> bytes | None:
+        """A call's thought signature as Gemini sent it (bytes); refused when the recorded text is not base64."""
+        if call.signature is None:
+            return None
+        try:
+            return base64.b64decode(call.signature, validate=True)
+        except ValueError:
+            raise unsupported(self._name, "gemini", f"the signature of tool call {call.id!r}",
+                              "it is not base64, as Gemini's thoughtSignature is; it was changed after it came "
+                              "back, so record the conversation again") from None
 
     def _tools(self, request: Request) -> dict[str, Any]:
         """The offered tools as function declarations (their schema as JSON Schema, `parametersJsonSchema`, as
@@ -197,7 +216,8 @@ class GeminiProvider:
 def _reply(response: types.GenerateContentResponse, latency_ms: float, request: Request) -> Reply:
     candidates = response.candidates or []
     parts = (candidates[0].content.parts or []) if candidates and candidates[0].content else []
-    calls = [part.function_call for part in parts if part.function_call is not None]
+    # Gemini 3 signs a call (`thoughtSignature`, on the first of parallel calls) and refuses a later turn without it
+    calls = [(part.function_call, part.thought_signature) for part in parts if part.function_call is not None]
     # response.text, Gemini's own joining of the text parts, warns of the calls beside them: joined here then
     text = ("".join(p.text for p in parts if p.text is not None and not p.thought) or None) if calls else response.text
     stop_reason = _lower(candidates[0].finish_reason) if candidates else None
@@ -214,8 +234,9 @@ def _reply(response: types.GenerateContentResponse, latency_ms: float, request: 
         # Gemini's calls carry no id (or, on some models, one of its own): made up where missing, the same for
         # the same request, so a tool result can name its call and a replay matches
         tool_calls=tuple(ToolCall(id=call.id or made_up_id(request, i), tool=call.name or "",
-                                  arguments=call.args if call.args is not None else {})
-                         for i, call in enumerate(calls)),
+                                  arguments=call.args if call.args is not None else {},
+                                  signature=base64.b64encode(signature).decode("ascii") if signature else None)
+                         for i, (call, signature) in enumerate(calls)),
         stop_reason=stop_reason,
         usage=Usage(input_tokens=usage.prompt_token_count if usage else None, output_tokens=output),
         latency_ms=latency_ms,
