@@ -982,3 +982,15 @@ def test_a_signature_that_is_not_base64_is_refused(contract: Contract, server: F
     with pytest.raises(CallFailure, match="cannot send the signature of tool call 'c1': it is not base64"):
         provider_for(contract, server, monkeypatch).complete(tool_request(contract, messages=edited))
     assert server.requests == []
+
+
+@pytest.mark.parametrize("contract", [c for c in CONTRACTS if c.provider == "anthropic"], ids=str, indirect=True)
+def test_anthropic_thinking_beside_earlier_calls_is_refused_not_sent_without_its_blocks(
+        contract: Contract, server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    thinking = {**dict(contract.options), "thinking": {"type": "enabled", "budget_tokens": 1024}}
+    provider = provider_for(contract, server, monkeypatch)
+    with pytest.raises(CallFailure, match="cannot send options.thinking in a conversation with tool calls"):
+        provider.complete(tool_request(contract, options=thinking))
+    assert server.requests == []
+    provider.complete(tool_request(contract, options=thinking, messages=(Message(role="user", content=ASKED),)))
+    assert only_call(server)["thinking"] == {"type": "enabled", "budget_tokens": 1024}  # a first step is fine

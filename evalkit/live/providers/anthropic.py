@@ -87,6 +87,12 @@ class AnthropicProvider:
             raise CallFailure(f"{self._name}: the Messages API requires max_tokens; set model.options.max_tokens",
                               retryable=False)
         refuse_unsendable(self._name, "anthropic", TOOL_CHOICES, request)
+        thinking = options.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") != "disabled" and any(
+                m.tool_calls for m in request.messages):
+            raise unsupported(self._name, "anthropic", "options.thinking in a conversation with tool calls",
+                              "the API wants each calling turn's thinking blocks sent back with its calls, and "
+                              "evalkit does not keep them; set thinking to {type: disabled} for agent runs")
         arguments: dict[str, Any] = {
             "model": request.model,
             "max_tokens": options.pop("max_tokens"),
