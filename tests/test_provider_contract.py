@@ -50,7 +50,7 @@ from fakes import (
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
 from evalkit.core.key import EvalKey
-from evalkit.core.provider_specs import provider_spec, provider_specs
+from evalkit.core.provider_specs import ProviderSpec, provider_spec, provider_specs
 from evalkit.live.contract import contract_problems
 from evalkit.live.providers import Message, Provider, Reply, Request, make_provider
 from evalkit.live.providers.base import CallFailure
@@ -994,3 +994,36 @@ def test_anthropic_thinking_beside_earlier_calls_is_refused_not_sent_without_its
     assert server.requests == []
     provider.complete(tool_request(contract, options=thinking, messages=(Message(role="user", content=ASKED),)))
     assert only_call(server)["thinking"] == {"type": "enabled", "budget_tokens": 1024}  # a first step is fine
+
+
+class _Echo:
+    """A provider written before tools existed: it sends the last message's text and knows nothing of tools."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.calls = 0
+
+    def complete(self, request: Request) -> Reply:
+        self.calls += 1
+        return Reply(text=request.messages[-1].text, stop_reason="stop")
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": "echo"}
+
+
+def test_a_provider_that_declares_no_tool_choices_is_kept_from_requests_with_tools(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import evalkit.live.providers as providers
+
+    monkeypatch.setattr(providers, "provider_spec", lambda name: ProviderSpec(name="echo", factory=_Echo,
+                                                                               stop_reasons={"stop": "finished"}))
+    provider = make_provider(ModelConfig(name="echo-1", provider="openai"))
+    plain = Request(model="echo-1", messages=(Message(role="user", content=ASKED),))
+    assert provider.complete(plain).text == ASKED
+    assert provider.describe() == {"provider": "echo"}  # type: ignore[attr-defined]
+    for request in (plain.model_copy(update={"tools": (LOOKUP,)}), plain.model_copy(update={"tool_choice": "none"}),
+                    Request(model="echo-1", messages=CONVERSATION)):
+        with pytest.raises(CallFailure, match="echo-1: the echo provider cannot send tools, tool calls or tool "
+                                              "results: its spec declares no tool_choices") as refused:
+            provider.complete(request)
+        assert refused.value.retryable is False
+    assert provider.calls == 1  # type: ignore[attr-defined]

@@ -11,10 +11,11 @@ from __future__ import annotations
 from pydantic import JsonValue
 
 from evalkit.core.provider_specs import ToolChoiceName
-from evalkit.live.providers.base import CallFailure
-from evalkit.records.call import Message, NamedTool, Request
+from evalkit.live.providers.base import CallFailure, Provider
+from evalkit.records.call import Message, NamedTool, Reply, Request
 
-__all__ = ["answered_tools", "made_up_id", "object_arguments", "prior_tool_calls", "refuse_unsendable", "unsupported"]
+__all__ = ["WithoutTools", "answered_tools", "made_up_id", "object_arguments", "prior_tool_calls", "refuse_unsendable",
+           "unsupported"]
 
 
 def unsupported(name: str, provider: str, field: str, why: str) -> CallFailure:
@@ -73,3 +74,24 @@ def refuse_unsendable(name: str, provider: str, choices: tuple[ToolChoiceName, .
         raise unsupported(name, provider, f"tool_choice {kind!r}",
                           f"its API has no such setting (it can send: {', '.join(choices)}); choose another, or "
                           "another provider")
+
+
+class WithoutTools:
+    """A provider that does not speak tools (its spec declares no `tool_choices`), kept from a request that uses
+    them: it would send the messages' text and leave the tools, the calls and the results out unsaid. Everything
+    else (its `describe`) is the provider's own."""
+
+    def __init__(self, provider: Provider, name: str, kind: str) -> None:
+        self._provider = provider
+        self._name = name
+        self._kind = kind
+
+    def complete(self, request: Request) -> Reply:
+        if request.tools or request.tool_choice is not None or any(
+                m.tool_calls or m.role == "tool" for m in request.messages):
+            raise unsupported(self._name, self._kind, "tools, tool calls or tool results",
+                              "its spec declares no tool_choices: it does not speak tool calling")
+        return self._provider.complete(request)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._provider, name)
