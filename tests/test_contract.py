@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.live.contract import BLOCKED_PREFIX, StopKind, contract_problems, known_stop_reasons, stop_kind
-from evalkit.records.call import Reply, Usage
+from evalkit.live.contract import (
+    BLOCKED_PREFIX,
+    StopKind,
+    contract_problems,
+    known_stop_reasons,
+    stop_kind,
+    tool_stop_reasons,
+)
+from evalkit.records.call import Reply, ToolCall, Usage
 from evalkit.run.recording import Recording
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
@@ -99,11 +106,45 @@ def test_a_finished_reply_without_text_is_a_problem(text):
     assert contract_problems(Reply(text=text, stop_reason="stop")) == ["a finished reply needs text"]
 
 
-@pytest.mark.parametrize("reason", ["length", "max_tokens", "content_filter", "safety", "tool_calls", "blocked: safety"])
+@pytest.mark.parametrize("reason", ["length", "max_tokens", "content_filter", "safety", "blocked: safety"])
 @pytest.mark.parametrize("text", ["", None])
 def test_only_a_finished_reply_needs_text(reason, text):
-    # A filtered or tool-calling reply may carry no text; a truncated one may have spent its tokens thinking.
+    # A filtered reply may carry no text; a truncated one may have spent its tokens thinking.
     assert contract_problems(Reply(text=text, stop_reason=reason)) == []
+
+
+# --- tool calls ---
+
+CALL = ToolCall(id="call_0", tool="lookup_order", arguments={"order": "A-17"})
+
+
+@pytest.mark.parametrize("reason", ["tool_calls", "function_call", "tool_use"])  # openai, llamacpp; anthropic, bedrock
+@pytest.mark.parametrize("text", ["", None, "Let me look that up."])
+def test_a_tool_use_stop_with_its_calls_needs_no_text(reason, text):
+    assert contract_problems(Reply(text=text, stop_reason=reason, tool_calls=(CALL,))) == []
+
+
+@pytest.mark.parametrize("reason", ["tool_calls", "function_call", "tool_use"])
+@pytest.mark.parametrize("text", ["", None, "Let me look that up.", "[1, 2]", "{not json"])
+def test_a_tool_use_stop_without_calls_is_a_problem(reason, text):
+    problems = contract_problems(Reply(text=text, stop_reason=reason))
+    assert f"stopped for tool use ({reason}) but called no tool" in problems
+
+
+def test_a_forced_schema_tools_answer_is_text_not_a_missing_call():
+    # Anthropic's and Bedrock's structured output: the forced tool's input, a JSON object, is the reply's text
+    assert contract_problems(Reply(text='{"label": "bug"}', stop_reason="tool_use")) == []
+
+
+@pytest.mark.parametrize("reason", ["stop"])  # Gemini, Ollama: a normal stop after calling tools
+def test_a_finished_reply_with_calls_and_no_text_is_fine(reason):
+    assert contract_problems(Reply(text=None, stop_reason=reason, tool_calls=(CALL,))) == []
+    assert contract_problems(Reply(text="", stop_reason=reason, tool_calls=(CALL,))) == []
+
+
+def test_tool_stop_reasons_come_from_the_specs():
+    assert tool_stop_reasons() == {"tool_calls", "function_call", "tool_use"}
+    assert all(stop_kind(reason) is StopKind.OTHER for reason in tool_stop_reasons())
 
 
 def test_an_unknown_or_missing_stop_reason_never_claims_finished():

@@ -9,6 +9,7 @@ refuses a missing credential before any request. What each server saw is asserte
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import shlex
@@ -32,6 +33,7 @@ from fakes import (
     FakeAnthropic,
     FakeAzureOpenAI,
     FakeBedrock,
+    FakeCall,
     FakeError,
     FakeGemini,
     FakeOllama,
@@ -47,9 +49,23 @@ from fakes import (
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
-from evalkit.core.provider_specs import provider_spec, provider_specs
+from evalkit.core.key import EvalKey
+from evalkit.core.provider_specs import ProviderSpec, provider_spec, provider_specs
+from evalkit.live.contract import contract_problems
 from evalkit.live.providers import Message, Provider, Reply, Request, make_provider
 from evalkit.live.providers.base import CallFailure
+from evalkit.records.call import NamedTool, TextPart, Tool, ToolCall
+from evalkit.run.recording import (
+    Entry,
+    Hit,
+    Miss,
+    Provenance,
+    Recording,
+    load_recording,
+    lookup,
+    request_fingerprint,
+    save_recording,
+)
 
 KEY_ENV = "EVALKIT_TEST_PROVIDER_KEY"
 FAKE_KEY = "fake-key-not-a-secret-4711"
@@ -570,3 +586,444 @@ def test_https_is_verified_against_what_the_client_trusts(contract: Contract, ce
         monkeypatch.setenv("AWS_CA_BUNDLE" if contract.provider == "bedrock" else "SSL_CERT_FILE", str(cert))
         reply = provider_for(contract, fake, monkeypatch).complete(request_for(contract))
     assert reply.text == CONTENT
+
+
+# -- tool calling (issue 37): every provider's wire format, round-tripped against its fake server ------------------
+
+LOOKUP = Tool(name="lookup_order", description="Find an order by its number.",
+              parameters={"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"],
+                          "additionalProperties": False})
+CARRIER = Tool(name="carrier_status", parameters={"type": "object", "properties": {"carrier": {"type": "string"}}})
+"""A tool without a description (an optional field on every wire format: left out, never sent empty)."""
+ASKED = "Where is order A-17?"
+CONVERSATION = (
+    Message(role="system", content="You look orders up."),
+    Message(role="user", content=(TextPart(text="Where is "), TextPart(text="order A-17?"))),
+    Message(role="assistant", content="Looking it up.", tool_calls=(
+        ToolCall(id="call_a", tool="lookup_order", arguments={"order": "A-17"}),
+        ToolCall(id="call_b", tool="carrier_status", arguments={"carrier": "DHL"}))),
+    Message(role="tool", tool_call_id="call_a", content='{"status": "shipped"}'),
+    Message(role="tool", tool_call_id="call_b", content="carrier API timed out", error=True),
+)
+"""A conversation one step into an agent's loop: content parts, an assistant turn with text and two calls, a result
+and a failed tool's result."""
+
+
+@dataclass(frozen=True)
+class ToolWire:
+    """Where a provider's wire format puts tools, and what it can say."""
+
+    read: Callable[[dict[str, Any]], list[tuple[Any, ...]]]
+    """The conversation as the server received it, neutral: (system|user, text), (assistant, text, ((tool,
+    arguments), ...)), (tool, the call's id or the tool's name, text, failed)."""
+    tools: Callable[[dict[str, Any]], list[tuple[str, str | None, Any]]]
+    """The offered tools: (name, description or None, JSON schema)."""
+    choice: Callable[[dict[str, Any]], Any]
+    """The tool choice as sent, neutral: auto, none, required, ("named", name), or None when absent."""
+    ids: bool
+    """The wire format carries call ids (else results name their tool)."""
+    errors: bool
+    """It can mark a tool result as failed."""
+    text_arguments: bool = False
+    """Arguments travel as JSON text (a malformed call can go back as it came)."""
+    sends_choice: bool = True
+    """It has a tool choice field (Ollama's API has none: `auto` is what it does, and nothing is sent)."""
+
+
+def _openai_read(body: dict[str, Any]) -> list[tuple[Any, ...]]:
+    read: list[tuple[Any, ...]] = []
+    for m in body["messages"]:
+        if m["role"] == "tool":
+            read.append(("tool", m["tool_call_id"], m["content"], False))
+        elif m["role"] == "assistant":
+            read.append(("assistant", m["content"] or "", tuple(
+                (c["function"]["name"], json.loads(c["function"]["arguments"])) for c in m.get("tool_calls", []))))
+        else:
+            read.append((m["role"], m["content"]))
+    return read
+
+
+def _openai_choice(body: dict[str, Any]) -> Any:
+    choice = body.get("tool_choice")
+    return ("named", choice["function"]["name"]) if isinstance(choice, dict) else choice
+
+
+def _anthropic_read(body: dict[str, Any]) -> list[tuple[Any, ...]]:
+    read: list[tuple[Any, ...]] = [("system", body["system"])] if "system" in body else []
+    for m in body["messages"]:
+        blocks = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
+        if m["role"] == "assistant":
+            read.append(("assistant", "".join(b["text"] for b in blocks if b["type"] == "text"),
+                         tuple((b["name"], b["input"]) for b in blocks if b["type"] == "tool_use")))
+            continue
+        for b in blocks:
+            read.append(("tool", b["tool_use_id"], b["content"], b.get("is_error", False))
+                        if b["type"] == "tool_result" else ("user", b["text"]))
+    return read
+
+
+def _anthropic_choice(body: dict[str, Any]) -> Any:
+    choice = body.get("tool_choice")
+    if choice is None:
+        return None
+    return ("named", choice["name"]) if choice["type"] == "tool" else {"any": "required"}.get(choice["type"],
+                                                                                              choice["type"])
+
+
+def _bedrock_read(body: dict[str, Any]) -> list[tuple[Any, ...]]:
+    read: list[tuple[Any, ...]] = [("system", b["text"]) for b in body.get("system", [])]
+    for m in body["messages"]:
+        if m["role"] == "assistant":
+            read.append(("assistant", "".join(b["text"] for b in m["content"] if "text" in b),
+                         tuple((b["toolUse"]["name"], b["toolUse"]["input"]) for b in m["content"] if "toolUse" in b)))
+            continue
+        for b in m["content"]:
+            if "toolResult" in b:
+                result = b["toolResult"]
+                read.append(("tool", result["toolUseId"], "".join(c["text"] for c in result["content"]),
+                             result.get("status") == "error"))
+            else:
+                read.append(("user", b["text"]))
+    return read
+
+
+def _bedrock_choice(body: dict[str, Any]) -> Any:
+    choice = (body.get("toolConfig") or {}).get("toolChoice")
+    if choice is None:
+        return None
+    return ("named", choice["tool"]["name"]) if "tool" in choice else {"any": "required"}.get(*choice, *choice)
+
+
+def _gemini_read(body: dict[str, Any]) -> list[tuple[Any, ...]]:
+    read: list[tuple[Any, ...]] = [("system", p["text"]) for p in body.get("systemInstruction", {}).get("parts", [])]
+    for c in body["contents"]:
+        if c["role"] == "model":
+            read.append(("assistant", "".join(p.get("text", "") for p in c["parts"]),
+                         tuple((p["functionCall"]["name"], p["functionCall"]["args"]) for p in c["parts"]
+                               if "functionCall" in p)))
+            continue
+        for p in c["parts"]:
+            if "functionResponse" in p:
+                response = p["functionResponse"]["response"]
+                read.append(("tool", p["functionResponse"]["name"], response.get("output", response.get("error")),
+                             "error" in response))
+            else:
+                read.append(("user", p["text"]))
+    return read
+
+
+def _gemini_choice(body: dict[str, Any]) -> Any:
+    config = (body.get("toolConfig") or {}).get("functionCallingConfig")
+    if config is None:
+        return None
+    if config.get("allowedFunctionNames"):
+        assert config["mode"] == "ANY"
+        return ("named", *config["allowedFunctionNames"])
+    return {"ANY": "required"}.get(config["mode"], config["mode"].lower())
+
+
+def _ollama_read(body: dict[str, Any]) -> list[tuple[Any, ...]]:
+    read: list[tuple[Any, ...]] = []
+    for m in body["messages"]:
+        if m["role"] == "tool":
+            read.append(("tool", m["tool_name"], m["content"], False))
+        elif m["role"] == "assistant":
+            read.append(("assistant", m["content"], tuple(
+                (c["function"]["name"], c["function"]["arguments"]) for c in m.get("tool_calls", []))))
+        else:
+            read.append((m["role"], m["content"]))
+    return read
+
+
+def _function_tools(tools: list[dict[str, Any]]) -> list[tuple[str, str | None, Any]]:
+    assert all(t["type"] == "function" for t in tools)
+    return [(t["function"]["name"], t["function"].get("description"), t["function"]["parameters"]) for t in tools]
+
+
+TOOL_WIRES = {
+    "openai": ToolWire(_openai_read, lambda body: _function_tools(body.get("tools", [])), _openai_choice,
+                       ids=True, errors=False, text_arguments=True),
+    "ollama": ToolWire(_ollama_read, lambda body: _function_tools(body.get("tools", [])),
+                       lambda body: body.get("tool_choice"), ids=False, errors=False, sends_choice=False),
+    "anthropic": ToolWire(_anthropic_read, lambda body: [(t["name"], t.get("description"), t["input_schema"])
+                                                         for t in body.get("tools", [])],
+                          _anthropic_choice, ids=True, errors=True),
+    "bedrock": ToolWire(_bedrock_read, lambda body: [
+        (t["toolSpec"]["name"], t["toolSpec"].get("description"), t["toolSpec"]["inputSchema"]["json"])
+        for t in (body.get("toolConfig") or {}).get("tools", [])], _bedrock_choice, ids=True, errors=True),
+    # google-genai 3.6 writes the declaration's schema under its proto field name, parameters_json_schema; the API's
+    # JSON (proto3 JSON) takes the field's original name as well as its lowerCamelCase one
+    "gemini": ToolWire(_gemini_read, lambda body: [
+        (d["name"], d.get("description"), d.get("parametersJsonSchema", d.get("parameters_json_schema")))
+        for t in body.get("tools", []) for d in t["functionDeclarations"]], _gemini_choice, ids=False, errors=True),
+}
+TOOL_WIRES["azure"] = TOOL_WIRES["openai"]
+
+
+def _sdk_types(provider: str) -> dict[str, Any]:
+    """The request types of the provider's official SDK, where its client sends what it is given unchecked
+    (botocore checks Converse's parameters against its service model itself, and google-genai builds the body
+    from its own types): the body must validate against them."""
+    from pydantic import TypeAdapter
+    if provider in ("openai", "azure"):
+        from openai.types import chat
+        return {"messages": TypeAdapter(list[chat.ChatCompletionMessageParam]),
+                "tools": TypeAdapter(list[chat.ChatCompletionToolUnionParam]),
+                "tool_choice": TypeAdapter(chat.ChatCompletionToolChoiceOptionParam)}
+    if provider == "anthropic":
+        from anthropic import types
+        return {"messages": TypeAdapter(list[types.MessageParam]), "tools": TypeAdapter(list[types.ToolParam]),
+                "tool_choice": TypeAdapter(types.ToolChoiceParam)}
+    return {}
+
+
+def _conforms(provider: str, body: dict[str, Any]) -> None:
+    for name, adapter in _sdk_types(provider).items():
+        if name in body:
+            # dumped, so that the SDK's Iterable fields (validated lazily) are read through
+            adapter.dump_python(adapter.validate_python(body[name]), mode="json")
+
+
+def tool_request(contract: Contract, **changes: Any) -> Request:
+    return request_for(contract, **({"response_schema": None, "messages": CONVERSATION, "tools": (LOOKUP, CARRIER)}
+                                    | changes))
+
+
+def test_tools_and_a_conversation_with_calls_and_results_reach_the_server_in_its_shape(
+        contract: Contract, server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    provider_for(contract, server, monkeypatch).complete(tool_request(contract))
+
+    body = only_call(server)  # the fake refuses what its API refuses: a result answering no call, a blank block ...
+    wire = TOOL_WIRES[contract.provider]
+    ref_a, ref_b = ("call_a", "call_b") if wire.ids else ("lookup_order", "carrier_status")
+    assert wire.read(body) == [
+        ("system", "You look orders up."), ("user", ASKED),
+        ("assistant", "Looking it up.", (("lookup_order", {"order": "A-17"}), ("carrier_status", {"carrier": "DHL"}))),
+        ("tool", ref_a, '{"status": "shipped"}', False),
+        ("tool", ref_b, "carrier API timed out", wire.errors),
+    ]
+    assert wire.tools(body) == [("lookup_order", "Find an order by its number.", LOOKUP.parameters),
+                                ("carrier_status", None, CARRIER.parameters)]
+    assert wire.choice(body) is None  # the provider's default (auto) is not sent
+    _conforms(contract.provider, body)
+
+
+def test_a_plain_request_sends_nothing_of_tools(contract: Contract, server: FakeServer,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    provider_for(contract, server, monkeypatch).complete(request_for(contract, response_schema=None))
+    body = only_call(server)
+    assert TOOL_WIRES[contract.provider].tools(body) == []
+    assert TOOL_WIRES[contract.provider].choice(body) is None
+    assert "tool" not in json.dumps(body)
+
+
+CHOICES: dict[str, Any] = {"auto": "auto", "none": "none", "required": "required",
+                           "named": NamedTool(name="carrier_status")}
+
+
+@pytest.mark.parametrize("kind", list(CHOICES))
+def test_each_tool_choice_is_sent_or_refused_before_any_request(contract: Contract, kind: str, server: FakeServer,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    provider = provider_for(contract, server, monkeypatch)
+    request = tool_request(contract, tool_choice=CHOICES[kind])
+    if kind not in provider_spec(contract.provider).tool_choices:
+        with pytest.raises(CallFailure) as refused:
+            provider.complete(request)
+        assert refused.value.retryable is False
+        assert str(refused.value).startswith(f"{contract.model}: the {contract.provider} provider cannot send "
+                                             f"tool_choice '{kind}'")
+        assert server.requests == []
+        return
+    provider.complete(request)
+    body = only_call(server)
+    wire = TOOL_WIRES[contract.provider]
+    assert wire.choice(body) == (("named", "carrier_status") if kind == "named" else kind if wire.sends_choice
+                                 else None)
+    _conforms(contract.provider, body)
+
+
+def test_the_tool_choices_a_provider_claims_are_the_documented_ones() -> None:
+    assert {name: provider_spec(name).tool_choices for name in provider_specs()} == {
+        "openai": ("auto", "none", "required", "named"), "azure": ("auto", "none", "required", "named"),
+        "anthropic": ("auto", "none", "required", "named"), "gemini": ("auto", "none", "required", "named"),
+        "bedrock": ("auto", "required", "named"), "ollama": ("auto",), "llamacpp": ("auto", "none", "named")}
+
+
+def calls_reply(body: dict[str, Any]) -> FakeReply:
+    return FakeReply("Checking two things.", tool_calls=(
+        FakeCall("lookup_order", {"order": "A-17"}), FakeCall("carrier_status", {"carrier": "DHL", "express": True})))
+
+
+def test_the_models_tool_calls_come_back_as_tool_calls(contract: Contract, monkeypatch: pytest.MonkeyPatch) -> None:
+    request = tool_request(contract, messages=(Message(role="user", content=ASKED),))
+    with contract.fake(calls_reply) as fake:
+        provider = provider_for(contract, fake, monkeypatch)
+        reply = provider.complete(request)
+        again = provider.complete(request)
+
+    assert [(c.tool, c.arguments) for c in reply.tool_calls] == [
+        ("lookup_order", {"order": "A-17"}), ("carrier_status", {"carrier": "DHL", "express": True})]
+    assert reply.text == "Checking two things."
+    if TOOL_WIRES[contract.provider].ids:
+        assert [c.id for c in reply.tool_calls] == ["call_fake0_0", "call_fake0_1"]  # the server's own
+    else:  # made up, the same for the same request: a replay of the next step matches
+        assert [c.id for c in reply.tool_calls] == [c.id for c in again.tool_calls] == ["call_0", "call_1"]
+    assert contract_problems(reply) == []
+
+
+def test_made_up_ids_count_the_calls_the_conversation_already_holds(contract: Contract,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    if TOOL_WIRES[contract.provider].ids:
+        pytest.skip(f"{contract.provider} gives its calls ids")
+    with contract.fake(calls_reply) as fake:
+        reply = provider_for(contract, fake, monkeypatch).complete(tool_request(contract))
+    assert [c.id for c in reply.tool_calls] == ["call_2", "call_3"]  # call_a and call_b came before
+
+
+def test_a_server_given_id_is_kept(contract: Contract, monkeypatch: pytest.MonkeyPatch) -> None:
+    with contract.fake(lambda body: FakeReply("", tool_calls=(FakeCall("lookup_order", {"order": "B-2"},
+                                                                       id="srv-7"),))) as fake:
+        reply = provider_for(contract, fake, monkeypatch).complete(tool_request(contract))
+    assert [(c.id, c.tool, c.arguments) for c in reply.tool_calls] == [("srv-7", "lookup_order", {"order": "B-2"})]
+    assert not reply.text  # an assistant turn that only calls tools
+    assert contract_problems(reply) == []
+
+
+def test_malformed_arguments_are_kept_as_text(contract: Contract, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not TOOL_WIRES[contract.provider].text_arguments:
+        pytest.skip(f"{contract.provider} carries arguments as a JSON object: a server cannot send malformed ones")
+    with contract.fake(lambda body: FakeReply("", tool_calls=(FakeCall("lookup_order", '{"order": "A-'),))) as fake:
+        reply = provider_for(contract, fake, monkeypatch).complete(tool_request(contract))
+    assert reply.tool_calls[0].arguments == '{"order": "A-'
+
+
+def test_malformed_arguments_go_back_as_text_or_are_refused(contract: Contract, server: FakeServer,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = (Message(role="user", content=ASKED),
+            Message(role="assistant", content="", tool_calls=(ToolCall(id="c1", tool="lookup_order",
+                                                                       arguments='{"order": "A-'),)),
+            Message(role="tool", tool_call_id="c1", content="arguments are not JSON", error=True))
+    provider = provider_for(contract, server, monkeypatch)
+    if TOOL_WIRES[contract.provider].text_arguments:
+        provider.complete(tool_request(contract, messages=kept))
+        assert only_call(server)["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"order": "A-'
+        return
+    with pytest.raises(CallFailure, match=f"the {contract.provider} provider cannot send the arguments of tool call "
+                                          "'c1': its wire format takes a JSON object") as refused:
+        provider.complete(tool_request(contract, messages=kept))
+    assert refused.value.retryable is False and server.requests == []
+
+
+def test_a_result_for_a_call_never_made_is_refused_where_results_go_by_name(contract: Contract, server: FakeServer,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    if TOOL_WIRES[contract.provider].ids:
+        pytest.skip(f"{contract.provider} sends results by id: its server judges them")
+    orphan = (Message(role="user", content=ASKED), Message(role="tool", tool_call_id="nobody", content="42"))
+    with pytest.raises(CallFailure, match="the tool message for call 'nobody': no earlier assistant turn made a "
+                                          "call with that id") as refused:
+        provider_for(contract, server, monkeypatch).complete(tool_request(contract, messages=orphan))
+    assert refused.value.retryable is False and server.requests == []
+
+
+@pytest.mark.parametrize("contract", [c for c in CONTRACTS if c.provider in ("anthropic", "bedrock")], ids=str,
+                         indirect=True)
+def test_a_schema_beside_tools_is_refused_where_the_schema_is_a_forced_tool(contract: Contract, server: FakeServer,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(CallFailure, match=f"the {contract.provider} provider cannot send response_schema with tools"):
+        provider_for(contract, server, monkeypatch).complete(tool_request(contract, response_schema=SCHEMA))
+    assert server.requests == []
+
+
+def test_a_reply_with_tool_calls_records_and_replays_the_same(contract: Contract, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    request = tool_request(contract, tool_choice="auto")
+    with contract.fake(calls_reply) as fake:
+        live = provider_for(contract, fake, monkeypatch).complete(request)
+    key = EvalKey(suite="s", dataset="d@1", dataset_sha="a", model=contract.model, prompt_version="v1",
+                  prompt_sha="p")
+    path = tmp_path / "recording.json"
+    save_recording(Recording(key=key, provenance=Provenance(kind="recorded", note="test"), calls={
+        "task/c1@1": Entry(request_sha=request_fingerprint(request), request=request, reply=live)}), path)
+
+    found = lookup(load_recording(path, key), "task/c1@1", request)
+    assert isinstance(found, Hit) and found.reply == live and found.reply.tool_calls == live.tool_calls
+    changed = request.model_copy(update={"tools": (LOOKUP.model_copy(update={"description": "Find it."}), CARRIER)})
+    stale = lookup(load_recording(path, key), "task/c1@1", changed)
+    assert isinstance(stale, Miss) and stale.kind == "stale" and "tools[0].description" in stale.reason
+
+
+@pytest.mark.parametrize("contract", [c for c in CONTRACTS if c.provider == "gemini"], ids=str, indirect=True)
+def test_a_gemini_call_signature_comes_back_and_goes_out_with_its_call(contract: Contract,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gemini 3 signs its calls (`thoughtSignature`) and refuses a later turn whose call lacks the signature."""
+    raw = b"\x00opaque-reasoning-state\xff"
+    signed = base64.b64encode(raw).decode()
+    with contract.fake(lambda body: FakeReply("", tool_calls=(FakeCall("lookup_order", {"order": "A-17"},
+                                                                       signature=signed),))) as fake:
+        provider = provider_for(contract, fake, monkeypatch)
+        reply = provider.complete(tool_request(contract, messages=(Message(role="user", content=ASKED),)))
+        assert [(c.tool, c.signature) for c in reply.tool_calls] == [("lookup_order", signed)]
+        provider.complete(tool_request(contract, messages=(
+            Message(role="user", content=ASKED), reply.as_message(),
+            Message(role="tool", tool_call_id=reply.tool_calls[0].id, content="shipped"))))
+        sent = fake.chat_requests[1].body["contents"][1]["parts"][0]
+    # the client writes bytes in URL-safe base64, which the API's JSON reads as well as the standard alphabet
+    assert sent["functionCall"]["name"] == "lookup_order"
+    assert base64.urlsafe_b64decode(sent["thoughtSignature"]) == raw
+    # another provider's call has none, and its dump is as before the field existed
+    assert "signature" not in ToolCall(id="c", tool="t").model_dump(mode="json")
+
+
+@pytest.mark.parametrize("contract", [c for c in CONTRACTS if c.provider == "gemini"], ids=str, indirect=True)
+def test_a_signature_that_is_not_base64_is_refused(contract: Contract, server: FakeServer,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    edited = (Message(role="user", content=ASKED), Message(role="assistant", content="", tool_calls=(
+        ToolCall(id="c1", tool="lookup_order", arguments={}, signature="not base64!"),)))
+    with pytest.raises(CallFailure, match="cannot send the signature of tool call 'c1': it is not base64"):
+        provider_for(contract, server, monkeypatch).complete(tool_request(contract, messages=edited))
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("contract", [c for c in CONTRACTS if c.provider == "anthropic"], ids=str, indirect=True)
+def test_anthropic_thinking_beside_earlier_calls_is_refused_not_sent_without_its_blocks(
+        contract: Contract, server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    thinking = {**dict(contract.options), "thinking": {"type": "enabled", "budget_tokens": 1024}}
+    provider = provider_for(contract, server, monkeypatch)
+    with pytest.raises(CallFailure, match="cannot send options.thinking in a conversation with tool calls"):
+        provider.complete(tool_request(contract, options=thinking))
+    assert server.requests == []
+    provider.complete(tool_request(contract, options=thinking, messages=(Message(role="user", content=ASKED),)))
+    assert only_call(server)["thinking"] == {"type": "enabled", "budget_tokens": 1024}  # a first step is fine
+
+
+class _Echo:
+    """A provider written before tools existed: it sends the last message's text and knows nothing of tools."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.calls = 0
+
+    def complete(self, request: Request) -> Reply:
+        self.calls += 1
+        return Reply(text=request.messages[-1].text, stop_reason="stop")
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": "echo"}
+
+
+def test_a_provider_that_declares_no_tool_choices_is_kept_from_requests_with_tools(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import evalkit.live.providers as providers
+
+    monkeypatch.setattr(providers, "provider_spec", lambda name: ProviderSpec(name="echo", factory=_Echo,
+                                                                               stop_reasons={"stop": "finished"}))
+    provider = make_provider(ModelConfig(name="echo-1", provider="openai"))
+    plain = Request(model="echo-1", messages=(Message(role="user", content=ASKED),))
+    assert provider.complete(plain).text == ASKED
+    assert provider.describe() == {"provider": "echo"}  # type: ignore[attr-defined]
+    for request in (plain.model_copy(update={"tools": (LOOKUP,)}), plain.model_copy(update={"tool_choice": "none"}),
+                    Request(model="echo-1", messages=CONVERSATION)):
+        with pytest.raises(CallFailure, match="echo-1: the echo provider cannot send tools, tool calls or tool "
+                                              "results: its spec declares no tool_choices") as refused:
+            provider.complete(request)
+        assert refused.value.retryable is False
+    assert provider.calls == 1  # type: ignore[attr-defined]

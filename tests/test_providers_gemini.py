@@ -227,6 +227,6 @@ def test_thinking_tokens_count_as_output_because_they_are_billed_as_output() -> 
                                     finish_reason=types.FinishReason.STOP)],
         usage_metadata=types.GenerateContentResponseUsageMetadata(
             prompt_token_count=10, candidates_token_count=5, thoughts_token_count=7))
-    reply = _reply(response, 1.0)
+    reply = _reply(response, 1.0, Request(model="gemini-3.8-flash", messages=(Message(role="user", content="hi"),)))
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (10, 12)
     assert reply.stop_reason == "stop" and reply.text == "{}"

@@ -31,6 +31,7 @@ from evalkit.core.errors import ConfigError, OutageError, ProviderError
 from evalkit.live.contract import StopKind, contract_problems, stop_kind
 from evalkit.live.providers import Message, Request, llamacpp, make_provider
 from evalkit.live.providers.base import CallFailure
+from evalkit.records.call import NamedTool, Tool, ToolCall
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 PRESET = PROJECT_ROOT / "evalkit" / "conf" / "model" / "smollm2.yaml"
@@ -368,3 +369,58 @@ def test_a_live_run_whose_worker_dies_of_sigsegv_is_an_outage_in_one_line_leavin
     assert sorted(p.name for p in job.iterdir() if p.is_file()) == ["evalkit.log", "job.json"]
     ended = json.loads((job / "job.json").read_text())
     assert ended["exit_code"] == 5 and ended["error"] == lines[0].removeprefix("outage: ")
+
+
+# -- tool calls (issue 37): llama-cpp-python's grammar-constrained function calling ---------------------------------
+
+WEATHER = Tool(name="get_weather", description="Current weather for a city",
+               parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+ADD = Tool(name="add", description="Add two integers",
+           parameters={"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                       "required": ["a", "b"]})
+ASK_TOOLS = (Message(role="system", content="You call tools to answer."),
+             Message(role="user", content="What is the weather in Paris?"))
+TOOL_OPTIONS = OPTIONS | {"max_tokens": 64}
+
+
+def tool_request(**changes: Any) -> Request:
+    return request(**({"messages": ASK_TOOLS, "response_schema": None, "tools": (WEATHER, ADD),
+                       "options": TOOL_OPTIONS} | changes))
+
+
+@pytest.mark.slow
+def test_smollm2_makes_a_usable_tool_call_when_it_may_choose(provider: llamacpp.LlamaCppProvider) -> None:
+    """Measured (docs/how-to/live-runs.md): SmolLM2-135M in the function-calling format called the right tool with
+    arguments its schema holds on 6 of 6 questions at temperature 0; in its own chat template, on 0 of 6."""
+    reply = provider.complete(tool_request())
+    assert [(c.id, c.tool, c.arguments) for c in reply.tool_calls] == [("call_0", "get_weather", {"city": "Paris"})]
+    assert reply.stop_reason == "tool_calls" and stop_kind(reply.stop_reason) is StopKind.OTHER
+    assert contract_problems(reply) == []
+    again = provider.complete(tool_request())  # the same ids for the same request: a next step replays
+    assert again.model_dump(exclude={"latency_ms", "service_ms"}) == reply.model_dump(exclude={"latency_ms",
+                                                                                                "service_ms"})
+
+
+@pytest.mark.slow
+def test_a_named_tool_is_forced_by_its_grammar(provider: llamacpp.LlamaCppProvider) -> None:
+    reply = provider.complete(tool_request(
+        messages=(ASK_TOOLS[0], Message(role="user", content="What is 2 plus 3?")), tool_choice=NamedTool(name="add")))
+    assert [c.tool for c in reply.tool_calls] == ["add"]
+    assert isinstance(reply.tool_calls[0].arguments, dict) and {"a", "b"} <= set(reply.tool_calls[0].arguments)
+
+
+@pytest.mark.slow
+def test_a_tool_result_reaches_the_model_as_a_turn(provider: llamacpp.LlamaCppProvider) -> None:
+    called = ToolCall(id="call_0", tool="get_weather", arguments={"city": "Paris"})
+    reply = provider.complete(tool_request(tool_choice="none", messages=(
+        *ASK_TOOLS, Message(role="assistant", content="", tool_calls=(called,)),
+        Message(role="tool", tool_call_id="call_0", content="Sunny, 24 degrees Celsius"))))
+    assert reply.tool_calls == ()  # `none`: the tools are not in the prompt
+    assert contract_problems(reply) == []
+    assert "24" in (reply.text or "") or "unny" in (reply.text or ""), reply.text  # it read the result
+
+
+def test_required_cannot_be_sent_and_is_refused_before_the_model_runs(provider: llamacpp.LlamaCppProvider) -> None:
+    with pytest.raises(CallFailure, match="the llamacpp provider cannot send tool_choice 'required'") as refused:
+        provider.complete(tool_request(tool_choice="required"))
+    assert refused.value.retryable is False

@@ -24,13 +24,16 @@ from evalkit.core.registry import Kind, load_all
 if TYPE_CHECKING:
     from evalkit.core.config import ModelConfig
 
-__all__ = ["GROUP", "PROVIDERS", "ProviderSpec", "StopKindName", "provider_specs", "provider_spec",
+__all__ = ["GROUP", "PROVIDERS", "ProviderSpec", "StopKindName", "ToolChoiceName", "provider_specs", "provider_spec",
            "PROVIDER_SETTINGS"]
 
 GROUP = "evalkit.providers"
 
 StopKindName = Literal["finished", "truncated", "filtered", "other"]
 """The reply contract's kinds of stop (evalkit.live.contract.StopKind), by value."""
+
+ToolChoiceName = Literal["auto", "none", "required", "named"]
+"""A request's tool choice, by kind (evalkit.records.call.ToolChoice; `named` forces one tool)."""
 
 PROVIDER_SETTINGS = ("deployment", "api_version", "region", "token_env", "model_file")
 """ModelConfig fields only some providers read; a spec lists the ones it takes, and the config refuses the rest."""
@@ -63,6 +66,12 @@ class ProviderSpec:
     honours_seed: bool = True
     """Whether its API takes a seed; when not, `options.seed` stays in the request (so repeated samples are
     told apart) but is not sent, and samples are as reproducible as the server's sampling."""
+    tool_stop_reasons: frozenset[str] = frozenset()
+    """The stop reasons (of `stop_reasons`, kind `other`) that say the model stopped to call tools: a reply with one
+    and no tool calls is a contract problem (evalkit.live.contract)."""
+    tool_choices: tuple[ToolChoiceName, ...] = ()
+    """The tool choices it can send (`named`: one tool forced); a request with another is refused before any call,
+    naming the provider and the choice. Empty: it does not speak tool calling."""
 
 
 PROVIDERS: Kind[ProviderSpec] = Kind(GROUP, "provider", ProviderSpec, lambda spec: spec.name)
@@ -94,9 +103,15 @@ def _check_stop_reasons(specs: Mapping[str, ProviderSpec]) -> None:
     """A stop reason means one kind whoever reports it: replies do not say which provider made them."""
     seen: dict[str, tuple[str, str]] = {}
     for spec in specs.values():
+        unlisted = sorted(spec.tool_stop_reasons - set(spec.stop_reasons))
+        if unlisted:
+            raise ConfigError(f"provider '{spec.name}': tool stop reasons {', '.join(unlisted)} are not among its "
+                              "stop_reasons")
         for reason, kind in spec.stop_reasons.items():
             if reason != reason.lower().strip():
                 raise ConfigError(f"provider '{spec.name}': stop reason {reason!r} must be lower case")
+            if reason in spec.tool_stop_reasons and kind != "other":
+                raise ConfigError(f"provider '{spec.name}': tool stop reason {reason!r} must be of kind 'other'")
             earlier = seen.setdefault(reason, (kind, spec.name))
             if earlier[0] != kind:
                 raise ConfigError(f"stop reason {reason!r} is '{earlier[0]}' for provider '{earlier[1]}' but "

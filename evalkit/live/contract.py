@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import enum
 import functools
+import json
 from collections.abc import Mapping
 from types import MappingProxyType
 
 from evalkit.core.provider_specs import provider_specs
 from evalkit.records.call import Reply
 
-__all__ = ["BLOCKED_PREFIX", "StopKind", "contract_problems", "known_stop_reasons", "stop_kind"]
+__all__ = ["BLOCKED_PREFIX", "StopKind", "contract_problems", "known_stop_reasons", "stop_kind", "tool_stop_reasons"]
 
 
 class StopKind(enum.StrEnum):
@@ -37,6 +38,12 @@ def known_stop_reasons() -> Mapping[str, StopKind]:
     (evalkit.core.provider_specs). Gemini's `finish_reason_unspecified` is deliberately absent."""
     return MappingProxyType({reason: StopKind(kind) for spec in provider_specs().values()
                              for reason, kind in spec.stop_reasons.items()})
+
+
+@functools.cache
+def tool_stop_reasons() -> frozenset[str]:
+    """Every stop reason that says the model stopped to call tools (the specs' `tool_stop_reasons`)."""
+    return frozenset(reason for spec in provider_specs().values() for reason in spec.tool_stop_reasons)
 
 
 BLOCKED_PREFIX = "blocked: "
@@ -62,6 +69,20 @@ def contract_problems(reply: Reply) -> list[str]:
     elif kind is None:
         problems.append(f"unknown stop_reason {reply.stop_reason!r} "
                         f"(known: {', '.join(sorted(known))}, {BLOCKED_PREFIX}<reason>)")
-    if kind is StopKind.FINISHED and not (reply.text or "").strip():
-        problems.append("a finished reply needs text")
+    if kind is StopKind.FINISHED and not (reply.text or "").strip() and not reply.tool_calls:
+        problems.append("a finished reply needs text")  # or tool calls: Gemini and Ollama stop so after calling
+    if reply.stop_reason in tool_stop_reasons() and not reply.tool_calls and not _forced_schema_answer(reply.text):
+        problems.append(f"stopped for tool use ({reply.stop_reason}) but called no tool")
     return problems
+
+
+def _forced_schema_answer(text: str | None) -> bool:
+    """Whether `text` is a JSON object: the answer of Anthropic's and Bedrock's structured output, which is a tool
+    the model is forced to call, so that it stops with `tool_use` and its call's input becomes the text (recordings
+    hold such replies). Any other reply that stopped for tool use must carry the calls."""
+    if text is None:
+        return False
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False

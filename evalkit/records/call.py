@@ -80,6 +80,15 @@ class ToolCall(_Call):
     """The tool's name."""
     arguments: JsonValue = None
     """The arguments as parsed JSON (text that is not JSON is kept as the text: parse_arguments)."""
+    signature: str | None = None
+    """An opaque token the provider attached to the call and must be sent back with it when the conversation
+    continues (Gemini 3's `thoughtSignature`, base64; its models refuse a later turn whose call lacks it); None for
+    every other provider. Part of the identity, since the model reads it; left out of the serialised form while
+    None, so calls made before the field existed dump as they did."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_defaults(handler(self), ("signature",))
 
 
 class Message(_Call):

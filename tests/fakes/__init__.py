@@ -6,7 +6,7 @@ process by benchmarks (`python -m tests.fakes.serve --protocol ollama --port-fil
 """
 
 from .faults import Fault, Faults
-from .protocols import PROTOCOLS, FakeReply, Protocol
+from .protocols import PROTOCOLS, FakeCall, FakeReply, Protocol
 from .server import (
     LOOPBACK,
     FakeAnthropic,
@@ -23,6 +23,7 @@ from .server import (
 )
 from .sigv4 import sigv4_problem
 
-__all__ = ["Fault", "Faults", "PROTOCOLS", "FakeReply", "Protocol", "LOOPBACK", "FakeAnthropic", "FakeAzureOpenAI",
+__all__ = ["Fault", "Faults", "PROTOCOLS", "FakeCall", "FakeReply", "Protocol", "LOOPBACK", "FakeAnthropic",
+           "FakeAzureOpenAI",
            "FakeBedrock", "FakeError", "FakeGemini", "FakeOllama", "FakeOpenAI", "FakeServer", "RawReply",
            "RecordedRequest", "ReplyFunction", "sigv4_problem"]

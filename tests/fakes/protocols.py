@@ -15,18 +15,33 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FakeReply", "Protocol", "Ollama", "OpenAI", "Gemini", "AzureOpenAI", "Anthropic", "BedrockConverse",
+__all__ = ["FakeCall", "FakeReply", "Protocol", "Ollama", "OpenAI", "Gemini", "AzureOpenAI", "Anthropic", "BedrockConverse",
            "PROTOCOLS", "word_count"]
 
 CREATED = 1767225600  # 2026-01-01T00:00:00Z: replies are the same on every run
 
 
 @dataclass(frozen=True)
+class FakeCall:
+    """A tool call a fake server's model makes, written in each protocol's own shape."""
+
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    """The arguments object; a string is sent as it is where the protocol carries arguments as JSON text
+    (OpenAI's), so a malformed call can be served."""
+    id: str | None = None
+    """The call's id; None: the protocol's own (`call_fake<n>_<i>`), or none where the protocol has none (Gemini,
+    Ollama)."""
+    signature: str | None = None
+    """Gemini 3's `thoughtSignature` on the call's part (base64)."""
+
+
+@dataclass(frozen=True)
 class FakeReply:
-    """A reply with more than its content: a stop reason or token counts of the test's choosing."""
+    """A reply with more than its content: a stop reason, token counts or tool calls of the test's choosing."""
 
     content: str
     stop_reason: str | None = None
@@ -39,6 +54,30 @@ class FakeReply:
     """Anthropic: input tokens read from the prompt cache (`cache_read_input_tokens`, counted apart from input)."""
     cache_write_tokens: int = 0
     """Anthropic: input tokens written to the prompt cache (`cache_creation_input_tokens`)."""
+    tool_calls: tuple[FakeCall, ...] = ()
+    """Tool calls the model makes beside its content (content "" for none); the stop reason is then the
+    protocol's tool-use one unless `stop_reason` says otherwise."""
+
+    def call_id(self, n: int, i: int, protocol: str) -> str | None:
+        """The id of call `i` of reply `n`: the test's, else the protocol's made-up one (None where it has none)."""
+        call = self.tool_calls[i]
+        if call.id is not None or protocol in ("gemini", "ollama"):
+            return call.id
+        return f"call_fake{n}_{i}"
+
+
+def _object(arguments: dict[str, Any] | str) -> Any:
+    """Arguments for a protocol that carries them as an object: a string is parsed (kept when not JSON)."""
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except json.JSONDecodeError:
+            return arguments
+    return arguments
+
+
+def _text(arguments: dict[str, Any] | str) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
 def word_count(text: object) -> int:
@@ -99,6 +138,11 @@ class Ollama(Protocol):
         if body.get("stream", True) is not False:
             # The client always sends `stream` explicitly; evalkit must never ask for a stream.
             return "this fake server only answers non-streaming requests (stream: false)"
+        for m in body.get("messages") or []:
+            for call in (m.get("tool_calls") or []) if isinstance(m, dict) else []:
+                if not isinstance((call.get("function") or {}).get("arguments"), dict):
+                    return ("json: cannot unmarshal string into Go struct field ToolCallFunction.messages.tool_calls."
+                            "function.arguments of type api.ToolCallFunctionArguments")
         return None
 
     def reply(self, path: str, body: dict[str, Any], reply: FakeReply, n: int) -> dict[str, Any]:
@@ -106,7 +150,10 @@ class Ollama(Protocol):
         return {
             "model": body["model"],
             "created_at": "2026-01-01T00:00:00.000000Z",
-            "message": {"role": "assistant", "content": reply.content},
+            "message": {"role": "assistant", "content": reply.content,
+                        **({"tool_calls": [{"function": {"name": c.name, "arguments": _object(c.arguments)},
+                                            **({"id": c.id} if c.id else {})} for c in reply.tool_calls]}
+                           if reply.tool_calls else {})},
             "done": True,
             "done_reason": reply.stop_reason or "stop",
             "total_duration": 1_500_000,
@@ -146,7 +193,7 @@ class OpenAI(Protocol):
             return "'messages' must be a non-empty array"
         if body.get("stream"):
             return "this fake server only answers non-streaming requests"
-        return None
+        return _openai_tool_problem(body)
 
     def reply(self, path: str, body: dict[str, Any], reply: FakeReply, n: int) -> dict[str, Any]:
         input_tokens, output_tokens = self.counts(body, reply)
@@ -158,9 +205,14 @@ class OpenAI(Protocol):
             "system_fingerprint": "fp_fake",
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.content, "refusal": None},
+                "message": {"role": "assistant", "content": (reply.content or None) if reply.tool_calls
+                            else reply.content, "refusal": None,
+                            **({"tool_calls": [{"id": reply.call_id(n, i, self.name), "type": "function",
+                                                "function": {"name": c.name, "arguments": _text(c.arguments)}}
+                                               for i, c in enumerate(reply.tool_calls)]}
+                               if reply.tool_calls else {})},
                 "logprobs": None,
-                "finish_reason": reply.stop_reason or "stop",
+                "finish_reason": reply.stop_reason or ("tool_calls" if reply.tool_calls else "stop"),
             }],
             "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
                       "total_tokens": input_tokens + output_tokens},
@@ -190,7 +242,7 @@ class Gemini(Protocol):
             return "Invalid JSON payload received."
         if not isinstance(body.get("contents"), list) or not body["contents"]:
             return "* GenerateContentRequest.contents: contents is not specified"
-        return None
+        return _gemini_tool_problem(body)
 
     def texts(self, body: dict[str, Any]) -> list[object]:
         blocks = list(body.get("contents") or [])
@@ -203,7 +255,11 @@ class Gemini(Protocol):
         input_tokens, output_tokens = self.counts(body, reply)
         return {
             "candidates": [{
-                "content": {"role": "model", "parts": [{"text": reply.content}]},
+                "content": {"role": "model", "parts": ([{"text": reply.content}] if reply.content or not
+                                                       reply.tool_calls else []) + [
+                    {"functionCall": {"name": c.name, "args": _object(c.arguments), **({"id": c.id} if c.id else {})},
+                     **({"thoughtSignature": c.signature} if c.signature else {})}
+                    for c in reply.tool_calls]},
                 "finishReason": reply.stop_reason or "STOP",
                 "index": 0,
             }],
@@ -253,14 +309,14 @@ class Anthropic(Protocol):
     def refuse(self, path: str, body: Any) -> str | None:
         if not isinstance(body, dict):
             return "There was an issue with the format or content of your request."
-        for field in ("model", "max_tokens", "messages"):
-            if field not in body:
-                return f"{field}: Field required"
+        for required in ("model", "max_tokens", "messages"):
+            if required not in body:
+                return f"{required}: Field required"
         if any(isinstance(m, dict) and m.get("role") == "system" for m in body["messages"]):
             return "messages: Unexpected role \"system\". The Messages API accepts a top-level `system` parameter"
         if body.get("stream"):
             return "this fake server only answers non-streaming requests"
-        return None
+        return _anthropic_tool_problem(body)
 
     def texts(self, body: dict[str, Any]) -> list[object]:
         system = body.get("system")
@@ -274,14 +330,17 @@ class Anthropic(Protocol):
             content: list[dict[str, Any]] = [{"type": "tool_use", "id": f"toolu_fake{n:08d}", "name": forced["name"],
                                               "input": tool_input}]
         else:
-            content = [{"type": "text", "text": reply.content}]
+            content = [{"type": "text", "text": reply.content}] if reply.content or not reply.tool_calls else []
+            content += [{"type": "tool_use", "id": reply.call_id(n, i, self.name), "name": c.name,
+                         "input": _object(c.arguments)} for i, c in enumerate(reply.tool_calls)]
         return {
             "id": f"msg_fake{n:08d}",
             "type": "message",
             "role": "assistant",
             "model": body["model"],
             "content": content,
-            "stop_reason": reply.stop_reason or ("tool_use" if tool_input is not None else "end_turn"),
+            "stop_reason": reply.stop_reason or ("tool_use" if tool_input is not None or reply.tool_calls
+                                                 else "end_turn"),
             "stop_sequence": None,
             "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
                       "cache_creation_input_tokens": reply.cache_write_tokens,
@@ -314,7 +373,7 @@ class BedrockConverse(Protocol):
             return "Malformed input request, please reformat your input and try again."
         if not isinstance(body.get("messages"), list) or not body["messages"]:
             return "A conversation must start with a user message."
-        return None
+        return _bedrock_tool_problem(body)
 
     def texts(self, body: dict[str, Any]) -> list[object]:
         blocks = [*(body.get("system") or []),
@@ -329,10 +388,13 @@ class BedrockConverse(Protocol):
             content: list[dict[str, Any]] = [{"toolUse": {"toolUseId": f"tooluse_fake{n:08d}",
                                                           "name": choice["name"], "input": tool_input}}]
         else:
-            content = [{"text": reply.content}]
+            content = [{"text": reply.content}] if reply.content or not reply.tool_calls else []
+            content += [{"toolUse": {"toolUseId": reply.call_id(n, i, self.name), "name": c.name,
+                                     "input": _object(c.arguments)}} for i, c in enumerate(reply.tool_calls)]
         return {
             "output": {"message": {"role": "assistant", "content": content}},
-            "stopReason": reply.stop_reason or ("tool_use" if tool_input is not None else "end_turn"),
+            "stopReason": reply.stop_reason or ("tool_use" if tool_input is not None or reply.tool_calls
+                                                else "end_turn"),
             "usage": {"inputTokens": input_tokens, "outputTokens": output_tokens,
                       "totalTokens": input_tokens + output_tokens},
             "metrics": {"latencyMs": 120},
@@ -341,6 +403,108 @@ class BedrockConverse(Protocol):
     def error(self, status: int, message: str) -> dict[str, Any]:
         code = self._codes.get(status, "InternalServerException" if status >= 500 else "ValidationException")
         return {"__type": code, "message": message}
+
+
+# -- what each server refuses in a conversation with tools (the rules its API reference states) -----------------
+
+
+def _openai_tool_problem(body: dict[str, Any]) -> str | None:
+    """Function tools with a name; a tool message answers a call of an earlier assistant turn; arguments are
+    JSON text; a named tool choice names an offered tool."""
+    names = set()
+    for tool in body.get("tools") or []:
+        if tool.get("type") != "function" or not isinstance((tool.get("function") or {}).get("name"), str):
+            return "Missing required parameter: 'tools[0].function.name'."
+        names.add(tool["function"]["name"])
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and (choice.get("function") or {}).get("name") not in names:
+        return "Invalid value for 'tool_choice': the named function is not among the tools."
+    if isinstance(choice, str) and choice not in ("auto", "none", "required"):
+        return f"Invalid value for 'tool_choice': {choice!r}."
+    called: set[str] = set()
+    for m in body["messages"]:
+        if not isinstance(m, dict):
+            continue
+        for call in m.get("tool_calls") or []:
+            if not isinstance(call.get("function", {}).get("arguments"), str):
+                return "Invalid type for 'messages[].tool_calls[].function.arguments': expected a string."
+            called.add(call["id"])
+        if m.get("role") == "tool" and m.get("tool_call_id") not in called:
+            return ("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
+                    "'tool_calls'.")
+    return None
+
+
+def _anthropic_tool_problem(body: dict[str, Any]) -> str | None:
+    """Tools with a name and an input schema; every `tool_use` is answered by a `tool_result` in the user turn right
+    after it, the results first; a tool choice of a known type."""
+    for tool in body.get("tools") or []:
+        if "name" not in tool or "input_schema" not in tool:
+            return "tools.0.input_schema: Field required"
+    choice = body.get("tool_choice")
+    if choice is not None and choice.get("type") not in ("auto", "any", "tool", "none"):
+        return "tool_choice.type: Input tag does not match any of the expected tags"
+    messages = [m for m in body["messages"] if isinstance(m, dict)]
+    for i, m in enumerate(messages):
+        blocks = [b for b in m["content"] if isinstance(b, dict)] if isinstance(m.get("content"), list) else []
+        uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+        if any(b.get("type") == "tool_result" for b in blocks) and m.get("role") != "user":
+            return f"messages.{i}: tool_result blocks belong in a user turn"
+        if uses:
+            after = messages[i + 1]["content"] if i + 1 < len(messages) else []
+            after = [b for b in after if isinstance(b, dict)] if isinstance(after, list) else []
+            results = []
+            for block in after:
+                if block.get("type") != "tool_result":
+                    break  # the results come first
+                results.append(block.get("tool_use_id"))
+            missing = [u for u in uses if u not in results]
+            if missing:
+                return (f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks immediately "
+                        f"after: {', '.join(missing)}")
+    return None
+
+
+def _bedrock_tool_problem(body: dict[str, Any]) -> str | None:
+    """toolConfig whenever the conversation holds toolUse or toolResult blocks; results answer earlier uses, in a
+    user turn; a toolChoice of one known kind; no empty text block."""
+    config = body.get("toolConfig")
+    blocks = [(m.get("role"), b) for m in body["messages"] if isinstance(m, dict) for b in m.get("content") or []
+              if isinstance(b, dict)]
+    if any("toolUse" in b or "toolResult" in b for _, b in blocks) and not config:
+        return "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+    if config is not None:
+        for tool in config.get("tools") or []:
+            if "json" not in ((tool.get("toolSpec") or {}).get("inputSchema") or {}):
+                return "1 validation error detected: Value at 'toolConfig.tools.1.member.toolSpec.inputSchema' failed"
+        choice = config.get("toolChoice")
+        if choice is not None and (len(choice) != 1 or next(iter(choice)) not in ("auto", "any", "tool")):
+            return "Value at 'toolConfig.toolChoice' failed to satisfy constraint"
+    used: set[str] = set()
+    for role, block in blocks:
+        if block.get("text") == "":
+            return "The text field in the ContentBlock object is blank. Add text to the text field, and try again."
+        if "toolUse" in block:
+            used.add(block["toolUse"]["toolUseId"])
+        if "toolResult" in block and (role != "user" or block["toolResult"].get("toolUseId") not in used):
+            return "The toolResult blocks must answer toolUse blocks of the previous assistant turn."
+    return None
+
+
+def _gemini_tool_problem(body: dict[str, Any]) -> str | None:
+    """A user turn of function responses answers the model turn before it, one response per call, by name."""
+    contents = [c if isinstance(c, dict) else {} for c in body["contents"]]
+    for i, content in enumerate(contents):
+        responses = [p["functionResponse"] for p in content.get("parts") or [] if isinstance(p, dict)
+                     and "functionResponse" in p]
+        if not responses:
+            continue
+        before = contents[i - 1].get("parts") or [] if i > 0 else []
+        calls = [p["functionCall"].get("name") for p in before if "functionCall" in p]
+        if len(calls) != len(responses) or sorted(calls) != sorted(r.get("name") for r in responses):
+            return ("Please ensure that the number of function response parts is equal to the number of function "
+                    "call parts of the function call turn.")
+    return None
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from evalkit.core.config import ModelConfig
 from evalkit.core.provider_specs import provider_spec
 from evalkit.live.providers.base import Provider
+from evalkit.live.providers.toolcalls import WithoutTools
 from evalkit.records.call import Message, Reply, Request, Usage
 
 __all__ = ["Message", "Provider", "Reply", "Request", "Usage", "make_provider"]
@@ -13,6 +14,9 @@ __all__ = ["Message", "Provider", "Reply", "Request", "Usage", "make_provider"]
 
 def make_provider(config: ModelConfig) -> Provider:
     """The provider for a model config, built by its spec's factory. The provider's client library is imported
-    only now, not at evalkit import; the config was checked against the spec when it was composed."""
-    provider: Provider = provider_spec(config.provider).factory(config)
-    return provider
+    only now, not at evalkit import; the config was checked against the spec when it was composed. A provider whose
+    spec declares no tool choices (one written before tools existed) is kept from requests that use tools, which it
+    would send without them."""
+    spec = provider_spec(config.provider)
+    provider: Provider = spec.factory(config)
+    return provider if spec.tool_choices else WithoutTools(provider, config.name, spec.name)

@@ -7,19 +7,21 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
-from evalkit.core.provider_specs import ProviderSpec, StopKindName
+from evalkit.core.provider_specs import ProviderSpec, StopKindName, ToolChoiceName
 from evalkit.live.providers.base import MISSHAPEN, CallFailure, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.dialects import schema_name
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
 from evalkit.live.providers.sdkwire import httpx_client, httpx_module
-from evalkit.records.call import Reply, Request, Usage
+from evalkit.live.providers.toolcalls import object_arguments, refuse_unsendable, unsupported
+from evalkit.records.call import NamedTool, Reply, Request, ToolCall, Usage
 
 if TYPE_CHECKING:
     import anthropic
 
-__all__ = ["AnthropicProvider", "create", "STOP_REASONS", "SPEC", "NOT_SENT", "RESERVED"]
+__all__ = ["AnthropicProvider", "create", "STOP_REASONS", "TOOL_STOP_REASONS", "TOOL_CHOICES", "SPEC", "NOT_SENT",
+           "RESERVED"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
@@ -34,6 +36,9 @@ STOP_REASONS: dict[str, StopKindName] = {
     "model_context_window_exceeded": "truncated", "refusal": "filtered", "tool_use": "other", "pause_turn": "other",
 }
 """The Messages API's `stop_reason`s. A structured reply ends with `tool_use`: the forced tool was called."""
+TOOL_STOP_REASONS = frozenset({"tool_use"})
+TOOL_CHOICES: tuple[ToolChoiceName, ...] = ("auto", "none", "required", "named")
+"""`auto`, `none`, `any` (required) and `tool` (named)."""
 
 
 class AnthropicProvider:
@@ -81,14 +86,30 @@ class AnthropicProvider:
         if "max_tokens" not in options:
             raise CallFailure(f"{self._name}: the Messages API requires max_tokens; set model.options.max_tokens",
                               retryable=False)
+        refuse_unsendable(self._name, "anthropic", TOOL_CHOICES, request)
+        thinking = options.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") != "disabled" and any(
+                m.tool_calls for m in request.messages):
+            raise unsupported(self._name, "anthropic", "options.thinking in a conversation with tool calls",
+                              "the API wants each calling turn's thinking blocks sent back with its calls, and "
+                              "evalkit does not keep them; set thinking to {type: disabled} for agent runs")
         arguments: dict[str, Any] = {
             "model": request.model,
             "max_tokens": options.pop("max_tokens"),
-            "messages": [{"role": m.role, "content": m.text} for m in request.messages if m.role != "system"],
+            "messages": self._turns(request),
         }
         system = "\n\n".join(m.text for m in request.messages if m.role == "system")
         if system:
             arguments["system"] = system
+        if request.response_schema is not None and (request.tools or request.tool_choice is not None):
+            raise unsupported(self._name, "anthropic", "response_schema with tools",
+                              "its schema is a tool the model is forced to call, which would take away the "
+                              "model's choice among the offered tools; send one or the other")
+        if request.tools:
+            arguments["tools"] = [{"name": tool.name, **_described(tool.description), "input_schema": tool.parameters}
+                                  for tool in request.tools]
+        if request.tool_choice is not None:
+            arguments["tool_choice"] = _tool_choice(request)
         if request.response_schema is not None:
             name = schema_name(request.response_schema)
             arguments["tools"] = [{"name": name, "description": "Record the answer, following the schema.",
@@ -99,7 +120,7 @@ class AnthropicProvider:
             arguments["extra_body"] = options
         message, latency_ms = timed_call(lambda: self._client.messages.create(**arguments), self._failure)
         try:
-            return self._reply(message, latency_ms)
+            return self._reply(message, latency_ms, schema=request.response_schema is not None)
         except MISSHAPEN as error:  # the client built its types leniently from what came
             raise self._misshapen(error) from None
 
@@ -107,19 +128,55 @@ class AnthropicProvider:
         """What a recording's provenance says about the replies' source (nothing secret, no address)."""
         return {"provider": "anthropic", "structured_output": "tool_use"}
 
-    def _reply(self, message: Any, latency_ms: float) -> Reply:
+    def _turns(self, request: Request) -> list[dict[str, Any]]:
+        """The conversation as Messages API turns. A message without tools keeps plain text content (the wire of
+        a request made before tools existed is unchanged); an assistant turn's tool calls are `tool_use` blocks
+        after its text; tool results are `tool_result` blocks (`is_error` on a failed tool) of one user turn, the
+        API's rule, with a user message that follows them joining that turn as a text block after them."""
+        turns: list[dict[str, Any]] = []
+        for message in request.messages:
+            if message.role == "system":
+                continue
+            if message.role == "assistant" and message.tool_calls:
+                blocks: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+                blocks += [{"type": "tool_use", "id": call.id, "name": call.tool,
+                            "input": object_arguments(self._name, "anthropic", call.arguments, call.id)}
+                           for call in message.tool_calls]
+                turns.append({"role": "assistant", "content": blocks})
+                continue
+            if message.role == "tool":
+                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id,
+                                         "content": message.text}
+                if message.error:
+                    block["is_error"] = True
+                if turns and turns[-1]["role"] == "user" and _has_results(turns[-1]):
+                    turns[-1]["content"].append(block)
+                else:
+                    turns.append({"role": "user", "content": [block]})
+                continue
+            if message.role == "user" and turns and _has_results(turns[-1]):
+                turns[-1]["content"].append({"type": "text", "text": message.text})
+                continue
+            turns.append({"role": message.role, "content": message.text})
+        return turns
+
+    def _reply(self, message: Any, latency_ms: float, *, schema: bool) -> Reply:
+        """The reply; with a response schema, the forced tool's input is its text (and no tool was called)."""
         if not isinstance(message, self._message_type):
             raise CallFailure(self._clean(f"{self._name}: the server answered 200 without a message: "
                                           f"{excerpt(str(message))}"), retryable=True, status=200)
-        tool_inputs = [block.input for block in message.content if block.type == "tool_use"]
+        uses = [block for block in message.content if block.type == "tool_use"]
         texts = [block.text for block in message.content if block.type == "text"]
-        if tool_inputs:
-            text: str | None = json.dumps(tool_inputs[0], ensure_ascii=False)
+        calls: tuple[ToolCall, ...] = ()
+        if uses and schema:
+            text: str | None = json.dumps(uses[0].input, ensure_ascii=False)
         else:
             text = "".join(texts) if texts else None
+            calls = tuple(ToolCall(id=use.id, tool=use.name, arguments=use.input) for use in uses)
         usage = message.usage
         return Reply(
             text=text,
+            tool_calls=calls,
             stop_reason=message.stop_reason,
             usage=Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                         cache_read_tokens=usage.cache_read_input_tokens,
@@ -153,6 +210,24 @@ class AnthropicProvider:
         return masked(message, self._secret)
 
 
+def _described(description: str) -> dict[str, str]:
+    """A tool's description where it has one (an empty one is left out, as the API's optional field)."""
+    return {"description": description} if description else {}
+
+
+def _has_results(turn: dict[str, Any]) -> bool:
+    content = turn["content"]
+    return isinstance(content, list) and any(block.get("type") == "tool_result" for block in content)
+
+
+def _tool_choice(request: Request) -> dict[str, Any]:
+    """`auto`, `none`, `any` (the API's word for required), or `tool` with the name."""
+    choice = request.tool_choice
+    if isinstance(choice, NamedTool):
+        return {"type": "tool", "name": choice.name}
+    return {"type": "any" if choice == "required" else choice}
+
+
 def _server_message(error: anthropic.APIStatusError) -> str:
     """`{"type": "error", "error": {"type": "overloaded_error", "message": ...}}` as `... (overloaded_error)`."""
     body = error.body
@@ -169,5 +244,6 @@ def create(config: ModelConfig) -> AnthropicProvider:
 
 
 SPEC = ProviderSpec(name="anthropic", factory=create, stop_reasons=STOP_REASONS, extra="anthropic",
-                    requirements=("anthropic",), honours_seed=False)
+                    requirements=("anthropic",), honours_seed=False, tool_stop_reasons=TOOL_STOP_REASONS,
+                    tool_choices=TOOL_CHOICES)
 """A schema has one way in, a forced tool: no `structured_output` setting."""

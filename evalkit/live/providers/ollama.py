@@ -16,21 +16,34 @@ import msgspec
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ConfigError
-from evalkit.core.provider_specs import ProviderSpec
+from evalkit.core.provider_specs import ProviderSpec, ToolChoiceName
 from evalkit.core.version import __version__
 from evalkit.live.providers.base import CallFailure, excerpt, service_ms, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.jsonhttp import Answer, Bounds, JsonHttp, parse_target
-from evalkit.records.call import Reply, Request, Usage
+from evalkit.live.providers.toolcalls import answered_tools, made_up_id, object_arguments, refuse_unsendable
+from evalkit.records.call import Message, Reply, Request, ToolCall, Usage
 
-__all__ = ["OllamaProvider", "create", "SPEC"]
+__all__ = ["OllamaProvider", "create", "TOOL_CHOICES", "SPEC"]
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_PORT = 11434
 
 
+class _Function(msgspec.Struct):
+    name: str
+    arguments: dict[str, Any] | None = None
+
+
+class _ToolCall(msgspec.Struct):
+    function: _Function
+    id: str | None = None
+    """Newer servers number their calls; older ones give no id."""
+
+
 class _Message(msgspec.Struct):
     content: str | None = None
+    tool_calls: list[_ToolCall] | None = None
 
 
 _Count = Annotated[int, msgspec.Meta(ge=0)]
@@ -75,9 +88,12 @@ class OllamaProvider:
                               "Authorization header is built from") from None
 
     def complete(self, request: Request) -> Reply:
-        payload: dict[str, Any] = {"model": request.model,
-                                   "messages": [{"role": m.role, "content": m.text} for m in request.messages],
-                                   "stream": False}
+        refuse_unsendable(self._name, "ollama", TOOL_CHOICES, request)
+        payload: dict[str, Any] = {"model": request.model, "messages": self._messages(request), "stream": False}
+        if request.tools:
+            payload["tools"] = [{"type": "function", "function": {
+                "name": tool.name, **({"description": tool.description} if tool.description else {}),
+                "parameters": tool.parameters}} for tool in request.tools]
         options: dict[str, Any] = dict(request.options)
         think = options.pop("think", None)  # a request flag in Ollama's API, not a sampling option
         if request.response_schema is not None:
@@ -95,14 +111,37 @@ class OllamaProvider:
             raise CallFailure(self._clean(f"{self._name}: the server answered {answer.status} with a body that is "
                                           f"not a chat response: {excerpt(str(error))}"),
                               retryable=True, status=answer.status) from None
+        calls = response.message.tool_calls or []
         return Reply(
-            text=response.message.content,
+            # an assistant turn that only calls tools has content "": no text, as other providers say it
+            text=response.message.content if response.message.content or not calls else None,
+            tool_calls=tuple(ToolCall(id=call.id or made_up_id(request, i), tool=call.function.name,
+                                      arguments=call.function.arguments if call.function.arguments is not None
+                                      else {})
+                             for i, call in enumerate(calls)),
             stop_reason=response.done_reason,
             usage=Usage(input_tokens=response.prompt_eval_count, output_tokens=response.eval_count),
             latency_ms=latency_ms,
             service_ms=service_ms(response.total_duration / 1e6 if response.total_duration is not None else None,
                                   latency_ms),
         )
+
+    def _messages(self, request: Request) -> list[dict[str, Any]]:
+        """The conversation as /api/chat messages: an assistant turn's tool calls with their arguments as an
+        object; a tool result as role `tool` with `tool_name`, the tool of the call it answers (the API has no
+        error flag: the content says what failed)."""
+        tools = answered_tools(self._name, "ollama", request.messages)
+        return [self._message(m, tools) for m in request.messages]
+
+    def _message(self, message: Message, tools: dict[str, str]) -> dict[str, Any]:
+        wire: dict[str, Any] = {"role": message.role, "content": message.text}
+        if message.tool_calls:
+            wire["tool_calls"] = [{"function": {
+                "name": call.tool, "arguments": object_arguments(self._name, "ollama", call.arguments, call.id)}}
+                for call in message.tool_calls]
+        if message.tool_call_id is not None:
+            wire["tool_name"] = tools[message.tool_call_id]
+        return wire
 
     def _refused(self, answer: Answer) -> CallFailure:
         """The CallFailure an error status means; a redirect is not followed (the base URL should name the server)."""
@@ -132,5 +171,10 @@ def create(config: ModelConfig) -> OllamaProvider:
     return OllamaProvider(config)
 
 
-SPEC = ProviderSpec(name="ollama", factory=create, stop_reasons={"stop": "finished", "length": "truncated"})
-"""`format` is Ollama's one way to send a schema; `done_reason` is `stop` or `length`."""
+TOOL_CHOICES: tuple[ToolChoiceName, ...] = ("auto",)
+"""/api/chat has no tool choice: the model decides (`none`, `required` and a named tool are refused)."""
+
+SPEC = ProviderSpec(name="ollama", factory=create, stop_reasons={"stop": "finished", "length": "truncated"},
+                    tool_choices=TOOL_CHOICES)
+"""`format` is Ollama's one way to send a schema; `done_reason` is `stop` or `length` (`stop` after tool calls
+too: Ollama has no stop reason of its own for them)."""

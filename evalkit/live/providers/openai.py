@@ -3,22 +3,25 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from evalkit.core.config import ModelConfig
-from evalkit.core.provider_specs import ProviderSpec, StopKindName
+from evalkit.core.provider_specs import ProviderSpec, StopKindName, ToolChoiceName
 from evalkit.live.providers.base import MISSHAPEN, CallFailure, excerpt, service_ms, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.dialects import response_format, schema_message
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
 from evalkit.live.providers.sdkwire import httpx_client, httpx_module
-from evalkit.records.call import Reply, Request, Usage
+from evalkit.live.providers.toolcalls import refuse_unsendable
+from evalkit.records.call import Message, NamedTool, Reply, Request, ToolCall, Usage, parse_arguments
 
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["OpenAIProvider", "create", "NAMED_OPTIONS", "DIALECTS", "STOP_REASONS", "SPEC"]
+__all__ = ["OpenAIProvider", "create", "NAMED_OPTIONS", "DIALECTS", "STOP_REASONS", "TOOL_STOP_REASONS",
+           "TOOL_CHOICES", "SPEC", "wire_message", "wire_tool_choice", "wire_tools"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_KEY = "not-needed"
@@ -28,7 +31,7 @@ NAMED_OPTIONS = frozenset({"temperature", "top_p", "seed", "max_tokens", "max_co
                            "presence_penalty", "frequency_penalty", "reasoning_effort", "logit_bias"})
 """Options that are parameters of the chat completions API. Any other option (vLLM's `top_k`,
 `min_p`, `repetition_penalty` ...) goes into the request body as given, for the server to accept or refuse."""
-RESERVED = frozenset({"model", "messages", "response_format", "stream"})
+RESERVED = frozenset({"model", "messages", "response_format", "stream", "tools", "tool_choice"})
 """Body fields the request itself sets; an option may not replace them."""
 
 
@@ -38,6 +41,10 @@ DIALECTS = (DEFAULT_DIALECT, "json_object", "prompt")
 STOP_REASONS: dict[str, StopKindName] = {"stop": "finished", "length": "truncated", "content_filter": "filtered",
                                          "tool_calls": "other", "function_call": "other"}
 """Chat completions' `finish_reason`s (`function_call`: the deprecated form of `tool_calls`)."""
+TOOL_STOP_REASONS = frozenset({"tool_calls", "function_call"})
+"""The model stopped to call tools."""
+TOOL_CHOICES: tuple[ToolChoiceName, ...] = ("auto", "none", "required", "named")
+"""Chat completions take every tool choice (an OpenAI-compatible server may still refuse one it lacks)."""
 
 
 class OpenAIProvider:
@@ -81,8 +88,13 @@ class OpenAIProvider:
                               "not from options; remove them from the model's options", retryable=False)
         arguments: dict[str, Any] = {
             "model": request.model,
-            "messages": [{"role": m.role, "content": m.text} for m in request.messages],
+            "messages": [wire_message(m) for m in request.messages],
         }
+        refuse_unsendable(self._name, self._provider, TOOL_CHOICES, request)
+        if request.tools:
+            arguments["tools"] = wire_tools(request)
+        if request.tool_choice is not None:
+            arguments["tool_choice"] = wire_tool_choice(request)
         if request.response_schema is not None:
             if self._dialect == "prompt":
                 arguments["messages"] = [*arguments["messages"], schema_message(request.response_schema)]
@@ -112,6 +124,7 @@ class OpenAIProvider:
         usage = completion.usage
         return Reply(
             text=choice.message.content,
+            tool_calls=tuple(_tool_call(call) for call in choice.message.tool_calls or ()),
             stop_reason=choice.finish_reason,
             usage=Usage(input_tokens=usage.prompt_tokens if usage else None,
                         output_tokens=usage.completion_tokens if usage else None),
@@ -146,6 +159,51 @@ class OpenAIProvider:
         return masked(message, self._secret)
 
 
+def wire_message(message: Message) -> dict[str, Any]:
+    """A message as chat completions take it: content parts as their text; an assistant turn's tool calls with
+    their arguments as JSON text (`content` null when it only calls tools, as the API writes such a turn); a tool
+    result as role `tool` with its `tool_call_id` (the API has no error flag: the content says what failed)."""
+    wire: dict[str, Any] = {"role": message.role, "content": message.text}
+    if message.tool_calls:
+        wire["content"] = message.text or None
+        wire["tool_calls"] = [{"id": call.id, "type": "function",
+                               "function": {"name": call.tool, "arguments": _arguments_text(call.arguments)}}
+                              for call in message.tool_calls]
+    if message.tool_call_id is not None:
+        wire["tool_call_id"] = message.tool_call_id
+    return wire
+
+
+def _tool_call(call: Any) -> ToolCall:
+    """A function tool call; a custom tool call (free text, for a kind of tool evalkit never offers) is a reply
+    of the wrong shape."""
+    if call.type != "function":
+        raise ValueError(f"a tool call of type {call.type!r}, where only function tools were offered")
+    return ToolCall(id=call.id, tool=call.function.name, arguments=parse_arguments(call.function.arguments))
+
+
+def _arguments_text(arguments: Any) -> str:
+    """Arguments as the API carries them, JSON text; malformed text kept from a reply goes back as it came."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def wire_tools(request: Request) -> list[dict[str, Any]]:
+    """The offered tools as function tools (an empty description left out: the field is optional)."""
+    return [{"type": "function", "function": {"name": tool.name,
+                                              **({"description": tool.description} if tool.description else {}),
+                                              "parameters": tool.parameters}}
+            for tool in request.tools]
+
+
+def wire_tool_choice(request: Request) -> str | dict[str, Any]:
+    """`auto`, `none`, `required`, or the named function."""
+    choice = request.tool_choice
+    if isinstance(choice, NamedTool):
+        return {"type": "function", "function": {"name": choice.name}}
+    assert choice is not None
+    return choice
+
+
 def _server_message(error: openai.APIStatusError) -> str:
     """The server's own error message (`{"error": {"message": ...}}`), or the SDK's summary."""
     body = error.body
@@ -163,7 +221,8 @@ def create(config: ModelConfig) -> OpenAIProvider:
 
 
 SPEC = ProviderSpec(name="openai", factory=create, dialects=DIALECTS, stop_reasons=STOP_REASONS, extra="openai",
-                    requirements=("openai",))
+                    requirements=("openai",), tool_stop_reasons=TOOL_STOP_REASONS,
+                    tool_choices=TOOL_CHOICES)
 
 
 def _server_timings(completion: Any, latency_ms: float) -> float | None:
