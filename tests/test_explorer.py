@@ -93,7 +93,8 @@ def test_the_folder_holds_the_page_its_assets_and_one_script_per_run():
     scripts = [attrs.get("src") for tag, attrs in tags if tag == "script"]
     assert scripts == ["data/run-1.js", "data/run-2.js", "explorer.js"]  # no inline script; the data first
     assert [attrs.get("href") for tag, attrs in tags if tag == "link"] == ["explorer.css"]
-    assert ("body", {"data-reference": "1"}) in tags
+    body = next(attrs for tag, attrs in tags if tag == "body")
+    assert body.get("data-reference") == "1" and body.get("data-version")  # the version goes into exported labels
     assert SCRIPT not in page and "&lt;script&gt;" in page  # the run's path is escaped in the runs table
     assert "a" * 64 in page and "b" * 64 in page and "(none saved)" in page
     code = re.sub(r"//[^\n]*", "", files["explorer.js"])  # the comments say why it never uses them
