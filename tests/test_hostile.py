@@ -372,8 +372,10 @@ def _project_untouched() -> Iterator[None]:
     def status() -> str:
         listed = subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", "."],
                                 cwd=PROJECT_ROOT, capture_output=True, text=True, check=False).stdout
-        # bytecode the test processes running beside this one (pytest-xdist workers) compile is not the corpus
-        return "\n".join(line for line in listed.splitlines() if "__pycache__/" not in line)
+        # bytecode the test processes running beside this one (pytest-xdist workers) compile, and the examples
+        # Hypothesis keeps for the property tests they run, are not the corpus
+        return "\n".join(line for line in listed.splitlines()
+                         if "__pycache__/" not in line and ".hypothesis/" not in line)
     before = status()
     yield
     assert status() == before
