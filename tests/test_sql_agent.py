@@ -2,8 +2,8 @@
 endpoint. Live against the scripted tool-calling fake model, then a replay of that recording decides the same, and an
 edited program prompt is refused (exit 3) naming the field.
 
-The live leg runs in this process, with the fake's provider registered as a third party's would be
-(tests/fakes/tool_model.py: until evalkit's `openai` provider speaks tool calls); the replays are real CLI runs.
+The live leg runs in this process through evalkit's own `openai` provider against the fake; the replays are real CLI
+runs.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from importlib.metadata import EntryPoint
 from pathlib import Path
 from subprocess import CompletedProcess
 
@@ -35,13 +34,11 @@ def _outcomes(report: dict[str, object]) -> dict[str, str]:
 
 
 def test_live_then_replay_decides_the_same_and_an_edited_prompt_is_refused(
-        tmp_path: Path, installed_entry_points: list[EntryPoint],
-        run_evalkit: Callable[..., CompletedProcess[str]]) -> None:
-    installed_entry_points.append(EntryPoint("openai-tools", "fakes.tool_model:SPEC", "evalkit.providers"))
+        tmp_path: Path, run_evalkit: Callable[..., CompletedProcess[str]]) -> None:
     recordings, env = tmp_path / "recordings", f"suite.program.python_env={sys.prefix}"
     with FakeOpenAI(shop_model) as model:
         config = validate_config(composed(
-            "suite=sql_agent", "mode=live", "model.provider=openai-tools", f"model.base_url={model.base_url}",
+            "suite=sql_agent", "mode=live", f"model.base_url={model.base_url}",
             f"run.recordings={recordings}", f"run.out={tmp_path / 'live'}", env), CHOICES)
         live = run_suite(config)
         asked = [r.body for r in model.chat_requests]
