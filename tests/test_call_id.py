@@ -26,7 +26,18 @@ def test_sample_zero_is_the_plain_id() -> None:
 
 
 @pytest.mark.parametrize("text", ["", "task/", "task", "judge/c", "judge//c", "model/c", "task/m/c", "task/c#",
-                                  "task/c#0", "task/c#01", "task/c#x", "task/c#²", "task/a#b#2"])
+                                  "task/c#0", "task/c#01", "task/c#x", "task/c#²", "task/a#b#2", "task/c@",
+                                  "task/c@0", "task/c@01", "task/c@x", "task/@1", "judge/m/c@1", "task/c@1@2"])
 def test_anything_else_is_refused_in_one_line(text: str) -> None:
-    with pytest.raises(InputError, match=r"is not a call id \(task/<case>, judge/<metric>/<case>, with #<i>"):
+    with pytest.raises(InputError, match=r"is not a call id \(task/<case>, task/<case>@<step>, "
+                                         r"judge/<metric>/<case>, with #<i>"):
         CallId.parse(text)
+
+
+def test_an_agent_step_is_a_task_call_of_its_case_with_its_step_before_the_sample() -> None:
+    step = CallId.agent_step("c", 3, 2)
+    assert str(step) == "task/c@3#2"
+    assert CallId.parse("task/c@3#2") == step
+    assert (step.kind, step.case, step.step, step.sample) == ("task", "c", 3, 2)
+    assert step.plain == CallId.agent_step("c", 3) and step.plain != CallId.task("c")
+    assert CallId.parse("task/c").step == 0

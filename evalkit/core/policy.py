@@ -137,7 +137,12 @@ class Policy(BaseModel):
     fails, a new test that errors): `review` (default), `block`, or `ignore` (listed without a reason)."""
 
     on_incomparable: Literal["incomparable", "review", "block"] = "incomparable"
-    """What a baseline that cannot be compared (another dataset or judge) leads to."""
+    """What a baseline that cannot be compared (another dataset or judge, or an agent's other tools) leads to."""
+
+    tool_changes: tuple[str, ...] = ()
+    """An agent suite's tools whose change this policy declares (`*`: any): a baseline made with another
+    implementation or schema of these, or without them, is compared, the change shown as `tools.<name>`. A tool
+    changed and not declared makes the runs incomparable: its results were not those the baseline's model read."""
 
     review_fails: bool = False
     """Make `review` fail the job (exit code 1, like block) instead of passing it (exit code 0)."""

@@ -29,6 +29,7 @@ from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
 from evalkit.core.json_text import compact_json, indented_json, json_value
 from evalkit.core.key import EvalKey, build_key, recording_path
+from evalkit.core.dataset import Dataset
 from evalkit.core.loaders import load_cases
 from evalkit.core.outputs import refuse_link
 from evalkit.core.provider_specs import provider_spec
@@ -48,6 +49,7 @@ from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
 from evalkit.run.declared import read_checks, with_check_judges
 from evalkit.run.destinations import check_run_destinations
+from evalkit.run.agent_loop import Agent, suite_agent, trajectories_json
 from evalkit.run.eval_block import kept_text
 from evalkit.run.execute import Execution, LiveSetup, execute, provider_limits
 from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
@@ -102,7 +104,20 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
                          config.dataset.version, config.dataset.limits)
     prompt_path = project_path(config.prompt.file)
     prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
-    key, settings = run_key(config, dataset, prompt_text), run_settings(config)
+    agent = suite_agent(config.agent, suite_dir)  # its tools are part of the identity
+    try:
+        return _run_model_suite(config, suite_dir, dataset, prompt_path, prompt_text, agent, baseline,
+                                baseline_name)
+    finally:
+        if agent is not None:
+            agent.toolbox.close()
+
+
+def _run_model_suite(config: RunConfig, suite_dir: Path, dataset: Dataset, prompt_path: Path, prompt_text: str,
+                     agent: Agent | None, baseline: RunReport | None, baseline_name: str | None) -> RunResult:
+    assert config.model is not None and config.prompt is not None
+    tools = agent.toolbox.identity() if agent is not None else None
+    key, settings = run_key(config, dataset, prompt_text, tools), run_settings(config, tools)
     rec_path = recording_path(key, project_path(config.run.recordings))
     redact = redactor_for(config)
     read: dict[Path, Recording] = {}  # the baseline's recording, when it is this run's, is read once
@@ -126,7 +141,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
             calls={cid: CallInput(status=r.status, text=r.text, reason=r.reason,
                                   stop_reason=r.reply.stop_reason if r.reply else None,
                                   contract=contract_problems(r.reply) if r.reply else [])
-                   for cid, r in execution.calls.items()},
+                   for cid, r in execution.checked_calls().items()},
+            trajectories=trajectories_json(execution.trajectories),
             repeats=most, samples=execution.samples or {})  # the checks run on every sample (sample_protocol)
 
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
@@ -135,7 +151,7 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
             return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model,
                            judge=config.judge, mode=config.mode, recording=recording, where=shown(rec_path),
                            version=__version__, live=live, repeats=most, prices=config.prices, samples=samples,
-                           prior=prior)
+                           prior=prior, agent=agent)
 
         if not config.run.sequential:
             return obtain(None, None)
@@ -167,6 +183,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
 
     texts = {"prompt": kept_text(prompt_text, config.prompt.version, shown(prompt_path), redact)}
     extra: dict[str, Any] = {"execution": execution.stats, "texts": texts}
+    if agent is not None:  # each case's trajectory, cut and (with the whole report) redacted like the outputs
+        extra["trajectories"] = trajectories_json(execution.trajectories)
     report, report_path = _check_and_report(config, suite_dir, run_input(execution, recording.provenance), redact,
                                             extra, sequential=_sequential(config, execution, baseline, baseline_name))
     return RunResult(key, report, report_path, rec_path, execution.stats)
