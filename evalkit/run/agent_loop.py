@@ -41,7 +41,8 @@ from evalkit.run.recording import Miss, Recording, ToolEntry, lookup_tool, tool_
 if TYPE_CHECKING:
     from evalkit.run.execute import CallResult
 
-__all__ = ["Agent", "AgentOutcome", "TOOLS_FILE", "ToolResults", "run_agents", "suite_agent", "trajectories_json"]
+__all__ = ["Agent", "AgentOutcome", "TOOLS_FILE", "ToolResults", "agent_metrics", "run_agents", "suite_agent",
+           "trajectories_json"]
 
 TOOLS_FILE = "tools.py"
 """A suite with this file beside its task.py is an agent (unless `agent.tools` names another file)."""
@@ -225,6 +226,34 @@ def _model_call(step_id: str, model: str, reply: Reply, request: Request, price:
         cost = float(figure) if figure is not None else None
     return ModelCall(call_id=step_id, model=model, input_tokens=input_tokens, output_tokens=output_tokens,
                      cost_usd=cost, milliseconds=reply.latency_ms)
+
+
+def agent_metrics(cases: Sequence[Mapping[str, Any]], trajectories: Mapping[str, Trajectory]) -> dict[str, Any]:
+    """The suite's agent metrics, each as a run report's metric (`mean`, `count`, `unmeasured`) and each read as
+    higher-is-better, as the gate reads every metric, so a policy blocks on its drop (`block_on_drop`):
+    `agent.solved_rate` (cases whose every check passed), `agent.tool_success_rate` (1 - the tool-error rate),
+    `agent.step_efficiency` (1 / the mean model steps per case) and `agent.solved_per_usd` (1 / the cost per solved
+    case; unmeasured when a step has no price or nothing was solved). Sample 0 of each case, as the case table."""
+    plain = {call_id.removeprefix("task/"): t for call_id, t in trajectories.items() if "#" not in call_id}
+    scored = [c for c in cases if c.get("id") in plain and c.get("status") != "unscored"]
+    solved = sum(1 for c in scored if c.get("passed") is True)
+    results = [r for t in plain.values() for _, r in t.tool_results()]
+    steps = [len(t.model_calls()) for t in plain.values()]
+    costs = [m.cost_usd for t in plain.values() for _, m in t.model_calls()]
+    unpriced = not costs or any(c is None for c in costs)
+    spent = sum(c for c in costs if c is not None)
+
+    def metric(value: float | None, count: int) -> dict[str, Any]:
+        return {"mean": None if value is None else round(value, 6), "count": count if value is not None else 0,
+                "unmeasured": 0 if value is not None else max(count, 1)}
+
+    return {
+        "agent.solved_rate": metric(solved / len(scored) if scored else None, len(scored)),
+        "agent.tool_success_rate": metric(1 - sum(r.error for r in results) / len(results) if results else None,
+                                          len(results)),
+        "agent.step_efficiency": metric(len(steps) / sum(steps) if steps and sum(steps) else None, len(steps)),
+        "agent.solved_per_usd": metric(solved / spent if solved and spent > 0 and not unpriced else None, len(scored)),
+    }
 
 
 def trajectories_json(trajectories: Mapping[str, Trajectory]) -> dict[str, Any]:

@@ -28,9 +28,19 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.core.files import decode, read_bytes
-from evalkit.judging.checks import ChecksFile, CheckSpec, Verdict, judge, judge_pair, parse_checks, planned_judge_calls
+from evalkit.judging.checks import (
+    ChecksFile,
+    CheckSpec,
+    Verdict,
+    judge,
+    judge_pair,
+    judge_trajectory,
+    parse_checks,
+    planned_judge_calls,
+)
 from evalkit.records.call import Request
 from evalkit.run.eval_block import CLASSIFIED
+from evalkit.run.execute import UNSCORED
 from evalkit.run.suite import SuiteTask
 
 if TYPE_CHECKING:
@@ -112,6 +122,12 @@ class DeclaredCheck(pytest.Item):
             missing = spec.missing_field(case)
             if missing is not None:  # no judge was asked: the case lacks what the judge reads
                 return Verdict.could_not_run(spec, missing)
+        if spec.call == "trajectory":
+            task = str(CallId.task(case.id, evalrun.sample))
+            outcome = evalrun.run.calls.get(task)
+            if outcome is not None and outcome.status in UNSCORED:  # not measured: the case is reported unscored
+                pytest.skip(f"unscored: {outcome.reason}")
+            return judge_trajectory(spec, evalrun.run.trajectories.get(task))
         call = CallId.judge(spec.name, case.id, evalrun.sample) if spec.call == "judge" else \
             CallId.task(case.id, evalrun.sample)
         return judge(spec, evalrun.text_of(str(call)), case, self.load)

@@ -49,7 +49,7 @@ from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.canonical import canonical_text
 from evalkit.run.declared import read_checks, with_check_judges
 from evalkit.run.destinations import check_run_destinations
-from evalkit.run.agent_loop import Agent, suite_agent, trajectories_json
+from evalkit.run.agent_loop import Agent, agent_metrics, suite_agent, trajectories_json
 from evalkit.run.eval_block import kept_text
 from evalkit.run.execute import Execution, LiveSetup, execute, provider_limits
 from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
@@ -185,8 +185,14 @@ def _run_model_suite(config: RunConfig, suite_dir: Path, dataset: Dataset, promp
     extra: dict[str, Any] = {"execution": execution.stats, "texts": texts}
     if agent is not None:  # each case's trajectory, cut and (with the whole report) redacted like the outputs
         extra["trajectories"] = trajectories_json(execution.trajectories)
+    finish = None
+    if agent is not None:
+        def finish(data: dict[str, Any]) -> None:  # the agent's metrics need the checks' outcomes per case
+            cases = [c for c in data.get("cases", ()) if isinstance(c, dict)]
+            data.setdefault("metrics", {}).update(agent_metrics(cases, execution.trajectories))
     report, report_path = _check_and_report(config, suite_dir, run_input(execution, recording.provenance), redact,
-                                            extra, sequential=_sequential(config, execution, baseline, baseline_name))
+                                            extra, sequential=_sequential(config, execution, baseline, baseline_name),
+                                            finish=finish)
     return RunResult(key, report, report_path, rec_path, execution.stats)
 
 
@@ -226,10 +232,10 @@ def _checks(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Red
 def _check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Redactor,
                       extra: dict[str, Any], verify: Callable[[], None] = lambda: None,
                       sequential: Callable[[Mapping[str, Counts]], dict[str, Any]] | None = None,
-                      ) -> tuple[RunReport, Path]:
+                      finish: Callable[[dict[str, Any]], None] | None = None) -> tuple[RunReport, Path]:
     """Hand the run's input to the suite's checks, add `extra` sections (and `sequential`'s block, from the
-    tests' counts), write `report.json` (and save_report). `verify` runs after the checks, before anything is
-    written: it may refuse the run."""
+    tests' counts, and what `finish` adds from the checks' outcomes), write `report.json` (and save_report).
+    `verify` runs after the checks, before anything is written: it may refuse the run."""
     out = Path(config.run.out)
     data = _checks(config, suite_dir, run_input, redact)
     shard = config.run.shard_of
@@ -237,6 +243,8 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, r
     if shard is not None:
         return _write_shard(out, shard, out / "run-input.json", data, extra, redact, config.suite.name)
     data.update(extra)
+    if finish is not None:
+        finish(data)
     if sequential is not None:
         data["sequential"] = sequential(report_from_mapping(data, f"report of suite {config.suite.name}").repeats)
     compact = compact_json(data)
