@@ -38,8 +38,9 @@ def undeclared_tool_changes(baseline: Mapping[str, Any], candidate: Mapping[str,
                             declared: tuple[str, ...]) -> list[str]:
     """Why an agent's tools make two runs incomparable: each tool added, removed or changed (its implementation or
     schema: the key's `tools`) that the policy's `tool_changes` does not declare; empty when there is none."""
-    before = baseline.get("tools") if isinstance(baseline.get("tools"), Mapping) else {}
-    after = candidate.get("tools") if isinstance(candidate.get("tools"), Mapping) else {}
+    given_before, given_after = baseline.get("tools"), candidate.get("tools")
+    before: Mapping[str, Any] = given_before if isinstance(given_before, Mapping) else {}
+    after: Mapping[str, Any] = given_after if isinstance(given_after, Mapping) else {}
     if "*" in declared:
         return []
     changed = [name for name in sorted({*before, *after}) if before.get(name) != after.get(name)

@@ -25,8 +25,8 @@ from evalkit.judging.pairwise_check import NEW_FIRST, OLD_FIRST, PairwiseSpec
 from evalkit.judging.ready_judges import JUDGES, AnswerRelevancySpec, FaithfulnessSpec, GEvalSpec, needed_field
 from evalkit.judging.trajectory import TrajectoryCheck, trajectory_check
 
-__all__ = ["JUDGED", "KINDS", "TRAJECTORY", "CaseRef", "CheckSpec", "ChecksFile", "LengthSpec", "NumberSpec", "case_ref",
-           "parse_checks"]
+__all__ = ["JUDGED", "KINDS", "TRAJECTORY", "CaseRef", "CheckSpec", "ChecksFile", "LengthSpec", "NumberSpec",
+           "case_ref", "parse_checks"]
 
 TRAJECTORY = ("tool-called", "tool-not-called", "tool-sequence", "tool-args", "steps", "no-tool-errors")
 """The kinds that read an agent case's trajectory (evalkit.judging.trajectory), not its reply."""

@@ -22,9 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from evalkit.agents.tools import ToolBox, ToolOutcome, load_python_tools
 from evalkit.core.call_id import CallId
@@ -173,7 +172,7 @@ def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
                 calling.append((case, step_id, reply))
         answered = _answer_all(calling, tools, concurrency)
         tools.refuse_misses(where)
-        for (case, step_id, reply), outcomes in zip(calling, answered, strict=True):
+        for (case, _, reply), outcomes in zip(calling, answered, strict=True):
             messages = [reply.as_message()]
             for call, outcome in zip(reply.tool_calls, outcomes, strict=True):
                 assert outcome is not None

@@ -24,12 +24,12 @@ import msgspec
 from evalkit.core.atomic import write_atomic
 from evalkit.core.call_id import CallId
 from evalkit.core.config import Mode, ModelConfig, RunConfig
+from evalkit.core.dataset import Dataset
 from evalkit.core.errors import ConfigError, InputError, ProviderError, RecordingError, one_line
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
 from evalkit.core.json_text import compact_json, indented_json, json_value
 from evalkit.core.key import EvalKey, build_key, recording_path
-from evalkit.core.dataset import Dataset
 from evalkit.core.loaders import load_cases
 from evalkit.core.outputs import refuse_link
 from evalkit.core.provider_specs import provider_spec
@@ -46,10 +46,10 @@ from evalkit.programs.candidate import candidate_config, run_programs
 from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_changes, snapshot
 from evalkit.programs.isolation import probe_isolation
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
+from evalkit.run.agent_loop import Agent, agent_metrics, suite_agent, trajectories_json
 from evalkit.run.canonical import canonical_text
 from evalkit.run.declared import read_checks, with_check_judges
 from evalkit.run.destinations import check_run_destinations
-from evalkit.run.agent_loop import Agent, agent_metrics, suite_agent, trajectories_json
 from evalkit.run.eval_block import kept_text
 from evalkit.run.execute import Execution, LiveSetup, execute, provider_limits
 from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
