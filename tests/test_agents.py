@@ -54,7 +54,7 @@ def slow_report(order_id: int = 0) -> str:
 
 
 def _authored() -> Any:
-    spec = importlib.util.spec_from_file_location("order_agent_author_test", SUITE / "author_recording.py")
+    spec = importlib.util.spec_from_file_location("order_agent_author_test", SUITE / "author_recordings.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -6,7 +6,7 @@ about them, then answer from what the tools returned), and the file says so in i
 suite's real ones: their results in the recording are what tools.py returned. Replace the fixture with a real
 recording by running `python -m evalkit suite=order_agent mode=live model=...` against a model that calls tools.
 
-Usage (from the project root):  python suites/order_agent/author_recording.py [overrides ...]
+Usage (from the project root):  python suites/order_agent/author_recordings.py [overrides ...]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from evalkit.records.call import Reply, Request, ToolCall, Usage
 
-NOTE = ("authored fixture: model replies written by a hand-made policy (suites/order_agent/author_recording.py), "
+NOTE = ("authored fixture: model replies written by a hand-made policy (suites/order_agent/author_recordings.py), "
         "not produced by any model; the tool results are the suite's own tools'")
 
 
