@@ -33,8 +33,8 @@ from evalkit.records.call import TOOL_NAME, Tool
 TOOL_DATA = "TOOL_DATA"
 """A tools module's list of the files its tools read (a database, a fixture): part of every tool's fingerprint."""
 
-__all__ = ["TOOL_DATA", "PythonTool", "ToolBox", "ToolImpl", "ToolOutcome", "arguments_model", "load_python_tools",
-           "validation_problem"]
+__all__ = ["TOOL_DATA", "PythonTool", "ToolBox", "ToolImpl", "ToolOutcome", "arguments_model", "failed",
+           "load_python_tools", "validation_problem"]
 
 
 @dataclass(frozen=True)
@@ -139,12 +139,13 @@ class PythonTool:
         try:
             self.model.model_validate(arguments)
         except ValidationError as error:
-            return _failed(validation_problem(error))
+            return failed(validation_problem(error))
         status, text = self.workers.call(self.tool.name, arguments, timeout)
-        return ToolOutcome(text) if status == "ok" else _failed(text)
+        return ToolOutcome(text) if status == "ok" else failed(text)
 
 
-def _failed(why: str) -> ToolOutcome:
+def failed(why: str) -> ToolOutcome:
+    """An error result: what the model reads (`error: WHY`) and the one line the trajectory keeps."""
     line = one_line(why, 500)
     return ToolOutcome(f"error: {line}", error=True, error_message=line)
 
@@ -220,14 +221,14 @@ class ToolBox:
         impl = self.by_name.get(name)
         if impl is None:
             offered = ", ".join(sorted(self.by_name)) or "none"
-            return _failed(f"no tool named {name!r} (the tools offered: {offered})")
+            return failed(f"no tool named {name!r} (the tools offered: {offered})")
         if not isinstance(arguments, Mapping):
-            return _failed(f"arguments must be a JSON object, got {type(arguments).__name__}: "
+            return failed(f"arguments must be a JSON object, got {type(arguments).__name__}: "
                            f"{str(arguments)[:200]!r}")
         try:
             return impl.invoke(arguments, self.timeout_s)
         except Exception as error:  # noqa: BLE001 - a broken implementation is the tool's error, not a crash
-            return _failed(f"{type(error).__name__}: {error}")
+            return failed(f"{type(error).__name__}: {error}")
 
     def close(self) -> None:
         self._close()

@@ -16,8 +16,8 @@ from evalkit.core.policy import Policy
 from evalkit.core.prices import GROUP as PRICES
 from evalkit.core.prices import PriceEntry, check_price_file, prices_where
 
-__all__ = ["BUILTIN_METRICS", "SliceSpec", "SweepSettings", "Mode", "Progress", "Price", "AgentConfig", "BudgetConfig",
-           "ModelConfig",
+__all__ = ["BUILTIN_METRICS", "SliceSpec", "SweepSettings", "Mode", "Progress", "Price", "AgentConfig",
+           "McpServerConfig", "BudgetConfig", "ModelConfig",
            "PromptConfig", "DatasetConfig", "ProgramLimits", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig",
            "from_hydra", "validate_config", "available_cpus", "WORKERS_PER_CPU", "env_names", "deprecations"]
 
@@ -297,6 +297,16 @@ class BudgetConfig(_Strict):
     response JSON (not tokens, not money). Each case reserves its input plus the largest allowed response."""
 
 
+class McpServerConfig(_Strict):
+    """An MCP server whose tools the agent may call, started over stdio (the `agents` extra: the `mcp` SDK)."""
+
+    command: tuple[str, ...] = Field(min_length=1)
+    """The command that starts it, run in the suite's folder (`[python, stock_server.py]`; a leading `python` is
+    the interpreter evalkit runs on). Part of each of its tools' fingerprints."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables set for it, beside the environment evalkit runs in."""
+
+
 class AgentConfig(_Strict):
     """An agent declared in config: the suite's tools and the loop evalkit runs with them (model, tool calls, tool
     results, model ...). A suite is an agent when it has a tools file (`tools.py` beside its task.py, or the file
@@ -314,6 +324,10 @@ class AgentConfig(_Strict):
     result saying so. Not part of the eval key (a replay calls no tool)."""
     tool_choice: Literal["auto", "required", "none"] | None = None
     """What the first step asks of the model (`auto` when null); later steps always leave it to the model."""
+    mcp: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """MCP servers by name, whose tools are offered beside the tools file's: each started once per live or
+    record-missing run (a replay serves their results from the recording, but starts them to know their tools'
+    fingerprints)."""
 
 
 MAX_REPEATS = 1000

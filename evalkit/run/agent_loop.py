@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit.agents.tools import ToolBox, ToolOutcome, load_python_tools
+from evalkit.agents.mcp_tools import start_mcp_server
+from evalkit.agents.tools import ToolBox, ToolImpl, ToolOutcome, load_python_tools
 from evalkit.core.call_id import CallId
 from evalkit.core.config import AgentConfig, Mode
 from evalkit.core.errors import InputError
@@ -69,18 +70,37 @@ class AgentOutcome:
 
 
 def suite_agent(settings: AgentConfig, suite_dir: Path) -> Agent | None:
-    """The suite's agent: its tools file loaded (evalkit.agents.tools), with the loop's settings; None for a suite
-    without tools. The caller closes its toolbox (the tools' worker processes) when the run's calls are done."""
+    """The suite's agent: its tools file loaded (evalkit.agents.tools) and its MCP servers started
+    (evalkit.agents.mcp_tools), with the loop's settings; None for a suite without tools. The caller closes its
+    toolbox (the tools' worker processes, the servers) when the run's calls are done."""
     path = suite_dir / (settings.tools or TOOLS_FILE)
     if not path.resolve().is_relative_to(suite_dir.resolve()):
         raise InputError(f"agent.tools={settings.tools}: the tools file must be inside the suite's folder {suite_dir}")
-    if not path.is_file():
-        if settings.tools is not None:
-            raise InputError(f"agent.tools={settings.tools}: no such file in {suite_dir}; name the suite's tools "
-                             f"file, or leave agent.tools null to use {TOOLS_FILE} when there is one")
-        return None
-    tools, workers = load_python_tools(path)
-    return Agent(ToolBox(tools, settings.tool_timeout_s, workers.close), settings.max_steps, settings.tool_choice)
+    if not path.is_file() and settings.tools is not None:
+        raise InputError(f"agent.tools={settings.tools}: no such file in {suite_dir}; name the suite's tools "
+                         f"file, or leave agent.tools null to use {TOOLS_FILE} when there is one")
+    impls: list[ToolImpl] = []
+    closers: list[Callable[[], None]] = []
+
+    def close() -> None:
+        for closer in closers:
+            closer()
+
+    try:
+        if path.is_file():
+            tools, workers = load_python_tools(path)
+            closers.append(workers.close)
+            impls += tools
+        for name, server in settings.mcp.items():
+            started = start_mcp_server(name, server.command, suite_dir, server.env)
+            closers.append(started.close)
+            impls += started.tools()
+        if not impls:
+            return None
+        return Agent(ToolBox(impls, settings.tool_timeout_s, close), settings.max_steps, settings.tool_choice)
+    except BaseException:
+        close()
+        raise
 
 
 class ToolResults:
