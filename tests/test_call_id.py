@@ -45,3 +45,12 @@ def test_anything_else_is_refused_in_one_line(text: str) -> None:
     with pytest.raises(InputError, match=r"is not a call id \(task/<case> with @<n> for step n > 0, "
                                          r"judge/<metric>/<case> with ~<r>"):
         CallId.parse(text)
+
+
+def test_an_agent_step_is_a_task_call_of_its_case_with_its_step_before_the_sample() -> None:
+    step = CallId.agent_step("c", 3, 2)
+    assert str(step) == "task/c@3#2"
+    assert CallId.parse("task/c@3#2") == step
+    assert (step.kind, step.case, step.step, step.sample) == ("task", "c", 3, 2)
+    assert step.plain == CallId.agent_step("c", 3) and step.plain != CallId.task("c")
+    assert CallId.parse("task/c").step == 0

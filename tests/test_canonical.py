@@ -23,6 +23,7 @@ REGENERATE = {
     "suites/issue_triage/runs/baseline-smollm2.json": ["model=smollm2", "judge=smollm2"],
     "suites/evidencedesk/runs/baseline.json": ["suite=evidencedesk"],
     "suites/quality_lab/runs/baseline.json": ["suite=quality_lab"],
+    "suites/order_agent/runs/baseline.json": ["suite=order_agent"],
 }
 
 

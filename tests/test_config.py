@@ -22,7 +22,7 @@ SUITE_OF = {"retriever": "evidencedesk", "reply_format": "evidencedesk",
             "policy/evidencedesk": "evidencedesk", "policy/evidencedesk-strict": "evidencedesk",
             "candidate": "quality_lab", "dataset/quality_lab": "quality_lab", "policy/quality_lab": "quality_lab",
             "agent_code": "sql_agent", "dataset/sql_agent": "sql_agent", "policy/sql_agent": "sql_agent",
-            "model/shop-agent": "sql_agent"}
+            "model/shop-agent": "sql_agent", "policy/order_agent": "order_agent"}
 
 
 
@@ -68,7 +68,7 @@ def test_command_line_choices_replace_the_suites_defaults(hydra_conf):
 
 
 @pytest.mark.parametrize("override, message", [
-    ("+policy.max_regresions=0", r"unknown key 'policy\.max_regresions' \(allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, judge_flips, max_detectable_drop, max_regressions, min_judge_kappa, min_pass_rate, min_ran_pass_rate, name, new_failing, on_budget_denied, on_incomparable, paired, power, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, rules, version\)"),
+    ("+policy.max_regresions=0", r"unknown key 'policy\.max_regresions' \(allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, judge_flips, max_detectable_drop, max_regressions, min_judge_kappa, min_pass_rate, min_ran_pass_rate, name, new_failing, on_budget_denied, on_incomparable, paired, power, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, rules, tool_changes, version\)"),
     ("+model.temprature=0", r"unknown key 'model\.temprature' \(allowed: api_key_env, api_version, base_url, deployment, max_reply_bytes, model_file, name, options, price, provider, region, structured_output, timeout_s, token_env\)"),
     ("model.provider=antropic", r"'model\.provider': Value error, provider 'antropic' is not installed \(installed: anthropic, azure, bedrock, gemini, llamacpp, ollama, openai\)"),
     ("+model.deployment=prod", r"deployment: not a setting of the gemini provider \(it takes none of them\)"),

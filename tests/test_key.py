@@ -79,7 +79,7 @@ def test_the_key_has_no_transport_fields():
     # base_url, timeouts, credentials and output paths must never orphan a recording
     assert set(EvalKey.model_fields) == {"key_version", "suite", "dataset", "dataset_sha", "model", "deployment",
                                          "api_version", "prompt_version", "prompt_sha", "judge_model", "judge_sha",
-                                         "components"}
+                                         "components", "tools"}
 
 
 def test_an_azure_deployment_and_api_version_join_the_key_and_name_the_recording():

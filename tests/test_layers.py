@@ -9,8 +9,8 @@ import evalkit
 
 PACKAGE = Path(evalkit.__file__).parent
 # lower number = lower layer; a module may import its own layer or any lower one
-LAYERS = {"conf": 0, "core": 0, "records": 1, "project": 2, "live": 3, "judging": 3, "gate": 4, "programs": 4,
-          "run": 5, "render": 6, "adapt": 6, "sweeps": 7, "cli": 8}
+LAYERS = {"conf": 0, "core": 0, "records": 1, "project": 2, "live": 3, "judging": 3, "agents": 3, "gate": 4,
+          "programs": 4, "run": 5, "render": 6, "adapt": 6, "sweeps": 7, "cli": 8}
 # `python -m evalkit`: the one thin module that only hands over to evalkit.cli
 COMMAND_NAMES = {"__main__.py"}
 # the public faces: what a suite or a plugin imports (`evalkit`, `evalkit.plugins`); they sit above every layer and

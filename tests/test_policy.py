@@ -42,7 +42,7 @@ def test_policy_by_json_and_yaml_path(tmp_path):
 
 
 @pytest.mark.parametrize("body, message", [
-    ("max_regresions: 0\n", r"p\.yaml: unknown key 'max_regresions' \(allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, judge_flips, max_detectable_drop, max_regressions, min_judge_kappa, min_pass_rate, min_ran_pass_rate, name, new_failing, on_budget_denied, on_incomparable, paired, power, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, rules, version\)"),
+    ("max_regresions: 0\n", r"p\.yaml: unknown key 'max_regresions' \(allowed: block_below, block_on_drop, block_on_quality_regression, block_on_review, block_on_safety, block_on_task_regression, critical, critical_cases, judge_flips, max_detectable_drop, max_regressions, min_judge_kappa, min_pass_rate, min_ran_pass_rate, name, new_failing, on_budget_denied, on_incomparable, paired, power, regressions, repeats, require_complete_pairs, require_isolation, require_split, review_below, review_fails, review_on_drop, rules, tool_changes, version\)"),
     ("max_regressions: many\n", r"p\.yaml: 'max_regressions': Input should be a valid integer"),
     ("min_pass_rate: 1.2\n", r"'min_pass_rate': Input should be less than or equal to 1"),
     ("min_pass_rate: -0.1\n", r"'min_pass_rate': Input should be greater than or equal to 0"),

@@ -9,6 +9,9 @@ case is what follows the last `/` (up to a `@` or `~`) and the sample what follo
 made before repeats and steps existed read the same, and a program making one call per case has the id a model
 suite's task call has. `judge/faithful/refund~2#1`: the judge's third look at sample 1's reply; `task/refund@3`: the
 case's fourth model call.
+An agent's model steps (evalkit.run.agent_loop) are `task/<case>@<step>` (step 1, 2 ...), and the plain
+`task/<case>` of an agent case names its outcome (the final answer), which the checks read; a program calling
+through evalkit's endpoint numbers its calls from 0, the first keeping the plain id.
 """
 
 from __future__ import annotations
@@ -46,6 +49,12 @@ class CallId:
     @classmethod
     def judge(cls, metric: str, case: str, sample: int = 0, repeat: int = 0) -> CallId:
         return cls("judge", case, metric, sample, repeat)
+
+    @classmethod
+    def agent_step(cls, case: str, step: int, sample: int = 0) -> CallId:
+        if step < 1:
+            raise ValueError(f"an agent's steps count from 1, not {step}")
+        return cls.task(case, sample, step)
 
     @classmethod
     def parse(cls, text: str) -> CallId:

@@ -16,9 +16,9 @@ from evalkit.core.policy import Policy
 from evalkit.core.prices import GROUP as PRICES
 from evalkit.core.prices import PriceEntry, check_price_file, prices_where
 
-__all__ = ["BUILTIN_METRICS", "SliceSpec", "SweepSettings", "Mode", "Progress", "Price", "BudgetConfig", "ModelConfig",
-           "JudgeConfig", "PromptConfig", "DatasetConfig", "ProgramLimits", "ProgramSpec", "SuiteConfig",
-           "RunSettings", "RunConfig",
+__all__ = ["BUILTIN_METRICS", "SliceSpec", "SweepSettings", "Mode", "Progress", "Price", "AgentConfig",
+           "McpServerConfig", "BudgetConfig", "ModelConfig", "JudgeConfig", "PromptConfig", "DatasetConfig",
+           "ProgramLimits", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig",
            "from_hydra", "validate_config", "available_cpus", "WORKERS_PER_CPU", "env_names", "deprecations"]
 
 
@@ -319,6 +319,39 @@ class BudgetConfig(_Strict):
     response JSON (not tokens, not money). Each case reserves its input plus the largest allowed response."""
 
 
+class McpServerConfig(_Strict):
+    """An MCP server whose tools the agent may call, started over stdio (the `agents` extra: the `mcp` SDK)."""
+
+    command: tuple[str, ...] = Field(min_length=1)
+    """The command that starts it, run in the suite's folder (`[python, stock_server.py]`; a leading `python` is
+    the interpreter evalkit runs on). Part of each of its tools' fingerprints."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables set for it, beside the environment evalkit runs in."""
+
+
+class AgentConfig(_Strict):
+    """An agent declared in config: the suite's tools and the loop evalkit runs with them (model, tool calls, tool
+    results, model ...). A suite is an agent when it has a tools file (`tools.py` beside its task.py, or the file
+    `tools` names); its model calls are then the steps of that loop, each a recorded call of its own."""
+
+    tools: str | None = Field(None, min_length=1)
+    """The suite's tools file, relative to the suite's folder; null: `tools.py` when the suite has one. Each public
+    function (or each one its `TOOLS` list names) is a tool: its typed parameters are the JSON Schema of its
+    arguments, its docstring the description the model reads."""
+    max_steps: int = Field(8, ge=1, le=100)
+    """The most model calls one case's agent may make; a case that reaches it still calling tools fails, naming
+    the limit. Part of the eval key (a lower limit changes outcomes)."""
+    tool_timeout_s: float = Field(30.0, gt=0, le=3600, allow_inf_nan=False)
+    """The longest one tool call may run: past it the tool's process is stopped and the model reads an error
+    result saying so. Not part of the eval key (a replay calls no tool)."""
+    tool_choice: Literal["auto", "required", "none"] | None = None
+    """What the first step asks of the model (`auto` when null); later steps always leave it to the model."""
+    mcp: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """MCP servers by name, whose tools are offered beside the tools file's: each started once per live or
+    record-missing run (a replay serves their results from the recording, but starts them to know their tools'
+    fingerprints)."""
+
+
 MAX_REPEATS = 1000
 """The most samples per call (`run.repeats`): every sample is a call and a recording entry."""
 
@@ -518,6 +551,7 @@ class RunConfig(_Strict):
     but exit 0 whatever the decision (errors keep their code)."""
     run: RunSettings
     budget: BudgetConfig = BudgetConfig()
+    agent: AgentConfig = AgentConfig()
     prices: dict[str, PriceEntry] = Field(default_factory=dict)
     """The price table (the `prices` config group, `conf/prices/*.yaml`): model name -> its prices in US dollars
     per million tokens, with the day they were read and the page that published them (evalkit.core.prices)."""

@@ -62,6 +62,9 @@ class EvalKey(BaseModel):
     components: dict[str, str] = {}
     """Components: group name -> `option@fingerprint`. `model` is the model under test's reply settings (its
     options and dialect, named by the model); the others are the suite's declared components."""
+    tools: dict[str, str] = {}
+    """An agent suite's tools (evalkit.agents.tools): tool name -> the fingerprint of its implementation and
+    schema, so a changed tool is `tools.<name>`; absent for suites without tools, whose keys stay as they were."""
 
     @model_serializer(mode="wrap")
     def _without_absent_settings(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -70,6 +73,8 @@ class EvalKey(BaseModel):
         for name in _PROVIDER_FIELDS:
             if data.get(name) is None:
                 data.pop(name, None)
+        if not data.get("tools"):
+            data.pop("tools", None)
         return data
 
 
@@ -86,7 +91,8 @@ def reply_settings(options: Mapping[str, Any], structured_output: str | None) ->
 def build_key(*, suite: str, dataset: Dataset, model: str, prompt_version: str, prompt_text: str,
               judge_model: str | None, components: dict[str, tuple[str, dict[str, Any]]],
               model_settings: Mapping[str, Any] | None = None, judge_settings: Mapping[str, Any] | None = None,
-              deployment: str | None = None, api_version: str | None = None) -> EvalKey:
+              deployment: str | None = None, api_version: str | None = None,
+              tools: Mapping[str, str] | None = None) -> EvalKey:
     """The key of a run. `components` maps group -> (chosen option, composed settings); `model_settings` and
     `judge_settings` are each side's reply_settings (None: a run that calls no model, or judges nothing);
     `deployment` and `api_version` are Azure OpenAI's (None for every other provider)."""
@@ -105,6 +111,7 @@ def build_key(*, suite: str, dataset: Dataset, model: str, prompt_version: str, 
         judge_model=judge_model,
         judge_sha=settings_fingerprint(judge_settings) if judge_settings is not None else None,
         components={group: component_value(option, settings) for group, (option, settings) in sorted(chosen.items())},
+        tools=dict(sorted((tools or {}).items())),
     )
 
 

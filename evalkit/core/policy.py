@@ -141,7 +141,12 @@ class Policy(BaseModel):
     fails, a new test that errors): `review` (default), `block`, or `ignore` (listed without a reason)."""
 
     on_incomparable: Literal["incomparable", "review", "block"] = "incomparable"
-    """What a baseline that cannot be compared (another dataset or judge) leads to."""
+    """What a baseline that cannot be compared (another dataset or judge, or an agent's other tools) leads to."""
+
+    tool_changes: tuple[str, ...] = ()
+    """An agent suite's tools whose change this policy declares (`*`: any): a baseline made with another
+    implementation or schema of these, or without them, is compared, the change shown as `tools.<name>`. A tool
+    changed and not declared makes the runs incomparable: its results were not those the baseline's model read."""
 
     on_budget_denied: Literal["block", "review"] = "block"
     """What a candidate run cut short by its budget (cases whose calls `budget.*` denied) leads to: the run is
@@ -239,7 +244,8 @@ STRICT_DEFAULT = Policy(name="strict-default", version="1", max_regressions=0, r
                         on_incomparable="incomparable")
 
 
-_LATER = ("power", "max_detectable_drop", "rules", "judge_flips", "min_judge_kappa", "on_budget_denied")
+_LATER = ("power", "max_detectable_drop", "rules", "judge_flips", "min_judge_kappa", "on_budget_denied",
+          "tool_changes")
 """Keys added to the policy after its identity was first taken: left out of it while they hold their default."""
 _LATER_REPEATS = ("too_small_to_tell",)
 """Keys added to `repeats` after its identity was first taken: left out of it while they hold their default."""
@@ -256,7 +262,8 @@ def policy_sha256(policy: Policy) -> str:
             if data["repeats"][name] == RepeatsRule.model_fields[name].default:
                 del data["repeats"][name]
     for name in _LATER:  # the same for the keys added after it
-        if data[name] == Policy.model_fields[name].get_default(call_default_factory=True):
+        default = Policy.model_fields[name].get_default(call_default_factory=True)
+        if data[name] == (list(default) if isinstance(default, tuple) else default):  # as JSON holds it
             del data[name]
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["incomparability", "changed_components"]
+__all__ = ["incomparability", "changed_components", "undeclared_tool_changes"]
 
 # Key fields that say what was measured and how, rather than which change is under test.
 _NOT_COMPONENTS = frozenset({"key_version", "suite", "dataset", "dataset_sha", "judge_model", "judge_sha"})
@@ -32,6 +32,26 @@ def incomparability(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -
         reasons.append(f"the judge's options changed (judge settings {b.get('judge_sha')} -> {c.get('judge_sha')}); "
                        "judged scores are not comparable: rerun the baseline with the candidate's judge settings")
     return reasons
+
+
+def undeclared_tool_changes(baseline: Mapping[str, Any], candidate: Mapping[str, Any],
+                            declared: tuple[str, ...]) -> list[str]:
+    """Why an agent's tools make two runs incomparable: each tool added, removed or changed (its implementation or
+    schema: the key's `tools`) that the policy's `tool_changes` does not declare; empty when there is none."""
+    given_before, given_after = baseline.get("tools"), candidate.get("tools")
+    before: Mapping[str, Any] = given_before if isinstance(given_before, Mapping) else {}
+    after: Mapping[str, Any] = given_after if isinstance(given_after, Mapping) else {}
+    if "*" in declared:
+        return []
+    changed = [name for name in sorted({*before, *after}) if before.get(name) != after.get(name)
+               and name not in declared]
+    if not changed:
+        return []
+    shown = ", ".join(f"tools.{name} ({before.get(name, 'absent')} -> {after.get(name, 'absent')})"
+                      for name in changed[:5])
+    return [f"the agent's tools changed since the baseline: {shown}; their results are not those the baseline's "
+            "model read: rerun the baseline with the candidate's tools, or declare the change in the policy's "
+            f"tool_changes ([{', '.join(changed)}])"]
 
 
 def changed_components(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:

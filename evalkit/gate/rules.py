@@ -23,7 +23,7 @@ from evalkit.core.errors import ConfigError, describe_validation
 from evalkit.core.policy import Policy
 from evalkit.core.registry import Kind, load_all
 from evalkit.gate.calibration import check_of
-from evalkit.gate.comparable import incomparability
+from evalkit.gate.comparable import incomparability, undeclared_tool_changes
 from evalkit.gate.compared import Compared, sampled, unmatched_critical
 from evalkit.gate.findings import Effect, Finding
 from evalkit.gate.headline import points
@@ -190,6 +190,8 @@ def incomparable(c: Compared) -> Iterator[Finding]:
     """Runs of another suite, dataset or judge are not compared: incomparable, review or block, as the policy
     says."""
     for message in incomparability(c.baseline.eval, c.candidate.eval):
+        yield incomparable_finding(c.policy, message)
+    for message in undeclared_tool_changes(c.baseline.eval, c.candidate.eval, c.policy.tool_changes):
         yield incomparable_finding(c.policy, message)
 
 

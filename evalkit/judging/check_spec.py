@@ -23,12 +23,15 @@ from evalkit.core.patterns import PatternError, compile_pattern
 from evalkit.core.reducer import ALL, Reducer, parse_reducer
 from evalkit.judging.pairwise_check import NEW_FIRST, OLD_FIRST, PairwiseSpec
 from evalkit.judging.ready_judges import JUDGES, AnswerRelevancySpec, FaithfulnessSpec, GEvalSpec, needed_field
+from evalkit.judging.trajectory import TrajectoryCheck, trajectory_check
 
-__all__ = ["JUDGED", "KINDS", "CaseRef", "CheckSpec", "ChecksFile", "LengthSpec", "NumberSpec", "case_ref",
-           "parse_checks"]
+__all__ = ["JUDGED", "KINDS", "TRAJECTORY", "CaseRef", "CheckSpec", "ChecksFile", "LengthSpec", "NumberSpec",
+           "case_ref", "parse_checks"]
 
+TRAJECTORY = ("tool-called", "tool-not-called", "tool-sequence", "tool-args", "steps", "no-tool-errors")
+"""The kinds that read an agent case's trajectory (evalkit.judging.trajectory), not its reply."""
 KINDS = ("equals", "one-of", "contains", "regex", "is-json", "json-schema", "number", "length", "classification",
-         "python", "llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise")
+         "python", "llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise", *TRAJECTORY)
 """The check kinds, as a `checks.yaml` entry names them (exactly one per entry)."""
 JUDGED = ("llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise")
 """The kinds the suite's pinned judge decides: the check reads the judge's answer about the reply."""
@@ -127,6 +130,22 @@ class CheckSpec(BaseModel):
     """`module:function`, imported from the suite's folder; called as `function(reply, case)` (reply: the text,
     or the value at `field`). It passes by returning None or True; it fails by returning False or a message, or
     raising AssertionError."""
+    tool_called: str | dict[str, Any] | None = Field(None, alias="tool-called")
+    """An agent's trajectory: the tool (`tool-called: NAME`) is called, or `{tool: NAME, arguments: {...}}` with
+    arguments matching that JSON subset at least once."""
+    tool_not_called: str | dict[str, Any] | None = Field(None, alias="tool-not-called")
+    """The tool is never called (`{tool, arguments}`: never with arguments matching that subset)."""
+    tool_sequence: tuple[str, ...] | dict[str, Any] | None = Field(None, alias="tool-sequence")
+    """`[A, B]` or `{tools: [A, B], mode: exact | in-order | any-order}` (in-order by default: other calls may
+    come between)."""
+    tool_args: dict[str, Any] | None = Field(None, alias="tool-args")
+    """`{tool: NAME, subset: {...}}` or `{tool: NAME, schema: {...}}`: every call of the tool has such arguments
+    (and it is called)."""
+    steps: int | None = Field(None, ge=0)
+    """At most this many model calls (the agent's steps)."""
+    no_tool_errors: bool | None = Field(None, alias="no-tool-errors")
+    """`true`: no tool result is an error (an unknown tool, arguments that fail its schema, a tool that raised or
+    timed out)."""
     reduce: Reducer = ALL
     """With `run.repeats=N`: how the N samples' outcomes become the test's (evalkit.core.reducer): `all` (the
     default), `majority`, `{mean: T}` or `{at_least: K}`."""
@@ -184,6 +203,11 @@ class CheckSpec(BaseModel):
     def _judge_reads_the_reply(self) -> CheckSpec:
         if self.call == "judge" and self.field is not None:
             raise ValueError(f"{self.name!r}: a {self.kind} check shows the judge the whole reply; it takes no 'field'")
+        if self.call == "trajectory":
+            if self.field is not None:
+                raise ValueError(f"{self.name!r}: a {self.kind} check reads the agent's trajectory; it takes no "
+                                 "'field'")
+            self.trajectory_check  # noqa: B018 - validated with the file, not per case
         return self
 
     @model_validator(mode="before")
@@ -202,8 +226,27 @@ class CheckSpec(BaseModel):
 
     @property
     def call(self) -> str:
-        """The call whose text the check reads: the task's reply, or for a judged kind the judge's answer."""
-        return "judge" if self.kind in JUDGED else "task"
+        """What the check reads: the task's reply, for a judged kind the judge's answer, for a trajectory kind the
+        agent's trajectory."""
+        return "judge" if self.kind in JUDGED else "trajectory" if self.kind in TRAJECTORY else "task"
+
+    @property
+    def trajectory_check(self) -> TrajectoryCheck:
+        """A trajectory kind as evalkit.judging.trajectory evaluates it."""
+        kind = self.kind
+        value = getattr(self, kind.replace("-", "_"))
+        if kind in ("tool-called", "tool-not-called") and isinstance(value, str):
+            value = {"tool": value}
+        elif kind == "tool-sequence" and not isinstance(value, dict):
+            value = {"tools": list(value)}
+        elif kind == "steps":
+            value = {"max_model_calls": value}
+        elif kind == "no-tool-errors":
+            value = {}
+        try:
+            return trajectory_check({"id": self.name, "kind": kind, **value}, "checks.yaml")
+        except InputError as error:  # said by the file's validation, which names the file and the entry
+            raise ValueError(str(error).removeprefix("checks.yaml: ")) from None
 
     @property
     def judge_metrics(self) -> tuple[str, ...]:
@@ -272,7 +315,7 @@ class CheckSpec(BaseModel):
 
 
 def _given(kind: str, value: Any) -> bool:
-    """Whether an entry names this kind (`is-json: false` names none)."""
+    """Whether an entry names this kind (`is-json: false`, `no-tool-errors: false` name none)."""
     return value is not None and not (kind == "is-json" and value is False)
 
 

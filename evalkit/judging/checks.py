@@ -30,9 +30,12 @@ from evalkit.judging.check_spec import JUDGED, KINDS, CaseRef, ChecksFile, Check
 from evalkit.judging.llm_rubric import rubric_request, rubric_verdict
 from evalkit.judging.pairwise_check import pair_metrics, pair_requests, pair_verdict
 from evalkit.judging.ready_judges import judge_request, score_verdict
+from evalkit.judging.trajectory import evaluate
 from evalkit.records.call import Request
+from evalkit.records.trajectory import Trajectory
 
-__all__ = ["JUDGED", "KINDS", "CheckSpec", "ChecksFile", "Verdict", "judge", "judge_pair", "parse_checks",
+__all__ = ["JUDGED", "KINDS", "CheckSpec", "ChecksFile", "Verdict", "judge", "judge_pair", "judge_trajectory",
+           "parse_checks",
            "planned_judge_calls", "read_field", "shown"]
 
 SHOWN_CHARS = 80
@@ -78,6 +81,16 @@ def judge(spec: CheckSpec, reply: str, case: Case, load: Callable[[str], Any] | 
         return Verdict(False, str(problem))
     except _CouldNotRun as problem:
         return Verdict.could_not_run(spec, str(problem))
+
+
+def judge_trajectory(spec: CheckSpec, trajectory: Mapping[str, Any] | None) -> Verdict:
+    """Judge one agent case's trajectory (as the run input holds it) by a trajectory kind of check; a case without
+    one (a suite without tools) fails, saying so: a trajectory check that cannot see one never passes."""
+    if trajectory is None:
+        return Verdict(False, f"no trajectory: a {spec.kind} check reads an agent's steps, and this suite runs no "
+                              "agent (no tools.py, agent.tools unset)")
+    verdict = evaluate(spec.trajectory_check, Trajectory.model_validate(trajectory))
+    return Verdict(verdict.passed, verdict.reason)
 
 
 def _value(spec: CheckSpec, reply: str) -> Any:

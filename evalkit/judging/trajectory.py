@@ -35,7 +35,7 @@ from evalkit.records.trajectory import ToolCall, Trajectory
 
 __all__ = ["CheckKind", "NoToolErrors", "SequenceMode", "StepsAtMost", "ToolArgs", "ToolCalled", "ToolNotCalled",
            "ToolSequence", "TrajectoryCheck", "TrajectoryChecks", "TrajectoryVerdict", "evaluate", "json_subset",
-           "load_trajectory_checks", "parse_trajectory_checks"]
+           "load_trajectory_checks", "parse_trajectory_checks", "trajectory_check"]
 
 MAX_CHECKS = 1000
 """The most checks one file may hold (each becomes one test per case)."""
@@ -176,6 +176,12 @@ def parse_trajectory_checks(text: str, where: str) -> tuple[TrajectoryCheck, ...
         seen.add(check.id)
         checks.append(check)
     return tuple(checks)
+
+
+def trajectory_check(entry: Any, where: str) -> TrajectoryCheck:
+    """One check from its entry (`{id, kind, ...}`): what a `checks.yaml` trajectory kind becomes; a mistake is
+    an InputError naming `where` and the check."""
+    return _one_check(entry, where)
 
 
 def _one_check(entry: Any, where: str) -> TrajectoryCheck:

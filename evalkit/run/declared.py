@@ -28,10 +28,20 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.core.files import decode, read_bytes
-from evalkit.judging.checks import ChecksFile, CheckSpec, Verdict, judge, judge_pair, parse_checks, planned_judge_calls
+from evalkit.judging.checks import (
+    ChecksFile,
+    CheckSpec,
+    Verdict,
+    judge,
+    judge_pair,
+    judge_trajectory,
+    parse_checks,
+    planned_judge_calls,
+)
 from evalkit.judging.judge_health import answer_verdict
 from evalkit.records.call import Request
 from evalkit.run.eval_block import CLASSIFIED, JUDGE_VERDICTS
+from evalkit.run.execute import UNSCORED
 from evalkit.run.suite import SuiteTask
 
 if TYPE_CHECKING:
@@ -115,6 +125,12 @@ class DeclaredCheck(pytest.Item):
 
     def _verdict(self) -> Verdict:
         evalrun, case, spec = self.evalrun, self.evalkit_case, self.spec
+        if spec.call == "trajectory":
+            task = str(CallId.task(case.id, evalrun.sample))
+            outcome = evalrun.run.calls.get(task)
+            if outcome is not None and outcome.status in UNSCORED:  # not measured: the case is reported unscored
+                pytest.skip(f"unscored: {outcome.reason}")
+            return judge_trajectory(spec, evalrun.run.trajectories.get(task))
         if spec.call != "judge":
             return judge(spec, evalrun.text_of(str(CallId.task(case.id, evalrun.sample))), case, self.load)
         missing = spec.missing_field(case)

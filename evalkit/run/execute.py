@@ -36,6 +36,7 @@ from evalkit.live.providers.base import CallFailure, Provider
 from evalkit.live.retry import RetryPolicy, backoff_seconds
 from evalkit.programs.endpoint import Unserved
 from evalkit.records.call import Reply, Request
+from evalkit.run.agent_loop import Agent, ToolResults, run_agents
 from evalkit.run.journal import Journal
 from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.recording import (
@@ -120,6 +121,17 @@ class Execution:
     """For a run sampled in rounds (evalkit.run.rounds): case id -> the samples it took."""
     rounds: int = 1
     """The rounds that took them."""
+    finals: dict[str, CallResult] = field(default_factory=dict)
+    """An agent suite (evalkit.run.agent_loop): `task/<case>` -> the case's outcome (its final answer, or why there
+    is none); its steps' calls are in `calls` as `task/<case>@<step>`."""
+    trajectories: dict[str, Any] = field(default_factory=dict)
+    """An agent suite: `task/<case>` -> its trajectory (records.trajectory.Trajectory)."""
+
+    def checked_calls(self) -> dict[str, CallResult]:
+        """What the checks read: every call, an agent case's outcome in place of its steps."""
+        if not self.finals:
+            return self.calls
+        return {cid: r for cid, r in self.calls.items() if CallId.parse(cid).step == 0} | self.finals
 
 
 Planned = tuple[str, Request, str]  # call id, request, role ("model" or "judge")
@@ -150,7 +162,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
             judge: ModelConfig | None, mode: Mode, recording: Recording, where: str, version: str,
             live: LiveSetup | None = None, repeats: int = 1,
             prices: Mapping[str, PriceEntry] | None = None, samples: Mapping[str, int] | None = None,
-            prior: Execution | None = None, judge_repeats: int = 1) -> Execution:
+            prior: Execution | None = None, judge_repeats: int = 1, agent: Agent | None = None) -> Execution:
     """Obtain every call of the run, each sampled `repeats` times (evalkit.run.samples), and every judge call of
     each sample's reply `judge_repeats` times (`judge.repeats`: repeat r is `judge/<metric>/<case>~<r>`, sent with
     seed `options.seed + r`, so the judge's own samples are distinct calls, each recorded and replayed). With
@@ -160,13 +172,18 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     A run sampled in rounds (evalkit.run.rounds) gives `samples` (case id -> how many of its calls' samples, in
     place of `repeats`, which is then the most a case may take) and, after its first round, `prior`: the previous
     round's execution, whose calls are kept as they are and whose new recording entries are saved with this
-    round's."""
+    round's. With `agent` (a suite with tools), each task call is an agent's loop (evalkit.run.agent_loop)."""
     if mode is not Mode.REPLAY and live is None:
         raise ValueError(f"mode={mode} needs a LiveSetup")
     judged = task.build_judge is not None and judge is not None
     caller = prior.caller if prior is not None and prior.caller is not None else \
         _Caller(mode, recording, where, live, model, judge if judged else None, prices or {})
     calls: dict[str, CallResult] = dict(prior.calls) if prior is not None else {}
+    finals: dict[str, CallResult] = dict(prior.finals) if prior is not None else {}
+    trajectories: dict[str, Any] = dict(prior.trajectories) if prior is not None else {}
+    if agent is not None and caller.tools is None:
+        caller.tools = ToolResults(mode, recording, agent.toolbox,
+                                   live.redact_reply if live is not None else (lambda text: text))
 
     def count(case: Case) -> int:
         return repeats if samples is None else samples.get(case.id, repeats)
@@ -176,18 +193,32 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
         request = _built(task.build_task, case, prompt, model)
         for sample in range(count(case)):
             call_id = str(CallId.task(case.id, sample))
-            if call_id not in calls:
+            if call_id not in calls and call_id not in finals:
                 planned.append((call_id, seeded(request, sample, repeats, call_id), "model"))
-    calls |= caller.wave(planned)
-    caller.refuse_misses(len(planned))
-    caller.raise_outage()
+    if agent is None:
+        calls |= caller.wave(planned)
+        caller.refuse_misses(len(planned))
+        caller.raise_outage()
+    else:
+        assert caller.tools is not None
+
+        def settle(planned: int) -> None:
+            caller.refuse_misses(planned)
+            caller.raise_outage()
+
+        looped = run_agents([(call_id, request) for call_id, request, _ in planned], agent, wave=caller.wave,
+                            settle=settle, tools=caller.tools, where=where, model=model.name,
+                            price=caller.listed["model"], concurrency=live.settings.concurrency if live else 1)
+        calls |= looped.steps
+        finals |= looped.finals
+        trajectories |= looped.trajectories
     if judged:
         assert task.build_judge is not None and judge is not None
         planned = []
         for case in cases:
             for sample in range(count(case)):  # each sample's reply is judged on its own
                 task_id = str(CallId.task(case.id, sample))
-                output = calls[task_id]
+                output = finals.get(task_id) or calls[task_id]
                 for metric, request in _built(task.build_judge, case, output.text or "", judge).items():
                     for repeat in range(judge_repeats):
                         call_id = str(CallId.judge(metric, case.id, sample, repeat))
@@ -226,7 +257,10 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
                          "budget": live.budget.summary()}
         if caller.denied:
             stats["live"]["denied"] = {"calls": len(caller.denied), "first": caller.denied[0]}
-    return Execution(calls, caller.recording_to_save(version), stats, caller)
+    if agent is not None:
+        stats["agent"] = agent_section(trajectories, caller.tools)
+    return Execution(calls, caller.recording_to_save(version), stats, caller, finals=finals,
+                     trajectories=trajectories)
 
 
 class ProgramCalls:
@@ -323,6 +357,8 @@ class _Caller:
         """The most calls a wave sent at once: `run.concurrency`, or less where a provider serves fewer."""
         self._lock = threading.Lock()
         self._wave_started = time.monotonic()
+        self.tools: ToolResults | None = None
+        """An agent suite's tool results (evalkit.run.agent_loop), saved with the calls."""
         if live is not None and mode is not Mode.REPLAY:
             self.providers = live.providers
             self.limiter = RateLimiter(live.settings.rpm, live.settings.tpm)
@@ -500,9 +536,11 @@ class _Caller:
         return _from_entry(call_id, entry, "recorded")
 
     def recording_to_save(self, version: str) -> Recording | None:
-        if not self.new_entries:
+        new_tools = self.tools.new if self.tools is not None else {}
+        if not self.new_entries and not new_tools:
             return None
         kept = {} if self.mode is Mode.LIVE else dict(self.recording.calls)
+        tools = new_tools if self.mode is Mode.LIVE else {**self.recording.tools, **new_tools}
         # a failure entry (a budget denial) never replaces a good recorded reply of the same call
         good = {cid: e for cid, e in self.recording.calls.items() if e.failure is None}
         new = {cid: good[cid] if e.failure is not None and cid in good else e for cid, e in self.new_entries.items()}
@@ -520,7 +558,7 @@ class _Caller:
             provenance = Provenance(kind="recorded", note="recorded by a live evalkit run",
                                     evalkit_version=version, recorded_at=now, producer=self.producer(),
                                     samples=samples)
-        return self.recording.model_copy(update={"calls": kept | new, "provenance": provenance})
+        return self.recording.model_copy(update={"calls": kept | new, "tools": tools, "provenance": provenance})
 
 
     def producer(self) -> dict[str, dict[str, Any]] | None:
@@ -529,6 +567,18 @@ class _Caller:
         described = {role: describe() for role, provider in sorted(providers.items())
                      if (describe := getattr(provider, "describe", None)) is not None}
         return described or None
+
+
+def agent_section(trajectories: Mapping[str, Any], tools: ToolResults | None) -> dict[str, Any]:
+    """An agent suite's loop in figures: cases, model steps (mean and most), tool calls and the share of them that
+    were errors, and the tools called live by this run (none in a replay)."""
+    steps = [len(t.model_calls()) for t in trajectories.values()]
+    results = [r for t in trajectories.values() for _, r in t.tool_results()]
+    errors = sum(1 for r in results if r.error)
+    return {"cases": len(steps), "mean_steps": round(sum(steps) / len(steps), 3) if steps else None,
+            "most_steps": max(steps, default=0), "tool_calls": len(results), "tool_errors": errors,
+            "tool_error_rate": round(errors / len(results), 4) if results else None,
+            "tools_called_live": tools.called if tools is not None else 0}
 
 
 def request_text(request: Request) -> str:

@@ -20,10 +20,20 @@ __all__ = ["run_key", "run_settings", "identity_view", "closest_recording", "reu
 _READABLE = ("model", "prompt_version", "prompt_sha", "dataset", "dataset_sha", "judge_model")
 
 
-def run_settings(config: RunConfig) -> dict[str, Any]:
+def agent_settings(config: RunConfig) -> dict[str, Any]:
+    """The loop settings that change an agent suite's outcomes (the `agent` component of its key)."""
+    return {"max_steps": config.agent.max_steps, "tool_choice": config.agent.tool_choice}
+
+
+def run_settings(config: RunConfig, tools: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the key's fingerprints cover, by group: the suite's components as composed, and the model's and the
-    judge's reply settings (the options sent, the structured-output dialect; the judge's `repeats` when above 1)."""
+    judge's reply settings (the options sent, the structured-output dialect; the judge's `repeats` when above 1); for
+    an agent suite its loop settings (`agent`) and each tool's fingerprint and schema (`tools`:
+    evalkit.agents.tools.ToolBox.identity)."""
     settings: dict[str, Any] = dict(config.components)
+    if tools is not None:
+        settings["agent"] = agent_settings(config)
+        settings["tools"] = tools
     if config.model is not None:
         settings["model"] = reply_settings(config.model.options, config.model.structured_output)
     if config.judge is not None:
@@ -33,17 +43,22 @@ def run_settings(config: RunConfig) -> dict[str, Any]:
     return settings_as_values(settings)
 
 
-def run_key(config: RunConfig, dataset: Dataset, prompt_text: str) -> EvalKey:
-    """The eval key of a model suite's run under `config`."""
+def run_key(config: RunConfig, dataset: Dataset, prompt_text: str,
+            tools: dict[str, dict[str, Any]] | None = None) -> EvalKey:
+    """The eval key of a model suite's run under `config`; with `tools` (an agent suite's ToolBox.identity), its
+    tools by fingerprint and its loop settings as the `agent` component."""
     assert config.model is not None and config.prompt is not None  # validate_config: a model suite has both
     settings = run_settings(config)
+    components = {g: (config.choices.get(g, g), s) for g, s in config.components.items()}
+    if tools is not None:
+        components["agent"] = ("agent", agent_settings(config))
     return build_key(
         suite=config.suite.name, dataset=dataset, model=config.model.name,
         deployment=config.model.deployment, api_version=config.model.api_version,
         prompt_version=config.prompt.version, prompt_text=prompt_text,
         judge_model=config.judge.name if config.judge else None,
-        components={g: (config.choices.get(g, g), s) for g, s in config.components.items()},
-        model_settings=settings["model"], judge_settings=settings.get("judge"))
+        components=components, model_settings=settings["model"], judge_settings=settings.get("judge"),
+        tools={name: tool["fingerprint"] for name, tool in tools.items()} if tools is not None else None)
 
 
 def identity_view(key: EvalKey, settings: dict[str, Any]) -> dict[str, Any]:

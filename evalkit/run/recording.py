@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_validator
 
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError, RecordingError, describe_validation
@@ -30,7 +30,7 @@ from evalkit.run.mismatch import first_difference
 
 __all__ = ["FORMAT", "OLD_FORMATS", "Provenance", "Failure", "FailureKind", "Entry", "Recording", "Hit", "Miss",
            "ForeignRecording", "lookup", "load_recording", "save_recording", "request_fingerprint",
-           "recorded_identities"]
+           "recorded_identities", "ToolEntry", "lookup_tool", "tool_key"]
 
 FORMAT: Final = "evalkit-recording/2"
 # 1: named by model, prompt version and dataset only, so runs at other options shared (and overwrote) one file
@@ -96,6 +96,22 @@ class Entry(BaseModel):
         return self
 
 
+class ToolEntry(BaseModel):
+    """One tool call of an agent's step and what it gave the model: replay serves it instead of calling the tool, so
+    CI needs neither the model nor the tool's backend. It is served only to the same tool implementation
+    (`fingerprint`) asked with the same arguments; anything else is stale."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str
+    fingerprint: str | None = None
+    """The tool implementation's fingerprint (evalkit.agents.tools); None for a tool the suite does not have."""
+    arguments: JsonValue = None
+    content: str
+    error: bool = False
+    error_message: str | None = None
+
+
 class Recording(BaseModel):
     """All calls of one eval key."""
 
@@ -108,6 +124,31 @@ class Recording(BaseModel):
     suite component), as evalkit.core.key.with_settings shows them; not part of the identity."""
     provenance: Provenance
     calls: dict[str, Entry] = {}
+    tools: dict[str, ToolEntry] = {}
+    """Agents' tool results by `<step call id>|<tool call id>` (evalkit.run.agent_loop); absent from a file with
+    none, so recordings made before agents existed read, and are written, unchanged."""
+
+
+def tool_key(step_call_id: str, tool_call_id: str) -> str:
+    """Where a tool result is kept in a recording: the model step that asked for it, and the call's own id."""
+    return f"{step_call_id}|{tool_call_id}"
+
+
+def lookup_tool(recording: Recording, key: str, tool: str, arguments: Any, implementation: str | None
+                ) -> ToolEntry | Miss:
+    """The recorded result of a tool call, or why it cannot be served (never recorded, another tool, changed
+    arguments, or a changed implementation: the tool is named, so the refusal says which tool changed)."""
+    entry = recording.tools.get(key)
+    if entry is None:
+        return Miss("missing", f"tool call {key} ({tool}) is not recorded", key)
+    if entry.tool != tool:
+        return Miss("stale", f"tool call {key} was recorded for tool {entry.tool}, not {tool}", key)
+    if entry.fingerprint != implementation:
+        return Miss("stale", f"tool {tool} changed since {key} was recorded (implementation fingerprint: recorded "
+                             f"{entry.fingerprint}, now {implementation})", key)
+    if fingerprint(entry.arguments) != fingerprint(arguments):
+        return Miss("stale", f"tool call {key} ({tool}) was recorded with other arguments", key)
+    return entry
 
 
 def request_fingerprint(request: Request) -> str:
@@ -207,5 +248,9 @@ def save_recording(recording: Recording, path: Path, redact: Redactor | None = N
     before it is serialised (a redaction can never break the JSON; Redactor.masked)."""
     data = recording.model_dump(mode="json", exclude_none=True)
     data["calls"] = dict(sorted(data["calls"].items()))
+    if data.get("tools"):
+        data["tools"] = dict(sorted(data["tools"].items()))
+    else:  # a recording without agents is written as it was before they existed
+        data.pop("tools", None)
     data, compact = (data, compact_json(data)) if redact is None else redact.masked(data, compact_json)
     write_atomic(path, indented_json(data, compact=compact) + "\n")

@@ -73,6 +73,9 @@ class RunInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Suites that run a candidate program: what each case's run left, by case id."""
     references: dict[str, dict[str, Any]] = {}
     """The private references to grade each case's program run by."""
+    trajectories: dict[str, dict[str, Any]] = {}
+    """An agent suite: `task/<case>` (with `#<i>` for sample i) -> its trajectory (records.trajectory.Trajectory
+    as JSON), which the trajectory checks of `checks.yaml` read."""
 
     def samples_of(self, case_id: str) -> int:
         """How many samples of the case's calls the run took."""

@@ -25,6 +25,7 @@ import msgspec
 from evalkit.core.atomic import write_atomic
 from evalkit.core.call_id import CallId
 from evalkit.core.config import Mode, ModelConfig, RunConfig
+from evalkit.core.dataset import Dataset
 from evalkit.core.errors import ConfigError, InputError, ProviderError, RecordingError, one_line
 from evalkit.core.files import read_text
 from evalkit.core.fingerprint import sha256
@@ -46,6 +47,7 @@ from evalkit.programs.candidate import ModelAccess, candidate_config, run_progra
 from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_changes, snapshot
 from evalkit.programs.isolation import probe_isolation
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
+from evalkit.run.agent_loop import Agent, agent_metrics, suite_agent, trajectories_json
 from evalkit.run.canonical import canonical_text
 from evalkit.run.declared import read_checks, with_check_judges
 from evalkit.run.destinations import check_run_destinations
@@ -106,7 +108,20 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
                          config.dataset.version, config.dataset.limits)
     prompt_path = project_path(config.prompt.file)
     prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
-    key, settings = run_key(config, dataset, prompt_text), run_settings(config)
+    agent = suite_agent(config.agent, suite_dir)  # its tools are part of the identity
+    try:
+        return _run_model_suite(config, suite_dir, dataset, prompt_path, prompt_text, agent, baseline,
+                                baseline_name)
+    finally:
+        if agent is not None:
+            agent.toolbox.close()
+
+
+def _run_model_suite(config: RunConfig, suite_dir: Path, dataset: Dataset, prompt_path: Path, prompt_text: str,
+                     agent: Agent | None, baseline: RunReport | None, baseline_name: str | None) -> RunResult:
+    assert config.model is not None and config.prompt is not None
+    tools = agent.toolbox.identity() if agent is not None else None
+    key, settings = run_key(config, dataset, prompt_text, tools), run_settings(config, tools)
     rec_path = recording_path(key, project_path(config.run.recordings))
     redact = redactor_for(config)
     read: dict[Path, Recording] = {}  # the baseline's recording, when it is this run's, is read once
@@ -130,7 +145,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
             calls={cid: CallInput(status=r.status, text=r.text, reason=r.reason,
                                   stop_reason=r.reply.stop_reason if r.reply else None,
                                   contract=contract_problems(r.reply) if r.reply else [])
-                   for cid, r in execution.calls.items()},
+                   for cid, r in execution.checked_calls().items()},
+            trajectories=trajectories_json(execution.trajectories),
             repeats=most, samples=execution.samples or {},  # the checks run on every sample (sample_protocol)
             judge_repeats=config.judge.repeats if config.judge is not None else 1)
 
@@ -140,7 +156,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
             return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model,
                            judge=config.judge, mode=config.mode, recording=recording, where=shown(rec_path),
                            version=__version__, live=live, repeats=most, prices=config.prices, samples=samples,
-                           prior=prior, judge_repeats=config.judge.repeats if config.judge is not None else 1)
+                           prior=prior, agent=agent,
+                           judge_repeats=config.judge.repeats if config.judge is not None else 1)
 
         if not config.run.sequential:
             return obtain(None, None)
@@ -173,8 +190,16 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
 
     texts = {"prompt": kept_text(prompt_text, config.prompt.version, shown(prompt_path), redact)}
     extra: dict[str, Any] = {"execution": execution.stats, "texts": texts}
+    if agent is not None:  # each case's trajectory, cut and (with the whole report) redacted like the outputs
+        extra["trajectories"] = trajectories_json(execution.trajectories)
+    finish = None
+    if agent is not None:
+        def finish(data: dict[str, Any]) -> None:  # the agent's metrics need the checks' outcomes per case
+            cases = [c for c in data.get("cases", ()) if isinstance(c, dict)]
+            data.setdefault("metrics", {}).update(agent_metrics(cases, execution.trajectories))
     report, report_path = _check_and_report(config, suite_dir, run_input(execution, recording.provenance), redact,
-                                            extra, sequential=_sequential(config, execution, baseline, baseline_name))
+                                            extra, sequential=_sequential(config, execution, baseline, baseline_name),
+                                            finish=finish)
     if config.run.otel_export:
         _export_trace(config, execution, report, redact, started_ns)
     return RunResult(key, report, report_path, rec_path, execution.stats)
@@ -230,10 +255,10 @@ def _checks(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Red
 def _check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Redactor,
                       extra: dict[str, Any], verify: Callable[[], None] = lambda: None,
                       sequential: Callable[[Mapping[str, Counts]], dict[str, Any]] | None = None,
-                      ) -> tuple[RunReport, Path]:
+                      finish: Callable[[dict[str, Any]], None] | None = None) -> tuple[RunReport, Path]:
     """Hand the run's input to the suite's checks, add `extra` sections (and `sequential`'s block, from the
-    tests' counts), write `report.json` (and save_report). `verify` runs after the checks, before anything is
-    written: it may refuse the run."""
+    tests' counts, and what `finish` adds from the checks' outcomes), write `report.json` (and save_report).
+    `verify` runs after the checks, before anything is written: it may refuse the run."""
     out = Path(config.run.out)
     data = _checks(config, suite_dir, run_input, redact)
     shard = config.run.shard_of
@@ -241,6 +266,8 @@ def _check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, r
     if shard is not None:
         return _write_shard(out, shard, out / "run-input.json", data, extra, redact, config.suite.name)
     data.update(extra)
+    if finish is not None:
+        finish(data)
     if sequential is not None:
         data["sequential"] = sequential(report_from_mapping(data, f"report of suite {config.suite.name}").repeats)
     compact = compact_json(data)

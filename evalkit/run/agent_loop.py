@@ -1,0 +1,281 @@
+"""The agent loop of a suite with tools: model -> tool calls -> tool results -> model, up to `agent.max_steps`.
+
+Each model step is a call of its own, `task/<case>@<step>` (evalkit.core.call_id), obtained through the run's one
+call path (evalkit.run.execute's waves): budgets, retries, rate limits, `run.concurrency`, outage rules, recording
+and replay apply per step exactly as to a single call. The steps go in waves: step 1 of every case, then each case's
+tools, then step 2 of the cases still calling tools, and so on, so a run's concurrency is used across cases.
+
+Every tool result is recorded beside the calls (`tools` in the recording, by `<step call id>|<tool call id>`), with
+the implementation's fingerprint and the arguments, so a replay needs neither the model nor the tools' backends. A
+replay serves a tool result only to the same implementation asked with the same arguments; anything else is refused
+naming the tool (exit 3), and mode=record-missing calls that tool again (and then the model, only where its result
+changed what the model is asked).
+
+A case ends with its final answer (a reply without tool calls), which is what the checks read as `task/<case>`. It
+fails, naming why, when it reaches `agent.max_steps` still calling tools; a step the budget denies leaves it
+unscored like any denied call, naming the step. The model's mistakes and the tools' (an unknown tool, arguments
+that fail the schema, a tool that raises or hangs) are error results the model reads, and the trajectory keeps them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalkit.agents.mcp_tools import start_mcp_server
+from evalkit.agents.tools import ToolBox, ToolImpl, ToolOutcome, load_python_tools
+from evalkit.core.call_id import CallId
+from evalkit.core.config import AgentConfig, Mode
+from evalkit.core.errors import InputError
+from evalkit.core.money import Tokens, call_cost
+from evalkit.core.prices import PriceEntry
+from evalkit.live.budget import estimate_tokens
+from evalkit.records.call import Message, Reply, Request, ToolCall
+from evalkit.records.trajectory import FinalAnswer, ModelCall, Step, ToolResult, Trajectory
+from evalkit.run.mismatch import ReplayRefusal
+from evalkit.run.recording import Miss, Recording, ToolEntry, lookup_tool, tool_key
+
+if TYPE_CHECKING:
+    from evalkit.run.execute import CallResult
+
+__all__ = ["Agent", "AgentOutcome", "TOOLS_FILE", "ToolResults", "agent_metrics", "run_agents", "suite_agent",
+           "trajectories_json"]
+
+TOOLS_FILE = "tools.py"
+"""A suite with this file beside its task.py is an agent (unless `agent.tools` names another file)."""
+
+
+@dataclass(frozen=True)
+class Agent:
+    """What a suite with tools runs: its tools and the loop's settings (`agent.*`)."""
+
+    toolbox: ToolBox
+    max_steps: int
+    tool_choice: str | None = None
+
+
+@dataclass
+class AgentOutcome:
+    """What the agent loop gives the run: every step's call, each case's outcome and trajectory."""
+
+    steps: dict[str, CallResult] = field(default_factory=dict)
+    """`task/<case>@<step>` -> the step's call, as any call of the run (statistics, cost, latency)."""
+    finals: dict[str, CallResult] = field(default_factory=dict)
+    """`task/<case>` -> the case's outcome: its final answer, or why there is none."""
+    trajectories: dict[str, Trajectory] = field(default_factory=dict)
+    """`task/<case>` -> what the case did, step by step."""
+
+
+def suite_agent(settings: AgentConfig, suite_dir: Path) -> Agent | None:
+    """The suite's agent: its tools file loaded (evalkit.agents.tools) and its MCP servers started
+    (evalkit.agents.mcp_tools), with the loop's settings; None for a suite without tools. The caller closes its
+    toolbox (the tools' worker processes, the servers) when the run's calls are done."""
+    path = suite_dir / (settings.tools or TOOLS_FILE)
+    if not path.resolve().is_relative_to(suite_dir.resolve()):
+        raise InputError(f"agent.tools={settings.tools}: the tools file must be inside the suite's folder {suite_dir}")
+    if not path.is_file() and settings.tools is not None:
+        raise InputError(f"agent.tools={settings.tools}: no such file in {suite_dir}; name the suite's tools "
+                         f"file, or leave agent.tools null to use {TOOLS_FILE} when there is one")
+    impls: list[ToolImpl] = []
+    closers: list[Callable[[], None]] = []
+
+    def close() -> None:
+        for closer in closers:
+            closer()
+
+    try:
+        if path.is_file():
+            tools, workers = load_python_tools(path)
+            closers.append(workers.close)
+            impls += tools
+        for name, server in settings.mcp.items():
+            started = start_mcp_server(name, server.command, suite_dir, server.env)
+            closers.append(started.close)
+            impls += started.tools()
+        if not impls:
+            return None
+        return Agent(ToolBox(impls, settings.tool_timeout_s, close), settings.max_steps, settings.tool_choice)
+    except BaseException:
+        close()
+        raise
+
+
+class ToolResults:
+    """Answers tool calls: from the recording in replay, by calling the tool in live runs (and, in record-missing,
+    where the recording cannot serve one); collects what a live run adds to the recording."""
+
+    def __init__(self, mode: Mode, recording: Recording, toolbox: ToolBox, redact: Callable[[str], str]) -> None:
+        self.mode, self.recording, self.toolbox, self.redact = mode, recording, toolbox, redact
+        self.new: dict[str, ToolEntry] = {}
+        self.misses: list[Miss] = []
+        self.called = 0
+
+    def answer(self, step_call_id: str, call: ToolCall) -> ToolOutcome | None:
+        """The call's result; None when a replay cannot serve it (kept in `misses`)."""
+        key = tool_key(step_call_id, call.id)
+        implementation = self.toolbox.fingerprint_of(call.tool)
+        if self.mode is not Mode.LIVE:
+            found = lookup_tool(self.recording, key, call.tool, call.arguments, implementation)
+            if isinstance(found, ToolEntry):
+                return ToolOutcome(found.content, found.error, found.error_message)
+            if self.mode is Mode.REPLAY:
+                self.misses.append(found)
+                return None
+        outcome = self.toolbox.invoke(call.tool, call.arguments)
+        self.called += 1
+        # a tool may echo a key value it was handed: masked as it arrives, as a reply is, so the model, the
+        # recording and the checks all read the same text
+        content = self.redact(outcome.content)
+        if content != outcome.content:
+            outcome = ToolOutcome(content, outcome.error, outcome.error_message)
+        result = ToolResult(call_id=call.id, content=outcome.content)  # cut as the trajectory keeps it
+        outcome = ToolOutcome(result.content, outcome.error, outcome.error_message)
+        self.new[key] = ToolEntry(tool=call.tool, fingerprint=implementation, arguments=call.arguments,
+                                  content=outcome.content, error=outcome.error, error_message=outcome.error_message)
+        return outcome
+
+    def refuse_misses(self, where: str) -> None:
+        if self.misses:
+            first = self.misses[0]
+            raise ReplayRefusal(f"cannot replay from {where}: {first.reason} ({len(self.misses)} tool call(s) cannot "
+                                "be served)")
+
+
+@dataclass
+class _Case:
+    base: str
+    """`task/<case>` (with `#<i>` for sample i)."""
+    which: CallId
+    request: Request
+    steps: list[Step] = field(default_factory=list)
+    final: CallResult | None = None
+
+
+def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
+               wave: Callable[[Sequence[tuple[str, Request, str]]], dict[str, CallResult]],
+               settle: Callable[[int], None], tools: ToolResults, where: str, model: str,
+               price: PriceEntry | None, concurrency: int) -> AgentOutcome:
+    """Run the loop for each planned case (its `task/<case>` id and its first request). `wave` obtains one step of
+    many cases through the run's call path; `settle` refuses a replay's misses and ends the run on an outage."""
+    from evalkit.run.execute import CallResult  # the call result type of the path this loop drives
+
+    cases = []
+    for call_id, request in planned:
+        first = request.model_copy(update={"tools": agent.toolbox.tools, "tool_choice": agent.tool_choice})
+        cases.append(_Case(call_id, CallId.parse(call_id), Request.model_validate(first.model_dump())))
+    out = AgentOutcome()
+    active = list(cases)
+    for step in range(1, agent.max_steps + 1):
+        if not active:
+            break
+        ids = {case.base: str(CallId.agent_step(case.which.case, step, case.which.sample)) for case in active}
+        results = wave([(ids[case.base], case.request, "model") for case in active])
+        settle(len(active))
+        out.steps |= results
+        calling: list[tuple[_Case, str, Reply]] = []
+        for case in active:
+            step_id = ids[case.base]
+            result = results[step_id]
+            reply = result.reply
+            if reply is None:
+                case.final = CallResult(result.status, reason=f"{step_id}: {result.reason}")
+                continue
+            case.steps.append(_model_call(step_id, model, reply, case.request, price))
+            if not reply.tool_calls:
+                case.steps.append(FinalAnswer(text=reply.text or ""))
+                case.final = CallResult(result.status, reply)
+            else:
+                case.steps.extend(reply.tool_calls)
+                calling.append((case, step_id, reply))
+        answered = _answer_all(calling, tools, concurrency)
+        tools.refuse_misses(where)
+        for (case, _, reply), outcomes in zip(calling, answered, strict=True):
+            messages = [reply.as_message()]
+            for call, outcome in zip(reply.tool_calls, outcomes, strict=True):
+                assert outcome is not None
+                case.steps.append(ToolResult(call_id=call.id, content=outcome.content, error=outcome.error,
+                                             error_message=outcome.error_message))
+                messages.append(Message(role="tool", content=outcome.content, tool_call_id=call.id,
+                                        error=outcome.error))
+            case.request = case.request.model_copy(update={"messages": (*case.request.messages, *messages),
+                                                           "tool_choice": None})
+        active = [case for case in active if case.final is None]
+    for case in active:  # still calling tools after the last step it may take
+        last = [step.tool for step in case.steps if isinstance(step, ToolCall)][-1:]
+        reason = (f"{case.base}: the agent reached agent.max_steps={agent.max_steps} still calling tools "
+                  f"(last: {', '.join(last) or 'none'}); no final answer")
+        status = out.steps[str(CallId.agent_step(case.which.case, agent.max_steps, case.which.sample))].status
+        case.final = CallResult(status, reason=reason)
+    for case in cases:
+        assert case.final is not None
+        out.finals[case.base] = case.final
+        out.trajectories[case.base] = Trajectory(steps=tuple(case.steps))
+    return out
+
+
+def _answer_all(calling: Sequence[tuple[_Case, str, Reply]], tools: ToolResults,
+                concurrency: int) -> list[list[ToolOutcome | None]]:
+    """Each calling case's tool results, in its calls' order; the cases' tools run concurrently (a case's own
+    calls one after another, in the order the model made them, as a conversation would run them)."""
+
+    def one(item: tuple[_Case, str, Reply]) -> list[ToolOutcome | None]:
+        _, step_id, reply = item
+        return [tools.answer(step_id, call) for call in reply.tool_calls]
+
+    if len(calling) <= 1 or concurrency <= 1:
+        return [one(item) for item in calling]
+    with ThreadPoolExecutor(max_workers=min(concurrency, len(calling)), thread_name_prefix="evalkit-tool") as pool:
+        return list(pool.map(one, calling))
+
+
+def _model_call(step_id: str, model: str, reply: Reply, request: Request, price: PriceEntry | None) -> ModelCall:
+    usage = reply.usage
+    input_tokens = usage.input_tokens
+    output_tokens = usage.output_tokens
+    cost = None
+    if price is not None:
+        tokens = Tokens(input_tokens if input_tokens is not None else
+                        estimate_tokens(" ".join(m.text for m in request.messages)),
+                        output_tokens if output_tokens is not None else estimate_tokens(reply.text or ""),
+                        usage.cache_read_tokens or 0, usage.cache_write_tokens or 0)
+        figure = call_cost(price, tokens)
+        cost = float(figure) if figure is not None else None
+    return ModelCall(call_id=step_id, model=model, input_tokens=input_tokens, output_tokens=output_tokens,
+                     cost_usd=cost, milliseconds=reply.latency_ms)
+
+
+def agent_metrics(cases: Sequence[Mapping[str, Any]], trajectories: Mapping[str, Trajectory]) -> dict[str, Any]:
+    """The suite's agent metrics, each as a run report's metric (`mean`, `count`, `unmeasured`) and each read as
+    higher-is-better, as the gate reads every metric, so a policy blocks on its drop (`block_on_drop`):
+    `agent.solved_rate` (cases whose every check passed), `agent.tool_success_rate` (1 - the tool-error rate),
+    `agent.step_efficiency` (1 / the mean model steps per case) and `agent.solved_per_usd` (1 / the cost per solved
+    case; unmeasured when a step has no price or nothing was solved). Sample 0 of each case, as the case table."""
+    plain = {call_id.removeprefix("task/"): t for call_id, t in trajectories.items() if "#" not in call_id}
+    scored = [c for c in cases if c.get("id") in plain and c.get("status") != "unscored"]
+    solved = sum(1 for c in scored if c.get("passed") is True)
+    results = [r for t in plain.values() for _, r in t.tool_results()]
+    steps = [len(t.model_calls()) for t in plain.values()]
+    costs = [m.cost_usd for t in plain.values() for _, m in t.model_calls()]
+    unpriced = not costs or any(c is None for c in costs)
+    spent = sum(c for c in costs if c is not None)
+
+    def metric(value: float | None, count: int) -> dict[str, Any]:
+        return {"mean": None if value is None else round(value, 6), "count": count if value is not None else 0,
+                "unmeasured": 0 if value is not None else max(count, 1)}
+
+    return {
+        "agent.solved_rate": metric(solved / len(scored) if scored else None, len(scored)),
+        "agent.tool_success_rate": metric(1 - sum(r.error for r in results) / len(results) if results else None,
+                                          len(results)),
+        "agent.step_efficiency": metric(len(steps) / sum(steps) if steps and sum(steps) else None, len(steps)),
+        "agent.solved_per_usd": metric(solved / spent if solved and spent > 0 and not unpriced else None, len(scored)),
+    }
+
+
+def trajectories_json(trajectories: Mapping[str, Trajectory]) -> dict[str, Any]:
+    """The trajectories as the run input and the run report hold them, by `task/<case>`."""
+    return {call_id: trajectory.model_dump(mode="json", exclude_none=True)
+            for call_id, trajectory in sorted(trajectories.items())}
