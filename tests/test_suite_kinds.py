@@ -222,3 +222,16 @@ def test_the_command_writes_each_kind_and_refuses_an_unknown_one_in_one_line(tmp
     flat = " ".join(helped.stdout.split())  # wrapped to the terminal's width
     for name in KINDS:
         assert f"{name}: {' '.join(suite_kind(name).summary.split())}" in flat
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["retrieval-qa", "extraction"])
+def test_each_kinds_task_passes_mypy_strict(kind: str, tmp_path: Path) -> None:
+    """What a kind's task.py imports from evalkit is typed, as tests/test_public_api.py holds for classification's."""
+    scaffold(tmp_path, kind)
+    suite = tmp_path / "suites/s1"
+    env = {k: v for k, v in os.environ.items() if k not in ("EVALKIT_PROJECT", "MYPYPATH")}
+    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-error-summary",
+                           "--cache-dir", str(tmp_path / ".mypy_cache"), "task.py"], cwd=suite,
+                          env={**env, "MYPYPATH": str(REPO)}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and ": error:" not in done.stdout, done.stdout + done.stderr
