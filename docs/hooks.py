@@ -31,11 +31,29 @@ def _commands() -> str:
     for name, sub in SUBCOMMANDS.items():
         if name == "run":
             continue  # Hydra's own help: see the configuration reference
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
-            importlib.import_module(sub.module).main(["--help"])
-        parts.append(f"## evalkit {name}\n\n```text\n{out.getvalue()}```\n")
+        module = importlib.import_module(sub.module)
+        parts.append(f"## evalkit {name}\n\n```text\n{_help(module, [])}```\n")
+        for command in _subcommands(module):  # `evalkit new suite --help` and the like: their own options
+            parts.append(f"### evalkit {name} {command}\n\n```text\n{_help(module, [command])}```\n")
     return "\n".join(parts)
+
+
+def _help(module: Any, words: list[str]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        module.main([*words, "--help"])
+    return out.getvalue()
+
+
+def _subcommands(module: Any) -> list[str]:
+    """The subcommands of a command whose parser has them (`evalkit new project | suite | ci`), in order."""
+    import argparse
+
+    build = getattr(module, "build_parser", None)
+    if build is None:
+        return []
+    return [name for action in build()._actions if isinstance(action, argparse._SubParsersAction)
+            for name in action.choices]
 
 
 def _api() -> str:

@@ -9,11 +9,13 @@ same registry (evalkit.core.registry), so a third-party provider or source is a 
 | provider  | `evalkit.providers`  | a `ProviderSpec`     | `openai = "evalkit.live.providers.openai:SPEC"` |
 | source    | `evalkit.adapters`   | a `Source`           | `junit = "evalkit.adapt.junit:SOURCE"`     |
 | gate rules| `evalkit.rules`      | a `RuleSet`          | `evalkit = "evalkit.gate.rules:BUILTIN"`   |
+| suite kind| `evalkit.suite_kinds`| a `SuiteKind`        | `extraction = "evalkit.project.suite_kinds:EXTRACTION"` |
 
 A provider's spec builds a `Provider` (the call contract: `Request` in, `Reply` out, `CallFailure` for what went
 wrong), importable from `evalkit`. A source reads another tool's result file into a `NeutralRun` of
 `AdaptedTest`s. A rule set's `Rule`s read a `Compared` (both reports under the policy) and yield `Finding`s; a
-policy runs another package's rule only when it names it under `rules:`. docs/how-to/add-a-provider.md and
+policy runs another package's rule only when it names it under `rules:`. A suite kind plans the files `evalkit new
+suite NAME --kind KIND` writes (`folder_kind` makes one from a folder of templates). docs/how-to/add-a-provider.md and
 docs/how-to/add-an-adapter-source.md walk through the first two.
 
 The names are loaded lazily, as in `evalkit`: importing this module imports nothing else of evalkit.
@@ -33,12 +35,14 @@ if TYPE_CHECKING:
     from evalkit.gate.findings import Effect, Finding
     from evalkit.gate.rules import RULE_SETS, Rule, RuleSet
     from evalkit.live.providers.base import CallFailure, Provider
+    from evalkit.project.suite_kinds import SUITE_KINDS, SuiteKind, folder_kind
     from evalkit.records.call import Message, Reply, Request, Usage
 
 __all__ = [
-    "PROVIDERS", "RULE_SETS", "SOURCES", "AdaptedTest", "CallFailure", "Compared", "Effect", "Entry", "Finding",
-    "Kind", "Message", "NeutralRun", "Provider", "ProviderSpec", "Reply", "Request", "Rule", "RuleSet", "Source",
-    "SourceKey", "StopKindName", "Usage", "entries", "fingerprint_inputs", "load", "load_all",
+    "PROVIDERS", "RULE_SETS", "SOURCES", "SUITE_KINDS", "AdaptedTest", "CallFailure", "Compared", "Effect", "Entry",
+    "Finding", "Kind", "Message", "NeutralRun", "Provider", "ProviderSpec", "Reply", "Request", "Rule", "RuleSet",
+    "Source", "SourceKey", "StopKindName", "SuiteKind", "Usage", "entries", "fingerprint_inputs", "folder_kind",
+    "load", "load_all",
 ]
 
 _WHERE = {
@@ -54,6 +58,8 @@ _WHERE = {
     "CallFailure": "evalkit.live.providers.base", "Message": "evalkit.records.call",
     "Provider": "evalkit.live.providers.base", "Reply": "evalkit.records.call",
     "Request": "evalkit.records.call", "Usage": "evalkit.records.call",
+    "SUITE_KINDS": "evalkit.project.suite_kinds", "SuiteKind": "evalkit.project.suite_kinds",
+    "folder_kind": "evalkit.project.suite_kinds",
 }
 
 

@@ -1,4 +1,4 @@
-"""`evalkit new project [DIR]` / `suite NAME` / `ci`: scaffold a project, a suite or a CI workflow.
+"""`evalkit new project [DIR]` / `suite NAME [--kind KIND]` / `ci`: scaffold a project, a suite or a CI workflow.
 
 The files come from templates in the package (evalkit/project/templates/); nothing that exists is overwritten.
 """
@@ -6,6 +6,7 @@ The files come from templates in the package (evalkit/project/templates/); nothi
 from __future__ import annotations
 
 import argparse
+import textwrap
 from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
@@ -32,6 +33,7 @@ from evalkit.project.scaffold import (
     suite_files,
     write_new,
 )
+from evalkit.project.suite_kinds import DEFAULT_KIND, check_labels, kind_names, suite_kind
 
 __all__ = ["main"]
 
@@ -45,14 +47,25 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "recordings/",
                                   description="Make DIR (default: the working directory) an evalkit project.")
     project.add_argument("dir", nargs="?", type=Path, default=Path("."), metavar="DIR")
-    suite = commands.add_parser("suite", help="a runnable classification suite: task, declared checks (one "
-                                              "critical), dataset, prompt, policy and its config option",
-                                description="Add suite NAME to the current project (found like python -m "
-                                            "evalkit finds it) and make it the default suite if none is set.")
+    # pre-wrapped: the raw formatter keeps the kinds one paragraph each (argparse would run them together)
+    kinds = "\n".join(textwrap.fill(f"{kind.name}: {kind.summary}", 79, initial_indent="  ", subsequent_indent="    ")
+                      for kind in map(suite_kind, kind_names()))
+    suite = commands.add_parser("suite", help="a runnable suite of a kind (--kind: " + ", ".join(kind_names())
+                                              + "): task, declared checks (one critical), dataset, prompt, "
+                                              "policy and its config option",
+                                description=textwrap.fill(
+                                    "Add suite NAME of a kind to the current project (found like python -m evalkit "
+                                    "finds it) and make it the default suite if none is set. The suite's README.md "
+                                    "(every kind but classification) says what each file is.", 79),
+                                epilog=f"kinds:\n{kinds}", formatter_class=argparse.RawDescriptionHelpFormatter)
     suite.add_argument("name", metavar="NAME", help="lower-case letters, digits and _")
-    suite.add_argument("--labels", metavar="A,B,C", help="the labels a reply chooses from (default: the example "
-                                                         "suite's positive,negative,neutral, with five real cases); "
-                                                         "the dataset then holds one placeholder case per label")
+    suite.add_argument("--kind", default=DEFAULT_KIND, metavar="KIND",
+                       help=f"what the suite measures: {' | '.join(kind_names())} (default: {DEFAULT_KIND}; each "
+                            "is described below)")
+    suite.add_argument("--labels", metavar="A,B,C", help="classification only: the labels a reply chooses from "
+                                                         "(default: the example suite's positive,negative,neutral, "
+                                                         "with five real cases); the dataset then holds one "
+                                                         "placeholder case per label")
     ci = commands.add_parser("ci", help="GitHub Actions workflows: replay, gate against main's baseline under "
                                         "main's policy, summary, annotations, a pull-request comment",
                              description="Write .github/workflows/evalkit.yml and evalkit-comment.yml at the top of "
@@ -69,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "project":
         return _project(args.dir)
-    return _suite(args.name, args.labels) if args.command == "suite" else _ci(args.pages)
+    return _suite(args.name, args.kind, args.labels) if args.command == "suite" else _ci(args.pages)
 
 
 def _project(folder: Path) -> int:
@@ -83,11 +96,13 @@ def _project(folder: Path) -> int:
     return ExitCode.GO
 
 
-def _suite(name: str, labels_text: str | None) -> int:
-    check_suite_name(name)  # before looking for the project: a bad name is wrong anywhere
+def _suite(name: str, kind_name: str, labels_text: str | None) -> int:
+    check_suite_name(name)  # before looking for the project: a bad name, kind or label list is wrong anywhere
+    kind = suite_kind(kind_name)
     labels = parse_labels(labels_text) if labels_text is not None else None
+    check_labels(kind, labels)
     root = project_root()
-    written = write_new(suite_files(root, name, labels))
+    written = write_new(suite_files(root, name, labels, kind.name))
     config = root / MARKER
     updated = set_default_suite(config.read_text(encoding="utf-8"), name)
     if updated is not None:
@@ -96,15 +111,7 @@ def _suite(name: str, labels_text: str | None) -> int:
     print("\n".join(f"  {path.relative_to(root)}" for path in written))
     if updated is not None:
         print(f"  {MARKER} now picks suite {name} by default")
-    print(f"""next:
-  1. name the model your OpenAI-compatible server serves in a preset, conf/model/served.yaml:
-       defaults: [gpt-local, _self_]
-       name: YOUR-MODEL-ID
-       base_url: http://127.0.0.1:8080/v1
-  2. record its replies:   evalkit run suite={name} model=served mode=live baseline=none
-  3. make that run the suite's baseline:   evalkit bless outputs/.../report.json
-  4. gate any change against it, replaying with no model:   evalkit run suite={name} model=served prompt=v2
-     (or make model=served the suite's default in conf/suite/{name}.yaml)""")
+    print(kind.next_steps(name))
     return ExitCode.GO
 
 

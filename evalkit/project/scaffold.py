@@ -6,7 +6,6 @@ refuses to overwrite anything: a scaffold never replaces a user's file.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,68 +13,38 @@ from pathlib import Path
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError
 from evalkit.core.policy import policy_schema
+from evalkit.project.suite_kinds import DEFAULT_KIND, DEFAULT_LABELS, check_labels, suite_kind, template
 
 __all__ = ["DEFAULT_LABELS", "LABEL", "SUITE_NAME", "check_suite_name", "parse_labels", "project_files",
            "set_default_suite", "suite_files", "write_new"]
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUITE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 """Suite names become a folder, a config option and a test module name (`test_<name>.py`)."""
 LABEL = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 """A label names metrics (`recall.<label>`) and a column of the confusion matrix: short, lower-case, no dots."""
-DEFAULT_LABELS = ("positive", "negative", "neutral")
-"""The labels of the example suite (customer messages by sentiment) when `--labels` gives none."""
-_PLACEHOLDER = "__SUITE__"
 _DEFAULT_SUITE_SLOT = re.compile(r"^  # - suite: NAME\b.*$", re.M)
-
-
-def _template(relative: str, name: str = "") -> str:
-    return (TEMPLATES / relative).read_text(encoding="utf-8").replace(_PLACEHOLDER, name)
 
 
 def project_files(root: Path) -> dict[Path, str]:
     """A project's skeleton: conf/config.yaml composing evalkit's base settings, the policy schema for editors,
     a .gitignore for job folders, and empty suites/ and recordings/ (kept by .gitkeep)."""
     return {
-        root / "conf" / "config.yaml": _template("project/config.yaml.tmpl"),
+        root / "conf" / "config.yaml": template("project/config.yaml.tmpl"),
         root / "conf" / "policy" / "policy.schema.json": policy_schema(),
-        root / ".gitignore": _template("project/gitignore.tmpl"),
+        root / ".gitignore": template("project/gitignore.tmpl"),
         root / "suites" / ".gitkeep": "",
         root / "recordings" / ".gitkeep": "",
     }
 
 
-def suite_files(root: Path, name: str, labels: Sequence[str] | None = None) -> dict[Path, str]:
-    """A runnable classification suite NAME: a task, declared checks (one critical), a dataset, a prompt, its policy
-    and option. Without `labels` it is the example (customer messages by sentiment, five real cases); with them,
-    a dataset of one placeholder case per label, to be replaced."""
+def suite_files(root: Path, name: str, labels: Sequence[str] | None = None,
+                kind: str = DEFAULT_KIND) -> dict[Path, str]:
+    """A runnable suite NAME of `kind` (evalkit.project.suite_kinds): its task, declared checks, dataset, prompt,
+    policy and option. `labels` applies to the classification kind only (one placeholder case per label)."""
     check_suite_name(name)
-    chosen = tuple(labels) if labels else DEFAULT_LABELS
-    suite = root / "suites" / name
-    listed = ", ".join(json.dumps(label) for label in chosen)
-    metrics = ", ".join(["accuracy", "macro_f1", *(f"{kind}.{label}" for label in chosen
-                                                   for kind in ("precision", "recall", "f1"))])
-
-    def fill(relative: str) -> str:
-        return _template(relative, name).replace("__LABEL_LIST__", listed).replace("__METRICS__", metrics)
-
-    if labels:
-        cases = ",\n".join("  " + json.dumps({"id": f"example-{label}", "label": label,
-                                               "text": f"An example message labelled {label}: replace it with a "
-                                                       "real one."}) for label in chosen)
-        dataset = fill("suite/labelled-dataset.json.tmpl").replace("__CASES__", cases)
-        prompt = (fill("suite/labelled-prompt.txt.tmpl").replace("__LABEL_TEXT__", ", ".join(chosen))
-                  .replace("__LABEL_CHOICES__", " | ".join(json.dumps(label) for label in chosen)))
-    else:
-        dataset, prompt = fill("suite/dataset.json.tmpl"), fill("suite/prompt.txt.tmpl")
-    return {
-        root / "conf" / "suite" / f"{name}.yaml": fill("suite/suite.yaml.tmpl"),
-        root / "conf" / "policy" / f"{name}.yaml": fill("suite/policy.yaml.tmpl"),
-        suite / "task.py": fill("suite/task.py.tmpl"),
-        suite / "checks.yaml": fill("suite/checks.yaml.tmpl"),
-        suite / "datasets" / "v1.json": dataset,
-        suite / "prompts" / "v1.txt": prompt,
-    }
+    chosen = suite_kind(kind)
+    check_labels(chosen, labels)
+    return chosen.plan(root, name, tuple(labels) if labels else None)
 
 
 def parse_labels(text: str) -> tuple[str, ...]:
