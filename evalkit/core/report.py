@@ -644,6 +644,8 @@ def _read_fast(text: str | bytes, where: str) -> RunReport | None:
         report = _REPORT.decode(text)
     except (msgspec.ValidationError, msgspec.DecodeError):  # not the part it describes: the careful path
         return None
+    except RecursionError:  # a block nested past msgspec's depth: the careful path refuses it in one line
+        return None
     data = {name: getattr(report, name) for name in report.__struct_fields__ if name not in ("tests", "format")}
     _check_format(report.format, where)
     if report.cases is not None:  # each case's own bytes, so that the report's text is not kept

@@ -185,7 +185,7 @@ def incomparable_finding(policy: Policy, message: str, subject: str = "") -> Fin
     return Finding("incomparable", effect, message, subject=subject or message)
 
 
-@rule("incomparable", "on_incomparable", stage="precondition")
+@rule("incomparable", "on_incomparable", "tool_changes", stage="precondition")
 def incomparable(c: Compared) -> Iterator[Finding]:
     """Runs of another suite, dataset or judge are not compared: incomparable, review or block, as the policy
     says."""
