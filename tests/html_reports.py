@@ -57,17 +57,33 @@ def hostile_pair() -> tuple[RunReport, RunReport, Decision]:
     metrics_after = {"recall": {"mean": 0.6}, f"m{SCRIPT}": {"mean": 0.5}}
     provenance = {"recording_provenance": "authored", "recording_note": f"authored by tests/html_reports.py {IMG}"}
     baseline = report_from_mapping({"eval": {**KEY, "settings": settings_before}, "tests": tests_before,
-                                    "cases": cases_before, "metrics": metrics_before, "provenance": provenance},
+                                    "cases": cases_before, "metrics": metrics_before, "provenance": provenance,
+                                    "trajectories": _hostile_trajectories(cases, "the right answer")},
                                    "hostile baseline")
     candidate = report_from_mapping({"eval": {**KEY, "components": {"retriever": "default@bbbbbbbbbbbb"},
                                               "settings": settings_after},
                                      "tests": tests_after, "cases": cases_after, "metrics": metrics_after,
                                      "provenance": provenance,
+                                     "trajectories": _hostile_trajectories(cases, None),
                                      "slices": {f"cut {SCRIPT}": {RTL: {"cases": 2, "pass_rate": 0.5,
                                                                          "failures": [IMG], "unsafe": []}}}},
                                     "hostile candidate")
     policy = Policy(critical=("test_answer",))
     return baseline, candidate, decide(policy, baseline, candidate)
+
+
+def _hostile_trajectories(cases: list[tuple[str, str]], answer: str | None) -> dict[str, Any]:
+    """Each case's agent steps, hostile throughout: the tool's name, its call id, its arguments (keys too), its
+    result and error, and the final answer; the baseline's (`answer` given) part from the candidate's at step 3."""
+    out = {}
+    for case_id, output in cases:
+        out[f"task/{case_id}"] = {"steps": [
+            {"kind": "model_call", "call_id": f"task/{case_id}@1", "model": IMG, "input_tokens": 3},
+            {"kind": "tool_call", "id": SCRIPT, "tool": IMG + RTL, "arguments": {SCRIPT: [ESCAPE, LONG_WORD, BANGLA]}},
+            {"kind": "tool_result", "call_id": SCRIPT, "content": (answer or HOSTILE_OUTPUT) + LONG_WORD,
+             "error": answer is None, "error_message": None if answer else LINK},
+            {"kind": "final_answer", "text": answer or output[:10_000]}]}
+    return out
 
 
 def large_pair(tests: int = 10_000) -> tuple[RunReport, RunReport, Decision]:
