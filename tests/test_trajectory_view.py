@@ -4,9 +4,11 @@ report.html and decision.md show them (evalkit.render.trajectory_view)."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
+from helpers.bounded import evalkit_bounded
 from html_reports import agent_pair
 
 from evalkit.core.policy import Policy
@@ -168,3 +170,32 @@ def test_report_html_shows_both_sides_and_the_parting_row():
     assert "tool error</strong>" in page and "order #1001" in page
     alone = render_report_html(candidate)  # not gated: the candidate's steps alone
     assert "<h4>Trajectory</h4>" in alone and 'class="parts"' not in alone
+
+
+@pytest.mark.slow
+def test_agents_that_looped_for_thousands_of_steps_make_a_page_of_bounded_size(tmp_path):
+    """Ten regressed cases of 3,000 steps each, parting at their last step: `evalkit gate --html` (bounded in
+    memory and time) writes a page that shows each parting step and counts the rest, a few MB at most."""
+    baseline, candidate = agent_pair()
+    for side, answer in ((baseline, "shipped"), (candidate, "lost")):
+        side["cases"] = [{**c, "id": f"loop-{i}"} for i, c in enumerate(side["cases"] * 2) if i < 10]
+        steps = [{"kind": "tool_call", "id": f"c{n}", "tool": "lookup_order", "arguments": {"order_id": n}}
+                 if n % 2 else {"kind": "tool_result", "call_id": f"c{n}", "content": "r" * 300} for n in range(2_999)]
+        side["trajectories"] = {f"task/loop-{i}": {"steps": [*steps, {"kind": "final_answer", "text": answer}]}
+                                for i in range(10)}
+        side["tests"] = [{"nodeid": f"checks.yaml::answers[loop-{i}]",
+                          "outcome": "passed" if side is baseline else "failed"} for i in range(10)]
+        for case in side["cases"]:
+            case.update(passed=side is baseline, checks={"answers": "passed" if side is baseline else "failed"})
+    paths = []
+    for name, side in (("baseline.json", baseline), ("candidate.json", candidate)):
+        paths.append(tmp_path / name)
+        paths[-1].write_text(json.dumps(side), encoding="utf-8")
+    done = evalkit_bounded("gate", *map(str, paths), "--html", str(tmp_path / "report.html"),
+                           "--markdown", str(tmp_path / "decision.md"))
+    assert done.returncode == 1, done.stderr
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert page.count('<tr class="parts" data-step="3000">') == 10
+    assert page.count("Steps 1 to 2997: the same on both sides, not shown.") == 10
+    assert len(page.encode()) < 3_000_000
+    assert (tmp_path / "decision.md").read_text().count(": step 3000: baseline `final answer: shipped`") == 10
