@@ -6,10 +6,13 @@ that was not gated shows the candidate's steps alone; hostile tool names, argume
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import evalkit_cli
+from conftest import PROJECT_ROOT, evalkit_cli
 from html_reports import IMG, SCRIPT, agent_pair, hostile_pair
 
 from evalkit.core.report import report_from_mapping
@@ -97,3 +100,29 @@ def test_hostile_tool_calls_and_results_run_nothing_and_keep_the_layout(open_pag
     assert page.locator("img, iframe, object, embed, link, a[href^='javascript']").count() == 0
     assert page.locator("script").count() == 1
     assert page.evaluate(_OVERFLOW) <= 0
+
+
+def test_a_real_run_whose_agent_hits_its_step_limit_shows_where_its_steps_end(open_page, tmp_path):
+    """A real `evalkit run` of the order agent (its authored model in a provider's seat, tests/helpers/agent_run.py)
+    with `agent.max_steps=2` against the shipped baseline: the cases that need a third step regress, and the page
+    and decision.md show the candidate's steps ending at step 7, where the baseline's model call answered."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    job = tmp_path / "job"
+    result = subprocess.run([sys.executable, str(PROJECT_ROOT / "tests/helpers/agent_run.py"), "suite=order_agent",
+                             "mode=live", "agent.max_steps=2", f"run.recordings={tmp_path / 'recordings'}",
+                             f"hydra.run.dir={job}"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert result.returncode == 1, result.stderr  # BLOCK: two critical answers lost
+    assert ("- `customer-1003`: step 7: baseline `a model call`, candidate `no step (the trajectory had ended)`"
+            in (job / "decision.md").read_text())
+    opened = open_page(job / "report.html")
+    page = opened.page
+    case = page.locator("details.case", has=page.locator("summary", has_text="customer-1003"))
+    case.locator("summary").click()
+    table = case.locator("table.trajectory")
+    assert table.is_visible() and table.locator("tr.parts").get_attribute("data-step") == "7"
+    assert "trajectory had ended" in table.locator("tr.parts td").last.inner_text()
+    assert "model call" in table.locator("tr.parts td").first.inner_text()
+    assert "agent.max_steps=2" in case.inner_text()  # why it ended, in the failure message beside the steps
+    assert opened.foreign_requests == [] and opened.errors == []
