@@ -10,11 +10,21 @@ from typing import Any
 import pytest
 from helpers.bounded import evalkit_bounded
 from html_reports import agent_pair
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evalkit.core.policy import Policy
 from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import decide
-from evalkit.records.trajectory import FinalAnswer, ModelCall, ToolCall, ToolResult, Trajectory, first_difference
+from evalkit.records.trajectory import (
+    FinalAnswer,
+    ModelCall,
+    ToolCall,
+    ToolResult,
+    Trajectory,
+    first_difference,
+    what_it_did,
+)
 from evalkit.render import trajectory_view as view
 from evalkit.render.markdown import render_markdown
 from evalkit.render.report_page import render_report_html
@@ -199,3 +209,24 @@ def test_agents_that_looped_for_thousands_of_steps_make_a_page_of_bounded_size(t
     assert page.count("Steps 1 to 2997: the same on both sides, not shown.") == 10
     assert len(page.encode()) < 3_000_000
     assert (tmp_path / "decision.md").read_text().count(": step 3000: baseline `final answer: shipped`") == 10
+
+
+_STEPS = st.one_of(
+    st.builds(ModelCall, call_id=st.sampled_from(["a", "b"]), input_tokens=st.none() | st.integers(0, 9)),
+    st.builds(ToolCall, id=st.sampled_from(["1", "2"]), tool=st.sampled_from(["t", "u"]),
+              arguments=st.none() | st.integers(0, 2) | st.dictionaries(st.sampled_from("xy"), st.integers(0, 2))),
+    st.builds(ToolResult, call_id=st.just("1"), content=st.sampled_from(["", "ok", "no"]), error=st.booleans()),
+    st.builds(FinalAnswer, text=st.sampled_from(["yes", "no"])))
+
+
+@given(st.lists(_STEPS, max_size=6), st.lists(_STEPS, max_size=6))
+def test_the_parting_step_is_the_first_whose_doing_differs_either_way_round(a, b):
+    old, new = _run(*a), _run(*b)
+    step = first_difference(old, new)
+    assert step == first_difference(new, old)
+    if step is None:
+        assert len(a) == len(b) and all(what_it_did(x) == what_it_did(y) for x, y in zip(a, b, strict=True))
+        return
+    assert all(what_it_did(x) == what_it_did(y) for x, y in zip(a[:step - 1], b[:step - 1], strict=True))
+    assert step > min(len(a), len(b)) or what_it_did(a[step - 1]) != what_it_did(b[step - 1])
+    assert first_difference(old, old) is None

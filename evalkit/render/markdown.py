@@ -125,8 +125,8 @@ def _partings(baseline: RunReport, candidate: RunReport) -> list[str]:
     found = partings(baseline, candidate, [case_id for case_id, _ in regressed_cases(baseline, candidate)])
     if not found:
         return []
-    lines = ["**Where regressed agent cases part from the baseline** (the first step that differs; both "
-             "trajectories are in report.html)", ""]
+    lines = ["**Where regressed agent cases part from the baseline** (the first step that differs; report.html "
+             "sets both sides' steps side by side)", ""]
     for p in found[:MAX_CASES]:
         if p.unreadable:
             lines.append(f"- {_code(p.case)}: {markdown(p.unreadable)}")
