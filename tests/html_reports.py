@@ -3,6 +3,9 @@ tries to become markup, and a large pair of 10,000 tests."""
 
 from __future__ import annotations
 
+import copy
+import json
+from pathlib import Path
 from typing import Any
 
 from evalkit.core.policy import Policy
@@ -54,17 +57,33 @@ def hostile_pair() -> tuple[RunReport, RunReport, Decision]:
     metrics_after = {"recall": {"mean": 0.6}, f"m{SCRIPT}": {"mean": 0.5}}
     provenance = {"recording_provenance": "authored", "recording_note": f"authored by tests/html_reports.py {IMG}"}
     baseline = report_from_mapping({"eval": {**KEY, "settings": settings_before}, "tests": tests_before,
-                                    "cases": cases_before, "metrics": metrics_before, "provenance": provenance},
+                                    "cases": cases_before, "metrics": metrics_before, "provenance": provenance,
+                                    "trajectories": _hostile_trajectories(cases, "the right answer")},
                                    "hostile baseline")
     candidate = report_from_mapping({"eval": {**KEY, "components": {"retriever": "default@bbbbbbbbbbbb"},
                                               "settings": settings_after},
                                      "tests": tests_after, "cases": cases_after, "metrics": metrics_after,
                                      "provenance": provenance,
+                                     "trajectories": _hostile_trajectories(cases, None),
                                      "slices": {f"cut {SCRIPT}": {RTL: {"cases": 2, "pass_rate": 0.5,
                                                                          "failures": [IMG], "unsafe": []}}}},
                                     "hostile candidate")
     policy = Policy(critical=("test_answer",))
     return baseline, candidate, decide(policy, baseline, candidate)
+
+
+def _hostile_trajectories(cases: list[tuple[str, str]], answer: str | None) -> dict[str, Any]:
+    """Each case's agent steps, hostile throughout: the tool's name, its call id, its arguments (keys too), its
+    result and error, and the final answer; the baseline's (`answer` given) part from the candidate's at step 3."""
+    out = {}
+    for case_id, output in cases:
+        out[f"task/{case_id}"] = {"steps": [
+            {"kind": "model_call", "call_id": f"task/{case_id}@1", "model": IMG, "input_tokens": 3},
+            {"kind": "tool_call", "id": SCRIPT, "tool": IMG + RTL, "arguments": {SCRIPT: [ESCAPE, LONG_WORD, BANGLA]}},
+            {"kind": "tool_result", "call_id": SCRIPT, "content": (answer or HOSTILE_OUTPUT) + LONG_WORD,
+             "error": answer is None, "error_message": None if answer else LINK},
+            {"kind": "final_answer", "text": answer or output[:10_000]}]}
+    return out
 
 
 def large_pair(tests: int = 10_000) -> tuple[RunReport, RunReport, Decision]:
@@ -87,3 +106,46 @@ def large_pair(tests: int = 10_000) -> tuple[RunReport, RunReport, Decision]:
 
     baseline, candidate = side(_before), side(_after)
     return baseline, candidate, decide(Policy(max_regressions=10_000), baseline, candidate)
+
+
+ORDER_AGENT_BASELINE = Path(__file__).resolve().parents[1] / "suites/order_agent/runs/baseline.json"
+
+
+def agent_pair() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The order agent's shipped baseline report (a replay of its authored recording) and a candidate authored
+    from it here, in which two cases regress by what the agent did: `email-1001` looks up the wrong customer
+    (its trajectory parts from the baseline's at step 5, the tool call's arguments), and `status-1001` sends the
+    order number as text, reads a tool error and gives up (it parts at step 2). Both as report.json holds them."""
+    baseline = json.loads(ORDER_AGENT_BASELINE.read_text(encoding="utf-8"))
+    candidate = copy.deepcopy(baseline)
+    steps = candidate["trajectories"]["task/email-1001"]["steps"]
+    steps[4] = {**steps[4], "arguments": {"customer_id": 2}}
+    steps[5] = {**steps[5], "content": '{"email": "grace@example.com", "id": 2, "name": "Grace Hopper"}'}
+    steps[7] = {"kind": "final_answer", "text": "Order 1001 was placed by Grace Hopper (grace@example.com)."}
+    _fail(candidate, "email-1001", steps[7]["text"], ["answers_from_the_tools"])
+    steps = candidate["trajectories"]["task/status-1001"]["steps"]
+    why = "arguments do not match lookup_order's schema: order_id: Input should be a valid integer"
+    steps[1:] = [{**steps[1], "arguments": {"order_id": "order #1001"}},
+                 {"kind": "tool_result", "call_id": "call_1", "content": f"error: {why}", "error": True,
+                  "error_message": why},
+                 steps[3], {"kind": "final_answer", "text": "I could not find that order."}]
+    _fail(candidate, "status-1001", steps[-1]["text"],
+          ["answers_from_the_tools", "order_number_as_a_number", "tools_succeed"])
+    candidate["provenance"] = {**candidate["provenance"], "recording_provenance": "authored",
+                               "recording_note": "authored by tests/html_reports.py from the shipped baseline"}
+    return baseline, candidate
+
+
+def _fail(report: dict[str, Any], case_id: str, output: str, checks: list[str]) -> None:
+    """The case's output replaced and these checks failed, in its case entry and its tests."""
+    case = next(c for c in report["cases"] if c["id"] == case_id)
+    case.update(output=output, passed=False)
+    case["checks"].update(dict.fromkeys(checks, "failed"))
+    for test in report["tests"]:
+        if test["nodeid"] in {f"checks.yaml::{check}[{case_id}]" for check in checks}:
+            test["outcome"] = "failed"
+            test["call"] = {"outcome": "failed", "crash": {"message": f"AssertionError: {case_id} failed"}}
+    outcomes = [t["outcome"] for t in report["tests"]]
+    report["summary"] = {"collected": len(outcomes), "total": len(outcomes), "passed": outcomes.count("passed"),
+                         "failed": outcomes.count("failed")}
+    report["exitcode"] = 1

@@ -75,6 +75,8 @@ def test_a_shipped_baseline_reads_alike_on_both_paths(path: str) -> None:
     assert isinstance(fast.cases, CaseTexts)
     assert fast == careful(text)
     assert fast.messages == careful(text).messages and fast.cases == careful(text).cases
+    if "trajectories" in json.loads(text):  # an agent suite's steps, for the pages that show them
+        assert fast.trajectories and fast.trajectories == json.loads(text)["trajectories"]
 
 
 def variants() -> dict[str, dict[str, Any]]:
@@ -163,6 +165,7 @@ def _bad(change: Any) -> str:
     _bad(lambda r: r.__setitem__("exitcode", "1")),
     _bad(lambda r: r.__setitem__("metrics", {"m": "high"})),
     _bad(lambda r: r.__setitem__("provenance", ["x"])),
+    _bad(lambda r: r.__setitem__("trajectories", ["x"])),
     _bad(lambda r: r.__setitem__("tests", {})),
     _bad(lambda r: r.update(tests=[], exitcode=0, summary=None)),
     '{"eval": {}, "tests": [{"nodeid": "a", "outcome": "passed", "lineno": 1, "lineno": 2}]}',
@@ -171,6 +174,7 @@ def _bad(change: Any) -> str:
     '{"eval": {}, "tests": [{"nodeid": "a", "outcome": "passed", "metadata": ' + "[" * 150 + "]" * 150 + "}]}",
 ], ids=["duplicate-id", "test-number", "unknown-outcome", "repeats-out-of-range", "repeats-contradict", "case-no-id",
         "grade-flag", "cases-number", "eval-list", "exitcode-string", "metric-string", "provenance-list",
+        "trajectories-list",
         "tests-object", "tests-empty", "duplicate-key-skipped-field", "nan-skipped-field", "overflow-skipped-field",
         "deep-skipped-field"])
 def test_a_bad_report_is_refused_in_the_careful_paths_words(text: str) -> None:

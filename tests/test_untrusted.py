@@ -49,19 +49,35 @@ def _corpus_reports() -> tuple[Any, Any, Any, Policy, dict[str, Any]]:
     metrics_after = {f"m{i}{text}": {"mean": 0.2} for i, text in enumerate(HOSTILE)}
     baseline = report_from_mapping({"eval": {**KEY, "model": "<img src=http://evil.example/b.png>" + FORGED},
                                     "tests": [{"nodeid": n, "outcome": "passed"} for n in ids],
-                                    "metrics": metrics_before}, "authored hostile baseline")
+                                    "metrics": metrics_before, **_agent_cases(True)}, "authored hostile baseline")
     candidate = report_from_mapping({
         "eval": {**KEY, "model": SECRET + FORGED},
         "tests": [{"nodeid": n, "outcome": "failed",
                    "call": {"outcome": "failed", "crash": {"message": f"AssertionError: {text}"}}}
                   for n, text in zip(ids, HOSTILE, strict=True)],
-        "metrics": metrics_after}, "authored hostile candidate")
+        "metrics": metrics_after, **_agent_cases(False)}, "authored hostile candidate")
     policy = Policy(name="<img src=http://evil.example/p.png>" + FORGED, version=ZERO_WIDTH + FORGED,
                     critical=("test_answer",), block_on_drop=tuple(metrics_after))
     identity = policy_identity(policy, fallback_name="x", source="conf/policy/<b>.yaml", chosen_by=FORGED)
     facts = evidence(identity, report_identity("base<img>.json", "0" * 64, baseline),
                      report_identity("cand\x1b.json", "1" * 64, candidate))
     return baseline, candidate, decide(policy, baseline, candidate), policy, facts
+
+
+def _agent_cases(passed: bool) -> dict[str, Any]:
+    """Each corpus text as an agent case, and its trajectory: the text is the tool's name, its arguments, its
+    result, its error and the final answer (the candidate's arguments differ, so decision.md names that step)."""
+    cases, trajectories = [], {}
+    for i, text in enumerate(HOSTILE):
+        case_id = f"{i}-{text}"
+        cases.append({"id": case_id, "status": "scored", "passed": passed, "output": text,
+                      "checks": {"test_answer": "passed" if passed else "failed"}})
+        trajectories[f"task/{case_id}"] = {"steps": [
+            {"kind": "model_call", "call_id": f"task/{case_id}@1", "model": text},
+            {"kind": "tool_call", "id": text, "tool": text, "arguments": {text: text if passed else [text, text]}},
+            {"kind": "tool_result", "call_id": text, "content": text, "error": True, "error_message": text},
+            {"kind": "final_answer", "text": text}]}
+    return {"cases": cases, "trajectories": trajectories}
 
 
 def _plain(text: str) -> str:
@@ -164,3 +180,12 @@ def test_a_reply_in_a_pre_block_shows_controls_and_bidi_overrides_as_escapes() -
         assert not {"\x1b", "\x00", "\u202e", "\u2066", "\u2069"} & set(page), name
         assert "\\x1b[2J\\x00\\u202etxt.exe\\u2066x\\u2069" in page, name
         assert "\u05e9\u05dc\u05d5\u05dd\u200f" in page, name  # right-to-left text and its mark, as written
+
+
+def test_the_corpus_reaches_both_trajectory_views(capsys: pytest.CaptureFixture[str]) -> None:
+    """The corpus above is the tools' names, arguments and results too: report.html shows every step of both
+    sides, and decision.md names each regressed case's parting step (step 2, the arguments)."""
+    outputs = _outputs(capsys)
+    assert outputs["html"].count('class="step tool_call"') == 2 * len(HOSTILE)
+    assert outputs["html"].count('<tr class="parts" data-step="2">') == len(HOSTILE)
+    assert outputs["markdown"].count(": step 2: baseline ") == len(HOSTILE)

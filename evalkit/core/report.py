@@ -97,6 +97,9 @@ class RunReport:
     """A run that sampled in rounds (`run.repeats=auto`): its settings and each case's samples; None otherwise."""
     judges: Mapping[str, JudgedCheck] = field(default_factory=dict)
     """Per judged declared check: the judge's repeats, each reply's verdicts, self-agreement and flips."""
+    trajectories: Mapping[str, Any] = field(default_factory=dict)
+    """An agent suite's trajectories as report.json holds them, by `task/<case>` (evalkit.records.trajectory's
+    form, read only by the pages that show them); empty for every other suite."""
 
     @property
     def judge_flips(self) -> dict[str, str]:
@@ -190,7 +193,7 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
     if not isinstance(provenance, dict):
         raise InputError(f"{where}: 'provenance' is {type(provenance).__name__}; it must be an object "
                          "(or absent): regenerate the report with `evalkit run`")
-    for name in ("slices", "execution", "dataset", "candidate", "texts"):
+    for name in ("slices", "execution", "dataset", "candidate", "texts", "trajectories"):
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")
     return RunReport(data["eval"], outcomes, cases, provenance, _metrics(data.get("metrics"), where),
@@ -198,7 +201,8 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
                      _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages,
                      repeats=repeats, critical=_critical(data.get("critical_checks"), where),
                      classification=_mapping(data.get("classification")), texts=_texts(data.get("texts"), where),
-                     sequential=_sequential(data.get("sequential"), where), judges=_judges(data.get("judges"), where))
+                     sequential=_sequential(data.get("sequential"), where), judges=_judges(data.get("judges"), where),
+                     trajectories=_mapping(data.get("trajectories")))
 
 
 def _judges(value: Any, where: str) -> dict[str, JudgedCheck]:
@@ -625,6 +629,7 @@ class _Report(msgspec.Struct):
     texts: Any = None
     sequential: Any = None
     judges: Any = None
+    trajectories: Any = None
 
 
 _REPORT, _TEST = msgspec.json.Decoder(_Report), msgspec.json.Decoder(_Test)

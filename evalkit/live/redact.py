@@ -55,6 +55,12 @@ MESSAGE_KEYS = frozenset({"reason", "error", "message", "messages", "longrepr", 
                           "problems", "stdout", "stderr"})
 
 
+def _autoescaped(value: str) -> str:
+    """`value` as Jinja2's autoescape writes it."""
+    return (value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
+            .replace("'", "&#39;"))
+
+
 def secret_variants(value: str) -> tuple[list[str], list[str]]:
     """The forms a key value takes in text: (matched in any letter case, matched exactly).
 
@@ -64,9 +70,9 @@ def secret_variants(value: str) -> tuple[list[str], list[str]]:
                 json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
                 # as each output kind escapes it: a key holding `&`, `<` or `"` is still found once escaped
                 html.escape(value), html.escape(value, quote=False), markdown(value, len(value) * 8),
-                value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
-                .replace("'", "&#39;"),  # as Jinja2's autoescape writes it
-                visible(value)}
+                _autoescaped(value), visible(value),
+                # JSON shown on a page (a tool call's arguments, a case's input): JSON-escaped, then autoescaped
+                _autoescaped(json.dumps(value)[1:-1]), _autoescaped(json.dumps(value, ensure_ascii=False)[1:-1])}
     exact: set[str] = set()
     # base64 of the key as is, and as written inside JSON or a URL that was then encoded (a Basic header, a body)
     for form in {value, json.dumps(value)[1:-1], quote(value, safe="")}:

@@ -4,19 +4,22 @@ A `Trajectory` is an ordered tuple of steps, each one of: a model call (by call 
 and time where known), a tool call (the call contract's ToolCall, the same value a reply carries: the tool's name
 and its arguments as parsed JSON), a tool result (the call it answers, its content as text cut to
 MAX_TOOL_RESULT_CHARS, whether it is an error) and the final answer. The steps are data: checks read them
-(evalkit.judging.trajectory) and adapters build them (evalkit.adapt.otel).
+(evalkit.judging.trajectory), adapters build them (evalkit.adapt.otel), and `first_difference` finds the step
+where two runs of a case part (report.html and decision.md show it).
 Frozen and `extra="forbid"`, so a record read back from a file is exactly what was written.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalkit.records.call import ToolCall
 
-__all__ = ["MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolCall", "ToolResult", "Trajectory"]
+__all__ = ["MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolCall", "ToolResult", "Trajectory",
+           "first_difference", "what_it_did"]
 
 MAX_TOOL_RESULT_CHARS = 4000
 """The longest tool result content kept, in characters: a tool may return a whole web page or file, and a
@@ -93,3 +96,31 @@ class Trajectory(_Record):
     def tool_results(self) -> list[tuple[int, ToolResult]]:
         """The tool results with their step numbers (1-based)."""
         return [(n, step) for n, step in enumerate(self.steps, 1) if isinstance(step, ToolResult)]
+
+
+def what_it_did(step: Step) -> tuple[str, ...]:
+    """What a step did, as two runs of a case are compared: the kind, and for a tool call the tool and its
+    arguments, for a tool result its content and whether it failed, for a final answer its text. Left out is what
+    differs between any two runs of the same behaviour: call ids (evalkit's carry the step number, a provider's
+    tool call ids are made up per call), tokens, cost, time and a provider's opaque signature. A model call is
+    only its kind: what the model decided shows in the steps that follow it."""
+    if isinstance(step, ToolCall):
+        # canonical JSON, so that 1 and 1.0 and true stay three different arguments, and key order does not count
+        return step.kind, step.tool, json.dumps(step.arguments, sort_keys=True, ensure_ascii=False)
+    if isinstance(step, ToolResult):
+        return step.kind, step.content, str(step.error), step.error_message or ""
+    if isinstance(step, FinalAnswer):
+        return step.kind, step.text
+    return (step.kind,)
+
+
+def first_difference(before: Trajectory, after: Trajectory) -> int | None:
+    """The number (1-based) of the first step where two trajectories of a case part, compared by `what_it_did`;
+    None when they did the same. Where one ends first, the step after its last is where they part (one side has
+    a step there, the other none)."""
+    for number, (old, new) in enumerate(zip(before.steps, after.steps, strict=False), 1):
+        if what_it_did(old) != what_it_did(new):
+            return number
+    if len(before.steps) != len(after.steps):
+        return min(len(before.steps), len(after.steps)) + 1
+    return None

@@ -79,5 +79,6 @@ def _cell(entry: Mapping[str, Any], text: Any) -> str:
 def _escape(text: str) -> str:
     # A reply is untrusted text: escaped, it cannot open tags. Its newlines become character references so that
     # each row stays one line: a blank line would end the HTML block and GitHub would read the rest as Markdown.
-    # Control characters and bidirectional overrides are shown as escapes, as on the report page.
-    return pre_text(text).replace("\r", "").replace("\n", "&#10;")
+    # Control characters and bidirectional overrides are shown as escapes, as on the report page. A `](` becomes
+    # `&#93;(`: a renderer that read Markdown inside the HTML block would still find no link or image there.
+    return pre_text(text).replace("\r", "").replace("\n", "&#10;").replace("](", "&#93;(")

@@ -13,7 +13,7 @@ from evalkit.core.key import changed_settings
 from evalkit.core.report import RunReport
 from evalkit.core.untrusted import MAX_VALUE_CHARS, markdown, terminal
 from evalkit.gate.decision import Decision
-from evalkit.render.answers import render_answers
+from evalkit.render.answers import regressed_cases, render_answers
 from evalkit.render.confusion import confusion_markdown
 from evalkit.render.numbers import change, number
 from evalkit.render.sections import decision_lists, sections
@@ -26,6 +26,7 @@ from evalkit.render.text import (
     render_statistics,
     sequential_line,
 )
+from evalkit.render.trajectory_view import MAX_CASES, partings
 
 __all__ = ["render_markdown", "render_policy"]
 
@@ -67,6 +68,7 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
         lines += ["", "</details>", ""]
     if baseline is not None and candidate is not None and decision.regressed:
         lines += render_answers(baseline, candidate)
+        lines += _partings(baseline, candidate)
     changes = [(name, m) for name, m in decision.metrics.items() if m.get("status") != "unchanged"]
     if changes:
         lines += ["| metric | before | after | delta [95% paired interval] | status |", "|---|---|---|---|---|"]
@@ -115,6 +117,28 @@ def _key_value(value: object) -> str:
     if isinstance(value, Mapping):  # the suite's components: `retriever=default@1a2b...`
         return " ".join(f"{k}={v}" for k, v in value.items())
     return str(value)
+
+
+def _partings(baseline: RunReport, candidate: RunReport) -> list[str]:
+    """For each regressed agent case, the first step where the candidate's trajectory parts from the baseline's
+    and what each side did there; nothing for a suite without trajectories."""
+    found = partings(baseline, candidate, [case_id for case_id, _ in regressed_cases(baseline, candidate)])
+    if not found:
+        return []
+    lines = ["**Where regressed agent cases part from the baseline** (the first step that differs; report.html "
+             "sets both sides' steps side by side)", ""]
+    for p in found[:MAX_CASES]:
+        if p.unreadable:
+            lines.append(f"- {_code(p.case)}: {markdown(p.unreadable)}")
+        elif p.step is None:
+            lines.append(f"- {_code(p.case)}: the same steps as the baseline (the difference is elsewhere)")
+        else:
+            lines.append(f"- {_code(p.case)}: step {p.step}: baseline {_code(p.baseline)}, "
+                         f"candidate {_code(p.candidate)}")
+    if len(found) > MAX_CASES:
+        lines.append(f"- {len(found) - MAX_CASES} more regressed agent case(s): their trajectories are in "
+                     "report.json")
+    return [*lines, ""]
 
 
 def _code(text: str) -> str:

@@ -2,9 +2,10 @@
 
 The page shows what decided (banner, reasons, policy), what changed (components and the settings that differ),
 every test (filterable), a panel for every failing case (input, both sides' outputs with the differences marked,
-the judge's verdicts, the failure messages), metrics, slices, cost, latency and provenance. Everything from a
-report is untrusted text: the templates escape it, and what is shown is cut to a size a browser handles (with a
-note saying so); the data itself stays whole in report.json.
+an agent's steps beside the baseline's (evalkit.render.trajectory_view), the judge's verdicts, the failure
+messages), metrics, slices, cost, latency and provenance. Everything from a report is untrusted text: the templates
+escape it, and what is shown is cut to a size a browser handles (with a note saying so); the data itself stays
+whole in report.json.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from evalkit.render.numbers import change, number
 from evalkit.render.sections import judge_rows, sections
 from evalkit.render.text import detectable_lines, render_setting, render_statistics, sequential_line
 from evalkit.render.text_diff import text_diffs
+from evalkit.render.trajectory_view import trajectory_of, trajectory_view
 
 __all__ = ["MAX_PANELS", "MAX_TEST_ROWS", "SHOWN_CHARS", "Clipped", "clip", "diff_sides", "render_report_html"]
 
@@ -342,6 +344,8 @@ def _panels(candidate: RunReport, decision: Decision | None,
             "judges": _judges(old, case), "grades": _grades(old, case, graded.get(case_id)),
             "problems": [clip(p, MESSAGE_CHARS) for p in case.get("problems") or []],
             "program": _program(case),
+            "trajectory": trajectory_view(trajectory_of(baseline, case_id) if old is not None and baseline else None,
+                                          trajectory_of(candidate, case_id), old is not None),
         })
     return panels, [str(c.get("id"))[:ID_CHARS] for c in failing[MAX_PANELS:]]
 
