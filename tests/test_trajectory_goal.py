@@ -12,10 +12,21 @@ import pytest
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
-from evalkit.judging.checks import CheckSpec, judge, judge_trajectory, parse_checks, planned_judge_calls, \
-    planned_trajectory_judge
-from evalkit.judging.ready_judges import SCORE_SCHEMA, TRAJECTORY_STEPS, TRAJECTORY_VALUE_CHARS, system_prompt, \
-    trajectory_text
+from evalkit.judging.checks import (
+    CheckSpec,
+    judge,
+    judge_trajectory,
+    parse_checks,
+    planned_judge_calls,
+    planned_trajectory_judge,
+)
+from evalkit.judging.ready_judges import (
+    SCORE_SCHEMA,
+    TRAJECTORY_STEPS,
+    TRAJECTORY_VALUE_CHARS,
+    system_prompt,
+    trajectory_text,
+)
 from evalkit.records.trajectory import FinalAnswer, ModelCall, ToolCall, ToolResult, Trajectory
 from evalkit.run.declared import with_check_judges
 from evalkit.run.suite import SuiteTask
