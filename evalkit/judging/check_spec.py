@@ -22,7 +22,14 @@ from evalkit.core.parsing import parse_yaml
 from evalkit.core.patterns import PatternError, compile_pattern
 from evalkit.core.reducer import ALL, Reducer, parse_reducer
 from evalkit.judging.pairwise_check import NEW_FIRST, OLD_FIRST, PairwiseSpec
-from evalkit.judging.ready_judges import JUDGES, AnswerRelevancySpec, FaithfulnessSpec, GEvalSpec, needed_field
+from evalkit.judging.ready_judges import (
+    JUDGES,
+    AnswerRelevancySpec,
+    FaithfulnessSpec,
+    GEvalSpec,
+    TrajectoryGoalSpec,
+    needed_field,
+)
 from evalkit.judging.trajectory import TrajectoryCheck, trajectory_check
 
 __all__ = ["JUDGED", "KINDS", "TRAJECTORY", "CaseRef", "CheckSpec", "ChecksFile", "LengthSpec", "NumberSpec",
@@ -31,10 +38,12 @@ __all__ = ["JUDGED", "KINDS", "TRAJECTORY", "CaseRef", "CheckSpec", "ChecksFile"
 TRAJECTORY = ("tool-called", "tool-not-called", "tool-sequence", "tool-args", "steps", "no-tool-errors")
 """The kinds that read an agent case's trajectory (evalkit.judging.trajectory), not its reply."""
 KINDS = ("equals", "one-of", "contains", "regex", "is-json", "json-schema", "number", "length", "classification",
-         "python", "llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise", *TRAJECTORY)
+         "python", "llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise", "trajectory-goal",
+         *TRAJECTORY)
 """The check kinds, as a `checks.yaml` entry names them (exactly one per entry)."""
-JUDGED = ("llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise")
-"""The kinds the suite's pinned judge decides: the check reads the judge's answer about the reply."""
+JUDGED = ("llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise", "trajectory-goal")
+"""The kinds the suite's pinned judge decides: the check reads the judge's answer about the reply (trajectory-goal:
+about the agent's trajectory)."""
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 _FUNCTION = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 """`module:function`: a module of the suite's folder by its dotted name (no leading dots) and a function in it."""
@@ -123,6 +132,9 @@ class CheckSpec(BaseModel):
     """`{question: FIELD}`: the judge scores (1-5) whether the reply answers the case's question."""
     g_eval: GEvalSpec | None = Field(None, alias="g-eval")
     """`{criteria: "...", steps: [...], pass_at: 4}`: the judge follows the steps and scores the criteria (1-5)."""
+    trajectory_goal: TrajectoryGoalSpec | None = Field(None, alias="trajectory-goal")
+    """`{goal: FIELD}`: the judge scores (1-5) whether an agent's trajectory (its tool calls, their results and its
+    final answer) reached the goal the case states (evalkit.judging.ready_judges)."""
     pairwise: PairwiseSpec | None = None
     """`{against: baseline | {case: FIELD}, criterion: "..."}`: the judge compares the reply with the baseline's
     (or a case field's) in both orders (evalkit.judging.pairwise_check)."""
@@ -272,6 +284,8 @@ class CheckSpec(BaseModel):
             yield "faithfulness.context", self.faithfulness.context
         if self.answer_relevancy is not None:
             yield "answer-relevancy.question", self.answer_relevancy.question
+        if self.trajectory_goal is not None:
+            yield "trajectory-goal.goal", self.trajectory_goal.goal
         if self.pairwise is not None:
             if not isinstance(self.pairwise.against, str):
                 yield "pairwise.against", self.pairwise.against.case
@@ -300,8 +314,8 @@ class CheckSpec(BaseModel):
             return f"expected case field {wanted!r} for the judge, but case {case.id} has none"
         return None
 
-    def _ready(self) -> FaithfulnessSpec | AnswerRelevancySpec | GEvalSpec:
-        spec = self.faithfulness or self.answer_relevancy or self.g_eval
+    def _ready(self) -> FaithfulnessSpec | AnswerRelevancySpec | GEvalSpec | TrajectoryGoalSpec:
+        spec = self.faithfulness or self.answer_relevancy or self.g_eval or self.trajectory_goal
         assert spec is not None
         return spec
 

@@ -35,8 +35,7 @@ from evalkit.records.call import Request
 from evalkit.records.trajectory import Trajectory
 
 __all__ = ["JUDGED", "KINDS", "CheckSpec", "ChecksFile", "Verdict", "judge", "judge_pair", "judge_trajectory",
-           "parse_checks",
-           "planned_judge_calls", "read_field", "shown"]
+           "parse_checks", "planned_judge_calls", "planned_trajectory_judge", "read_field", "shown"]
 
 SHOWN_CHARS = 80
 """A value in a failure message is cut after this many characters: the message stays one readable line."""
@@ -325,7 +324,8 @@ def planned_judge_calls(spec: CheckSpec, case: Case, reply: str, judge: ModelCon
     """The judge calls a judged check makes for one case's reply, by judge metric; none for a case it does not
     apply to, a case lacking the field it reads, a pairwise check with nothing to compare against, or a reply
     the same as the one compared against."""
-    if spec.call != "judge" or not spec.applies_to(case) or spec.missing_field(case) is not None:
+    if spec.call != "judge" or spec.trajectory_goal is not None or not spec.applies_to(case) \
+            or spec.missing_field(case) is not None:
         return {}
     if spec.llm_rubric is not None:
         return {spec.name: rubric_request(spec.llm_rubric, case, reply, judge)}
@@ -334,6 +334,15 @@ def planned_judge_calls(spec: CheckSpec, case: Case, reply: str, judge: ModelCon
         other = baseline_reply if isinstance(against, str) else _as_text(case.fields[against.case])
         return {} if other is None else pair_requests(spec.name, spec.pairwise, case, reply, other, judge)
     return {spec.name: judge_request(spec.kind, spec._ready(), case, reply, judge)}
+
+
+def planned_trajectory_judge(spec: CheckSpec, case: Case, trajectory: Trajectory,
+                             judge: ModelConfig) -> dict[str, Request]:
+    """The judge call a trajectory-goal check makes for one agent case's trajectory (`judge/<check>/<case>`);
+    none for another kind, a case it does not apply to, or a case lacking the goal's field."""
+    if spec.trajectory_goal is None or not spec.applies_to(case) or spec.missing_field(case) is not None:
+        return {}
+    return {spec.name: judge_request(spec.kind, spec.trajectory_goal, case, "", judge, trajectory)}
 
 
 def _as_text(value: Any) -> str:
@@ -361,5 +370,5 @@ _KIND_JUDGES: Mapping[str, Callable[[CheckSpec, Any, Case, Callable[[str], Any]]
     "equals": _equals, "one-of": _one_of, "contains": _contains, "regex": _regex, "is-json": _is_json,
     "json-schema": _json_schema, "number": _number, "length": _length, "classification": _classification,
     "python": _python, "llm-rubric": _llm_rubric, "faithfulness": _ready_judge, "answer-relevancy": _ready_judge,
-    "g-eval": _ready_judge, "pairwise": _pairwise,
+    "g-eval": _ready_judge, "trajectory-goal": _ready_judge, "pairwise": _pairwise,
 }

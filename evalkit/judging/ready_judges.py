@@ -1,5 +1,6 @@
-"""Ready-made judges: faithfulness to a context, answer relevancy, and a G-Eval-style criteria rubric, each a
-check kind of `checks.yaml` that the suite's pinned judge scores on anchored levels 1 to 5.
+"""Ready-made judges: faithfulness to a context, answer relevancy, a G-Eval-style criteria rubric, and an agent's
+goal reached over its trajectory, each a check kind of `checks.yaml` that the suite's pinned judge scores on
+anchored levels 1 to 5.
 
 Like `llm-rubric` (evalkit.judging.llm_rubric), each check plans one judge call per case, `judge/<check>/<case>`,
 recorded, replayed and fingerprinted with the suite's own judge calls: the judge's name and reply settings are in
@@ -29,15 +30,21 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.untrusted import squeezed
 from evalkit.records.call import Message, Request
+from evalkit.records.trajectory import FinalAnswer, ModelCall, ToolCall, ToolResult, Trajectory
 
 __all__ = ["DEFAULT_PASS_AT", "FIXED_STEPS", "JUDGES", "LEVELS", "SCORE_SCHEMA", "AnswerRelevancySpec",
-           "FaithfulnessSpec", "GEvalSpec", "ReadyJudge", "Scored", "case_text", "judge_request", "needed_field",
-           "score_verdict", "system_prompt"]
+           "FaithfulnessSpec", "GEvalSpec", "ReadyJudge", "Scored", "TrajectoryGoalSpec", "case_text",
+           "judge_request", "needed_field", "score_verdict", "system_prompt", "trajectory_text"]
 
 LEVELS: Final = (1, 2, 3, 4, 5)
 DEFAULT_PASS_AT: Final = 4
 """A reply passes at this level and above unless the check says `pass_at`."""
 SHOWN_CHARS: Final = 160
+TRAJECTORY_VALUE_CHARS: Final = 300
+"""A tool call's arguments or a tool result, as the trajectory judge reads it, is cut after this many characters:
+the judge needs what came back, not a whole page, and the prompt stays small enough for a small judge's context."""
+TRAJECTORY_STEPS: Final = 60
+"""The trajectory judge is shown at most this many tool calls, results and answers; the rest are counted."""
 
 SCORE_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
@@ -82,6 +89,18 @@ class GEvalSpec(BaseModel):
     """The lowest level that passes."""
 
 
+class TrajectoryGoalSpec(BaseModel):
+    """`trajectory-goal: {goal: FIELD}`: an agent's trajectory reached the case's goal."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    goal: str = Field(min_length=1)
+    """The case field holding the goal the agent was to reach, in words ("tell the customer the status of order
+    1001")."""
+    pass_at: int = Field(DEFAULT_PASS_AT, ge=1, le=5)
+    """The lowest level that passes."""
+
+
 @dataclass(frozen=True)
 class ReadyJudge:
     """One ready-made judge: what it scores, and what each level means (the anchors the judge is shown)."""
@@ -94,6 +113,8 @@ class ReadyJudge:
     """What the judge does, in the system prompt."""
     anchors: Mapping[int, str]
     """Level -> what a reply at that level shows; 5 is the best."""
+    subject: str = "reply"
+    """What the judge scores, as its system prompt names it."""
 
 
 FAITHFULNESS = ReadyJudge(
@@ -136,7 +157,26 @@ G_EVAL = ReadyJudge(
         2: "The reply misses most of the criteria; most steps find a problem.",
         1: "The reply meets none of the criteria, or has nothing to do with them.",
     })
-JUDGES: Final[Mapping[str, ReadyJudge]] = {j.kind: j for j in (FAITHFULNESS, ANSWER_RELEVANCY, G_EVAL)}
+TRAJECTORY_GOAL = ReadyJudge(
+    kind="trajectory-goal", scores="the goal reached", subject="agent's steps and final answer",
+    task=("You check whether an AI agent reached a goal. You are shown the goal and what the agent did, step by "
+          "step: the tools it called with their arguments, what each tool returned or that it failed, and its final "
+          "answer. Find what the goal asks for, whether the final answer delivers it, and whether the answer rests "
+          "on what the tools returned. Judge only whether the goal was reached: how many steps it took is not "
+          "asked here, unless a step did harm."),
+    anchors={
+        5: "The final answer delivers everything the goal asks, and it follows from the tool results.",
+        4: "The final answer delivers what the goal asks; a minor part is missing or loosely worded, and nothing in "
+           "it contradicts the tool results.",
+        3: "The final answer delivers part of what the goal asks; a main part is missing, or it states something "
+           "the tool results do not support.",
+        2: "The agent worked toward the goal but did not reach it: the final answer is wrong, contradicts the tool "
+           "results, or is missing after relevant tool calls.",
+        1: "The agent did not work toward the goal: no final answer and no relevant tool call, or it did something "
+           "else, or something the goal forbids.",
+    })
+JUDGES: Final[Mapping[str, ReadyJudge]] = {j.kind: j for j in (FAITHFULNESS, ANSWER_RELEVANCY, G_EVAL,
+                                                               TRAJECTORY_GOAL)}
 """The ready-made judges by check kind."""
 
 FIXED_STEPS: Final = (
@@ -147,14 +187,14 @@ FIXED_STEPS: Final = (
 )
 """A g-eval check's evaluation steps when it gives none (G-Eval would have a model write them)."""
 
-Spec = FaithfulnessSpec | AnswerRelevancySpec | GEvalSpec
+Spec = FaithfulnessSpec | AnswerRelevancySpec | GEvalSpec | TrajectoryGoalSpec
 
 
 def system_prompt(kind: str) -> str:
     """The judge's system message for a ready-made judge: its task, the anchored levels, the answer's form."""
     judge = JUDGES[kind]
     levels = "\n".join(f"{level}: {judge.anchors[level]}" for level in sorted(judge.anchors, reverse=True))
-    return (f"{judge.task}\n\nScore the reply on these levels (5 is the best):\n{levels}\n\n"
+    return (f"{judge.task}\n\nScore the {judge.subject} on these levels (5 is the best):\n{levels}\n\n"
             'Answer with JSON only: {"reason": "<one sentence naming what decided the level>", '
             '"score": <the level, 1 to 5>}.')
 
@@ -170,13 +210,21 @@ def needed_field(spec: Spec) -> str | None:
         return spec.context
     if isinstance(spec, AnswerRelevancySpec):
         return spec.question
+    if isinstance(spec, TrajectoryGoalSpec):
+        return spec.goal
     return None
 
 
-def judge_request(kind: str, spec: Spec, case: Case, reply: str, judge: ModelConfig) -> Request:
-    """The judge call that scores one case's reply; the case must hold the field the spec names
-    (`needed_field`: the planner asks no judge for a case without it, and the check fails naming it)."""
-    if isinstance(spec, FaithfulnessSpec):
+def judge_request(kind: str, spec: Spec, case: Case, reply: str, judge: ModelConfig,
+                  trajectory: Trajectory | None = None) -> Request:
+    """The judge call that scores one case's reply (a trajectory-goal check: its trajectory, which it must be
+    given); the case must hold the field the spec names (`needed_field`: the planner asks no judge for a case
+    without it, and the check fails naming it)."""
+    if isinstance(spec, TrajectoryGoalSpec):
+        if trajectory is None:
+            raise ValueError("a trajectory-goal judge reads the case's trajectory; none was given")
+        task = f"Goal:\n{case_text(case.fields[spec.goal])}\n\nWhat the agent did:\n{trajectory_text(trajectory)}"
+    elif isinstance(spec, FaithfulnessSpec):
         task = f"Context:\n{case_text(case.fields[spec.context])}\n\nReply:\n{reply}"
     elif isinstance(spec, AnswerRelevancySpec):
         task = f"Question:\n{case_text(case.fields[spec.question])}\n\nReply:\n{reply}"
@@ -187,6 +235,39 @@ def judge_request(kind: str, spec: Spec, case: Case, reply: str, judge: ModelCon
     return Request(model=judge.name, messages=(Message(role="system", content=system_prompt(kind)),
                                                Message(role="user", content=task)),
                    response_schema=SCORE_SCHEMA, options=judge.options)
+
+
+def trajectory_text(trajectory: Trajectory) -> str:
+    """A trajectory as the trajectory judge reads it, one numbered line per tool call, tool result and final
+    answer (model calls are only counted: their content is the calls and the answer). Arguments and results are
+    cut to TRAJECTORY_VALUE_CHARS on one line, and past TRAJECTORY_STEPS lines the rest are counted, so a long or
+    looping agent cannot fill the judge's context."""
+    names = {step.id: step.tool for step in trajectory.steps if isinstance(step, ToolCall)}
+    lines: list[str] = []
+    for step in trajectory.steps:
+        if isinstance(step, ModelCall):
+            continue
+        if isinstance(step, ToolCall):
+            arguments = json.dumps(step.arguments, ensure_ascii=False, sort_keys=True)
+            line = f"called {step.tool} with {squeezed(arguments, TRAJECTORY_VALUE_CHARS)}"
+        elif isinstance(step, ToolResult):
+            tool = names.get(step.call_id, "an unknown call")
+            if step.error:
+                why = step.error_message or step.content or "no reason given"
+                line = f"{tool} failed: {squeezed(why, TRAJECTORY_VALUE_CHARS)}"
+            else:
+                line = f"{tool} returned: {squeezed(step.content, TRAJECTORY_VALUE_CHARS)}"
+        else:
+            assert isinstance(step, FinalAnswer)
+            line = f"final answer: {step.text}"
+        lines.append(line)
+    shown = [f"{n}. {line}" for n, line in enumerate(lines[:TRAJECTORY_STEPS], start=1)]
+    if len(lines) > TRAJECTORY_STEPS:
+        shown.append(f"... {len(lines) - TRAJECTORY_STEPS} more steps not shown")
+    calls = len(trajectory.model_calls())
+    if not any(isinstance(step, FinalAnswer) for step in trajectory.steps):
+        shown.append("(no final answer: the agent stopped without one)")
+    return f"({calls} model call{'' if calls == 1 else 's'})\n" + "\n".join(shown)
 
 
 @dataclass(frozen=True)

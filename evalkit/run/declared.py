@@ -37,9 +37,11 @@ from evalkit.judging.checks import (
     judge_trajectory,
     parse_checks,
     planned_judge_calls,
+    planned_trajectory_judge,
 )
 from evalkit.judging.judge_health import answer_verdict
 from evalkit.records.call import Request
+from evalkit.records.trajectory import Trajectory
 from evalkit.run.eval_block import CLASSIFIED, JUDGE_VERDICTS
 from evalkit.run.execute import UNSCORED
 from evalkit.run.suite import SuiteTask
@@ -133,6 +135,13 @@ class DeclaredCheck(pytest.Item):
             return judge_trajectory(spec, evalrun.run.trajectories.get(task))
         if spec.call != "judge":
             return judge(spec, evalrun.text_of(str(CallId.task(case.id, evalrun.sample))), case, self.load)
+        if spec.trajectory_goal is not None:
+            task = str(CallId.task(case.id, evalrun.sample))
+            outcome = evalrun.run.calls.get(task)
+            if outcome is not None and outcome.status in UNSCORED:  # not measured: the case is reported unscored
+                pytest.skip(f"unscored: {outcome.reason}")
+            if task not in evalrun.run.trajectories:  # no judge was asked: there is no trajectory to show it
+                return judge_trajectory(spec, None)
         missing = spec.missing_field(case)
         if missing is not None:  # no judge was asked: the case lacks what the judge reads
             return Verdict.could_not_run(spec, missing)
@@ -199,8 +208,10 @@ def with_check_judges(task: SuiteTask, checks: ChecksFile | None,
     `judge/<check>/<case>`, or for pairwise `judge/<check>/new-first/<case>` and `.../old-first/...`); the task as
     it is when it declares none. `baseline_replies` (case id -> the baseline's reply) are what `pairwise: {against:
     baseline}` compares with."""
-    judged = [spec for spec in checks.checks if spec.call == "judge"] if checks is not None else []
-    if not judged:
+    specs = checks.checks if checks is not None else ()
+    judged = [spec for spec in specs if spec.call == "judge" and spec.trajectory_goal is None]
+    goals = [spec for spec in specs if spec.trajectory_goal is not None]
+    if not judged and not goals:
         return task
     own, others = task.build_judge, dict(baseline_replies or {})
 
@@ -210,7 +221,14 @@ def with_check_judges(task: SuiteTask, checks: ChecksFile | None,
             planned |= planned_judge_calls(spec, case, output_text, judge, others.get(case.id))
         return planned
 
-    return SuiteTask(task.build_task, build_judge)
+    def build_trajectory_judge(case: Case, trajectory: Trajectory, judge: ModelConfig) -> Mapping[str, Request]:
+        planned: dict[str, Request] = {}
+        for spec in goals:
+            planned |= planned_trajectory_judge(spec, case, trajectory, judge)
+        return planned
+
+    return SuiteTask(task.build_task, build_judge if judged else own,
+                     build_trajectory_judge if goals else task.build_trajectory_judge)
 
 
 def _loader(suite_dir: Path) -> Callable[[str], Any]:

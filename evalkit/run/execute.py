@@ -175,7 +175,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     round's. With `agent` (a suite with tools), each task call is an agent's loop (evalkit.run.agent_loop)."""
     if mode is not Mode.REPLAY and live is None:
         raise ValueError(f"mode={mode} needs a LiveSetup")
-    judged = task.build_judge is not None and judge is not None
+    judged = task.judged and judge is not None
     caller = prior.caller if prior is not None and prior.caller is not None else \
         _Caller(mode, recording, where, live, model, judge if judged else None, prices or {})
     calls: dict[str, CallResult] = dict(prior.calls) if prior is not None else {}
@@ -213,13 +213,17 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
         finals |= looped.finals
         trajectories |= looped.trajectories
     if judged:
-        assert task.build_judge is not None and judge is not None
+        assert judge is not None
         planned = []
         for case in cases:
             for sample in range(count(case)):  # each sample's reply is judged on its own
                 task_id = str(CallId.task(case.id, sample))
                 output = finals.get(task_id) or calls[task_id]
-                for metric, request in _built(task.build_judge, case, output.text or "", judge).items():
+                built = dict(_built(task.build_judge, case, output.text or "", judge)) if task.build_judge else {}
+                # a trajectory's judge reads the steps, so an agent stopped at max_steps without an answer is judged
+                traced = dict(task.build_trajectory_judge(case, trajectories[task_id], judge)) \
+                    if task.build_trajectory_judge is not None and task_id in trajectories else {}
+                for metric, request in (built | traced).items():
                     for repeat in range(judge_repeats):
                         call_id = str(CallId.judge(metric, case.id, sample, repeat))
                         if call_id in calls:
@@ -228,7 +232,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
                             # never sent because its input was never made: unscored for the same reason (the
                             # budget's denial), so its test is skipped like the task's, never a failure the gate counts
                             calls[call_id] = CallResult(output.status, reason=output.reason)
-                        elif output.text is None:
+                        elif output.text is None and metric not in traced:
                             calls[call_id] = CallResult("blocked",
                                                         reason=f"{call_id} needs {task_id}, which has no reply")
                         else:

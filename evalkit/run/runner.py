@@ -182,7 +182,7 @@ def _run_model_suite(config: RunConfig, suite_dir: Path, dataset: Dataset, promp
         refuse_short_keys(config, redact)
         # Providers first: a missing extra or credential is refused before any lock, journal or call.
         providers = {"model": _provider(config.model, "the model under test")}
-        if config.judge is not None and task.build_judge is not None:
+        if config.judge is not None and task.judged:
             providers["judge"] = _provider(config.judge, "the suite's pinned judge")
         notify = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
         with recording_lock(rec_path, config.run.lock_timeout_s, notify):

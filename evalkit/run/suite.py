@@ -25,6 +25,7 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.records.call import Request
+from evalkit.records.trajectory import Trajectory
 
 __all__ = ["SuiteTask", "load_module", "load_task"]
 
@@ -35,6 +36,14 @@ _counter = itertools.count()
 class SuiteTask:
     build_task: Callable[[Case, str, ModelConfig], Request]
     build_judge: Callable[[Case, str, ModelConfig], Mapping[str, Request]] | None
+    build_trajectory_judge: Callable[[Case, Trajectory, ModelConfig], Mapping[str, Request]] | None = None
+    """The judge calls that read an agent case's trajectory rather than its reply (checks.yaml's trajectory-goal),
+    by judge metric: planned once the agent's loop has ended, for each case that has a trajectory."""
+
+    @property
+    def judged(self) -> bool:
+        """Whether the task plans any judge call (of the reply or of the trajectory)."""
+        return self.build_judge is not None or self.build_trajectory_judge is not None
 
 
 def load_module(suite_dir: Path, filename: str, hint: str) -> Any:
