@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalkit.records.call import ToolCall
 
-__all__ = ["MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolCall", "ToolResult", "Trajectory"]
+__all__ = ["MAX_TOOL_RESULT_CHARS", "AssistantTurn", "FinalAnswer", "ModelCall", "Step", "ToolCall", "ToolResult",
+           "Trajectory", "UserTurn"]
 
 MAX_TOOL_RESULT_CHARS = 4000
 """The longest tool result content kept, in characters: a tool may return a whole web page or file, and a
@@ -73,7 +74,26 @@ class FinalAnswer(_Record):
     text: str
 
 
-Step = Annotated[ModelCall | ToolCall | ToolResult | FinalAnswer, Field(discriminator="kind")]
+class UserTurn(_Record):
+    """A conversation's user turn: scripted in the case, or written by the simulated user (`call_id` its call)."""
+
+    kind: Literal["user_turn"] = "user_turn"
+    turn: int = Field(ge=1)
+    text: str
+    call_id: str | None = None
+    """The simulated user's call (`user/<case>@<turn>`); None for a scripted turn."""
+
+
+class AssistantTurn(_Record):
+    """A conversation's assistant turn: the reply to user turn `turn`, which the per-turn checks read."""
+
+    kind: Literal["assistant_turn"] = "assistant_turn"
+    turn: int = Field(ge=1)
+    text: str
+
+
+Step = Annotated[ModelCall | ToolCall | ToolResult | FinalAnswer | UserTurn | AssistantTurn,
+                 Field(discriminator="kind")]
 """One step of a trajectory, told apart by its `kind`."""
 
 
@@ -93,3 +113,11 @@ class Trajectory(_Record):
     def tool_results(self) -> list[tuple[int, ToolResult]]:
         """The tool results with their step numbers (1-based)."""
         return [(n, step) for n, step in enumerate(self.steps, 1) if isinstance(step, ToolResult)]
+
+    def assistant_turns(self) -> list[AssistantTurn]:
+        """A conversation's assistant turns, in turn order (empty for an agent's single task)."""
+        return [step for step in self.steps if isinstance(step, AssistantTurn)]
+
+    def user_turns(self) -> list[UserTurn]:
+        """A conversation's user turns, in turn order."""
+        return [step for step in self.steps if isinstance(step, UserTurn)]
