@@ -20,6 +20,7 @@ sent as a message's content and kept in the trajectory, never formatted, parsed 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,7 @@ FIELD = "conversation"
 OPENING = "(The conversation begins. Write your first message to the assistant.)"
 """What the simulated user reads before its first turn: some providers take no request without a user message."""
 _BRIEF_KEYS = {"persona", "goal", "stop", "max_turns"}
+_SLOT = re.compile(r"\{(persona|goal|stop)\}")
 
 
 @dataclass(frozen=True)
@@ -221,10 +223,9 @@ def _simulator_request(talk: _Conversation, simulator: SimulatorConfig) -> Reque
     """What the simulated user is asked: its persona prompt (the case's persona, goal and stop phrase put in by
     plain replacement, so braces or markup in a case's text are never read as a template), then the conversation
     from its side."""
-    system = simulator.prompt
-    for name, value in (("persona", talk.script.persona), ("goal", talk.script.goal),
-                        ("stop", _stop_phrase(talk.script, simulator))):
-        system = system.replace("{" + name + "}", value)
+    values = {"persona": talk.script.persona, "goal": talk.script.goal, "stop": _stop_phrase(talk.script, simulator)}
+    # one pass over the prompt only: a case's persona that says `{goal}` is text, never filled in
+    system = _SLOT.sub(lambda slot: values[slot.group(1)], simulator.prompt)
     return Request(model=simulator.name, options=simulator.options,
                    messages=(Message(role="system", content=system), Message(role="user", content=OPENING),
                              *talk.heard))
