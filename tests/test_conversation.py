@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -92,7 +91,7 @@ def test_a_simulated_turn_has_a_call_id_of_its_own_that_round_trips() -> None:
     ("hello", "is a str: write a list of user turns"),
 ])
 def test_a_malformed_conversation_is_one_line_naming_the_dataset_and_the_case(value: Any, said: str) -> None:
-    with pytest.raises(InputError, match=re.escape(f"data.json: case c1: field 'conversation'")) as error:
+    with pytest.raises(InputError, match=re.escape("data.json: case c1: field 'conversation'")) as error:
         scripts_of([Case("c1", {"conversation": value})], "data.json")
     assert said in str(error.value) and "\n" not in str(error.value)
 
