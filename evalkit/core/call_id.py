@@ -89,8 +89,9 @@ class CallId:
                 return cls.judge(metric, case, sample, int(count) if marked else 0)
             if kind == "user" and not metric and marked:
                 return cls.user_turn(case, int(count), sample)
-        raise InputError(f"{text[:200]!r} is not a call id (task/<case> with @<n> for step n > 0, user/<case>@<n>, "
-                         "judge/<metric>/<case> with ~<r> for the judge's repeat r > 0, and #<i> for sample i > 0)")
+        raise InputError(f"{text[:200]!r} is not a call id (task/<case> with @<n> for step n > 0, "
+                         "judge/<metric>/<case> with ~<r> for the judge's repeat r > 0, and #<i> for sample i > 0; "
+                         "user/<case>@<n> for a simulated user's turn n)")
 
     @property
     def plain(self) -> CallId:
