@@ -222,7 +222,8 @@ def _export_trace(config: RunConfig, execution: Execution, report: RunReport, re
     """Write `run.otel_export`: the run's calls as OTLP JSON, each case's span with its outcome from the report."""
     assert config.run.otel_export is not None and config.model is not None
     requests = execution.caller.requests if execution.caller is not None else {}
-    providers = {"model": config.model.provider} | ({"judge": config.judge.provider} if config.judge else {})
+    providers = {"model": config.model.provider} | ({"judge": config.judge.provider} if config.judge else {}) | (
+        {"simulator": config.simulator.provider} if config.simulator else {})
     passed = {str(case["id"]): bool(case["passed"]) for case in report.cases
               if isinstance(case.get("passed"), bool) and case.get("status") != "unscored"}
     spans = call_spans(execution.calls, requests, providers, started_ns)
