@@ -250,3 +250,14 @@ def test_hostile_text_and_a_secret_in_a_simulated_turn_stay_inert_in_every_outpu
     page = (tmp_path / "job" / "report.html").read_text(encoding="utf-8")
     assert "<img src=http://evil.example" not in page
     assert "\x1b" not in live.stdout and SECRET not in live.stdout + live.stderr
+
+
+@pytest.mark.usefixtures("hydra_conf")
+def test_simulated_users_without_a_simulator_are_refused_before_any_call(tmp_path: Path) -> None:
+    from evalkit.core.errors import ConfigError
+
+    config = validate_config(composed("suite=support_chat", "~simulator", f"run.out={tmp_path / 'out'}",
+                                      "baseline=none", "mode=live"), CHOICES)
+    with pytest.raises(ConfigError, match=r"case address-direct \(and 6 more\) has a simulated user .* add "
+                                          r"`- /simulator: NAME`"):
+        run_suite(config)

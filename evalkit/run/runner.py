@@ -142,6 +142,11 @@ def _run_model_suite(config: RunConfig, suite_dir: Path, dataset: Dataset, promp
     task = with_check_judges(task, declared, replies)
     scripts = scripts_of(dataset.cases, shown(project_path(config.dataset.file) if config.dataset.file else suite_dir))
     looped = agent is not None or scripts is not None  # cases of several calls, each with its trajectory
+    simulated = sorted(case for case, script in (scripts or {}).items() if script.simulated)
+    if simulated and config.simulator is None:
+        raise ConfigError(f"case {simulated[0]} (and {len(simulated) - 1} more) has a simulated user (conversation: "
+                          "{persona, goal}), but the run has no simulator: add `- /simulator: NAME` to the suite "
+                          "option's defaults, or pass simulator=NAME")
 
     def run_input(execution: Execution, provenance: Provenance) -> RunInput:
         return RunInput(
