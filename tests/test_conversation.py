@@ -261,3 +261,28 @@ def test_simulated_users_without_a_simulator_are_refused_before_any_call(tmp_pat
     with pytest.raises(ConfigError, match=r"case address-direct \(and 6 more\) has a simulated user .* add "
                                           r"`- /simulator: NAME`"):
         run_suite(config)
+
+
+@pytest.mark.slow
+@pytest.mark.external
+def test_the_real_local_model_holds_a_three_turn_scripted_conversation_live_and_its_replay_reads_the_same(
+        tmp_path: Path, run_evalkit: Callable[..., CompletedProcess[str]]) -> None:
+    pytest.importorskip("llama_cpp", reason="the local model: `evalkit setup local`")
+    data = {"name": "local-chat", "version": 1, "cases": [
+        {"id": "three-turns", "conversation": ["Hi, my order number is 1007.", "What was my order number?", "Thanks!"],
+         "expected": "1007", "opening": "vague", "order": "1007", "retention": True}]}
+    dataset = tmp_path / "local.json"
+    dataset.write_text(json.dumps(data), encoding="utf-8")
+    common = ("suite=support_chat", "model=smollm2", "baseline=none", f"dataset.file={dataset}",
+              f"run.recordings={tmp_path / 'rec'}")
+    live = run_evalkit(*common, "mode=live", job_dir=tmp_path / "live")
+    assert live.returncode == 0, live.stdout[-2000:] + live.stderr[-2000:]
+    replay = run_evalkit(*common, job_dir=tmp_path / "replay")
+    assert replay.returncode == 0, replay.stdout[-2000:] + replay.stderr[-2000:]
+    recorded, replayed = _json(tmp_path / "live" / "report.json"), _json(tmp_path / "replay" / "report.json")
+    turns = _transcripts(recorded)["task/three-turns"]
+    assert [(kind, n) for kind, n, _ in turns] == [("user_turn", 1), ("assistant_turn", 1), ("user_turn", 2),
+                                                   ("assistant_turn", 2), ("user_turn", 3), ("assistant_turn", 3)]
+    assert turns[2][2] == "What was my order number?"  # the script, as written
+    assert _transcripts(replayed) == _transcripts(recorded)
+    assert recorded["execution"]["calls"] == {"recorded": 3} and replayed["execution"]["calls"] == {"replayed": 3}
