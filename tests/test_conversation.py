@@ -160,6 +160,7 @@ def test_a_simulated_conversation_recorded_live_then_replayed_has_the_same_trans
     assert replay.returncode == 0, replay.stdout[-2000:] + replay.stderr[-2000:]
     recorded, replayed = _json(tmp_path / "live" / "report.json"), _json(tmp_path / "replay" / "report.json")
     assert recorded["trajectories"] == replayed["trajectories"] and len(replayed["trajectories"]) == 10
+    assert re.search(r"simulated user calls \(apart\) +19: \d+ input", replay.stdout)  # never the model's
     assert [s["text"] for s in replayed["trajectories"]["task/refund-vague"]["steps"] if "text" in s] == [
         "Hi, I want my money back for something I bought.",
         "I can help with that. Could you tell me your order number?", "It's order 1002.",
