@@ -24,8 +24,6 @@ from evalkit.core.config import validate_config
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.judging.check_spec import parse_checks
-from evalkit.judging.checks import judge
-from evalkit.judging.turns import judge_turns
 from evalkit.records.call import Message
 from evalkit.run.conversation import scripts_of
 from evalkit.run.mismatch import ReplayRefusal
@@ -53,14 +51,6 @@ def _serve(body: dict[str, Any], customer: Callable[[list[Message]], str] | None
     if messages[0].text.startswith(AUTHORED.CUSTOMER_MARK):
         return str((customer or AUTHORED.customer_reply)(messages))
     return str(AUTHORED.assistant_reply(messages))
-
-
-def _trajectory(*turns: str) -> dict[str, Any]:
-    steps: list[dict[str, Any]] = []
-    for n, text in enumerate(turns, 1):
-        steps += [{"kind": "user_turn", "turn": n, "text": f"user {n}"}, {"kind": "assistant_turn", "turn": n,
-                                                                           "text": text}]
-    return {"steps": steps}
 
 
 def _transcripts(report: dict[str, Any]) -> dict[str, list[tuple[str, int, str]]]:
@@ -103,29 +93,6 @@ def test_a_dataset_of_conversations_refuses_a_case_without_one_and_a_plain_datas
     scripts = scripts_of([Case("a", {"conversation": ["hi", "bye"]}),
                           Case("b", {"conversation": {"persona": "p", "goal": "g", "stop": "DONE"}})], "d.json")
     assert scripts is not None and scripts["a"].turns == ("hi", "bye") and scripts["b"].simulated
-
-
-def test_a_check_on_turn_2_reads_turn_2_only() -> None:
-    spec = _check("{name: keeps, contains: '1007', turn: 2}")
-    case = Case("c", {})
-    run = lambda trajectory: judge_turns(spec.turn, trajectory, lambda text: judge(spec, text, case))  # noqa: E731
-    assert run(_trajectory("How can I help?", "Order 1007 is shipped.", "Bye")).passed
-    dropped = run(_trajectory("Order 1007, noted.", "Which order do you mean?", "Order 1007 is shipped."))
-    assert not dropped.passed and dropped.message.startswith("turn 2 of 3: ")
-    short = run(_trajectory("Order 1007 is shipped."))
-    assert not short.passed and "turn 2: the conversation ended after 1 assistant turn(s)" in short.message
-
-
-def test_a_check_on_every_turn_names_the_first_failing_turn() -> None:
-    spec = _check("{name: short, length: {max: 10}, turn: every}")
-    case = Case("c", {})
-    run = lambda trajectory: judge_turns(spec.turn, trajectory, lambda text: judge(spec, text, case))  # noqa: E731
-    assert run(_trajectory("ok", "fine", "bye")).passed
-    failed = run(_trajectory("ok", "a reply far too long", "another reply far too long"))
-    assert not failed.passed and failed.message.startswith("turn 2 of 3: ")
-    last = _check("{name: last, contains: bye, turn: last}")
-    assert judge_turns(last.turn, _trajectory("bye", "no"), lambda text: judge(last, text, case)).passed is False
-    assert not judge_turns("every", None, lambda text: judge(spec, text, case)).passed  # no conversation: fails
 
 
 def test_turn_is_refused_on_a_check_that_reads_no_reply() -> None:
