@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -254,3 +255,22 @@ def test_the_real_local_model_holds_a_three_turn_scripted_conversation_live_and_
     assert turns[2][2] == "What was my order number?"  # the script, as written
     assert _transcripts(replayed) == _transcripts(recorded)
     assert recorded["execution"]["calls"] == {"recorded": 3} and replayed["execution"]["calls"] == {"replayed": 3}
+
+
+@pytest.mark.usefixtures("hydra_conf")
+def test_a_failed_conversation_names_its_first_failing_turn_in_the_report(tmp_path: Path) -> None:
+    suite = tmp_path / "support_chat"
+    shutil.copytree(SUITE, suite, ignore=shutil.ignore_patterns("__pycache__"))
+    checks = (suite / "checks.yaml").read_text(encoding="utf-8")
+    (suite / "checks.yaml").write_text(checks.replace("length: {max: 240}", "length: {max: 45}"), encoding="utf-8")
+    config = validate_config(composed("suite=support_chat", f"suite.path={suite}", "baseline=none",
+                                      f"run.out={tmp_path / 'out'}"), CHOICES)
+    run_suite(config)
+    report = _json(tmp_path / "out" / "report.json")
+    failed = {t["nodeid"].split("::")[-1]: t for t in report["tests"] if t.get("outcome") == "failed"}
+    # refund-vague: turn 1 asks for the number (58 characters), so turn 1 is the first to fail
+    message = json.dumps(failed["short_turns[refund-vague]"])
+    assert "turn 1 of 2: " in message
+    # remembers-the-number: turns 1 (41 characters) and 2 are short enough; turn 3 is the first too long
+    assert "turn 3 of 3: " in json.dumps(failed["short_turns[remembers-the-number]"])
+    assert "short_turns[refusal-holds]" in failed and "resolves_the_request[refund-vague]" not in failed
