@@ -54,3 +54,10 @@ def test_an_agent_step_is_a_task_call_of_its_case_with_its_step_before_the_sampl
     assert (step.kind, step.case, step.step, step.sample) == ("task", "c", 3, 2)
     assert step.plain == CallId.agent_step("c", 3) and step.plain != CallId.task("c")
     assert CallId.parse("task/c").step == 0
+
+
+@pytest.mark.parametrize("text", ["user/c", "user/c@0", "user/m/c@1", "user/c~1", "user/@2"])
+def test_a_simulated_users_turn_always_names_its_turn(text: str) -> None:
+    with pytest.raises(InputError, match=r"user/<case>@<n> for a simulated user's turn n\)"):
+        CallId.parse(text)
+    assert str(CallId.parse("user/c@2#1")) == "user/c@2#1"

@@ -15,14 +15,15 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examp
 
 CONF = PROJECT_ROOT / "conf"
 GROUPS = ["suite", "model", "prompt", "dataset", "judge", "policy", "retriever", "reply_format", "candidate",
-          "agent_code"]
+          "agent_code", "simulator"]
 # Options that belong to one suite validate with it: a suite's components exist only in that suite, and a
 # policy may only name metrics its suite produces.
 SUITE_OF = {"retriever": "evidencedesk", "reply_format": "evidencedesk",
             "policy/evidencedesk": "evidencedesk", "policy/evidencedesk-strict": "evidencedesk",
             "candidate": "quality_lab", "dataset/quality_lab": "quality_lab", "policy/quality_lab": "quality_lab",
             "agent_code": "sql_agent", "dataset/sql_agent": "sql_agent", "policy/sql_agent": "sql_agent",
-            "model/shop-agent": "sql_agent", "policy/order_agent": "order_agent"}
+            "model/shop-agent": "sql_agent", "policy/order_agent": "order_agent",
+            "simulator": "support_chat", "policy/support_chat": "support_chat"}
 
 
 

@@ -64,7 +64,7 @@ def test_readme_exit_codes_match_the_program():
 
 def test_readme_names_every_config_option():
     for group in ("suite", "model", "prompt", "dataset", "judge", "policy", "candidate", "retriever", "reply_format",
-                  "rubric", "prices"):
+                  "rubric", "prices", "simulator"):
         for option in [*(PROJECT_ROOT / "conf" / group).glob("*.yaml"), *(PACKAGE_CONF / group).glob("*.yaml")]:
             assert f"`{option.stem}`" in DOCS, f"the docs do not mention {group}={option.stem}"
 

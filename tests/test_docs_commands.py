@@ -74,6 +74,8 @@ COVERED = {
     "evalkit run mode=live model=gemini-flash run.concurrency=16 budget.max_calls=500": "test_live_safety.py",
     "evalkit run mode=record-missing model=gemma4": "test_live.py",
     "evalkit run suite=order_agent mode=record-missing": "test_agent_runs.py",
+    "evalkit run suite=support_chat mode=live model=NAME simulator.base_url=http://HOST:PORT/v1":
+        "test_conversation.py",
     "evalkit run mode=live model=gemma4 +run.resume=true": "test_live.py",
     "evalkit run mode=live model=gemma4 model.base_url=http://127.0.0.1:8080": "test_llama_server.py",
     "evalkit run mode=live model=smollm2 judge=smollm2 baseline=none": "test_providers_llamacpp.py",
@@ -93,6 +95,8 @@ COVERED = {
     "evalkit run suite=quality_lab baseline=none run.save_report=suites/quality_lab/runs/baseline.json":
         "test_canonical.py",
     "evalkit run suite=order_agent baseline=none run.save_report=suites/order_agent/runs/baseline.json":
+        "test_canonical.py",
+    "evalkit run suite=support_chat baseline=none run.save_report=suites/support_chat/runs/baseline.json":
         "test_canonical.py",
     "evalkit run -m model=gemini-flash,gemma4 prompt=v1,v2 hydra/launcher=joblib hydra.launcher.n_jobs=4":
         "test_sweep_scale.py",

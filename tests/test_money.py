@@ -95,6 +95,16 @@ def test_the_section_sums_calls_into_cases_and_the_run_the_judge_apart():
     assert section["currency"] == "USD"
 
 
+def test_a_simulated_users_turns_are_a_side_of_their_own_never_the_cases_cost():
+    calls = {"task/a@1": Tokens(1000, 100), "user/a@1": Tokens(300, 20), "user/a@2": Tokens(400, 10)}
+    section = money_section(calls, {"model": Side("sonnet", SONNET), "simulator": Side("llama", NO_CACHE)})
+    each = {cid: direct(SONNET if cid.startswith("task") else NO_CACHE, t) for cid, t in calls.items()}
+    assert section["cases"] == {"a": pytest.approx(float(each["task/a@1"]))}  # what the application cost
+    assert section["simulator"]["calls"] == 2
+    assert section["simulator"]["usd"] == pytest.approx(float(each["user/a@1"] + each["user/a@2"]))
+    assert "judge" not in section and section["usd"] == pytest.approx(float(sum(each.values())))
+
+
 def test_an_unpriced_judge_leaves_the_run_without_a_price_but_the_model_priced():
     calls = {"task/a": Tokens(1000, 100), "judge/faithfulness/a": Tokens(400, 20)}
     section = money_section(calls, {"model": Side("sonnet", SONNET), "judge": Side("gemini-3.8-flash", None)})

@@ -222,3 +222,13 @@ def test_a_live_run_exports_its_calls_with_the_planted_secrets_masked(tmp_path: 
     cases, _ = trajectories(read_otlp(text.encode(), str(export)), str(export))
     assert sorted(cases) == sorted(c["id"] for c in run.report["cases"])
     assert not list(tmp_path.glob(".live.otlp.json.*"))  # written whole, under a temporary name then renamed
+
+
+def test_a_conversations_turns_are_spans_in_turn_order_each_side_with_its_role() -> None:
+    calls = {f"{kind}/c@{turn}": CallResult("replayed", _reply(f"{kind} {turn}", 10))
+             for kind in ("task", "user") for turn in (1, 2)}
+    requests = {call_id: _request("c") for call_id in calls}
+    spans = call_spans(calls, requests, {"model": "ollama", "simulator": "openai"}, STARTED)["c"]
+    assert [(s.call_id, s.role, s.provider) for s in spans] == [
+        ("user/c@1", "simulator", "openai"), ("task/c@1", "model", "ollama"),
+        ("user/c@2", "simulator", "openai"), ("task/c@2", "model", "ollama")]

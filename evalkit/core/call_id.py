@@ -12,6 +12,8 @@ case's fourth model call.
 An agent's model steps (evalkit.run.agent_loop) are `task/<case>@<step>` (step 1, 2 ...), and the plain
 `task/<case>` of an agent case names its outcome (the final answer), which the checks read; a program calling
 through evalkit's endpoint numbers its calls from 0, the first keeping the plain id.
+A conversation's simulated user (evalkit.run.conversation) writes user turn n as the call `user/<case>@<n>`
+(n from 1); the assistant's reply to it is `task/<case>@<n>`.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ STEP_MARK = "@"
 class CallId:
     """Which call: the task's for a case, or a judge metric's for a case; and which sample of it."""
 
-    kind: Literal["task", "judge"]
+    kind: Literal["task", "judge", "user"]
     case: str
     metric: str = ""
     """The judge metric (a suite's `build_judge` key); empty for a task call."""
@@ -57,6 +59,13 @@ class CallId:
         return cls.task(case, sample, step)
 
     @classmethod
+    def user_turn(cls, case: str, turn: int, sample: int = 0) -> CallId:
+        """The simulated user's call that writes user turn `turn` (from 1) of a conversation case."""
+        if turn < 1:
+            raise ValueError(f"a conversation's turns count from 1, not {turn}")
+        return cls("user", case, "", sample, step=turn)
+
+    @classmethod
     def parse(cls, text: str) -> CallId:
         """The call id written as `text`; anything else is an InputError naming it."""
         plain, mark, number = text.rpartition(SAMPLE_MARK)
@@ -67,7 +76,7 @@ class CallId:
         head, _, case = plain.rpartition("/")
         kind, _, metric = head.partition("/")
         sample = int(number)
-        if kind == "task":
+        if kind in ("task", "user"):
             case, marked, count = case.partition(STEP_MARK)
         else:
             case, marked, count = case.partition(REPEAT_MARK)
@@ -78,8 +87,11 @@ class CallId:
                 return cls.task(case, sample, int(count) if marked else 0)
             if kind == "judge" and metric:
                 return cls.judge(metric, case, sample, int(count) if marked else 0)
+            if kind == "user" and not metric and marked:
+                return cls.user_turn(case, int(count), sample)
         raise InputError(f"{text[:200]!r} is not a call id (task/<case> with @<n> for step n > 0, "
-                         "judge/<metric>/<case> with ~<r> for the judge's repeat r > 0, and #<i> for sample i > 0)")
+                         "judge/<metric>/<case> with ~<r> for the judge's repeat r > 0, and #<i> for sample i > 0; "
+                         "user/<case>@<n> for a simulated user's turn n)")
 
     @property
     def plain(self) -> CallId:
@@ -91,7 +103,8 @@ class CallId:
 
     def __str__(self) -> str:
         step = f"{STEP_MARK}{self.step}" if self.step else ""
-        base = f"task/{self.case}{step}" if self.kind == "task" else f"judge/{self.metric}/{self.case}"
+        base = (f"{self.kind}/{self.case}{step}" if self.kind in ("task", "user")
+                else f"judge/{self.metric}/{self.case}")
         if self.repeat:
             base = f"{base}{REPEAT_MARK}{self.repeat}"
         return base if self.sample == 0 else f"{base}{SAMPLE_MARK}{self.sample}"

@@ -17,8 +17,8 @@ from evalkit.core.prices import GROUP as PRICES
 from evalkit.core.prices import PriceEntry, check_price_file, prices_where
 
 __all__ = ["BUILTIN_METRICS", "SliceSpec", "SweepSettings", "Mode", "Progress", "Price", "AgentConfig",
-           "McpServerConfig", "BudgetConfig", "ModelConfig", "JudgeConfig", "PromptConfig", "DatasetConfig",
-           "ProgramLimits", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig",
+           "McpServerConfig", "BudgetConfig", "ModelConfig", "JudgeConfig", "MAX_TURNS", "SimulatorConfig",
+           "PromptConfig", "DatasetConfig", "ProgramLimits", "ProgramSpec", "SuiteConfig", "RunSettings", "RunConfig",
            "from_hydra", "validate_config", "available_cpus", "WORKERS_PER_CPU", "env_names", "deprecations"]
 
 
@@ -160,6 +160,25 @@ class JudgeConfig(ModelConfig):
     pass; the run report gives each such check's self-agreement (evalkit.judging.agreement), and a case whose
     verdicts flip is reviewed by the gate (`judge_flips`). K > 1 is part of the judge's fingerprint (`judge_sha`):
     K verdicts are another measurement than one."""
+
+
+MAX_TURNS = 50
+"""The most user turns one conversation case may take: each is a model call (two, with a simulated user)."""
+
+
+class SimulatorConfig(ModelConfig):
+    """A conversation's simulated user (evalkit.run.conversation): a model like the one under test, the persona
+    prompt it is given, and the longest conversation it may hold. Its name, options and prompt are the `simulator`
+    component of the eval key, so a changed persona prompt is a changed component, never a silent difference."""
+
+    prompt: str = Field(min_length=1)
+    """The simulated user's instructions (its system message). `{persona}`, `{goal}` and `{stop}` are replaced by
+    the case's `conversation.persona`, `conversation.goal` and the phrase that ends the conversation."""
+    stop: str = Field("GOAL REACHED", min_length=1)
+    """The phrase the simulated user says once its goal is reached (a case's `conversation.stop` wins): the
+    conversation ends there, and counts as having reached its goal."""
+    max_turns: int = Field(6, ge=1, le=MAX_TURNS)
+    """The most user turns a simulated conversation takes (a case's `conversation.max_turns` may lower it)."""
 
 
 class PromptConfig(_Strict):
@@ -539,6 +558,9 @@ class RunConfig(_Strict):
     """Which split of a manifest dataset runs (`train`, `dev`, `acceptance`); defaults to the dataset's own."""
     judge: JudgeConfig | None = None
     """The pinned judge model; it does not follow `model`."""
+    simulator: SimulatorConfig | None = None
+    """The simulated user of a conversation suite whose cases say `conversation: {persona, goal ...}`
+    (evalkit.run.conversation); it does not follow `model`."""
     policy: Policy
     mode: Mode = Mode.REPLAY
     baseline: str | None = "default"

@@ -97,12 +97,17 @@ def _number(value: Decimal | None) -> float | None:
     return None if value is None else float(value)
 
 
+_SIDE_OF = {"task": "model", "user": "simulator"}
+"""Which side pays for a call, by its kind (evalkit.core.call_id); the judge's calls are the rest."""
+
+
 def money_section(calls: Mapping[str, Tokens], sides: Mapping[str, Side]) -> dict[str, Any]:
     """The run report's `execution.money`: the cost of every call (by call id), of every case (the model under
     test's calls of it, all samples; the judge is apart), of each side and of the run, with the price entry each
     side was priced at, so that a report read later is never repriced at another table's figures.
 
-    `calls` maps each call that got a reply to its tokens; `sides` maps `model` (and `judge`, if it judged) to its
+    `calls` maps each call that got a reply to its tokens; `sides` maps `model` (and `judge`, if it judged, and
+    `simulator`, if it simulated a user) to its
     name and entry. A side or a case with any call that cannot be priced has no cost (None), and the side says why;
     the calls of a side without an entry are not listed one by one, and without the model's entry `cases` is None."""
     per_call: dict[str, Decimal | None] = {}
@@ -112,7 +117,7 @@ def money_section(calls: Mapping[str, Tokens], sides: Mapping[str, Side]) -> dic
     reasons: dict[str, str] = {}
     for call_id, tokens in calls.items():
         which = CallId.parse(call_id)
-        role = "model" if which.kind == "task" else "judge"
+        role = _SIDE_OF.get(which.kind, "judge")
         side = sides[role]
         cost = call_cost(side.price, tokens)
         if side.price is not None:  # a side without an entry says so once, not once per call
@@ -126,8 +131,8 @@ def money_section(calls: Mapping[str, Tokens], sides: Mapping[str, Side]) -> dic
     section: dict[str, Any] = {"currency": CURRENCY}
     totals = []
     for role, side in sides.items():
-        if role == "judge" and not by_side[role]:
-            continue  # a suite that judges nothing shows no judge cost
+        if role != "model" and not by_side[role]:
+            continue  # a suite that judges (or simulates) nothing shows no such cost
         # a side without an entry has no cost even when none of its calls got a reply: never 0 for "unknown"
         total = _sum(by_side[role]) if side.price is not None else None
         totals.append(total)

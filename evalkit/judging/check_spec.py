@@ -158,6 +158,9 @@ class CheckSpec(BaseModel):
     no_tool_errors: bool | None = Field(None, alias="no-tool-errors")
     """`true`: no tool result is an error (an unknown tool, arguments that fail its schema, a tool that raised or
     timed out)."""
+    turn: int | Literal["every", "last"] | None = None
+    """A conversation case (evalkit.run.conversation): which assistant turn a reply check reads, N (from 1),
+    `every` turn (the first failing one is named) or the `last`; None: the case's outcome, its last turn."""
     reduce: Reducer = ALL
     """With `run.repeats=N`: how the N samples' outcomes become the test's (evalkit.core.reducer): `all` (the
     default), `majority`, `{mean: T}` or `{at_least: K}`."""
@@ -211,8 +214,18 @@ class CheckSpec(BaseModel):
                                  "file while it checks replies")
         return value
 
+    @field_validator("turn")
+    @classmethod
+    def _turn(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and value < 1:
+            raise ValueError(f"turn counts a conversation's assistant turns from 1, got {value}")
+        return value
+
     @model_validator(mode="after")
     def _judge_reads_the_reply(self) -> CheckSpec:
+        if self.turn is not None and self.call != "task":
+            raise ValueError(f"{self.name!r}: `turn` chooses the reply a reply check reads; a {self.kind} check "
+                             "takes none")
         if self.call == "judge" and self.field is not None:
             raise ValueError(f"{self.name!r}: a {self.kind} check shows the judge the whole reply; it takes no 'field'")
         if self.call == "trajectory":

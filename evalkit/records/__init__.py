@@ -28,23 +28,25 @@ if TYPE_CHECKING:
     from evalkit.records.labels import LABELS_FORMAT, Label, LabelsFile, LabelsHeader, read_labels
     from evalkit.records.trajectory import (
         MAX_TOOL_RESULT_CHARS,
+        AssistantTurn,
         FinalAnswer,
         ModelCall,
         Step,
         ToolResult,
         Trajectory,
+        UserTurn,
     )
 
-__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "ContentPart", "FinalAnswer", "Label", "LabelsFile",
+__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AssistantTurn", "ContentPart", "FinalAnswer", "Label", "LabelsFile",
            "LabelsHeader", "Message", "ModelCall", "NamedTool", "Reply", "Request", "Step", "TextPart", "Tool",
-           "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "read_labels"]
+           "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "UserTurn", "read_labels"]
 
 _MODULES = {
     "evalkit.records.call": ("ContentPart", "Message", "NamedTool", "Reply", "Request", "TextPart", "Tool", "ToolCall",
                              "ToolChoice", "Usage"),
     "evalkit.records.labels": ("LABELS_FORMAT", "Label", "LabelsFile", "LabelsHeader", "read_labels"),
-    "evalkit.records.trajectory": ("MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolResult",
-                                   "Trajectory"),
+    "evalkit.records.trajectory": ("MAX_TOOL_RESULT_CHARS", "AssistantTurn", "FinalAnswer", "ModelCall", "Step",
+                                   "ToolResult", "Trajectory", "UserTurn"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalkit.records.call import ToolCall
 
-__all__ = ["MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolCall", "ToolResult", "Trajectory",
-           "first_difference", "what_it_did"]
+__all__ = ["MAX_TOOL_RESULT_CHARS", "AssistantTurn", "FinalAnswer", "ModelCall", "Step", "ToolCall", "ToolResult",
+           "Trajectory", "UserTurn", "first_difference", "what_it_did"]
 
 MAX_TOOL_RESULT_CHARS = 4000
 """The longest tool result content kept, in characters: a tool may return a whole web page or file, and a
@@ -76,7 +76,26 @@ class FinalAnswer(_Record):
     text: str
 
 
-Step = Annotated[ModelCall | ToolCall | ToolResult | FinalAnswer, Field(discriminator="kind")]
+class UserTurn(_Record):
+    """A conversation's user turn: scripted in the case, or written by the simulated user (`call_id` its call)."""
+
+    kind: Literal["user_turn"] = "user_turn"
+    turn: int = Field(ge=1)
+    text: str
+    call_id: str | None = None
+    """The simulated user's call (`user/<case>@<turn>`); None for a scripted turn."""
+
+
+class AssistantTurn(_Record):
+    """A conversation's assistant turn: the reply to user turn `turn`, which the per-turn checks read."""
+
+    kind: Literal["assistant_turn"] = "assistant_turn"
+    turn: int = Field(ge=1)
+    text: str
+
+
+Step = Annotated[ModelCall | ToolCall | ToolResult | FinalAnswer | UserTurn | AssistantTurn,
+                 Field(discriminator="kind")]
 """One step of a trajectory, told apart by its `kind`."""
 
 
@@ -97,6 +116,14 @@ class Trajectory(_Record):
         """The tool results with their step numbers (1-based)."""
         return [(n, step) for n, step in enumerate(self.steps, 1) if isinstance(step, ToolResult)]
 
+    def assistant_turns(self) -> list[AssistantTurn]:
+        """A conversation's assistant turns, in turn order (empty for an agent's single task)."""
+        return [step for step in self.steps if isinstance(step, AssistantTurn)]
+
+    def user_turns(self) -> list[UserTurn]:
+        """A conversation's user turns, in turn order."""
+        return [step for step in self.steps if isinstance(step, UserTurn)]
+
 
 def what_it_did(step: Step) -> tuple[str, ...]:
     """What a step did, as two runs of a case are compared: the kind, and for a tool call the tool and its
@@ -109,7 +136,7 @@ def what_it_did(step: Step) -> tuple[str, ...]:
         return step.kind, step.tool, json.dumps(step.arguments, sort_keys=True, ensure_ascii=False)
     if isinstance(step, ToolResult):
         return step.kind, step.content, str(step.error), step.error_message or ""
-    if isinstance(step, FinalAnswer):
+    if isinstance(step, FinalAnswer | UserTurn | AssistantTurn):  # a conversation's turns by their text
         return step.kind, step.text
     return (step.kind,)
 

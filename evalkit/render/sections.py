@@ -63,6 +63,10 @@ def sections(report: RunReport, baseline: RunReport | None = None, *,
         if cost_data.get("judge_calls"):
             cost.append(("judge calls (apart)", f"{cost_data['judge_calls']}: {cost_data['judge_input_tokens']} "
                                                 f"input, {cost_data['judge_output_tokens']} output tokens"))
+        if cost_data.get("simulator_calls"):  # a conversation's simulated user (evalkit.run.conversation)
+            cost.append(("simulated user calls (apart)", f"{cost_data['simulator_calls']}: "
+                                                         f"{cost_data['simulator_input_tokens']} input, "
+                                                         f"{cost_data['simulator_output_tokens']} output tokens"))
     cost += money_rows(report, baseline)
     live = report.execution.get("live") or {}
     if live:

@@ -20,12 +20,14 @@ from pydantic import ValidationError
 from evalkit.core.report import RunReport
 from evalkit.core.untrusted import MAX_VALUE_CHARS, squeezed
 from evalkit.records.trajectory import (
+    AssistantTurn,
     FinalAnswer,
     ModelCall,
     Step,
     ToolCall,
     ToolResult,
     Trajectory,
+    UserTurn,
     first_difference,
 )
 
@@ -151,6 +153,10 @@ def _step(step: Step) -> StepView:
             text = f"{why}\n{step.content}".strip("\n") if step.content and step.content != why else why
             return StepView("tool_result", "tool error", f"answers {step.call_id}", *_clip(text), error=True)
         return StepView("tool_result", "tool result", f"answers {step.call_id}", *_clip(step.content))
+    if isinstance(step, UserTurn):  # a conversation's turns (evalkit.run.conversation)
+        return StepView("user_turn", f"user, turn {step.turn}", step.call_id or "", *_clip(step.text))
+    if isinstance(step, AssistantTurn):
+        return StepView("assistant_turn", f"assistant, turn {step.turn}", "", *_clip(step.text))
     return StepView("final_answer", "final answer", "", *_clip(step.text))
 
 
@@ -189,6 +195,9 @@ def step_line(step: Step | None, limit: int = MAX_VALUE_CHARS) -> str:
         return squeezed(f"{label}: {step.error_message or step.content}", limit)
     if isinstance(step, FinalAnswer):
         return squeezed(f"final answer: {step.text}", limit)
+    if isinstance(step, UserTurn | AssistantTurn):
+        who = "user" if isinstance(step, UserTurn) else "assistant"
+        return squeezed(f"{who}, turn {step.turn}: {step.text}", limit)
     return "a step"
 
 

@@ -41,8 +41,8 @@ from evalkit.run.recording import Miss, Recording, ToolEntry, lookup_tool, tool_
 if TYPE_CHECKING:
     from evalkit.run.execute import CallResult
 
-__all__ = ["Agent", "AgentOutcome", "TOOLS_FILE", "ToolResults", "agent_metrics", "run_agents", "suite_agent",
-           "trajectories_json"]
+__all__ = ["Agent", "AgentOutcome", "TOOLS_FILE", "ToolResults", "agent_metrics", "model_call", "run_agents",
+           "suite_agent", "trajectories_json"]
 
 TOOLS_FILE = "tools.py"
 """A suite with this file beside its task.py is an agent (unless `agent.tools` names another file)."""
@@ -183,7 +183,7 @@ def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
             if reply is None:
                 case.final = CallResult(result.status, reason=f"{step_id}: {result.reason}")
                 continue
-            case.steps.append(_model_call(step_id, model, reply, case.request, price))
+            case.steps.append(model_call(step_id, model, reply, case.request, price))
             if not reply.tool_calls:
                 case.steps.append(FinalAnswer(text=reply.text or ""))
                 case.final = CallResult(result.status, reply)
@@ -231,7 +231,8 @@ def _answer_all(calling: Sequence[tuple[_Case, str, Reply]], tools: ToolResults,
         return list(pool.map(one, calling))
 
 
-def _model_call(step_id: str, model: str, reply: Reply, request: Request, price: PriceEntry | None) -> ModelCall:
+def model_call(step_id: str, model: str, reply: Reply, request: Request, price: PriceEntry | None) -> ModelCall:
+    """One model call as a trajectory's step: its tokens (estimated where the reply gave none), cost and time."""
     usage = reply.usage
     input_tokens = usage.input_tokens
     output_tokens = usage.output_tokens

@@ -40,6 +40,7 @@ from evalkit.judging.checks import (
     planned_trajectory_judge,
 )
 from evalkit.judging.judge_health import answer_verdict
+from evalkit.judging.turns import judge_turns
 from evalkit.records.call import Request
 from evalkit.records.trajectory import Trajectory
 from evalkit.run.eval_block import CLASSIFIED, JUDGE_VERDICTS
@@ -133,6 +134,11 @@ class DeclaredCheck(pytest.Item):
             if outcome is not None and outcome.status in UNSCORED:  # not measured: the case is reported unscored
                 pytest.skip(f"unscored: {outcome.reason}")
             return judge_trajectory(spec, evalrun.run.trajectories.get(task))
+        if spec.call != "judge" and spec.turn is not None:
+            task = str(CallId.task(case.id, evalrun.sample))
+            evalrun.text_of(task)  # an outcome that never came skips (unscored) or fails first
+            return judge_turns(spec.turn, evalrun.run.trajectories.get(task),
+                               lambda text: judge(spec, text, case, self.load))
         if spec.call != "judge":
             return judge(spec, evalrun.text_of(str(CallId.task(case.id, evalrun.sample))), case, self.load)
         if spec.trajectory_goal is not None:

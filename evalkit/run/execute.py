@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from evalkit.core import collector
 from evalkit.core.call_id import CallId
-from evalkit.core.config import Mode, ModelConfig, RunSettings
+from evalkit.core.config import Mode, ModelConfig, RunSettings, SimulatorConfig
 from evalkit.core.dataset import Case
 from evalkit.core.errors import EvalkitError, InputError, OutageError, one_line
 from evalkit.core.money import Side, Tokens, money_section
@@ -37,6 +37,7 @@ from evalkit.live.retry import RetryPolicy, backoff_seconds
 from evalkit.programs.endpoint import Unserved
 from evalkit.records.call import Reply, Request
 from evalkit.run.agent_loop import Agent, ToolResults, run_agents
+from evalkit.run.conversation import Script, run_conversations
 from evalkit.run.journal import Journal
 from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.recording import (
@@ -126,18 +127,21 @@ class Execution:
     is none); its steps' calls are in `calls` as `task/<case>@<step>`."""
     trajectories: dict[str, Any] = field(default_factory=dict)
     """An agent suite: `task/<case>` -> its trajectory (records.trajectory.Trajectory)."""
+    reached: dict[str, int | None] = field(default_factory=dict)
+    """A suite of simulated conversations: `task/<case>` -> the assistant turns to its goal (None: not reached)."""
 
     def checked_calls(self) -> dict[str, CallResult]:
-        """What the checks read: every call, an agent case's outcome in place of its steps."""
+        """What the checks read: every call, an agent case's outcome in place of its steps (a conversation's in
+        place of its turns, the simulated user's among them)."""
         if not self.finals:
             return self.calls
         return {cid: r for cid, r in self.calls.items() if CallId.parse(cid).step == 0} | self.finals
 
 
-Planned = tuple[str, Request, str]  # call id, request, role ("model" or "judge")
+Planned = tuple[str, Request, str]  # call id, request, role ("model", "judge" or "simulator")
 
 
-_ROLES = {"model": "the model under test", "judge": "the judge"}
+_ROLES = {"model": "the model under test", "judge": "the judge", "simulator": "the simulated user"}
 
 
 def provider_limits(concurrency: int, models: Mapping[str, ModelConfig | None]) -> tuple[dict[str, int], str | None]:
@@ -162,7 +166,8 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
             judge: ModelConfig | None, mode: Mode, recording: Recording, where: str, version: str,
             live: LiveSetup | None = None, repeats: int = 1,
             prices: Mapping[str, PriceEntry] | None = None, samples: Mapping[str, int] | None = None,
-            prior: Execution | None = None, judge_repeats: int = 1, agent: Agent | None = None) -> Execution:
+            prior: Execution | None = None, judge_repeats: int = 1, agent: Agent | None = None,
+            conversations: Mapping[str, Script] | None = None, simulator: SimulatorConfig | None = None) -> Execution:
     """Obtain every call of the run, each sampled `repeats` times (evalkit.run.samples), and every judge call of
     each sample's reply `judge_repeats` times (`judge.repeats`: repeat r is `judge/<metric>/<case>~<r>`, sent with
     seed `options.seed + r`, so the judge's own samples are distinct calls, each recorded and replayed). With
@@ -172,7 +177,9 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     A run sampled in rounds (evalkit.run.rounds) gives `samples` (case id -> how many of its calls' samples, in
     place of `repeats`, which is then the most a case may take) and, after its first round, `prior`: the previous
     round's execution, whose calls are kept as they are and whose new recording entries are saved with this
-    round's. With `agent` (a suite with tools), each task call is an agent's loop (evalkit.run.agent_loop)."""
+    round's. With `agent` (a suite with tools), each task call is an agent's loop (evalkit.run.agent_loop); with
+    `conversations` (case id -> its script), each is a conversation (evalkit.run.conversation), its simulated users
+    played by `simulator`."""
     if mode is not Mode.REPLAY and live is None:
         raise ValueError(f"mode={mode} needs a LiveSetup")
     judged = task.judged and judge is not None
@@ -181,6 +188,10 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     calls: dict[str, CallResult] = dict(prior.calls) if prior is not None else {}
     finals: dict[str, CallResult] = dict(prior.finals) if prior is not None else {}
     trajectories: dict[str, Any] = dict(prior.trajectories) if prior is not None else {}
+    if simulator is not None:
+        caller.configs["simulator"] = simulator
+        caller.listed["simulator"] = price_of(prices or {}, simulator.name)
+    reached: dict[str, int | None] = dict(prior.reached) if prior is not None else {}
     if agent is not None and caller.tools is None:
         caller.tools = ToolResults(mode, recording, agent.toolbox,
                                    live.redact_reply if live is not None else (lambda text: text))
@@ -195,7 +206,19 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
             call_id = str(CallId.task(case.id, sample))
             if call_id not in calls and call_id not in finals:
                 planned.append((call_id, seeded(request, sample, repeats, call_id), "model"))
-    if agent is None:
+    def settle_turns(planned: int) -> None:
+        caller.refuse_misses(planned)
+        caller.raise_outage()
+
+    if conversations is not None:
+        talked = run_conversations([(call_id, request) for call_id, request, _ in planned], conversations,
+                                   simulator=simulator, wave=caller.wave, settle=settle_turns, model=model.name,
+                                   price=caller.listed["model"])
+        calls |= talked.steps
+        finals |= talked.finals
+        trajectories |= talked.trajectories
+        reached |= talked.reached
+    elif agent is None:
         calls |= caller.wave(planned)
         caller.refuse_misses(len(planned))
         caller.raise_outage()
@@ -254,6 +277,8 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
         if judged:
             assert judge is not None
             sides["judge"] = Side(judge.name, price_of(prices, judge.name))
+        if simulator is not None:
+            sides["simulator"] = Side(simulator.name, price_of(prices, simulator.name))
         stats["money"] = money_section(call_tokens(calls, caller.requests), sides)
     if live is not None:
         stats["live"] = {"sent": caller.sent, "retried": caller.retried,
@@ -264,7 +289,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     if agent is not None:
         stats["agent"] = agent_section(trajectories, caller.tools)
     return Execution(calls, caller.recording_to_save(version), stats, caller, finals=finals,
-                     trajectories=trajectories)
+                     trajectories=trajectories, reached=reached)
 
 
 class ProgramCalls:
@@ -609,16 +634,21 @@ def call_tokens(calls: Mapping[str, CallResult], requests: Mapping[str, Request]
 
 
 def cost_section(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> dict[str, Any]:
-    """Calls and tokens of the model under test (task calls), and of the judge apart from them, from the
+    """Calls and tokens of the model under test (task calls), and of the judge (and a simulated user) apart, from the
     provider's usage where it reported some and estimated (characters / 4) where not; says how many were
     estimated. Never a quality figure."""
     kinds = {cid: CallId.parse(cid).kind for cid in calls}
     task = _usage({cid: r for cid, r in calls.items() if kinds[cid] == "task"}, requests)
-    judge = _usage({cid: r for cid, r in calls.items() if kinds[cid] != "task"}, requests)
-    return {"model_calls": task["calls"], "input_tokens": task["input_tokens"],
-            "output_tokens": task["output_tokens"], "estimated_calls": task["estimated_calls"],
-            "judge_calls": judge["calls"], "judge_input_tokens": judge["input_tokens"],
-            "judge_output_tokens": judge["output_tokens"]}
+    judge = _usage({cid: r for cid, r in calls.items() if kinds[cid] == "judge"}, requests)
+    section = {"model_calls": task["calls"], "input_tokens": task["input_tokens"],
+               "output_tokens": task["output_tokens"], "estimated_calls": task["estimated_calls"],
+               "judge_calls": judge["calls"], "judge_input_tokens": judge["input_tokens"],
+               "judge_output_tokens": judge["output_tokens"]}
+    if "user" in kinds.values():  # a simulated user's calls (evalkit.run.conversation), apart from both
+        user = _usage({cid: r for cid, r in calls.items() if kinds[cid] == "user"}, requests)
+        section |= {"simulator_calls": user["calls"], "simulator_input_tokens": user["input_tokens"],
+                    "simulator_output_tokens": user["output_tokens"]}
+    return section
 
 
 def _usage(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> dict[str, Any]:

@@ -25,6 +25,16 @@ def agent_settings(config: RunConfig) -> dict[str, Any]:
     return {"max_steps": config.agent.max_steps, "tool_choice": config.agent.tool_choice}
 
 
+def simulator_settings(config: RunConfig) -> dict[str, Any] | None:
+    """What of the simulated user changes a conversation (the `simulator` component of its key): its model, the
+    options sent, its persona prompt, its stop phrase and its turn limit; None when the run simulates no user."""
+    sim = config.simulator
+    if sim is None:
+        return None
+    return {"model": sim.name, **reply_settings(sim.options, sim.structured_output), "prompt": sim.prompt,
+            "stop": sim.stop, "max_turns": sim.max_turns}
+
+
 def run_settings(config: RunConfig, tools: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the key's fingerprints cover, by group: the suite's components as composed, and the model's and the
     judge's reply settings (the options sent, the structured-output dialect; the judge's `repeats` when above 1); for
@@ -40,6 +50,9 @@ def run_settings(config: RunConfig, tools: dict[str, Any] | None = None) -> dict
         settings["judge"] = reply_settings(config.judge.options, config.judge.structured_output)
         if config.judge.repeats > 1:  # absent at 1, so every judge's fingerprint from before repeats stays as it was
             settings["judge"]["repeats"] = config.judge.repeats
+    simulator = simulator_settings(config)
+    if simulator is not None:
+        settings["simulator"] = simulator
     return settings_as_values(settings)
 
 
@@ -52,6 +65,9 @@ def run_key(config: RunConfig, dataset: Dataset, prompt_text: str,
     components = {g: (config.choices.get(g, g), s) for g, s in config.components.items()}
     if tools is not None:
         components["agent"] = ("agent", agent_settings(config))
+    simulator = simulator_settings(config)
+    if simulator is not None:  # a changed persona prompt is a changed component, named as `simulator.prompt`
+        components["simulator"] = (config.choices.get("simulator", simulator["model"]), simulator)
     return build_key(
         suite=config.suite.name, dataset=dataset, model=config.model.name,
         deployment=config.model.deployment, api_version=config.model.api_version,

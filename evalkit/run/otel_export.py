@@ -90,11 +90,12 @@ def call_spans(calls: Mapping[str, CallResult], requests: Mapping[str, Request],
     out: dict[str, list[CallSpan]] = {}
     for case, ids in by_case.items():
         cursor, spans = started_ns, []
-        # the task's samples first, then the judge's, as the run made them
-        for parsed, call_id in sorted(ids, key=lambda item: (item[0].kind != "task", item[0].metric,
-                                                             item[0].sample)):
+        # the task's samples first (a conversation's turns in order, the simulated user's before the reply to
+        # it), then the judge's, as the run made them
+        for parsed, call_id in sorted(ids, key=lambda item: (item[0].kind == "judge", item[0].metric,
+                                                             item[0].sample, item[0].step, item[0].kind == "task")):
             result = calls[call_id]
-            role = "model" if parsed.kind == "task" else "judge"
+            role = {"task": "model", "user": "simulator"}.get(parsed.kind, "judge")
             reply = result.reply
             lasted = int((reply.latency_ms or 0.0) * 1e6) if reply is not None else 0
             start = result.sent_ns if result.sent_ns is not None else cursor

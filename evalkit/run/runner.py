@@ -49,6 +49,7 @@ from evalkit.programs.isolation import probe_isolation
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.agent_loop import Agent, agent_metrics, suite_agent, trajectories_json
 from evalkit.run.canonical import canonical_text
+from evalkit.run.conversation import conversation_metrics, scripts_of
 from evalkit.run.declared import read_checks, with_check_judges
 from evalkit.run.destinations import check_run_destinations
 from evalkit.run.eval_block import kept_text
@@ -109,6 +110,10 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
     prompt_path = project_path(config.prompt.file)
     prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
     agent = suite_agent(config.agent, suite_dir)  # its tools are part of the identity
+    if agent is not None and scripts_of(dataset.cases, shown(project_path(config.dataset.file))) is not None:
+        agent.toolbox.close()
+        raise ConfigError(f"suite {config.suite.name}: a suite with tools cannot run conversation cases yet (its "
+                          "cases' 'conversation' field); drop the tools, or the conversations")
     try:
         return _run_model_suite(config, suite_dir, dataset, prompt_path, prompt_text, agent, baseline,
                                 baseline_name)
@@ -135,6 +140,13 @@ def _run_model_suite(config: RunConfig, suite_dir: Path, dataset: Dataset, promp
     most = config.run.most_samples
     _refuse_unreachable_reducers(declared, most, suite_dir)
     task = with_check_judges(task, declared, replies)
+    scripts = scripts_of(dataset.cases, shown(project_path(config.dataset.file) if config.dataset.file else suite_dir))
+    looped = agent is not None or scripts is not None  # cases of several calls, each with its trajectory
+    simulated = sorted(case for case, script in (scripts or {}).items() if script.simulated)
+    if simulated and config.simulator is None:
+        raise ConfigError(f"case {simulated[0]} (and {len(simulated) - 1} more) has a simulated user (conversation: "
+                          "{persona, goal}), but the run has no simulator: add `- /simulator: NAME` to the suite "
+                          "option's defaults, or pass simulator=NAME")
 
     def run_input(execution: Execution, provenance: Provenance) -> RunInput:
         return RunInput(
@@ -156,7 +168,7 @@ def _run_model_suite(config: RunConfig, suite_dir: Path, dataset: Dataset, promp
             return execute(task=task, cases=dataset.cases, prompt=prompt_text, model=config.model,
                            judge=config.judge, mode=config.mode, recording=recording, where=shown(rec_path),
                            version=__version__, live=live, repeats=most, prices=config.prices, samples=samples,
-                           prior=prior, agent=agent,
+                           prior=prior, agent=agent, conversations=scripts, simulator=config.simulator,
                            judge_repeats=config.judge.repeats if config.judge is not None else 1)
 
         if not config.run.sequential:
@@ -184,19 +196,24 @@ def _run_model_suite(config: RunConfig, suite_dir: Path, dataset: Dataset, promp
         providers = {"model": _provider(config.model, "the model under test")}
         if config.judge is not None and task.judged:
             providers["judge"] = _provider(config.judge, "the suite's pinned judge")
+        if config.simulator is not None and scripts is not None and any(s.simulated for s in scripts.values()):
+            providers["simulator"] = _provider(config.simulator, "the simulated user")
         notify = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
         with recording_lock(rec_path, config.run.lock_timeout_s, notify):
             recording, execution = _record(config, key, settings, rec_path, redact, providers, run_calls, notify)
 
     texts = {"prompt": kept_text(prompt_text, config.prompt.version, shown(prompt_path), redact)}
     extra: dict[str, Any] = {"execution": execution.stats, "texts": texts}
-    if agent is not None:  # each case's trajectory, cut and (with the whole report) redacted like the outputs
+    if looped:  # each case's trajectory, cut and (with the whole report) redacted like the outputs
         extra["trajectories"] = trajectories_json(execution.trajectories)
     finish = None
-    if agent is not None:
+    if looped:
         def finish(data: dict[str, Any]) -> None:  # the agent's metrics need the checks' outcomes per case
             cases = [c for c in data.get("cases", ()) if isinstance(c, dict)]
-            data.setdefault("metrics", {}).update(agent_metrics(cases, execution.trajectories))
+            if agent is not None:
+                data.setdefault("metrics", {}).update(agent_metrics(cases, execution.trajectories))
+            if execution.reached:
+                data.setdefault("metrics", {}).update(conversation_metrics(cases, execution.reached))
     report, report_path = _check_and_report(config, suite_dir, run_input(execution, recording.provenance), redact,
                                             extra, sequential=_sequential(config, execution, baseline, baseline_name),
                                             finish=finish)
@@ -210,7 +227,8 @@ def _export_trace(config: RunConfig, execution: Execution, report: RunReport, re
     """Write `run.otel_export`: the run's calls as OTLP JSON, each case's span with its outcome from the report."""
     assert config.run.otel_export is not None and config.model is not None
     requests = execution.caller.requests if execution.caller is not None else {}
-    providers = {"model": config.model.provider} | ({"judge": config.judge.provider} if config.judge else {})
+    providers = {"model": config.model.provider} | ({"judge": config.judge.provider} if config.judge else {}) | (
+        {"simulator": config.simulator.provider} if config.simulator else {})
     passed = {str(case["id"]): bool(case["passed"]) for case in report.cases
               if isinstance(case.get("passed"), bool) and case.get("status") != "unscored"}
     spans = call_spans(execution.calls, requests, providers, started_ns)
@@ -508,11 +526,11 @@ def redactor_for(config: RunConfig) -> Redactor:
 
 
 def _key_variables(config: RunConfig) -> list[str]:
-    """The environment variables holding the run's credentials: `api_key_env` and `token_env` of the model and the
-    judge, those their providers read by themselves (Bedrock's AWS chain), and any variable named like a credential
-    that the config reads through `${oc.env:...}`."""
+    """The environment variables holding the run's credentials: `api_key_env` and `token_env` of the model, the
+    judge and the simulated user, those their providers read by themselves (Bedrock's AWS chain), and any variable
+    named like a credential that the config reads through `${oc.env:...}`."""
     names: list[str] = []
-    for model in (config.model, config.judge):
+    for model in (config.model, config.judge, config.simulator):
         if model is not None:
             names += [n for n in (model.api_key_env, model.token_env) if n]
             names += provider_spec(model.provider).credential_env
@@ -571,7 +589,8 @@ def _record(config: RunConfig, key: EvalKey, settings: dict[str, Any], rec_path:
     recording = recording.model_copy(update={"settings": settings})
     reusable = reusable_calls(rec_path.parent, key) if config.mode is Mode.RECORD_MISSING else {}
     at_once, lowered = provider_limits(config.run.concurrency,
-                                       {role: config.model if role == "model" else config.judge for role in providers})
+                                       {role: {"model": config.model, "judge": config.judge,
+                                               "simulator": config.simulator}[role] for role in providers})
     if lowered:
         # a note on stderr before any call (stdout begins with the decision); an outage's own line follows it
         notify(lowered)
