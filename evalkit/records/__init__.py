@@ -37,9 +37,9 @@ if TYPE_CHECKING:
         UserTurn,
     )
 
-__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AssistantTurn", "ContentPart", "FinalAnswer", "Label", "LabelsFile",
-           "LabelsHeader", "Message", "ModelCall", "NamedTool", "Reply", "Request", "Step", "TextPart", "Tool",
-           "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "UserTurn", "read_labels"]
+__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AssistantTurn", "ContentPart", "FinalAnswer", "Label",
+           "LabelsFile", "LabelsHeader", "Message", "ModelCall", "NamedTool", "Reply", "Request", "Step", "TextPart",
+           "Tool", "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "UserTurn", "read_labels"]
 
 _MODULES = {
     "evalkit.records.call": ("ContentPart", "Message", "NamedTool", "Reply", "Request", "TextPart", "Tool", "ToolCall",
