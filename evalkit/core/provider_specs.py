@@ -72,6 +72,9 @@ class ProviderSpec:
     tool_choices: tuple[ToolChoiceName, ...] = ()
     """The tool choices it can send (`named`: one tool forced); a request with another is refused before any call,
     naming the provider and the choice. Empty: it does not speak tool calling."""
+    media: tuple[str, ...] = ()
+    """The kinds of media part it sends in its own wire format (`image`); a run whose dataset names images is
+    refused up front, naming the provider and the part, when its model's provider lacks `image`. Empty: text only."""
 
 
 PROVIDERS: Kind[ProviderSpec] = Kind(GROUP, "provider", ProviderSpec, lambda spec: spec.name)

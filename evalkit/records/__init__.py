@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from evalkit.records.call import (
         ContentPart,
+        ImagePart,
         Message,
         NamedTool,
         Reply,
@@ -35,13 +36,13 @@ if TYPE_CHECKING:
         Trajectory,
     )
 
-__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "ContentPart", "FinalAnswer", "Label", "LabelsFile",
+__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "ContentPart", "FinalAnswer", "ImagePart", "Label", "LabelsFile",
            "LabelsHeader", "Message", "ModelCall", "NamedTool", "Reply", "Request", "Step", "TextPart", "Tool",
            "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "read_labels"]
 
 _MODULES = {
-    "evalkit.records.call": ("ContentPart", "Message", "NamedTool", "Reply", "Request", "TextPart", "Tool", "ToolCall",
-                             "ToolChoice", "Usage"),
+    "evalkit.records.call": ("ContentPart", "ImagePart", "Message", "NamedTool", "Reply", "Request", "TextPart", "Tool",
+                             "ToolCall", "ToolChoice", "Usage"),
     "evalkit.records.labels": ("LABELS_FORMAT", "Label", "LabelsFile", "LabelsHeader", "read_labels"),
     "evalkit.records.trajectory": ("MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolResult",
                                    "Trajectory"),

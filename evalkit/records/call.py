@@ -8,14 +8,18 @@ messages, content parts) is left out of the serialised form while it holds its d
 of them dumps, and so fingerprints, exactly as it did before it existed. Recordings, baselines and eval keys made
 before the fields existed read and match unchanged.
 
-A message's `content` is text, or a tuple of parts. Only text parts exist today; parts are a discriminated union on
-`kind` so an image part (the media issue) joins without changing how text reads.
+A message's `content` is text, or a tuple of parts: a discriminated union on `kind`, text and images. An image part
+holds what identifies the image (its media type, SHA-256, size and path relative to the dataset), never its bytes:
+a recording keeps the hash and the size, and the request fingerprint covers the bytes through the hash. The bytes
+are read from the file when the request is sent (ImagePart.data), and checked against the hash then.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -23,14 +27,17 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
     model_validator,
 )
 
-__all__ = ["ContentPart", "Message", "NamedTool", "Reply", "Request", "TextPart", "Tool", "ToolCall", "ToolChoice",
-           "Usage", "parse_arguments"]
+from evalkit.core.errors import InputError
+
+__all__ = ["IMAGE_TYPES", "ContentPart", "ImagePart", "Message", "NamedTool", "Reply", "Request", "TextPart", "Tool",
+           "ToolCall", "ToolChoice", "Usage", "parse_arguments"]
 
 TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 """A tool's name: what every provider accepts (OpenAI's and Anthropic's rule, Gemini's and Bedrock's too)."""
@@ -55,8 +62,51 @@ class TextPart(_Call):
     text: str
 
 
-ContentPart = Annotated[TextPart, Field(discriminator="kind")]
-"""One part of a message's content, told apart by its `kind` (text today; images come with the media issue)."""
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
+"""The image media types a part may carry (what every provider that takes images accepts)."""
+
+ImageType = Literal["image/png", "image/jpeg", "image/webp", "image/gif"]
+
+
+class ImagePart(_Call):
+    """An image in a message: what identifies it, not its bytes (see the module's docstring).
+
+    `media_type` is what the bytes are (sniffed from them by evalkit.core.media), whatever the file's name says."""
+
+    kind: Literal["image"] = "image"
+    media_type: ImageType
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The SHA-256 of the bytes: the request's fingerprint covers the image through it."""
+    size: int = Field(ge=0)
+    """The bytes' length."""
+    path: str = Field(min_length=1)
+    """The file, relative to the dataset's folder (POSIX separators): where a reviewer finds the image."""
+    _source: Path | None = PrivateAttr(default=None)
+
+    def located(self, source: Path) -> ImagePart:
+        """This part, read from `source` (the file on this machine) when it is sent."""
+        part = self.model_copy()
+        part._source = source
+        return part
+
+    def data(self) -> bytes:
+        """The image's bytes, read now from its file and checked against `sha256` and `size`: a file changed since
+        the dataset was read is refused, never sent under the old hash."""
+        if self._source is None:
+            raise InputError(f"image {self.path}: no file to read it from (a part rebuilt from a recording "
+                             "cannot be sent; build the request from the dataset's case)")
+        try:
+            data = self._source.read_bytes()
+        except OSError as error:
+            raise InputError(f"image {self.path}: cannot read {self._source} ({error.strerror or error})") from None
+        if len(data) != self.size or hashlib.sha256(data).hexdigest() != self.sha256:
+            raise InputError(f"image {self.path}: the file changed since the dataset was read (SHA-256 "
+                             f"{self.sha256[:12]}...); run again")
+        return data
+
+
+ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="kind")]
+"""One part of a message's content, told apart by its `kind`: text or an image."""
 
 
 def parse_arguments(text: str) -> JsonValue:
@@ -125,6 +175,13 @@ class Message(_Call):
             return self.content
         return "".join(part.text for part in self.content if isinstance(part, TextPart))
 
+    @property
+    def images(self) -> tuple[ImagePart, ...]:
+        """The content's image parts, in order (none for text)."""
+        if isinstance(self.content, str):
+            return ()
+        return tuple(part for part in self.content if isinstance(part, ImagePart))
+
 
 _NO_ARGUMENTS: dict[str, JsonValue] = {"type": "object", "properties": {}}
 
@@ -187,6 +244,11 @@ class Request(_Call):
     def tool(self, name: str) -> Tool | None:
         """The offered tool of that name, if any."""
         return next((tool for tool in self.tools if tool.name == name), None)
+
+    @property
+    def images(self) -> tuple[ImagePart, ...]:
+        """Every image part the request carries, message by message."""
+        return tuple(part for message in self.messages for part in message.images)
 
 
 class Usage(_Call):

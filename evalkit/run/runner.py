@@ -56,6 +56,7 @@ from evalkit.run.execute import Execution, LiveSetup, ProgramCalls, execute, pro
 from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
+from evalkit.run.media import attach_images, refuse_images
 from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.otel_export import call_spans, export_text, write_export
 from evalkit.run.plugin import RUN_OPTION
@@ -106,6 +107,8 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
     suite_dir = project_path(config.suite.path)
     dataset = load_cases(project_path(config.dataset.file), config.dataset.fields, config.dataset.name,
                          config.dataset.version, config.dataset.limits)
+    dataset = attach_images(dataset, config.dataset.images, project_path(config.dataset.file), config.dataset.limits)
+    refuse_images(config.model, dataset, config.dataset.images)  # up front: never a refusal mid-run
     prompt_path = project_path(config.prompt.file)
     prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
     agent = suite_agent(config.agent, suite_dir)  # its tools are part of the identity

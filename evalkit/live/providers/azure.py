@@ -56,4 +56,4 @@ def create(config: ModelConfig) -> AzureOpenAIProvider:
 
 SPEC = ProviderSpec(name="azure", factory=create, dialects=DIALECTS, stop_reasons=STOP_REASONS, extra="openai",
                     requirements=("openai",), settings=("deployment", "api_version", "token_env"),
-                    tool_stop_reasons=TOOL_STOP_REASONS, tool_choices=TOOL_CHOICES)
+                    tool_stop_reasons=TOOL_STOP_REASONS, tool_choices=TOOL_CHOICES, media=("image",))

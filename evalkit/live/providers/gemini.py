@@ -25,7 +25,7 @@ from evalkit.live.providers.toolcalls import (
     refuse_unsendable,
     unsupported,
 )
-from evalkit.records.call import NamedTool, Reply, Request, ToolCall, Usage
+from evalkit.records.call import ImagePart, Message, NamedTool, Reply, Request, TextPart, ToolCall, Usage
 
 if TYPE_CHECKING:
     from google import genai
@@ -121,9 +121,12 @@ class GeminiProvider:
                 answering = True
                 continue
             if message.role == "user" and answering:
-                turns[-1][1].append(sdk.Part(text=message.text))
+                turns[-1][1].extend(self._parts(message) if message.images else [sdk.Part(text=message.text)])
                 continue
             answering = False
+            if message.images:
+                turns.append(("user", self._parts(message)))
+                continue
             parts = [sdk.Part(text=message.text)] if message.text or not message.tool_calls else []
             parts += [sdk.Part(function_call=sdk.FunctionCall(
                 name=call.tool, args=object_arguments(self._name, "gemini", call.arguments, call.id)),
@@ -131,6 +134,14 @@ class GeminiProvider:
                 for call in message.tool_calls]
             turns.append(("model" if message.role == "assistant" else "user", parts))
         return [sdk.Content(role=role, parts=parts) for role, parts in turns]
+
+    def _parts(self, message: Message) -> list[Any]:
+        """A user message with images as parts in their order, each image `inline_data` (its bytes and type)."""
+        sdk = self._types
+        assert not isinstance(message.content, str)  # a message with images has parts
+        return [sdk.Part(inline_data=sdk.Blob(mime_type=part.media_type, data=part.data()))
+                if isinstance(part, ImagePart) else sdk.Part(text=part.text)
+                for part in message.content if not isinstance(part, TextPart) or part.text]
 
     def _signature(self, call: ToolCall) -> bytes | None:
         """A call's thought signature as Gemini sent it (bytes); refused when the recorded text is not base64."""
@@ -285,5 +296,5 @@ TOOL_CHOICES: tuple[ToolChoiceName, ...] = ("auto", "none", "required", "named")
 """The function-calling modes AUTO, NONE and ANY (required; named: ANY with one allowed function name)."""
 
 SPEC = ProviderSpec(name="gemini", factory=create, stop_reasons=STOP_REASONS, extra="gemini",
-                    requirements=("google-genai",), tool_choices=TOOL_CHOICES)
+                    requirements=("google-genai",), tool_choices=TOOL_CHOICES, media=("image",))
 """Gemini stops with `stop` after calling a function: it has no stop reason of its own for tool use."""

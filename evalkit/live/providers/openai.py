@@ -13,9 +13,10 @@ from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.dialects import response_format, schema_message
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
+from evalkit.live.providers.media import data_uri
 from evalkit.live.providers.sdkwire import httpx_client, httpx_module
 from evalkit.live.providers.toolcalls import refuse_unsendable
-from evalkit.records.call import Message, NamedTool, Reply, Request, ToolCall, Usage, parse_arguments
+from evalkit.records.call import ImagePart, Message, NamedTool, Reply, Request, ToolCall, Usage, parse_arguments
 
 if TYPE_CHECKING:
     import openai
@@ -162,8 +163,9 @@ class OpenAIProvider:
 def wire_message(message: Message) -> dict[str, Any]:
     """A message as chat completions take it: content parts as their text; an assistant turn's tool calls with
     their arguments as JSON text (`content` null when it only calls tools, as the API writes such a turn); a tool
-    result as role `tool` with its `tool_call_id` (the API has no error flag: the content says what failed)."""
-    wire: dict[str, Any] = {"role": message.role, "content": message.text}
+    result as role `tool` with its `tool_call_id` (the API has no error flag: the content says what failed). A
+    message with images is a list of parts in their order, each image a `data:` URI in an `image_url` part."""
+    wire: dict[str, Any] = {"role": message.role, "content": _content(message) if message.images else message.text}
     if message.tool_calls:
         wire["content"] = message.text or None
         wire["tool_calls"] = [{"id": call.id, "type": "function",
@@ -172,6 +174,12 @@ def wire_message(message: Message) -> dict[str, Any]:
     if message.tool_call_id is not None:
         wire["tool_call_id"] = message.tool_call_id
     return wire
+
+
+def _content(message: Message) -> list[dict[str, Any]]:
+    assert not isinstance(message.content, str)  # a message with images has parts
+    return [{"type": "image_url", "image_url": {"url": data_uri(part)}} if isinstance(part, ImagePart)
+            else {"type": "text", "text": part.text} for part in message.content]
 
 
 def _tool_call(call: Any) -> ToolCall:
@@ -222,7 +230,7 @@ def create(config: ModelConfig) -> OpenAIProvider:
 
 SPEC = ProviderSpec(name="openai", factory=create, dialects=DIALECTS, stop_reasons=STOP_REASONS, extra="openai",
                     requirements=("openai",), tool_stop_reasons=TOOL_STOP_REASONS,
-                    tool_choices=TOOL_CHOICES)
+                    tool_choices=TOOL_CHOICES, media=("image",))
 
 
 def _server_timings(completion: Any, latency_ms: float) -> float | None:
