@@ -113,16 +113,13 @@ class Case:
 
     id: str
     fields: dict[str, Any] = field(default_factory=dict)
-    media: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    """The fields that name an image (dataset.images), as image parts ready to send (evalkit.records.ImagePart):
-    `case.receipt` reads the part here, while `fields` keeps its description (media type, SHA-256, size, path),
-    which is what the checks and the reports see. Empty outside the process that builds requests."""
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("fields", "media"):  # not yet set (while copying or unpickling): no recursion through them
+        if name == "fields":  # not yet set (while copying or unpickling): no recursion through it
             raise AttributeError(name)
-        if name in self.media:
-            return self.media[name]
+        media = self.__dict__.get("_media", {})
+        if name in media:
+            return media[name]
         try:
             return self.fields[name]
         except KeyError:
@@ -132,6 +129,21 @@ class Case:
         if name in self.media:
             return self.media[name]
         return self.fields.get(name, default)
+
+    @property
+    def media(self) -> dict[str, Any]:
+        """The fields that name an image (dataset.images), as image parts ready to send (evalkit.records.ImagePart):
+        `case.receipt` reads the part here, while `fields` keeps its description (media type, SHA-256, size, path),
+        which is what the checks and the reports see. Empty outside the process that builds requests: it is no
+        dataclass field, so it never reaches run_input or a report."""
+        media: dict[str, Any] = self.__dict__.get("_media", {})
+        return media
+
+    def with_media(self, media: dict[str, Any]) -> Case:
+        """This case with its image parts (see `media`)."""
+        case = Case(self.id, self.fields)
+        object.__setattr__(case, "_media", dict(media))
+        return case
 
 
 @dataclass(frozen=True)

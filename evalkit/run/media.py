@@ -50,7 +50,7 @@ def attach_images(dataset: Dataset, fields: tuple[str, ...], dataset_file: Path,
                              f"dataset.limits.max_request_image_bytes ({limits.max_request_image_bytes:,}), what one "
                              "request may carry; use smaller images, or raise the limit")
         described = {name: part.model_dump(mode="json") for name, part in media.items()}
-        cases.append(replace(case, fields={**case.fields, **described}, media=media))
+        cases.append(replace(case, fields={**case.fields, **described}).with_media(media))
     sha = fingerprint({"dataset": dataset.sha, "images": list(fields), "image_sha256": hashes})
     return replace(dataset, sha=sha, cases=tuple(cases))
 

@@ -1,0 +1,99 @@
+"""evalkit.run.media: a dataset's images read into image parts and bound into its fingerprint; a provider that takes
+no images refused before any call."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_provider_contract import tiny_png
+
+from evalkit.core.config import ModelConfig
+from evalkit.core.dataset import DatasetLimits, load_dataset
+from evalkit.core.errors import InputError
+from evalkit.records.call import ImagePart, Message, Request, TextPart
+from evalkit.run.media import attach_images, refuse_images
+from evalkit.run.recording import request_fingerprint
+
+
+def _dataset(tmp_path: Path, pixels: dict[str, int] | None = None) -> Path:
+    (tmp_path / "images").mkdir(exist_ok=True)
+    cases = []
+    for case_id, red in (pixels or {"a": 10, "b": 20}).items():
+        (tmp_path / "images" / f"{case_id}.png").write_bytes(tiny_png(red))
+        cases.append({"id": case_id, "receipt": f"images/{case_id}.png", "total": "1.00"})
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps({"name": "r", "version": "1", "cases": cases}))
+    return path
+
+
+def _load(path: Path, limits: DatasetLimits | None = None) -> object:
+    return attach_images(load_dataset(path), ("receipt",), path, limits or DatasetLimits())
+
+
+def test_a_named_field_becomes_an_image_part_and_its_description(tmp_path: Path) -> None:
+    path = _dataset(tmp_path)
+    case = _load(path).cases[0]  # type: ignore[attr-defined]
+    part = case.receipt
+    assert isinstance(part, ImagePart) and part.data() == tiny_png(10)
+    # what the checks and the reports see: the description, never the bytes
+    assert case.fields["receipt"] == part.model_dump(mode="json")
+    assert set(case.fields["receipt"]) == {"kind", "media_type", "sha256", "size", "path"}
+    assert case.fields["receipt"]["path"] == "images/a.png"
+
+
+def test_one_changed_pixel_changes_the_dataset_fingerprint_and_the_request_fingerprint(tmp_path: Path) -> None:
+    path = _dataset(tmp_path)
+    before = _load(path)
+    (tmp_path / "images" / "b.png").write_bytes(tiny_png(21))
+    after = _load(path)
+    assert before.sha != after.sha  # type: ignore[attr-defined]
+    assert load_dataset(path).sha == load_dataset(path).sha  # the JSON itself did not change: the image did
+
+    def request(dataset: object) -> Request:
+        case = dataset.cases[1]  # type: ignore[attr-defined]
+        return Request(model="m", messages=(Message(role="user", content=(TextPart(text="Total?"), case.receipt)),))
+
+    assert request_fingerprint(request(before)) != request_fingerprint(request(after))
+
+
+def test_without_images_the_dataset_is_unchanged(tmp_path: Path) -> None:
+    path = _dataset(tmp_path)
+    plain = load_dataset(path)
+    assert attach_images(plain, (), path, DatasetLimits()) is plain
+
+
+def test_a_case_without_the_named_field_is_refused(tmp_path: Path) -> None:
+    path = _dataset(tmp_path)
+    data = json.loads(path.read_text())
+    del data["cases"][1]["receipt"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match="case 'b', field 'receipt': missing; dataset.images names it"):
+        _load(path)
+
+
+def test_the_images_of_one_request_are_limited_in_all(tmp_path: Path) -> None:
+    path = _dataset(tmp_path)
+    size = len(tiny_png(10))
+    limits = DatasetLimits(max_image_bytes=size, max_request_image_bytes=size - 1)
+    with pytest.raises(InputError, match=r"case 'a' names \d+ bytes of images, more than "
+                                         r"dataset.limits.max_request_image_bytes"):
+        _load(path, limits)
+    with pytest.raises(InputError, match="dataset.limits.max_image_bytes"):
+        _load(path, DatasetLimits(max_image_bytes=size - 1))
+
+
+def test_the_parts_stay_out_of_what_the_checks_are_handed(tmp_path: Path) -> None:
+    import msgspec
+    case = _load(_dataset(tmp_path)).cases[0]  # type: ignore[attr-defined]
+    handed = msgspec.to_builtins(case)
+    assert handed == {"id": "a", "fields": case.fields}
+
+
+def test_a_provider_that_takes_no_images_is_refused_up_front_naming_it_and_the_part(tmp_path: Path) -> None:
+    dataset = _load(_dataset(tmp_path))
+    with pytest.raises(InputError, match=r"^model.provider=llamacpp takes no images, and case 'a' sends the image "
+                                         r"part 'receipt' \(images/a.png\)"):
+        refuse_images(ModelConfig(name="smollm2", provider="llamacpp"), dataset, ("receipt",))  # type: ignore[arg-type]
+    refuse_images(ModelConfig(name="gpt", provider="openai"), dataset, ("receipt",))  # type: ignore[arg-type]
