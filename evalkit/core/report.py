@@ -97,6 +97,9 @@ class RunReport:
     """A run that sampled in rounds (`run.repeats=auto`): its settings and each case's samples; None otherwise."""
     judges: Mapping[str, JudgedCheck] = field(default_factory=dict)
     """Per judged declared check: the judge's repeats, each reply's verdicts, self-agreement and flips."""
+    media: Mapping[str, Any] = field(default_factory=dict)
+    """Per case with images (dataset.images): each image's field, description and thumbnail (a `data:` URI, or
+    None with why); report.html shows the thumbnails. Empty for runs without images."""
 
     @property
     def judge_flips(self) -> dict[str, str]:
@@ -190,7 +193,7 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
     if not isinstance(provenance, dict):
         raise InputError(f"{where}: 'provenance' is {type(provenance).__name__}; it must be an object "
                          "(or absent): regenerate the report with `evalkit run`")
-    for name in ("slices", "execution", "dataset", "candidate", "texts"):
+    for name in ("slices", "execution", "dataset", "candidate", "texts", "media"):
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")
     return RunReport(data["eval"], outcomes, cases, provenance, _metrics(data.get("metrics"), where),
@@ -198,7 +201,8 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
                      _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages,
                      repeats=repeats, critical=_critical(data.get("critical_checks"), where),
                      classification=_mapping(data.get("classification")), texts=_texts(data.get("texts"), where),
-                     sequential=_sequential(data.get("sequential"), where), judges=_judges(data.get("judges"), where))
+                     sequential=_sequential(data.get("sequential"), where), judges=_judges(data.get("judges"), where),
+                     media=_mapping(data.get("media")))
 
 
 def _judges(value: Any, where: str) -> dict[str, JudgedCheck]:

@@ -8,6 +8,8 @@ so an image changed by one pixel is a changed dataset, and its recorded requests
 
 from __future__ import annotations
 
+import base64
+import io
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +22,12 @@ from evalkit.core.media import read_image
 from evalkit.core.provider_specs import provider_spec
 from evalkit.records.call import ImagePart
 
-__all__ = ["attach_images", "refuse_images"]
+__all__ = ["THUMBNAIL_MAX_BYTES", "attach_images", "media_section", "refuse_images"]
+
+THUMBNAIL_MAX_BYTES = 48 * 1024
+"""The largest image a report carries as its own thumbnail (a `data:` URI, shown sized down by report.html). A larger
+one is drawn down to 128 pixels with Pillow when it is installed (the `media` extra), and otherwise shown by its
+description alone: a report must stay small enough to read and review."""
 
 
 def attach_images(dataset: Dataset, fields: tuple[str, ...], dataset_file: Path, limits: DatasetLimits) -> Dataset:
@@ -73,3 +80,47 @@ def refuse_images(model: ModelConfig, dataset: Dataset, fields: tuple[str, ...])
     raise InputError(f"model.provider={model.provider} takes no images, and case {case.id!r} sends the image part "
                      f"{fields[0]!r} ({part.path}); choose a model whose provider takes images (openai, azure, "
                      "anthropic, gemini, bedrock, ollama), or remove dataset.images")
+
+
+def media_section(dataset: Dataset, fields: tuple[str, ...]) -> dict[str, list[dict[str, object]]]:
+    """The run report's `media` block: per case, each image's field, description and thumbnail (a `data:` URI of at
+    most THUMBNAIL_MAX_BYTES, or None, with `why`). Empty when the dataset names no images."""
+    section: dict[str, list[dict[str, object]]] = {}
+    for case in dataset.cases:
+        shown = []
+        for name in fields:
+            part: ImagePart = case.media[name]
+            thumbnail, why = _thumbnail(part)
+            shown.append({"field": name, **part.model_dump(mode="json", exclude={"kind"}), "thumbnail": thumbnail,
+                          **({"why": why} if why else {})})
+        if shown:
+            section[case.id] = shown
+    return section
+
+
+_MAX_PIXELS = 40_000_000
+"""Pixels past which an image is not decoded for its thumbnail (a small PNG can hold a huge, empty canvas)."""
+
+
+def _thumbnail(part: ImagePart) -> tuple[str | None, str | None]:
+    data = part.data()
+    if len(data) <= THUMBNAIL_MAX_BYTES:
+        return f"data:{part.media_type};base64,{base64.b64encode(data).decode('ascii')}", None
+    try:
+        from PIL import Image
+    except ImportError:
+        return None, (f"{part.size:,} bytes, over the {THUMBNAIL_MAX_BYTES:,} a report carries as it is; install "
+                      "Pillow (the media extra) for a drawn-down thumbnail")
+    try:
+        with Image.open(io.BytesIO(data)) as image:  # reads the header only, so far
+            if image.width * image.height > _MAX_PIXELS:
+                return None, f"{image.width}x{image.height} pixels, too many to draw down"
+            image.thumbnail((128, 128))
+            out = io.BytesIO()
+            image.convert("RGB").save(out, format="PNG")
+    except (OSError, ValueError, Image.DecompressionBombError) as error:
+        return None, f"Pillow could not draw it down ({type(error).__name__})"
+    small = out.getvalue()
+    if len(small) > THUMBNAIL_MAX_BYTES:
+        return None, "its 128-pixel thumbnail is still too large to carry"
+    return f"data:image/png;base64,{base64.b64encode(small).decode('ascii')}", None

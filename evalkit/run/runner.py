@@ -56,7 +56,7 @@ from evalkit.run.execute import Execution, LiveSetup, ProgramCalls, execute, pro
 from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
-from evalkit.run.media import attach_images, refuse_images
+from evalkit.run.media import attach_images, media_section, refuse_images
 from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.otel_export import call_spans, export_text, write_export
 from evalkit.run.plugin import RUN_OPTION
@@ -193,6 +193,8 @@ def _run_model_suite(config: RunConfig, suite_dir: Path, dataset: Dataset, promp
 
     texts = {"prompt": kept_text(prompt_text, config.prompt.version, shown(prompt_path), redact)}
     extra: dict[str, Any] = {"execution": execution.stats, "texts": texts}
+    if config.dataset.images:  # each image case's description and thumbnail, for report.html
+        extra["media"] = media_section(dataset, config.dataset.images)
     if agent is not None:  # each case's trajectory, cut and (with the whole report) redacted like the outputs
         extra["trajectories"] = trajectories_json(execution.trajectories)
     finish = None
