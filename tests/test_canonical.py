@@ -24,6 +24,7 @@ REGENERATE = {
     "suites/evidencedesk/runs/baseline.json": ["suite=evidencedesk"],
     "suites/quality_lab/runs/baseline.json": ["suite=quality_lab"],
     "suites/order_agent/runs/baseline.json": ["suite=order_agent"],
+    "suites/receipts/runs/baseline.json": ["suite=receipts"],
 }
 
 

@@ -71,6 +71,7 @@ COVERED = {
         "test_labels.py",
     "evalkit new ci --pages": "test_scaffold.py",
     "evalkit run mode=live model=gemma4 prompt=v2": "test_classification_suite.py",
+    "evalkit run suite=receipts mode=live model=gpt-local": "test_receipts_suite.py",
     "evalkit run mode=live model=gemini-flash run.concurrency=16 budget.max_calls=500": "test_live_safety.py",
     "evalkit run mode=record-missing model=gemma4": "test_live.py",
     "evalkit run suite=order_agent mode=record-missing": "test_agent_runs.py",
