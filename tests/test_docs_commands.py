@@ -95,6 +95,8 @@ COVERED = {
         "test_canonical.py",
     "evalkit run suite=order_agent baseline=none run.save_report=suites/order_agent/runs/baseline.json":
         "test_canonical.py",
+    "evalkit run suite=receipts baseline=none run.save_report=suites/receipts/runs/baseline.json":
+        "test_canonical.py",
     "evalkit run -m model=gemini-flash,gemma4 prompt=v1,v2 hydra/launcher=joblib hydra.launcher.n_jobs=4":
         "test_sweep_scale.py",
     "evalkit run -m model=gemini-flash,gemma4 prompt=v1,v2 hydra/launcher=submitit_slurm "

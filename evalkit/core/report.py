@@ -629,6 +629,7 @@ class _Report(msgspec.Struct):
     texts: Any = None
     sequential: Any = None
     judges: Any = None
+    media: Any = None
 
 
 _REPORT, _TEST = msgspec.json.Decoder(_Report), msgspec.json.Decoder(_Test)
