@@ -83,6 +83,17 @@ class ImagePart(_Call):
     """The file, relative to the dataset's folder (POSIX separators): where a reviewer finds the image."""
     _source: Path | None = PrivateAttr(default=None)
 
+    def _identity(self) -> tuple[str, str, str, int, str]:
+        return self.kind, self.media_type, self.sha256, self.size, self.path
+
+    def __eq__(self, other: object) -> bool:
+        # where the file lies on this machine is no part of the image: a part read back from a recording equals
+        # the part the dataset gave
+        return self._identity() == other._identity() if isinstance(other, ImagePart) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
     def located(self, source: Path) -> ImagePart:
         """This part, read from `source` (the file on this machine) when it is sent."""
         part = self.model_copy()
