@@ -97,3 +97,30 @@ def test_a_provider_that_takes_no_images_is_refused_up_front_naming_it_and_the_p
                                          r"part 'receipt' \(images/a.png\)"):
         refuse_images(ModelConfig(name="smollm2", provider="llamacpp"), dataset, ("receipt",))  # type: ignore[arg-type]
     refuse_images(ModelConfig(name="gpt", provider="openai"), dataset, ("receipt",))  # type: ignore[arg-type]
+
+
+def test_the_reports_media_block_carries_each_small_image_as_its_own_thumbnail(tmp_path: Path) -> None:
+    import base64
+
+    from evalkit.run.media import THUMBNAIL_MAX_BYTES, media_section
+    dataset = _load(_dataset(tmp_path))
+    section = media_section(dataset, ("receipt",))  # type: ignore[arg-type]
+    assert list(section) == ["a", "b"]
+    (image,) = section["a"]
+    head, _, data = str(image["thumbnail"]).partition(",")
+    assert head == "data:image/png;base64" and base64.b64decode(data) == tiny_png(10)
+    assert {k: image[k] for k in ("field", "path", "media_type", "size")} == {
+        "field": "receipt", "path": "images/a.png", "media_type": "image/png", "size": len(tiny_png(10))}
+    assert len(tiny_png(10)) < THUMBNAIL_MAX_BYTES
+
+
+def test_a_large_image_is_drawn_down_or_shown_by_its_description(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    import sys
+
+    from evalkit.run import media
+    monkeypatch.setattr(media, "THUMBNAIL_MAX_BYTES", 10)  # every image is "large" now
+    dataset = _load(_dataset(tmp_path))
+    monkeypatch.setitem(sys.modules, "PIL", None)  # Pillow not installed
+    (image,) = media.media_section(dataset, ("receipt",))["a"]  # type: ignore[arg-type]
+    assert image["thumbnail"] is None and "install Pillow (the media extra)" in str(image["why"])
