@@ -124,3 +124,14 @@ def test_a_large_image_is_drawn_down_or_shown_by_its_description(tmp_path: Path,
     monkeypatch.setitem(sys.modules, "PIL", None)  # Pillow not installed
     (image,) = media.media_section(dataset, ("receipt",))["a"]  # type: ignore[arg-type]
     assert image["thumbnail"] is None and "install Pillow (the media extra)" in str(image["why"])
+
+
+def test_a_report_carries_thumbnails_up_to_a_total(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalkit.run import media
+    dataset = _load(_dataset(tmp_path, {f"c{i}": i for i in range(5)}))
+    full = media.media_section(dataset, ("receipt",))  # type: ignore[arg-type]
+    monkeypatch.setattr(media, "THUMBNAILS_MAX_TOTAL", sum(len(str(full[c][0]["thumbnail"])) for c in ("c0", "c1")))
+    section = media.media_section(dataset, ("receipt",))  # type: ignore[arg-type]
+    carried = [case_id for case_id, (image,) in section.items() if image["thumbnail"] is not None]
+    assert carried == ["c0", "c1"]
+    assert "at most" in str(section["c4"][0]["why"])

@@ -28,6 +28,8 @@ THUMBNAIL_MAX_BYTES = 48 * 1024
 """The largest image a report carries as its own thumbnail (a `data:` URI, shown sized down by report.html). A larger
 one is drawn down to 128 pixels with Pillow when it is installed (the `media` extra), and otherwise shown by its
 description alone: a report must stay small enough to read and review."""
+THUMBNAILS_MAX_TOTAL = 4 * 1024 * 1024
+"""The most thumbnail bytes one report carries in all; the images past it are shown by their description."""
 
 
 def attach_images(dataset: Dataset, fields: tuple[str, ...], dataset_file: Path, limits: DatasetLimits) -> Dataset:
@@ -86,11 +88,15 @@ def media_section(dataset: Dataset, fields: tuple[str, ...]) -> dict[str, list[d
     """The run report's `media` block: per case, each image's field, description and thumbnail (a `data:` URI of at
     most THUMBNAIL_MAX_BYTES, or None, with `why`). Empty when the dataset names no images."""
     section: dict[str, list[dict[str, object]]] = {}
+    total = 0
     for case in dataset.cases:
         shown = []
         for name in fields:
             part: ImagePart = case.media[name]
             thumbnail, why = _thumbnail(part)
+            if thumbnail is not None and total + len(thumbnail) > THUMBNAILS_MAX_TOTAL:
+                thumbnail, why = None, f"the report carries at most {THUMBNAILS_MAX_TOTAL:,} bytes of thumbnails"
+            total += len(thumbnail or "")
             shown.append({"field": name, **part.model_dump(mode="json", exclude={"kind"}), "thumbnail": thumbnail,
                           **({"why": why} if why else {})})
         if shown:
