@@ -1,4 +1,4 @@
-"""evalkit.core.media: an image is what its bytes say, read only from inside the dataset's folder, under a limit."""
+"""evalkit.core.media: an image or audio file is what its bytes say, read only from inside the dataset's folder, under a limit."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evalkit.core.errors import InputError
-from evalkit.core.media import read_image, sniff_image
+from evalkit.core.media import read_media, sniff_audio, sniff_image
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
 JPEG = b"\xff\xd8\xff\xe0" + b"\x00" * 24
@@ -30,7 +30,7 @@ def test_anything_else_is_no_image(data: bytes) -> None:
 
 
 def _read(folder: Path, value: object, limit: int = 1 << 20) -> object:
-    return read_image(value, folder, "data.json: case 'c1', field 'receipt'", limit=limit,
+    return read_media(value, folder, "data.json: case 'c1', field 'receipt'", kind="image", limit=limit,
                       setting="dataset.limits.max_image_bytes")
 
 
@@ -83,3 +83,29 @@ def test_a_field_that_names_no_file_is_refused(tmp_path: Path, value: object) ->
 def test_a_missing_image_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="r1.png: image file not found"):
         _read(tmp_path, "r1.png")
+
+
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x00" * 16
+MP3_ID3 = b"ID3\x04\x00" + b"\x00" * 16
+MP3_FRAME = b"\xff\xfb\x90\x64" + b"\x00" * 16
+
+
+@pytest.mark.parametrize("data, media_type", [(WAV, "audio/wav"), (MP3_ID3, "audio/mpeg"), (MP3_FRAME, "audio/mpeg")])
+def test_the_bytes_say_what_audio_is(data: bytes, media_type: str) -> None:
+    assert sniff_audio(data) == media_type
+    assert sniff_image(data) is None
+
+
+@pytest.mark.parametrize("data", [JPEG, PNG, WEBP, b"<html>", b"\xff\xf1\x50\x80", b"OggS\x00\x02"])
+def test_anything_else_is_no_audio(data: bytes) -> None:
+    assert sniff_audio(data) is None  # a JPEG's FF D8 is no MPEG frame; AAC (layer 0) and Ogg are not taken
+
+
+def test_an_image_named_wav_is_no_audio(tmp_path: Path) -> None:
+    (tmp_path / "note.wav").write_bytes(PNG)
+    with pytest.raises(InputError, match="'note.wav' is not WAV or MP3 audio"):
+        read_media("note.wav", tmp_path, "d.json: case 'c1', field 'note'", kind="audio", limit=1 << 20,
+                   setting="dataset.limits.max_audio_bytes")
+    (tmp_path / "note.mp3").write_bytes(WAV)
+    found = read_media("note.mp3", tmp_path, "w", kind="audio", limit=1 << 20, setting="s")
+    assert found.media_type == "audio/wav"

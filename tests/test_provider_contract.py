@@ -54,7 +54,7 @@ from evalkit.core.provider_specs import ProviderSpec, provider_spec, provider_sp
 from evalkit.live.contract import contract_problems
 from evalkit.live.providers import Message, Provider, Reply, Request, make_provider
 from evalkit.live.providers.base import CallFailure
-from evalkit.records.call import ImagePart, NamedTool, TextPart, Tool, ToolCall
+from evalkit.records.call import AudioPart, ImagePart, NamedTool, TextPart, Tool, ToolCall
 from evalkit.run.recording import (
     Entry,
     Hit,
@@ -1113,13 +1113,57 @@ def test_a_provider_that_takes_no_images_refuses_a_request_with_one_before_sendi
     provider = make_provider(ModelConfig(name="echo-1", provider="openai"))
     part = _image_part(tmp_path, tiny_png())
     with pytest.raises(CallFailure, match="echo-1: the echo provider cannot send the image part 'receipt.png': "
-                                          "it takes no images") as refused:
+                                          "it takes no image") as refused:
         provider.complete(Request(model="echo-1", messages=(Message(role="user", content=(part,)),)))
     assert refused.value.retryable is False
     assert provider.calls == 0  # type: ignore[attr-defined]
 
 
-def test_the_providers_that_claim_images_are_the_documented_ones() -> None:
+def test_the_providers_that_claim_images_and_audio_are_the_documented_ones() -> None:
     takes = {spec.name for spec in provider_specs().values() if "image" in spec.media}
     assert takes == {"openai", "azure", "anthropic", "gemini", "bedrock", "ollama"}
+    assert {spec.name for spec in provider_specs().values() if "audio" in spec.media} == {"openai", "gemini"}
     assert provider_spec("llamacpp").media == ()
+
+
+def tiny_wav() -> bytes:
+    """A valid 8-bit mono WAV file of four samples."""
+    import struct
+    data = bytes([128, 140, 128, 116])
+    fmt = struct.pack("<HHIIHH", 1, 1, 8000, 8000, 1, 8)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def _sent_audio(provider: str, body: dict[str, Any]) -> tuple[str, str, bytes]:
+    """(the text before the audio, its format as the wire names it, its bytes) as the server received them."""
+    if provider == "openai":
+        text, audio = body["messages"][-1]["content"]
+        assert text["type"] == "text" and audio["type"] == "input_audio"
+        return text["text"], audio["input_audio"]["format"], base64.b64decode(audio["input_audio"]["data"])
+    assert provider == "gemini"
+    text, audio = body["contents"][-1]["parts"]
+    inline = audio.get("inlineData", audio.get("inline_data"))
+    return text["text"], inline.get("mimeType", inline.get("mime_type")), base64.b64decode(inline["data"])
+
+
+def test_an_audio_part_reaches_the_servers_that_take_audio_and_is_refused_by_the_others(
+        contract: Contract, server: FakeServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import hashlib
+    data = tiny_wav()
+    (tmp_path / "note.wav").write_bytes(data)
+    part = AudioPart(media_type="audio/wav", sha256=hashlib.sha256(data).hexdigest(), size=len(data),
+                     path="notes/note.wav").located(tmp_path / "note.wav")
+    request = request_for(contract, response_schema=None, messages=(
+        Message(role="user", content=(TextPart(text="What does the caller ask?"), part)),))
+    provider = provider_for(contract, server, monkeypatch)
+    if "audio" not in provider_spec(contract.provider).media:
+        with pytest.raises(CallFailure, match=f"the {contract.provider} provider cannot send the audio part "
+                                              "'notes/note.wav': it takes no audio"):
+            provider.complete(request)
+        assert server.chat_requests == []
+        return
+    assert provider.complete(request).text == CONTENT
+    wire_format = "wav" if contract.provider == "openai" else "audio/wav"
+    assert _sent_audio(contract.provider, only_call(server)) == ("What does the caller ask?", wire_format, data)
+    _conforms(contract.provider, only_call(server))

@@ -86,5 +86,5 @@ def test_an_html_file_named_png_is_refused_in_one_line(tmp_path: Path) -> None:
 def test_a_provider_that_takes_no_images_refuses_before_any_call(tmp_path: Path) -> None:
     code, out, err = _run(tmp_path, "model=smollm2", "mode=live")
     assert code == 3, out + err
-    assert "model.provider=llamacpp takes no images, and case" in err and "the image part 'receipt'" in err
+    assert "model.provider=llamacpp takes no image, and case" in err and "the image part 'receipt'" in err
     assert err.strip().count("\n") == 0

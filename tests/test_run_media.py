@@ -13,8 +13,10 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import DatasetLimits, load_dataset
 from evalkit.core.errors import InputError
 from evalkit.records.call import ImagePart, Message, Request, TextPart
-from evalkit.run.media import attach_images, refuse_images
+from evalkit.run.media import attach_media, refuse_media
 from evalkit.run.recording import request_fingerprint
+
+RECEIPT = {"receipt": "image"}
 
 
 def _dataset(tmp_path: Path, pixels: dict[str, int] | None = None) -> Path:
@@ -29,7 +31,7 @@ def _dataset(tmp_path: Path, pixels: dict[str, int] | None = None) -> Path:
 
 
 def _load(path: Path, limits: DatasetLimits | None = None) -> object:
-    return attach_images(load_dataset(path), ("receipt",), path, limits or DatasetLimits())
+    return attach_media(load_dataset(path), RECEIPT, path, limits or DatasetLimits())
 
 
 def test_a_named_field_becomes_an_image_part_and_its_description(tmp_path: Path) -> None:
@@ -61,7 +63,7 @@ def test_one_changed_pixel_changes_the_dataset_fingerprint_and_the_request_finge
 def test_without_images_the_dataset_is_unchanged(tmp_path: Path) -> None:
     path = _dataset(tmp_path)
     plain = load_dataset(path)
-    assert attach_images(plain, (), path, DatasetLimits()) is plain
+    assert attach_media(plain, {}, path, DatasetLimits()) is plain
 
 
 def test_a_case_without_the_named_field_is_refused(tmp_path: Path) -> None:
@@ -76,9 +78,9 @@ def test_a_case_without_the_named_field_is_refused(tmp_path: Path) -> None:
 def test_the_images_of_one_request_are_limited_in_all(tmp_path: Path) -> None:
     path = _dataset(tmp_path)
     size = len(tiny_png(10))
-    limits = DatasetLimits(max_image_bytes=size, max_request_image_bytes=size - 1)
-    with pytest.raises(InputError, match=r"case 'a' names \d+ bytes of images, more than "
-                                         r"dataset.limits.max_request_image_bytes"):
+    limits = DatasetLimits(max_image_bytes=size, max_request_media_bytes=size - 1)
+    with pytest.raises(InputError, match=r"case 'a' names \d+ bytes of images and audio, more than "
+                                         r"dataset.limits.max_request_media_bytes"):
         _load(path, limits)
     with pytest.raises(InputError, match="dataset.limits.max_image_bytes"):
         _load(path, DatasetLimits(max_image_bytes=size - 1))
@@ -93,10 +95,11 @@ def test_the_parts_stay_out_of_what_the_checks_are_handed(tmp_path: Path) -> Non
 
 def test_a_provider_that_takes_no_images_is_refused_up_front_naming_it_and_the_part(tmp_path: Path) -> None:
     dataset = _load(_dataset(tmp_path))
-    with pytest.raises(InputError, match=r"^model.provider=llamacpp takes no images, and case 'a' sends the image "
-                                         r"part 'receipt' \(images/a.png\)"):
-        refuse_images(ModelConfig(name="smollm2", provider="llamacpp"), dataset, ("receipt",))  # type: ignore[arg-type]
-    refuse_images(ModelConfig(name="gpt", provider="openai"), dataset, ("receipt",))  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"^model.provider=llamacpp takes no image, and case 'a' sends the image "
+                                         r"part 'receipt' \(images/a.png\); choose a model whose provider takes image "
+                                         r"\(anthropic, azure, bedrock, gemini, ollama, openai\)"):
+        refuse_media(ModelConfig(name="smollm2", provider="llamacpp"), dataset, RECEIPT)  # type: ignore[arg-type]
+    refuse_media(ModelConfig(name="gpt", provider="openai"), dataset, RECEIPT)  # type: ignore[arg-type]
 
 
 def test_the_reports_media_block_carries_each_small_image_as_its_own_thumbnail(tmp_path: Path) -> None:
@@ -104,7 +107,7 @@ def test_the_reports_media_block_carries_each_small_image_as_its_own_thumbnail(t
 
     from evalkit.run.media import THUMBNAIL_MAX_BYTES, media_section
     dataset = _load(_dataset(tmp_path))
-    section = media_section(dataset, ("receipt",))  # type: ignore[arg-type]
+    section = media_section(dataset, RECEIPT)  # type: ignore[arg-type]
     assert list(section) == ["a", "b"]
     (image,) = section["a"]
     head, _, data = str(image["thumbnail"]).partition(",")
@@ -122,16 +125,50 @@ def test_a_large_image_is_drawn_down_or_shown_by_its_description(tmp_path: Path,
     monkeypatch.setattr(media, "THUMBNAIL_MAX_BYTES", 10)  # every image is "large" now
     dataset = _load(_dataset(tmp_path))
     monkeypatch.setitem(sys.modules, "PIL", None)  # Pillow not installed
-    (image,) = media.media_section(dataset, ("receipt",))["a"]  # type: ignore[arg-type]
+    (image,) = media.media_section(dataset, RECEIPT)["a"]  # type: ignore[arg-type]
     assert image["thumbnail"] is None and "install Pillow (the media extra)" in str(image["why"])
 
 
 def test_a_report_carries_thumbnails_up_to_a_total(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from evalkit.run import media
     dataset = _load(_dataset(tmp_path, {f"c{i}": i for i in range(5)}))
-    full = media.media_section(dataset, ("receipt",))  # type: ignore[arg-type]
+    full = media.media_section(dataset, RECEIPT)  # type: ignore[arg-type]
     monkeypatch.setattr(media, "THUMBNAILS_MAX_TOTAL", sum(len(str(full[c][0]["thumbnail"])) for c in ("c0", "c1")))
-    section = media.media_section(dataset, ("receipt",))  # type: ignore[arg-type]
+    section = media.media_section(dataset, RECEIPT)  # type: ignore[arg-type]
     carried = [case_id for case_id, (image,) in section.items() if image["thumbnail"] is not None]
     assert carried == ["c0", "c1"]
     assert "at most" in str(section["c4"][0]["why"])
+
+
+def _wav(sample: int) -> bytes:
+    """A valid one-sample 8-bit mono WAV file."""
+    import struct
+    data = bytes([sample])
+    fmt = struct.pack("<HHIIHH", 1, 1, 8000, 8000, 1, 8)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def test_an_audio_field_becomes_an_audio_part_in_the_fingerprint(tmp_path: Path) -> None:
+    from evalkit.records.call import AudioPart
+    path = _dataset(tmp_path)
+    data = json.loads(path.read_text())
+    for case in data["cases"]:
+        (tmp_path / f"{case['id']}.wav").write_bytes(_wav(128))
+        case["note"] = f"{case['id']}.wav"
+    path.write_text(json.dumps(data))
+    fields = {"receipt": "image", "note": "audio"}
+    both = attach_media(load_dataset(path), fields, path, DatasetLimits())
+    part = both.cases[0].note
+    assert isinstance(part, AudioPart) and part.media_type == "audio/wav" and part.data() == _wav(128)
+    images_only = attach_media(load_dataset(path), RECEIPT, path, DatasetLimits())
+    (tmp_path / "b.wav").write_bytes(_wav(129))
+    changed = attach_media(load_dataset(path), fields, path, DatasetLimits())
+    assert len({both.sha, images_only.sha, changed.sha}) == 3
+    with pytest.raises(InputError, match="dataset.limits.max_audio_bytes"):
+        attach_media(load_dataset(path), fields, path, DatasetLimits(max_audio_bytes=8))
+    with pytest.raises(InputError, match=r"^model.provider=anthropic takes no audio, and case 'a' sends the audio "
+                                         r"part 'note' \(a.wav\); choose a model whose provider takes audio "
+                                         r"\(gemini, openai\)"):
+        refuse_media(ModelConfig(name="claude", provider="anthropic"), both, fields)  # type: ignore[arg-type]
+    refuse_media(ModelConfig(name="gemini", provider="gemini"), both, fields)  # type: ignore[arg-type]

@@ -50,9 +50,11 @@ class DatasetLimits(BaseModel):
     max_image_bytes: int = Field(5 * 1024 * 1024, ge=1)
     """The largest image one case field may name (dataset.images), in bytes: one part of a request. 5 MiB is
     Anthropic's limit per image, the strictest of the providers that take images."""
-    max_request_image_bytes: int = Field(20 * 1024 * 1024, ge=1)
-    """The most image bytes one case may name in all, what its request carries (before base64, which adds a
-    third); 20 MiB is under every provider's limit per request."""
+    max_audio_bytes: int = Field(20 * 1024 * 1024, ge=1)
+    """The largest audio file one case field may name (dataset.audio), in bytes: one part of a request."""
+    max_request_media_bytes: int = Field(20 * 1024 * 1024, ge=1)
+    """The most bytes of images and audio one case may name in all, what its request carries (before base64,
+    which adds a third); 20 MiB is under every provider's limit per request."""
     read_timeout_s: float = Field(300.0, gt=0, le=24 * 3600)
     """Parquet files and saved folders are decoded in a child process under a memory limit (1 GiB plus twice
     `max_bytes`); this is how long it may take, in seconds, before it is stopped and the dataset refused."""

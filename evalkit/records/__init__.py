@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evalkit.records.call import (
+        AudioPart,
         ContentPart,
         ImagePart,
         Message,
@@ -36,13 +37,13 @@ if TYPE_CHECKING:
         Trajectory,
     )
 
-__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "ContentPart", "FinalAnswer", "ImagePart", "Label", "LabelsFile",
-           "LabelsHeader", "Message", "ModelCall", "NamedTool", "Reply", "Request", "Step", "TextPart", "Tool",
-           "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "read_labels"]
+__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AudioPart", "ContentPart", "FinalAnswer", "ImagePart", "Label",
+           "LabelsFile", "LabelsHeader", "Message", "ModelCall", "NamedTool", "Reply", "Request", "Step", "TextPart",
+           "Tool", "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "read_labels"]
 
 _MODULES = {
-    "evalkit.records.call": ("ContentPart", "ImagePart", "Message", "NamedTool", "Reply", "Request", "TextPart", "Tool",
-                             "ToolCall", "ToolChoice", "Usage"),
+    "evalkit.records.call": ("AudioPart", "ContentPart", "ImagePart", "Message", "NamedTool", "Reply", "Request",
+                             "TextPart", "Tool", "ToolCall", "ToolChoice", "Usage"),
     "evalkit.records.labels": ("LABELS_FORMAT", "Label", "LabelsFile", "LabelsHeader", "read_labels"),
     "evalkit.records.trajectory": ("MAX_TOOL_RESULT_CHARS", "FinalAnswer", "ModelCall", "Step", "ToolResult",
                                    "Trajectory"),
