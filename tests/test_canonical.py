@@ -25,6 +25,7 @@ REGENERATE = {
     "suites/quality_lab/runs/baseline.json": ["suite=quality_lab"],
     "suites/order_agent/runs/baseline.json": ["suite=order_agent"],
     "suites/support_chat/runs/baseline.json": ["suite=support_chat"],
+    "suites/receipts/runs/baseline.json": ["suite=receipts"],
 }
 
 

@@ -59,7 +59,7 @@ def test_run_help_lists_the_projects_options_and_evalkits_with_the_projects_exam
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "Usage: evalkit run [GROUP=OPTION ...]" in out and "5 outage" in out
-    assert "  suite: evidencedesk*, issue_triage*, order_agent*, quality_lab*, sql_agent*, support_chat*" in out  # the project's own, marked
+    assert "  suite: evidencedesk*, issue_triage*, order_agent*, quality_lab*, receipts*, sql_agent*, support_chat*" in out  # the project's own, marked
     assert "  prompt: v1, v2*" in out  # evalkit's generic v1 beside the project's v2
     assert "smollm2" in out and "gemini-flash" in out  # evalkit's presets, though the project has none
     assert "replay suite issue_triage and gate it" in out and "  evalkit run prompt=v2 " in out

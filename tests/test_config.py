@@ -23,7 +23,8 @@ SUITE_OF = {"retriever": "evidencedesk", "reply_format": "evidencedesk",
             "candidate": "quality_lab", "dataset/quality_lab": "quality_lab", "policy/quality_lab": "quality_lab",
             "agent_code": "sql_agent", "dataset/sql_agent": "sql_agent", "policy/sql_agent": "sql_agent",
             "model/shop-agent": "sql_agent", "policy/order_agent": "order_agent",
-            "simulator": "support_chat", "policy/support_chat": "support_chat"}
+            "simulator": "support_chat", "policy/support_chat": "support_chat",
+            "dataset/receipts": "receipts", "policy/receipts": "receipts"}
 
 
 

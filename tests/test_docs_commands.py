@@ -71,6 +71,7 @@ COVERED = {
         "test_labels.py",
     "evalkit new ci --pages": "test_scaffold.py",
     "evalkit run mode=live model=gemma4 prompt=v2": "test_classification_suite.py",
+    "evalkit run suite=receipts mode=live model=gpt-local": "test_receipts_suite.py",
     "evalkit run mode=live model=gemini-flash run.concurrency=16 budget.max_calls=500": "test_live_safety.py",
     "evalkit run mode=record-missing model=gemma4": "test_live.py",
     "evalkit run suite=order_agent mode=record-missing": "test_agent_runs.py",
@@ -97,6 +98,8 @@ COVERED = {
     "evalkit run suite=order_agent baseline=none run.save_report=suites/order_agent/runs/baseline.json":
         "test_canonical.py",
     "evalkit run suite=support_chat baseline=none run.save_report=suites/support_chat/runs/baseline.json":
+        "test_canonical.py",
+    "evalkit run suite=receipts baseline=none run.save_report=suites/receipts/runs/baseline.json":
         "test_canonical.py",
     "evalkit run -m model=gemini-flash,gemma4 prompt=v1,v2 hydra/launcher=joblib hydra.launcher.n_jobs=4":
         "test_sweep_scale.py",

@@ -8,6 +8,7 @@ import hashlib
 import html
 import re
 
+import pytest
 from html_reports import BANGLA, KEY, MEGABYTE, RTL, SCRIPT, hostile_pair, large_pair
 
 from evalkit.core.key import ABSENT, changed_settings, with_settings
@@ -272,3 +273,39 @@ def test_a_changed_prompt_shows_its_diff_escaped_and_the_changed_row_points_at_i
     old = report_from_mapping(report({"test_a": "passed"}, prompt_sha="aaaa"), "old")  # kept no texts
     assert "the baseline&#39;s report keeps no prompt text" in render_report_html(
         candidate, decide(Policy(), old, candidate), old)
+
+
+# --- image cases' thumbnails (issue 39): carried in the page, never fetched ---
+
+def _image_report(thumbnail: object, why: str | None = None) -> object:
+    image = {"field": "receipt", "media_type": "image/png", "sha256": "ab" * 32, "size": 575,
+             "path": "images/taxi.png", "thumbnail": thumbnail, **({"why": why} if why else {})}
+    return report_from_mapping({"eval": KEY, "tests": [{"nodeid": "checks.yaml::reads_the_total[taxi]",
+                                                        "outcome": "passed"}],
+                                "cases": [{"id": "taxi", "status": "scored", "passed": True, "checks": {},
+                                           "calls": {}, "problems": []}],
+                                "media": {"taxi": [image]}}, "report.json")
+
+
+def test_an_image_case_shows_its_thumbnail_as_a_data_uri_the_policy_admits():
+    uri = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 20).decode()
+    page = render_report_html(_image_report(uri))  # type: ignore[arg-type]
+    assert f'<img src="{uri}" alt="images/taxi.png" width="96" height="96">' in page
+    assert "taxi" in page and "575 bytes, sha256 " + "ab" * 6 in page
+    csp = html.unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', page).group(1))
+    assert "img-src data:;" in csp and "http" not in csp  # images only from the page itself
+    assert page.count("<img") == 1 and not re.search(r'src="(?!data:image/png;base64,)', page)
+
+
+@pytest.mark.parametrize("hostile", ["https://tracker.example/pixel.png", "javascript:alert(1)",
+                                     'data:image/png;base64,AAAA" onerror="alert(1)', "data:text/html;base64,PHA+",
+                                     "data:image/svg+xml;base64,PHN2Zz4=", 7, {"url": "x"}])
+def test_a_thumbnail_that_is_no_image_data_uri_is_never_put_in_the_page(hostile: object):
+    page = render_report_html(_image_report(hostile))  # type: ignore[arg-type]
+    assert "<img" not in page and "tracker.example" not in page and "onerror" not in page.replace("&#34;", "")
+    assert "no thumbnail" in page
+
+
+def test_a_case_without_a_thumbnail_says_why():
+    page = render_report_html(_image_report(None, "2,000,000 bytes, over the 49,152 a report carries"))  # type: ignore[arg-type]
+    assert "<img" not in page and "2,000,000 bytes, over the 49,152 a report carries" in page

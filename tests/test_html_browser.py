@@ -259,3 +259,16 @@ def test_a_sweeps_matrix_opens_on_the_cases_where_jobs_disagree(open_page, tmp_p
     total = len(json.loads((tmp_path / "sweep" / "0" / "report.json").read_text())["cases"])
     assert page.locator("#matrix-table tbody tr:visible").count() == total > len(shown)
     assert opened.foreign_requests == [] and opened.errors == []
+
+
+def test_the_receipt_suites_thumbnails_draw_under_the_pages_policy_and_fetch_nothing(open_page, tmp_path):
+    """report.html of the shipped receipt suite, opened in Chromium: every receipt's thumbnail is decoded from its
+    `data:` URI (naturalWidth > 0) with no policy violation and no request beyond the page."""
+    done = evalkit_cli("evalkit", "suite=receipts", f"hydra.run.dir={tmp_path / 'job'}")
+    assert done.returncode == 0, done.stderr
+    opened = open_page(tmp_path / "job" / "report.html")
+    page = opened.page
+    widths = page.evaluate("() => [...document.querySelectorAll('#images ~ .thumbnails img')].map(i => i.naturalWidth)")
+    assert len(widths) == 10 and all(width > 0 for width in widths)
+    assert opened.foreign_requests == [] and opened.errors == []
+    assert not [m for m in opened.console if "Content Security Policy" in m]

@@ -48,13 +48,13 @@ from fakes import (
 )
 
 from evalkit.core.config import ModelConfig
-from evalkit.core.errors import ProviderError
+from evalkit.core.errors import InputError, ProviderError
 from evalkit.core.key import EvalKey
 from evalkit.core.provider_specs import ProviderSpec, provider_spec, provider_specs
 from evalkit.live.contract import contract_problems
 from evalkit.live.providers import Message, Provider, Reply, Request, make_provider
 from evalkit.live.providers.base import CallFailure
-from evalkit.records.call import NamedTool, TextPart, Tool, ToolCall
+from evalkit.records.call import AudioPart, ImagePart, NamedTool, TextPart, Tool, ToolCall
 from evalkit.run.recording import (
     Entry,
     Hit,
@@ -1027,3 +1027,143 @@ def test_a_provider_that_declares_no_tool_choices_is_kept_from_requests_with_too
             provider.complete(request)
         assert refused.value.retryable is False
     assert provider.calls == 1  # type: ignore[attr-defined]
+
+
+# -- images (issue 39 item 3): each provider's wire format, round-tripped through its fake server ----------------------
+
+def tiny_png(red: int = 200) -> bytes:
+    """A valid 2x2 RGB PNG, written by hand (zlib and CRCs), so the tests need no imaging library."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + bytes([red, 10, 20]) * 2 for _ in range(2))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def _image_part(tmp_path: Path, data: bytes) -> ImagePart:
+    import hashlib
+    (tmp_path / "receipt.png").write_bytes(data)
+    return ImagePart(media_type="image/png", sha256=hashlib.sha256(data).hexdigest(), size=len(data),
+                     path="receipt.png").located(tmp_path / "receipt.png")
+
+
+def _sent_image(provider: str, body: dict[str, Any]) -> tuple[str, str, bytes]:
+    """(the text before the image, its media type, its bytes) as the provider's server received them."""
+    if provider in ("openai", "azure"):
+        text, image = body["messages"][-1]["content"]
+        assert text["type"] == "text" and image["type"] == "image_url"
+        head, _, data = image["image_url"]["url"].partition(",")
+        assert head.startswith("data:") and head.endswith(";base64")
+        return text["text"], head.removeprefix("data:").removesuffix(";base64"), base64.b64decode(data)
+    if provider == "anthropic":
+        text, image = body["messages"][-1]["content"]
+        assert image["type"] == "image" and image["source"]["type"] == "base64"
+        return text["text"], image["source"]["media_type"], base64.b64decode(image["source"]["data"])
+    if provider == "bedrock":
+        text, image = body["messages"][-1]["content"]
+        return text["text"], "image/" + image["image"]["format"], base64.b64decode(image["image"]["source"]["bytes"])
+    if provider == "gemini":
+        text, image = body["contents"][-1]["parts"]
+        inline = image.get("inlineData", image.get("inline_data"))
+        return text["text"], inline.get("mimeType", inline.get("mime_type")), base64.b64decode(inline["data"])
+    assert provider == "ollama"
+    message = body["messages"][-1]
+    (image,) = message["images"]
+    return message["content"], "image/png", base64.b64decode(image)
+
+
+def test_an_image_part_reaches_each_server_in_its_wire_format_with_its_exact_bytes(
+        contract: Contract, server: FakeServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    data = tiny_png()
+    part = _image_part(tmp_path, data)
+    request = request_for(contract, response_schema=None, messages=(
+        Message(role="system", content=SYSTEM),
+        Message(role="user", content=(TextPart(text="What is the total?"), part))))
+    reply = provider_for(contract, server, monkeypatch).complete(request)
+
+    assert reply.text == CONTENT
+    assert _sent_image(contract.provider, only_call(server)) == ("What is the total?", "image/png", data)
+    _conforms(contract.provider, only_call(server))
+    # what a recording keeps of the request: the hash and the size, never the bytes
+    dumped = json.dumps(request.model_dump(mode="json"))
+    assert part.sha256 in dumped and base64.b64encode(data).decode() not in dumped
+
+
+def test_an_image_changed_after_the_dataset_was_read_is_refused_not_sent(
+        contract: Contract, server: FakeServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    part = _image_part(tmp_path, tiny_png())
+    (tmp_path / "receipt.png").write_bytes(tiny_png(red=201))  # one pixel's worth of change
+    request = request_for(contract, response_schema=None,
+                          messages=(Message(role="user", content=(TextPart(text="Total?"), part)),))
+    with pytest.raises(InputError, match="image receipt.png: the file changed since the dataset was read"):
+        provider_for(contract, server, monkeypatch).complete(request)
+    assert server.chat_requests == []
+
+
+def test_a_provider_that_takes_no_images_refuses_a_request_with_one_before_sending(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import evalkit.live.providers as providers
+
+    monkeypatch.setattr(providers, "provider_spec", lambda name: ProviderSpec(
+        name="echo", factory=_Echo, stop_reasons={"stop": "finished"}, tool_choices=("auto",)))
+    provider = make_provider(ModelConfig(name="echo-1", provider="openai"))
+    part = _image_part(tmp_path, tiny_png())
+    with pytest.raises(CallFailure, match="echo-1: the echo provider cannot send the image part 'receipt.png': "
+                                          "it takes no image") as refused:
+        provider.complete(Request(model="echo-1", messages=(Message(role="user", content=(part,)),)))
+    assert refused.value.retryable is False
+    assert provider.calls == 0  # type: ignore[attr-defined]
+
+
+def test_the_providers_that_claim_images_and_audio_are_the_documented_ones() -> None:
+    takes = {spec.name for spec in provider_specs().values() if "image" in spec.media}
+    assert takes == {"openai", "azure", "anthropic", "gemini", "bedrock", "ollama"}
+    assert {spec.name for spec in provider_specs().values() if "audio" in spec.media} == {"openai", "gemini"}
+    assert provider_spec("llamacpp").media == ()
+
+
+def tiny_wav() -> bytes:
+    """A valid 8-bit mono WAV file of four samples."""
+    import struct
+    data = bytes([128, 140, 128, 116])
+    fmt = struct.pack("<HHIIHH", 1, 1, 8000, 8000, 1, 8)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def _sent_audio(provider: str, body: dict[str, Any]) -> tuple[str, str, bytes]:
+    """(the text before the audio, its format as the wire names it, its bytes) as the server received them."""
+    if provider == "openai":
+        text, audio = body["messages"][-1]["content"]
+        assert text["type"] == "text" and audio["type"] == "input_audio"
+        return text["text"], audio["input_audio"]["format"], base64.b64decode(audio["input_audio"]["data"])
+    assert provider == "gemini"
+    text, audio = body["contents"][-1]["parts"]
+    inline = audio.get("inlineData", audio.get("inline_data"))
+    return text["text"], inline.get("mimeType", inline.get("mime_type")), base64.b64decode(inline["data"])
+
+
+def test_an_audio_part_reaches_the_servers_that_take_audio_and_is_refused_by_the_others(
+        contract: Contract, server: FakeServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import hashlib
+    data = tiny_wav()
+    (tmp_path / "note.wav").write_bytes(data)
+    part = AudioPart(media_type="audio/wav", sha256=hashlib.sha256(data).hexdigest(), size=len(data),
+                     path="notes/note.wav").located(tmp_path / "note.wav")
+    request = request_for(contract, response_schema=None, messages=(
+        Message(role="user", content=(TextPart(text="What does the caller ask?"), part)),))
+    provider = provider_for(contract, server, monkeypatch)
+    if "audio" not in provider_spec(contract.provider).media:
+        with pytest.raises(CallFailure, match=f"the {contract.provider} provider cannot send the audio part "
+                                              "'notes/note.wav': it takes no audio"):
+            provider.complete(request)
+        assert server.chat_requests == []
+        return
+    assert provider.complete(request).text == CONTENT
+    wire_format = "wav" if contract.provider == "openai" else "audio/wav"
+    assert _sent_audio(contract.provider, only_call(server)) == ("What does the caller ask?", wire_format, data)
+    _conforms(contract.provider, only_call(server))

@@ -5,7 +5,18 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from evalkit.records.call import Message, NamedTool, Reply, Request, TextPart, Tool, ToolCall, parse_arguments
+from evalkit.core.errors import InputError
+from evalkit.records.call import (
+    ImagePart,
+    Message,
+    NamedTool,
+    Reply,
+    Request,
+    TextPart,
+    Tool,
+    ToolCall,
+    parse_arguments,
+)
 from evalkit.run.recording import request_fingerprint
 
 PLAIN = Request(model="m", messages=(Message(role="system", content="be brief"), Message(role="user", content="hi")),
@@ -78,3 +89,37 @@ def test_arguments_that_are_not_json_are_kept_as_text() -> None:
     assert parse_arguments('{"a": [1, 2]}') == {"a": [1, 2]}
     assert parse_arguments('{"a": ') == '{"a": '
     assert parse_arguments("[" * 100_000) == "[" * 100_000  # too deep for the parser: kept, not a crash
+
+
+# -- image parts (issue 39): the hash and the size in the identity, never the bytes --------------------------------
+
+def _image(sha: str = "ab" * 32, **changes: object) -> ImagePart:
+    return ImagePart(**({"media_type": "image/png", "sha256": sha, "size": 4, "path": "images/r1.png"} | changes))
+
+
+def test_an_image_part_round_trips_by_its_description_and_its_hash_is_in_the_identity() -> None:
+    request = Request(model="m", messages=(Message(role="user", content=(TextPart(text="Total?"), _image())),))
+    dumped = request.model_dump(mode="json")
+    assert dumped["messages"][0]["content"][1] == {"kind": "image", "media_type": "image/png", "sha256": "ab" * 32,
+                                                   "size": 4, "path": "images/r1.png"}
+    again = Request.model_validate(dumped)
+    assert again == request and again.images == (_image(),) and again.messages[0].text == "Total?"
+    other = request.model_copy(update={"messages": (Message(role="user", content=(TextPart(text="Total?"),
+                                                                                  _image("cd" * 32))),)})
+    assert request_fingerprint(other) != request_fingerprint(request)
+
+
+@pytest.mark.parametrize("changes", [{"sha256": "AB" * 32}, {"sha256": "ab"}, {"size": -1}, {"path": ""},
+                                     {"media_type": "text/html"}, {"media_type": "image/svg+xml"}])
+def test_an_image_part_that_is_not_one_is_refused(changes: dict) -> None:
+    with pytest.raises(ValidationError):
+        _image(**changes)
+
+
+def test_a_part_read_back_from_a_recording_has_no_bytes_to_send(tmp_path) -> None:
+    with pytest.raises(InputError, match="image images/r1.png: no file to read it from"):
+        _image().data()
+    (tmp_path / "r1.png").write_bytes(b"abcd")
+    import hashlib
+    located = _image(hashlib.sha256(b"abcd").hexdigest()).located(tmp_path / "r1.png")
+    assert located.data() == b"abcd" and located == _image(hashlib.sha256(b"abcd").hexdigest())

@@ -204,6 +204,13 @@ class DatasetConfig(_Strict):
     fields: dict[str, str] = Field(default_factory=dict)
     """Datasets of rows: case field -> the file's column (`{id: ticket_id, input: body}`); other
     columns keep their names. A row without an id gets one made from its content."""
+    images: tuple[str, ...] = ()
+    """Case fields that name an image file, relative to the dataset file's folder (PNG, JPEG, WebP or GIF, told
+    by the bytes, not the name). The task sends `case.<field>` as an image part; the dataset's fingerprint covers
+    every image's SHA-256, so a changed image is a changed dataset (docs/how-to/images.md)."""
+    audio: tuple[str, ...] = ()
+    """Case fields that name an audio file (WAV or MP3, told by the bytes), relative to the dataset file's folder,
+    sent as `case.<field>`, an audio part, and fingerprinted as images are (docs/how-to/images.md)."""
 
     @field_validator("version", mode="before")
     @classmethod
@@ -224,9 +231,15 @@ class DatasetConfig(_Strict):
             raise ValueError("give exactly one of 'file' (a dataset file) or 'manifest' (a manifest dataset)")
         if self.file is not None and self.split is not None:
             raise ValueError("'split' needs a manifest dataset; a single dataset file has no splits")
+        if self.manifest is not None and (self.images or self.audio):
+            raise ValueError("'images' and 'audio' are for a dataset file; a manifest dataset feeds candidate "
+                             "programs, which read their own files")
         if self.manifest is not None and (self.name or self.version or self.fields):
             raise ValueError("'name', 'version' and 'fields' are for datasets of rows (.jsonl, .csv, .parquet); "
                              "a manifest names its own")
+        if set(self.images) & set(self.audio):
+            both = sorted(set(self.images) & set(self.audio))
+            raise ValueError(f"a field is either an image or audio, not both: {both}")
         return self
 
 

@@ -47,6 +47,14 @@ class DatasetLimits(BaseModel):
     max_field_chars: int = Field(1024 * 1024, ge=1)
     """The longest text of one value (a CSV field, a JSON string at any depth, a Parquet string, a column name),
     in characters."""
+    max_image_bytes: int = Field(5 * 1024 * 1024, ge=1)
+    """The largest image one case field may name (dataset.images), in bytes: one part of a request. 5 MiB is
+    Anthropic's limit per image, the strictest of the providers that take images."""
+    max_audio_bytes: int = Field(20 * 1024 * 1024, ge=1)
+    """The largest audio file one case field may name (dataset.audio), in bytes: one part of a request."""
+    max_request_media_bytes: int = Field(20 * 1024 * 1024, ge=1)
+    """The most bytes of images and audio one case may name in all, what its request carries (before base64,
+    which adds a third); 20 MiB is under every provider's limit per request."""
     read_timeout_s: float = Field(300.0, gt=0, le=24 * 3600)
     """Parquet files and saved folders are decoded in a child process under a memory limit (1 GiB plus twice
     `max_bytes`); this is how long it may take, in seconds, before it is stopped and the dataset refused."""
@@ -109,13 +117,35 @@ class Case:
     fields: dict[str, Any] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
+        if name == "fields":  # not yet set (while copying or unpickling): no recursion through it
+            raise AttributeError(name)
+        media = self.__dict__.get("_media", {})
+        if name in media:
+            return media[name]
         try:
             return self.fields[name]
         except KeyError:
             raise AttributeError(f"case {self.id!r} has no field {name!r}") from None
 
     def get(self, name: str, default: Any = None) -> Any:
+        if name in self.media:
+            return self.media[name]
         return self.fields.get(name, default)
+
+    @property
+    def media(self) -> dict[str, Any]:
+        """The fields that name an image (dataset.images), as image parts ready to send (evalkit.records.ImagePart):
+        `case.receipt` reads the part here, while `fields` keeps its description (media type, SHA-256, size, path),
+        which is what the checks and the reports see. Empty outside the process that builds requests: it is no
+        dataclass field, so it never reaches run_input or a report."""
+        media: dict[str, Any] = self.__dict__.get("_media", {})
+        return media
+
+    def with_media(self, media: dict[str, Any]) -> Case:
+        """This case with its image parts (see `media`)."""
+        case = Case(self.id, self.fields)
+        object.__setattr__(case, "_media", dict(media))
+        return case
 
 
 @dataclass(frozen=True)

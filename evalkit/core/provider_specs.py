@@ -72,6 +72,11 @@ class ProviderSpec:
     tool_choices: tuple[ToolChoiceName, ...] = ()
     """The tool choices it can send (`named`: one tool forced); a request with another is refused before any call,
     naming the provider and the choice. Empty: it does not speak tool calling."""
+    media: tuple[str, ...] | None = None
+    """The kinds of media part it sends in its own wire format (`image`, `audio`); it refuses the others itself
+    (evalkit.live.providers.media.refuse_untaken), and a run whose dataset names a kind it lacks is refused up front,
+    naming the provider and the part. Empty: text only. None: a provider written before media parts existed, which
+    make_provider keeps from every media part."""
 
 
 PROVIDERS: Kind[ProviderSpec] = Kind(GROUP, "provider", ProviderSpec, lambda spec: spec.name)

@@ -100,6 +100,9 @@ class RunReport:
     trajectories: Mapping[str, Any] = field(default_factory=dict)
     """An agent suite's trajectories as report.json holds them, by `task/<case>` (evalkit.records.trajectory's
     form, read only by the pages that show them); empty for every other suite."""
+    media: Mapping[str, Any] = field(default_factory=dict)
+    """Per case with images (dataset.images): each image's field, description and thumbnail (a `data:` URI, or
+    None with why); report.html shows the thumbnails. Empty for runs without images."""
 
     @property
     def judge_flips(self) -> dict[str, str]:
@@ -193,7 +196,7 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
     if not isinstance(provenance, dict):
         raise InputError(f"{where}: 'provenance' is {type(provenance).__name__}; it must be an object "
                          "(or absent): regenerate the report with `evalkit run`")
-    for name in ("slices", "execution", "dataset", "candidate", "texts", "trajectories"):
+    for name in ("slices", "execution", "dataset", "candidate", "texts", "trajectories", "media"):
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")
     return RunReport(data["eval"], outcomes, cases, provenance, _metrics(data.get("metrics"), where),
@@ -202,7 +205,8 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
                      repeats=repeats, critical=_critical(data.get("critical_checks"), where),
                      classification=_mapping(data.get("classification")), texts=_texts(data.get("texts"), where),
                      sequential=_sequential(data.get("sequential"), where), judges=_judges(data.get("judges"), where),
-                     trajectories=_mapping(data.get("trajectories")))
+                     trajectories=_mapping(data.get("trajectories")),
+                     media=_mapping(data.get("media")))
 
 
 def _judges(value: Any, where: str) -> dict[str, JudgedCheck]:
@@ -630,6 +634,7 @@ class _Report(msgspec.Struct):
     sequential: Any = None
     judges: Any = None
     trajectories: Any = None
+    media: Any = None
 
 
 _REPORT, _TEST = msgspec.json.Decoder(_Report), msgspec.json.Decoder(_Test)

@@ -203,6 +203,9 @@ class RunReportFormat(msgspec.Struct, kw_only=True):
     candidate: dict[str, Any] = {}
     texts: dict[str, Text] = {}
     """The texts the run measured, by what they are (`prompt`, `program`), for the diff a reviewer reads."""
+    media: dict[str, list[dict[str, Any]]] = {}
+    """Per case with images (dataset.images): each image's field, media type, SHA-256, size, path relative to the
+    dataset, and thumbnail (a `data:` URI, or null with `why`)."""
     sequential: Sequential | None = None
     """Present when the run sampled in rounds (`run.repeats=auto`)."""
     exitcode: int | None = None

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evalkit.records.call import (
+        AudioPart,
         ContentPart,
+        ImagePart,
         Message,
         NamedTool,
         Reply,
@@ -37,13 +39,14 @@ if TYPE_CHECKING:
         UserTurn,
     )
 
-__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AssistantTurn", "ContentPart", "FinalAnswer", "Label",
-           "LabelsFile", "LabelsHeader", "Message", "ModelCall", "NamedTool", "Reply", "Request", "Step", "TextPart",
-           "Tool", "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "UserTurn", "read_labels"]
+__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AssistantTurn", "AudioPart", "ContentPart", "FinalAnswer",
+           "ImagePart", "Label", "LabelsFile", "LabelsHeader", "Message", "ModelCall", "NamedTool", "Reply", "Request",
+           "Step", "TextPart", "Tool", "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "UserTurn",
+           "read_labels"]
 
 _MODULES = {
-    "evalkit.records.call": ("ContentPart", "Message", "NamedTool", "Reply", "Request", "TextPart", "Tool", "ToolCall",
-                             "ToolChoice", "Usage"),
+    "evalkit.records.call": ("AudioPart", "ContentPart", "ImagePart", "Message", "NamedTool", "Reply", "Request",
+                             "TextPart", "Tool", "ToolCall", "ToolChoice", "Usage"),
     "evalkit.records.labels": ("LABELS_FORMAT", "Label", "LabelsFile", "LabelsHeader", "read_labels"),
     "evalkit.records.trajectory": ("MAX_TOOL_RESULT_CHARS", "AssistantTurn", "FinalAnswer", "ModelCall", "Step",
                                    "ToolResult", "Trajectory", "UserTurn"),

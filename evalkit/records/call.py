@@ -8,29 +8,36 @@ messages, content parts) is left out of the serialised form while it holds its d
 of them dumps, and so fingerprints, exactly as it did before it existed. Recordings, baselines and eval keys made
 before the fields existed read and match unchanged.
 
-A message's `content` is text, or a tuple of parts. Only text parts exist today; parts are a discriminated union on
-`kind` so an image part (the media issue) joins without changing how text reads.
+A message's `content` is text, or a tuple of parts: a discriminated union on `kind`, text, images and audio. A media
+part holds what identifies its file (its media type, SHA-256, size and path relative to the dataset), never its bytes:
+a recording keeps the hash and the size, and the request fingerprint covers the bytes through the hash. The bytes
+are read from the file when the request is sent (ImagePart.data, AudioPart.data), and checked against the hash then.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from typing import Annotated, Any, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     JsonValue,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
     model_validator,
 )
 
-__all__ = ["ContentPart", "Message", "NamedTool", "Reply", "Request", "TextPart", "Tool", "ToolCall", "ToolChoice",
-           "Usage", "parse_arguments"]
+from evalkit.core.errors import InputError
+
+__all__ = ["AUDIO_TYPES", "IMAGE_TYPES", "AudioPart", "ContentPart", "ImagePart", "MediaPart", "Message", "NamedTool",
+           "Reply", "Request", "TextPart", "Tool", "ToolCall", "ToolChoice", "Usage", "parse_arguments"]
 
 TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 """A tool's name: what every provider accepts (OpenAI's and Anthropic's rule, Gemini's and Bedrock's too)."""
@@ -55,8 +62,85 @@ class TextPart(_Call):
     text: str
 
 
-ContentPart = Annotated[TextPart, Field(discriminator="kind")]
-"""One part of a message's content, told apart by its `kind` (text today; images come with the media issue)."""
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
+"""The image media types a part may carry (what every provider that takes images accepts)."""
+AUDIO_TYPES = ("audio/wav", "audio/mpeg")
+"""The audio media types a part may carry: WAV and MP3 (what OpenAI's and Gemini's audio input both take)."""
+
+ImageType = Literal["image/png", "image/jpeg", "image/webp", "image/gif"]
+AudioType = Literal["audio/wav", "audio/mpeg"]
+
+
+class _MediaPart(_Call):
+    """A file in a message, an image or audio: what identifies it, not its bytes (see the module's docstring).
+
+    `media_type` is what the bytes are (sniffed from them by evalkit.core.media), whatever the file's name says."""
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The SHA-256 of the bytes: the request's fingerprint covers the file through it."""
+    size: int = Field(ge=0)
+    """The bytes' length."""
+    path: str = Field(min_length=1)
+    """The file, relative to the dataset's folder (POSIX separators): where a reviewer finds it."""
+    _source: Path | None = PrivateAttr(default=None)
+
+    def _identity(self) -> tuple[str, str, str, int, str]:
+        # each subclass declares its own `kind` and `media_type` (Literals the discriminated union reads)
+        kind: str = getattr(self, "kind")  # noqa: B009
+        media_type: str = getattr(self, "media_type")  # noqa: B009
+        return kind, media_type, self.sha256, self.size, self.path
+
+    def __eq__(self, other: object) -> bool:
+        # where the file lies on this machine is no part of it: a part read back from a recording equals the part
+        # the dataset gave
+        return self._identity() == other._identity() if isinstance(other, _MediaPart) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def located(self, source: Path) -> Self:
+        """This part, read from `source` (the file on this machine) when it is sent."""
+        part = self.model_copy()
+        part._source = source
+        return part
+
+    def data(self) -> bytes:
+        """The bytes, read now from the file and checked against `sha256` and `size`: a file changed since the
+        dataset was read is refused, never sent under the old hash."""
+        kind = self._identity()[0]
+        if self._source is None:
+            raise InputError(f"{kind} {self.path}: no file to read it from (a part rebuilt from a recording "
+                             "cannot be sent; build the request from the dataset's case)")
+        try:
+            data = self._source.read_bytes()
+        except OSError as error:
+            raise InputError(f"{kind} {self.path}: cannot read {self._source} ({error.strerror or error})") from None
+        if len(data) != self.size or hashlib.sha256(data).hexdigest() != self.sha256:
+            raise InputError(f"{kind} {self.path}: the file changed since the dataset was read (SHA-256 "
+                             f"{self.sha256[:12]}...); run again")
+        return data
+
+
+class ImagePart(_MediaPart):
+    """An image in a message (PNG, JPEG, WebP, GIF)."""
+
+    kind: Literal["image"] = "image"
+    media_type: ImageType
+
+
+class AudioPart(_MediaPart):
+    """Audio in a message (WAV, MP3)."""
+
+    kind: Literal["audio"] = "audio"
+    media_type: AudioType
+
+
+MediaPart = ImagePart | AudioPart
+"""A part that carries a file."""
+
+
+ContentPart = Annotated[TextPart | ImagePart | AudioPart, Field(discriminator="kind")]
+"""One part of a message's content, told apart by its `kind`: text, an image or audio."""
 
 
 def parse_arguments(text: str) -> JsonValue:
@@ -125,6 +209,18 @@ class Message(_Call):
             return self.content
         return "".join(part.text for part in self.content if isinstance(part, TextPart))
 
+    @property
+    def images(self) -> tuple[ImagePart, ...]:
+        """The content's image parts, in order (none for text)."""
+        return tuple(part for part in self.media if isinstance(part, ImagePart))
+
+    @property
+    def media(self) -> tuple[MediaPart, ...]:
+        """The content's parts that carry a file (images, audio), in order (none for text)."""
+        if isinstance(self.content, str):
+            return ()
+        return tuple(part for part in self.content if isinstance(part, ImagePart | AudioPart))
+
 
 _NO_ARGUMENTS: dict[str, JsonValue] = {"type": "object", "properties": {}}
 
@@ -187,6 +283,16 @@ class Request(_Call):
     def tool(self, name: str) -> Tool | None:
         """The offered tool of that name, if any."""
         return next((tool for tool in self.tools if tool.name == name), None)
+
+    @property
+    def images(self) -> tuple[ImagePart, ...]:
+        """Every image part the request carries, message by message."""
+        return tuple(part for message in self.messages for part in message.images)
+
+    @property
+    def media(self) -> tuple[MediaPart, ...]:
+        """Every part the request carries that holds a file (images, audio), message by message."""
+        return tuple(part for message in self.messages for part in message.media)
 
 
 class Usage(_Call):

@@ -7,8 +7,8 @@ digest of its own bytes by accident, and a page edited by hand no longer verifie
 
 Every page is one file with no network: inline CSS, and inline JavaScript only for filtering and sorting (the page
 reads the same without it). A Content-Security-Policy meta allows exactly the page's own style and script, by their
-SHA-256, and nothing else: no fetch, image, font, frame, form or other script, so even an escaping bug could neither
-load nor run anything.
+SHA-256, and images only as `data:` URIs inside the page (image cases' thumbnails), and nothing else: no fetch, remote
+image, font, frame, form or other script, so even an escaping bug could neither load nor run anything.
 """
 
 from __future__ import annotations
@@ -73,9 +73,10 @@ def _sha256(text: str) -> str:
 
 
 def content_security_policy(style: str, script: str) -> str:
-    """Nothing but this style and this script, named by hash: `default-src 'none'` forbids every fetch (images,
-    fonts, frames, connections), and inline event handlers and `javascript:` URLs match no hash, so they never run."""
-    return (f"default-src 'none'; style-src {_sha256(style)}; script-src {_sha256(script)}; "
+    """Nothing but this style and this script, named by hash, and images carried in the page itself (`data:`, the
+    thumbnails of image cases): `default-src 'none'` forbids every fetch (remote images, fonts, frames,
+    connections), and inline event handlers and `javascript:` URLs match no hash, so they never run."""
+    return (f"default-src 'none'; style-src {_sha256(style)}; script-src {_sha256(script)}; img-src data:; "
             "base-uri 'none'; form-action 'none'")
 
 

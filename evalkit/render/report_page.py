@@ -122,7 +122,34 @@ def render_report_html(candidate: RunReport, decision: Decision | None = None, b
         judges=judge_rows(candidate),
         provenance=_provenance(candidate),
         compared=_compared(evidence),
+        images=_images(candidate),
     )
+
+
+_THUMBNAIL = re.compile(r"data:image/(?:png|jpeg|gif|webp);base64,[A-Za-z0-9+/]{1,70000}={0,2}")
+"""A thumbnail the page shows: an image carried in the page, nothing a browser could fetch (the report is input)."""
+MAX_IMAGES = 200
+"""Image cases shown as thumbnails; the rest are counted."""
+
+
+def _images(candidate: RunReport) -> dict[str, Any]:
+    """Each image case's thumbnails (report.json's `media`), with their path, type, size and SHA-256; a thumbnail
+    that is not an image `data:` URI is shown as missing, never put in the page."""
+    shown = []
+    for case_id, images in list(candidate.media.items())[:MAX_IMAGES]:
+        for image in images if isinstance(images, list) else []:
+            if not isinstance(image, dict):
+                continue
+            uri = image.get("thumbnail")
+            shown.append({
+                "case": str(case_id)[:ID_CHARS], "field": str(image.get("field", ""))[:ID_CHARS],
+                "path": str(image.get("path", ""))[:200], "media_type": str(image.get("media_type", ""))[:40],
+                "size": image.get("size") if isinstance(image.get("size"), int) else None,
+                "sha256": str(image.get("sha256", ""))[:12],
+                "uri": uri if isinstance(uri, str) and _THUMBNAIL.fullmatch(uri) else None,
+                "why": str(image.get("why") or ("no thumbnail" if uri is not None else ""))[:200],
+            })
+    return {"shown": shown, "more": max(0, len(candidate.media) - MAX_IMAGES)}
 
 
 def _banner(decision: Decision | None, candidate: RunReport) -> dict[str, Any]:

@@ -57,6 +57,7 @@ from evalkit.run.execute import Execution, LiveSetup, ProgramCalls, execute, pro
 from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
 from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
+from evalkit.run.media import attach_media, media_fields, media_section, refuse_media
 from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.otel_export import call_spans, export_text, write_export
 from evalkit.run.plugin import RUN_OPTION
@@ -107,6 +108,9 @@ def run_suite(config: RunConfig, baseline: RunReport | None = None, baseline_nam
     suite_dir = project_path(config.suite.path)
     dataset = load_cases(project_path(config.dataset.file), config.dataset.fields, config.dataset.name,
                          config.dataset.version, config.dataset.limits)
+    media = media_fields(config.dataset)
+    dataset = attach_media(dataset, media, project_path(config.dataset.file), config.dataset.limits)
+    refuse_media(config.model, dataset, media)  # up front: never a refusal mid-run
     prompt_path = project_path(config.prompt.file)
     prompt_text = read_text(prompt_path, f"prompt {config.prompt.version}")
     agent = suite_agent(config.agent, suite_dir)  # its tools are part of the identity
@@ -204,6 +208,8 @@ def _run_model_suite(config: RunConfig, suite_dir: Path, dataset: Dataset, promp
 
     texts = {"prompt": kept_text(prompt_text, config.prompt.version, shown(prompt_path), redact)}
     extra: dict[str, Any] = {"execution": execution.stats, "texts": texts}
+    if media := media_fields(config.dataset):  # each media case's description and thumbnail, for report.html
+        extra["media"] = media_section(dataset, media)
     if looped:  # each case's trajectory, cut and (with the whole report) redacted like the outputs
         extra["trajectories"] = trajectories_json(execution.trajectories)
     finish = None

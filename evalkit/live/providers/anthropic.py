@@ -13,9 +13,10 @@ from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.dialects import schema_name
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
+from evalkit.live.providers.media import base64_data, refuse_untaken
 from evalkit.live.providers.sdkwire import httpx_client, httpx_module
 from evalkit.live.providers.toolcalls import object_arguments, refuse_unsendable, unsupported
-from evalkit.records.call import NamedTool, Reply, Request, ToolCall, Usage
+from evalkit.records.call import ContentPart, ImagePart, Message, NamedTool, Reply, Request, TextPart, ToolCall, Usage
 
 if TYPE_CHECKING:
     import anthropic
@@ -78,6 +79,7 @@ class AnthropicProvider:
                                      bounds))  # evalkit's bounded transport (evalkit.live.providers.sdkwire)
 
     def complete(self, request: Request) -> Reply:
+        refuse_untaken(self._name, "anthropic", MEDIA, request)
         reserved = sorted(RESERVED & set(request.options))
         if reserved:
             raise CallFailure(f"{self._name}: option(s) {', '.join(reserved)} are set from the request itself, "
@@ -155,9 +157,10 @@ class AnthropicProvider:
                     turns.append({"role": "user", "content": [block]})
                 continue
             if message.role == "user" and turns and _has_results(turns[-1]):
-                turns[-1]["content"].append({"type": "text", "text": message.text})
+                turns[-1]["content"].extend(_blocks(message) if message.images
+                                            else [{"type": "text", "text": message.text}])
                 continue
-            turns.append({"role": message.role, "content": message.text})
+            turns.append({"role": message.role, "content": _blocks(message) if message.images else message.text})
         return turns
 
     def _reply(self, message: Any, latency_ms: float, *, schema: bool) -> Reply:
@@ -215,6 +218,20 @@ def _described(description: str) -> dict[str, str]:
     return {"description": description} if description else {}
 
 
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    """A message with images as content blocks in their order, each image a base64 `image` block."""
+    assert not isinstance(message.content, str)  # a message with images has parts
+    return [_block(part) for part in message.content if not isinstance(part, TextPart) or part.text]
+
+
+def _block(part: ContentPart) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    # audio never comes here: the spec takes none, so make_provider's WithoutMedia refuses it before the call
+    assert isinstance(part, ImagePart), part.kind
+    return {"type": "image", "source": {"type": "base64", "media_type": part.media_type, "data": base64_data(part)}}
+
+
 def _has_results(turn: dict[str, Any]) -> bool:
     content = turn["content"]
     return isinstance(content, list) and any(block.get("type") == "tool_result" for block in content)
@@ -239,11 +256,15 @@ def _server_message(error: anthropic.APIStatusError) -> str:
     return str(error.message)
 
 
+MEDIA = ("image",)
+"""The kinds of media part the Messages API takes here (no audio)."""
+
+
 def create(config: ModelConfig) -> AnthropicProvider:
     return AnthropicProvider(config)
 
 
 SPEC = ProviderSpec(name="anthropic", factory=create, stop_reasons=STOP_REASONS, extra="anthropic",
                     requirements=("anthropic",), honours_seed=False, tool_stop_reasons=TOOL_STOP_REASONS,
-                    tool_choices=TOOL_CHOICES)
+                    tool_choices=TOOL_CHOICES, media=MEDIA)
 """A schema has one way in, a forced tool: no `structured_output` setting."""

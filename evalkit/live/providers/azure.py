@@ -26,6 +26,8 @@ class AzureOpenAIProvider(OpenAIProvider):
     """OpenAIProvider with Azure's client: the same request, reply and failure mapping, another address and
     credential."""
 
+    _media = ("image",)
+
     def __init__(self, config: ModelConfig) -> None:
         missing = [name for name, value in (("base_url", config.base_url), ("deployment", config.deployment),
                                             ("api_version", config.api_version)) if not value]
@@ -56,4 +58,4 @@ def create(config: ModelConfig) -> AzureOpenAIProvider:
 
 SPEC = ProviderSpec(name="azure", factory=create, dialects=DIALECTS, stop_reasons=STOP_REASONS, extra="openai",
                     requirements=("openai",), settings=("deployment", "api_version", "token_env"),
-                    tool_stop_reasons=TOOL_STOP_REASONS, tool_choices=TOOL_CHOICES)
+                    tool_stop_reasons=TOOL_STOP_REASONS, tool_choices=TOOL_CHOICES, media=AzureOpenAIProvider._media)

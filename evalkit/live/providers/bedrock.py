@@ -20,9 +20,10 @@ from evalkit.live.providers.credentials import masked
 from evalkit.live.providers.dialects import schema_name
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
+from evalkit.live.providers.media import refuse_untaken
 from evalkit.live.providers.sdkwire import send_with
 from evalkit.live.providers.toolcalls import object_arguments, refuse_unsendable, unsupported
-from evalkit.records.call import NamedTool, Reply, Request, ToolCall, Usage
+from evalkit.records.call import ContentPart, ImagePart, Message, NamedTool, Reply, Request, TextPart, ToolCall, Usage
 
 __all__ = ["BedrockProvider", "create", "INFERENCE_OPTIONS", "STOP_REASONS", "TOOL_STOP_REASONS", "TOOL_CHOICES",
            "CREDENTIAL_ENV", "SPEC"]
@@ -103,6 +104,7 @@ class BedrockProvider:
                                        self._clean), ssl.create_default_context(cafile=trusted))
 
     def complete(self, request: Request) -> Reply:
+        refuse_untaken(self._name, "bedrock", MEDIA, request)
         arguments = self._arguments(request)
         response, latency_ms = timed_call(lambda: self._client.converse(**arguments), self._failure)
         try:
@@ -166,7 +168,10 @@ class BedrockProvider:
                     turns.append({"role": "user", "content": [{"toolResult": result}]})
                 continue
             if message.role == "user" and turns and _has_results(turns[-1]):
-                turns[-1]["content"].append({"text": message.text})
+                turns[-1]["content"].extend(_blocks(message) if message.images else [{"text": message.text}])
+                continue
+            if message.images:
+                turns.append({"role": message.role, "content": _blocks(message)})
                 continue
             blocks: list[dict[str, Any]] = [{"text": message.text}] if message.text or not message.tool_calls else []
             blocks += [{"toolUse": {"toolUseId": call.id, "name": call.tool,
@@ -236,6 +241,21 @@ class BedrockProvider:
         return message
 
 
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    """A message with images as Converse content blocks in their order, each image an `image` block of its bytes
+    (the client encodes them) and its format (`png`, `jpeg`, `gif`, `webp`)."""
+    assert not isinstance(message.content, str)  # a message with images has parts
+    return [_block(part) for part in message.content if not isinstance(part, TextPart) or part.text]
+
+
+def _block(part: ContentPart) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"text": part.text}
+    # audio never comes here: the spec takes none, so make_provider's WithoutMedia refuses it before the call
+    assert isinstance(part, ImagePart), part.kind
+    return {"image": {"format": part.media_type.removeprefix("image/"), "source": {"bytes": part.data()}}}
+
+
 def _has_results(turn: dict[str, Any]) -> bool:
     return turn["role"] == "user" and any("toolResult" in block for block in turn["content"])
 
@@ -248,11 +268,16 @@ def _tool_choice(request: Request) -> dict[str, Any]:
     return {"any": {}} if choice == "required" else {"auto": {}}
 
 
+MEDIA = ("image",)
+"""The kinds of media part Converse takes here (its audio is for other operations)."""
+
+
 def create(config: ModelConfig) -> BedrockProvider:
     return BedrockProvider(config)
 
 
 SPEC = ProviderSpec(name="bedrock", factory=create, stop_reasons=STOP_REASONS, extra="bedrock",
                     requirements=("boto3",), settings=("region",), credential_env=CREDENTIAL_ENV,
-                    honours_seed=False, tool_stop_reasons=TOOL_STOP_REASONS, tool_choices=TOOL_CHOICES)
+                    honours_seed=False, tool_stop_reasons=TOOL_STOP_REASONS, tool_choices=TOOL_CHOICES,
+                    media=MEDIA)
 """A schema has one way in, a forced tool: no `structured_output` setting."""

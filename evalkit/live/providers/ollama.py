@@ -21,6 +21,7 @@ from evalkit.core.version import __version__
 from evalkit.live.providers.base import CallFailure, excerpt, service_ms, timed_call
 from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.jsonhttp import Answer, Bounds, JsonHttp, parse_target
+from evalkit.live.providers.media import base64_data, refuse_untaken
 from evalkit.live.providers.toolcalls import answered_tools, made_up_id, object_arguments, refuse_unsendable
 from evalkit.records.call import Message, Reply, Request, ToolCall, Usage
 
@@ -89,6 +90,7 @@ class OllamaProvider:
 
     def complete(self, request: Request) -> Reply:
         refuse_unsendable(self._name, "ollama", TOOL_CHOICES, request)
+        refuse_untaken(self._name, "ollama", ("image",), request)
         payload: dict[str, Any] = {"model": request.model, "messages": self._messages(request), "stream": False}
         if request.tools:
             payload["tools"] = [{"type": "function", "function": {
@@ -141,6 +143,8 @@ class OllamaProvider:
                 for call in message.tool_calls]
         if message.tool_call_id is not None:
             wire["tool_name"] = tools[message.tool_call_id]
+        if message.images:  # /api/chat takes a message's images apart from its text, base64, in their order
+            wire["images"] = [base64_data(part) for part in message.images]
         return wire
 
     def _refused(self, answer: Answer) -> CallFailure:
@@ -175,6 +179,6 @@ TOOL_CHOICES: tuple[ToolChoiceName, ...] = ("auto",)
 """/api/chat has no tool choice: the model decides (`none`, `required` and a named tool are refused)."""
 
 SPEC = ProviderSpec(name="ollama", factory=create, stop_reasons={"stop": "finished", "length": "truncated"},
-                    tool_choices=TOOL_CHOICES)
+                    tool_choices=TOOL_CHOICES, media=("image",))  # /api/chat's `images`; no audio
 """`format` is Ollama's one way to send a schema; `done_reason` is `stop` or `length` (`stop` after tool calls
 too: Ollama has no stop reason of its own for them)."""

@@ -13,9 +13,21 @@ from evalkit.live.providers.credentials import api_key, masked
 from evalkit.live.providers.dialects import response_format, schema_message
 from evalkit.live.providers.install import missing_client
 from evalkit.live.providers.jsonhttp import Bounds
+from evalkit.live.providers.media import base64_data, data_uri, refuse_untaken
 from evalkit.live.providers.sdkwire import httpx_client, httpx_module
 from evalkit.live.providers.toolcalls import refuse_unsendable
-from evalkit.records.call import Message, NamedTool, Reply, Request, ToolCall, Usage, parse_arguments
+from evalkit.records.call import (
+    AudioPart,
+    ContentPart,
+    ImagePart,
+    Message,
+    NamedTool,
+    Reply,
+    Request,
+    ToolCall,
+    Usage,
+    parse_arguments,
+)
 
 if TYPE_CHECKING:
     import openai
@@ -81,7 +93,11 @@ class OpenAIProvider:
                                    timeout=config.timeout_s, max_retries=0,  # the runner owns retries
                                    http_client=self._http_client(config))
 
+    _media: tuple[str, ...] = ("image", "audio")
+    """The kinds of media part this provider takes (its spec's `media`; Azure's deployments take no audio here)."""
+
     def complete(self, request: Request) -> Reply:
+        refuse_untaken(self._name, self._provider, self._media, request)
         reserved = sorted(RESERVED & set(request.options))
         if reserved:
             raise CallFailure(f"{self._name}: option(s) {', '.join(reserved)} are set from the request itself, "
@@ -162,8 +178,10 @@ class OpenAIProvider:
 def wire_message(message: Message) -> dict[str, Any]:
     """A message as chat completions take it: content parts as their text; an assistant turn's tool calls with
     their arguments as JSON text (`content` null when it only calls tools, as the API writes such a turn); a tool
-    result as role `tool` with its `tool_call_id` (the API has no error flag: the content says what failed)."""
-    wire: dict[str, Any] = {"role": message.role, "content": message.text}
+    result as role `tool` with its `tool_call_id` (the API has no error flag: the content says what failed). A
+    message with images or audio is a list of parts in their order, each image a `data:` URI in an `image_url` part,
+    each audio file base64 in an `input_audio` part (`wav` or `mp3`)."""
+    wire: dict[str, Any] = {"role": message.role, "content": _content(message) if message.media else message.text}
     if message.tool_calls:
         wire["content"] = message.text or None
         wire["tool_calls"] = [{"id": call.id, "type": "function",
@@ -172,6 +190,20 @@ def wire_message(message: Message) -> dict[str, Any]:
     if message.tool_call_id is not None:
         wire["tool_call_id"] = message.tool_call_id
     return wire
+
+
+def _content(message: Message) -> list[dict[str, Any]]:
+    assert not isinstance(message.content, str)  # a message with media has parts
+    return [_part(part) for part in message.content]
+
+
+def _part(part: ContentPart) -> dict[str, Any]:
+    if isinstance(part, ImagePart):
+        return {"type": "image_url", "image_url": {"url": data_uri(part)}}
+    if isinstance(part, AudioPart):
+        return {"type": "input_audio", "input_audio": {"data": base64_data(part),
+                                                       "format": "wav" if part.media_type == "audio/wav" else "mp3"}}
+    return {"type": "text", "text": part.text}
 
 
 def _tool_call(call: Any) -> ToolCall:
@@ -222,7 +254,7 @@ def create(config: ModelConfig) -> OpenAIProvider:
 
 SPEC = ProviderSpec(name="openai", factory=create, dialects=DIALECTS, stop_reasons=STOP_REASONS, extra="openai",
                     requirements=("openai",), tool_stop_reasons=TOOL_STOP_REASONS,
-                    tool_choices=TOOL_CHOICES)
+                    tool_choices=TOOL_CHOICES, media=OpenAIProvider._media)
 
 
 def _server_timings(completion: Any, latency_ms: float) -> float | None:
