@@ -51,7 +51,9 @@ def test_the_shipped_suites_import_only_the_public_api() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
                      else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
-            private += [f"{path.relative_to(PROJECT_ROOT)}: {n}" for n in names if n.startswith("evalkit.")]
+            # the public faces: evalkit, evalkit.plugins and evalkit.records (the typed records a suite builds)
+            private += [f"{path.relative_to(PROJECT_ROOT)}: {n}" for n in names
+                        if n.startswith("evalkit.") and n not in ("evalkit.plugins", "evalkit.records")]
     assert len(_suite_modules()) > 10
     assert private == []
 
