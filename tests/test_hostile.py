@@ -366,16 +366,18 @@ def _never_hang() -> Iterator[None]:
     signal.signal(signal.SIGALRM, previous)
 
 
+_TOOL_CACHES = ("__pycache__/", ".hypothesis/", ".mypy_cache/", ".ruff_cache/", ".pytest_cache/")
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _project_untouched() -> Iterator[None]:
     """Nothing of the corpus may land in this repository."""
     def status() -> str:
         listed = subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", "."],
                                 cwd=PROJECT_ROOT, capture_output=True, text=True, check=False).stdout
-        # bytecode the test processes running beside this one (pytest-xdist workers) compile, and the examples
-        # Hypothesis keeps for the property tests they run, are not the corpus
-        return "\n".join(line for line in listed.splitlines()
-                         if "__pycache__/" not in line and ".hypothesis/" not in line)
+        # what the test processes running beside this one (pytest-xdist workers) leave in the tools' caches
+        # (bytecode, Hypothesis's examples, mypy's and ruff's caches from the lint tests) is not the corpus
+        return "\n".join(line for line in listed.splitlines() if not any(cache in line for cache in _TOOL_CACHES))
     before = status()
     yield
     assert status() == before

@@ -14,7 +14,6 @@ from typing import Any
 from evalkit.core.policy import Policy, policy_sha256
 from evalkit.core.report import RunReport
 from evalkit.core.version import __version__
-from evalkit.run.saved_decision import saved_decision_field, saved_decision_policy  # noqa: F401  (their old home)
 
 __all__ = ["evidence", "policy_identity", "report_identity"]
 
