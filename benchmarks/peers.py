@@ -76,7 +76,7 @@ from evalkit.adapt.deepeval import read_deepeval
 from evalkit.adapt.inspect import read_inspect_log
 from evalkit.adapt.neutral import NeutralRun
 from evalkit.adapt.promptfoo import read_promptfoo
-from evalkit.core.config import ModelConfig
+from evalkit.core.config import JudgeConfig, ModelConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.errors import EvalkitError
 from evalkit.core.key import build_key, recording_path, reply_settings
@@ -257,8 +257,9 @@ def generate_evalkit(inputs: Path, cases: list[dict[str, str]]) -> None:
 
 
 def model_config(group: str, option: str) -> ModelConfig:
+    """A model or judge preset as evalkit composes it (a judge's own settings, `repeats`, are a JudgeConfig's)."""
     data = yaml.safe_load((PACKAGE_CONF / group / f"{option}.yaml").read_text(encoding="utf-8"))
-    return ModelConfig.model_validate(data)
+    return (JudgeConfig if group == "judge" else ModelConfig).model_validate(data)
 
 
 # --- the tools --------------------------------------------------------------------------------------------------

