@@ -158,9 +158,7 @@ def run_conversations(planned: Sequence[tuple[str, Request]], scripts: Mapping[s
                 _say(talk, turn, talk.script.turns[turn - 1], None)
         active = [t for t in active if t.final is None]
         ids = {t.base: str(CallId.agent_step(t.which.case, turn, t.which.sample)) for t in active}
-        results = wave([(ids[t.base], t.request, "model") for t in active])
-        settle(len(active))
-        out.steps |= results
+        results = _asked(wave, settle, out, [(ids[t.base], t.request, "model") for t in active])
         for talk in active:
             step_id = ids[talk.base]
             result = results[step_id]
@@ -184,6 +182,15 @@ def run_conversations(planned: Sequence[tuple[str, Request]], scripts: Mapping[s
     return out
 
 
+def _asked(wave: Wave, settle: Callable[[int], None], out: ConversationOutcome,
+           calls: list[tuple[str, Request, str]]) -> dict[str, CallResult]:
+    """One wave of calls (a turn of either side): sent, settled with the run's progress, kept in the outcome."""
+    results = wave(calls)
+    settle(len(calls))
+    out.steps |= results
+    return results
+
+
 def _say(talk: _Conversation, turn: int, text: str, call_id: str | None) -> None:
     """User turn `turn` joins the transcript and the model's next request."""
     talk.steps.append(UserTurn(turn=turn, text=text, call_id=call_id))
@@ -199,9 +206,7 @@ def _user_turns(turn: int, talks: Sequence[_Conversation], simulator: SimulatorC
         return
     assert simulator is not None
     ids = {t.base: str(CallId.user_turn(t.which.case, turn, t.which.sample)) for t in talks}
-    results = wave([(ids[t.base], _simulator_request(t, simulator), "simulator") for t in talks])
-    settle(len(talks))
-    out.steps |= results
+    results = _asked(wave, settle, out, [(ids[t.base], _simulator_request(t, simulator), "simulator") for t in talks])
     for talk in talks:
         user_id = ids[talk.base]
         result = results[user_id]
