@@ -1,4 +1,4 @@
-"""No crash of an evalkit command reads as a decision: refusals and unwritable outputs exit 3 in one line,
+"""No crash of an evalkit command reads as a decision: refusals and unwritable outputs exit 3 in one line, outages 5,
 unexpected exceptions exit 4 with the traceback, and any test id prints on an ASCII terminal."""
 
 from __future__ import annotations
@@ -99,3 +99,22 @@ def test_a_crash_outside_a_run_of_python_m_evalkit_exits_4(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["evalkit"])  # not pytest's own flags: they are refused before Hydra
     assert run.main() == ExitCode.INTERNAL_ERROR
     assert "RuntimeError: planted bug" in capsys.readouterr().err
+
+
+def outage(*args: object, **kwargs: object) -> None:
+    from evalkit.core.errors import OutageError
+    raise OutageError("judge at http://127.0.0.1:9/v1: connection refused after 3 tries")
+
+
+@pytest.mark.parametrize("module, target, argv", [
+    (gate, "decide", ["BASE", "CAND", "--policy", "triage"]),
+    (calibrate, "_suite_dir", ["suite=quality_lab"]),
+])
+def test_an_outage_in_any_command_exits_5_in_one_line_never_as_an_input_error(module, target, argv, tmp_path,
+                                                                              monkeypatch, capsys):
+    base, cand = reports(tmp_path, after="passed")
+    argv = [{"BASE": str(base), "CAND": str(cand)}.get(a, a) for a in argv]
+    monkeypatch.setattr(module, target, outage)
+    assert module.main(argv) == ExitCode.OUTAGE
+    err = capsys.readouterr().err
+    assert err.startswith("outage: judge at http://127.0.0.1:9/v1: connection refused") and err.count("\n") == 1

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, write_output
 from evalkit.cli.main import epilog
-from evalkit.core.errors import EvalkitError, InputError, one_line
+from evalkit.core.errors import InputError
 from evalkit.core.files import read_bytes, read_text, read_text_sha256
 from evalkit.core.fingerprint import SHA_LENGTH, sha256
 from evalkit.core.parsing import parse_yaml
@@ -75,29 +74,24 @@ def build_parser() -> argparse.ArgumentParser:
 @command
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        suite_dir = _suite_dir(args.suite)
-        if args.report is not None:
-            return _judges(args, suite_dir)
-        if args.labels is not None:
-            raise InputError("--labels goes with --report (the run report whose judged replies were labelled)")
-        module = load_module(suite_dir, "calibration.py",
-                             "a suite that can be calibrated defines GRADERS and examples() in calibration.py")
-        graders, examples = getattr(module, "GRADERS", None), getattr(module, "examples", None)
-        if not isinstance(graders, Mapping) or not callable(examples):
-            raise InputError(f"{suite_dir / 'calibration.py'}: define GRADERS (a dict of graders) and examples()")
-        result = calibrate(graders, examples(), str(suite_dir / "calibration.py"))
-        if args.out:
-            suite_files = {f"{p.relative_to(suite_dir)}, a file of the suite": p
-                           for p in sorted(suite_dir.rglob("*")) if p.is_file()}
-            write_output(args.out, json.dumps(result, indent=2, ensure_ascii=False) + "\n", "calibration",
-                         inputs=suite_files)
-    except EvalkitError as error:
-        print(f"error: {one_line(str(error))}", file=sys.stderr)
-        return ExitCode.INPUT_ERROR
+    suite_dir = _suite_dir(args.suite)
+    if args.report is not None:
+        return _judges(args, suite_dir)
+    if args.labels is not None:
+        raise InputError("--labels goes with --report (the run report whose judged replies were labelled)")
+    module = load_module(suite_dir, "calibration.py",
+                         "a suite that can be calibrated defines GRADERS and examples() in calibration.py")
+    graders, examples = getattr(module, "GRADERS", None), getattr(module, "examples", None)
+    if not isinstance(graders, Mapping) or not callable(examples):
+        raise InputError(f"{suite_dir / 'calibration.py'}: define GRADERS (a dict of graders) and examples()")
+    result = calibrate(graders, examples(), str(suite_dir / "calibration.py"))
+    if args.out:
+        suite_files = {f"{p.relative_to(suite_dir)}, a file of the suite": p
+                       for p in sorted(suite_dir.rglob("*")) if p.is_file()}
+        write_output(args.out, json.dumps(result, indent=2, ensure_ascii=False) + "\n", "calibration",
+                     inputs=suite_files)
     print(render(result))
     return ExitCode.GO
-
 
 
 def _judges(args: argparse.Namespace, suite_dir: Path) -> int:

@@ -1,7 +1,8 @@
 """What every evalkit command does around its work so that no failure reads as a decision.
 
 Exit codes 0, 1 and 2 are decisions (go, block, incomparable); a refused input or an output that cannot be
-written exits 3 with one line on stderr, and anything unexpected exits 4 with its traceback. `command` wraps a
+written exits 3 with one line on stderr, a model server that failed (an outage: a judge or model called live by
+`calibrate`, `review` ...) exits 5 with one line, and anything unexpected exits 4 with its traceback. `command` wraps a
 command's `main` to guarantee it; `write_output` and `say` (evalkit.core.console)
 are the output steps the commands share.
 """
@@ -18,7 +19,7 @@ from typing import ParamSpec
 
 from evalkit.core.atomic import write_atomic_set
 from evalkit.core.console import say
-from evalkit.core.errors import EvalkitError, InputError, one_line
+from evalkit.core.errors import EvalkitError, InputError, OutageError, one_line
 from evalkit.core.outputs import refuse_input, refuse_link
 from evalkit.gate.decision import ExitCode
 
@@ -28,7 +29,7 @@ P = ParamSpec("P")
 
 
 def command(main: Callable[P, int]) -> Callable[P, int]:
-    """Decorate a command's `main`: refusals exit 3 in one line, crashes exit 4 with the traceback."""
+    """Decorate a command's `main`: refusals exit 3 in one line, outages 5, crashes exit 4 with the traceback."""
 
     @functools.wraps(main)
     def guarded(*args: P.args, **kwargs: P.kwargs) -> int:
@@ -36,6 +37,9 @@ def command(main: Callable[P, int]) -> Callable[P, int]:
         _tolerant(sys.stderr)
         try:
             return main(*args, **kwargs)
+        except OutageError as error:  # the server failed, not the input: a code of its own, as `run` gives it
+            print(f"outage: {one_line(str(error))}", file=sys.stderr)
+            return ExitCode.OUTAGE
         except EvalkitError as error:
             print(f"error: {one_line(str(error))}", file=sys.stderr)
             return ExitCode.INPUT_ERROR
