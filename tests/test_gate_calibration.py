@@ -166,3 +166,12 @@ def test_policy_diff_decides_each_pair_with_the_calibration_beside_its_baseline(
     # calibrated at 0.9: still a block under the new policy; at 0.3: capped to review, and said why
     assert "**1 decision(s) change**" in text
     assert "b.json" in text and "below the policy's min_judge_kappa 0.6" in text
+
+
+@pytest.mark.parametrize("floor", [0, 0.0, {"faithful": 0}])
+def test_a_kappa_floor_of_zero_is_a_floor_not_off(floor: float | dict[str, float]) -> None:
+    """0 is a kappa floor (better than chance), so a check with no calibration is still named: `min_judge_kappa`
+    is off only when it is left out."""
+    decision = decide(Policy(min_judge_kappa=floor), _report(PASSING), _report(REGRESSED), None)
+    [named] = _rule(decision.findings, "judge_calibration")
+    assert named.subject == "faithful" and decision.decision is Verdict.REVIEW
