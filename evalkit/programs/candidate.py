@@ -28,7 +28,7 @@ from evalkit.core.dataset import Case
 from evalkit.core.errors import ConfigError, InputError, describe_validation
 from evalkit.live.budget import UnitBudget
 from evalkit.programs.endpoint import Answer, Endpoint
-from evalkit.programs.sandbox import ProgramRun, run_program
+from evalkit.programs.sandbox import ProgramRun, check_python_env, run_program
 
 __all__ = ["CandidateConfig", "ModelAccess", "candidate_config", "is_scorable", "public_task", "run_programs"]
 
@@ -83,6 +83,8 @@ def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateC
     stand-in with the same keys) plus `units` spent and `usage_state` (known, unknown, not_started); with `access`,
     the endpoint's `model_calls`, `unserved` and `rejected`."""
     results: dict[str, dict[str, Any]] = {}
+    if access is not None and access.python_env is not None:
+        check_python_env(access.python_env)  # one line before any case, not the same failure in every case
     for case in cases:
         if access is not None and access.ended():
             break
