@@ -131,22 +131,45 @@ class McpServerTools:
                 "tool": tool.model_dump(mode="json")})))
         return out
 
-    def call(self, name: str, arguments: dict[str, Any], timeout: float) -> ToolOutcome:
+    @property
+    def info(self) -> dict[str, Any]:
+        """The name and version the server gave when it started."""
+        return dict(self._server)
+
+    def listing(self) -> list[dict[str, Any]]:
+        """The tools as the server listed them, in the protocol's JSON (what a `tools/list` result carries)."""
+        return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in self._listed]
+
+    def call_result(self, name: str, arguments: Any, timeout: float, setting: str) -> dict[str, Any]:
+        """The `tools/call` result as the protocol's JSON, unread (evalkit's MCP proxy hands it on as it came); a
+        call that got no result is an error result saying why (`setting` names the timeout)."""
+        result = self._request(name, arguments, timeout, setting)
+        if isinstance(result, ToolOutcome):
+            return {"content": [{"type": "text", "text": result.error_message or result.content}], "isError": True}
+        return dict(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    def _request(self, name: str, arguments: Any, timeout: float, setting: str) -> Any:
+        """The SDK's CallToolResult, or a failed ToolOutcome saying why there is none."""
         session = self._session
         if session is None:
             return failed(f"the MCP server {self.name} is not running")
         future = asyncio.run_coroutine_threadsafe(session.call_tool(name, arguments, read_timeout_seconds=timeout),
                                                   self._loop)
         try:
-            result = future.result(timeout + 5)
+            return future.result(timeout + 5)
         except (FutureTimeout, TimeoutError):
             future.cancel()
-            return failed(f"timed out after {timeout:g}s (agent.tool_timeout_s)")
+            return failed(f"timed out after {timeout:g}s ({setting})")
         except Exception as error:  # noqa: BLE001 - a failed request (the SDK's own timeout among them)
             text = str(error) or type(error).__name__
             if "timed out" in text.lower() or "timeout" in type(error).__name__.lower():
-                return failed(f"timed out after {timeout:g}s (agent.tool_timeout_s)")
+                return failed(f"timed out after {timeout:g}s ({setting})")
             return failed(f"{type(error).__name__}: {text}")
+
+    def call(self, name: str, arguments: dict[str, Any], timeout: float) -> ToolOutcome:
+        result = self._request(name, arguments, timeout, "agent.tool_timeout_s")
+        if isinstance(result, ToolOutcome):
+            return result
         parts = [getattr(block, "text", None) for block in result.content]
         text = "".join(part for part in parts if isinstance(part, str))
         if not text and result.structured_content is not None:

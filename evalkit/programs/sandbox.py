@@ -92,13 +92,13 @@ class ProgramRun:
 def run_program(program: Path, args: Sequence[str], task: bytes, files: Mapping[str, str], watch: Sequence[str],
                 *, timeout_s: float, max_response_bytes: int, limits: ProgramLimits | None = None,
                 isolation: Isolation | None = None, endpoint: Path | None = None,
-                python_env: Path | None = None) -> ProgramRun:
+                python_env: Path | None = None, mcp: Sequence[str] = ()) -> ProgramRun:
     """Run `program` on `task` in a fresh task folder and read back its response.json and the `watch`ed files.
 
     `files` (name -> text) are written beside the program; `watch` names the files whose text after the run is
     evidence. `isolation` defaults to the best this machine allows (probe_isolation). `endpoint` is the Unix socket
-    of evalkit's endpoint the program may call (the only way out), `python_env` a virtual environment whose
-    packages the program imports.
+    of evalkit's endpoint the program may call (the only way out), `mcp` the MCP servers it reaches through the
+    endpoint's MCP proxy (EVALKIT_MCP_<NAME>), `python_env` a virtual environment whose packages the program imports.
     """
     if not program.exists():
         raise InputError(f"{program}: candidate program not found")
@@ -123,6 +123,7 @@ def run_program(program: Path, args: Sequence[str], task: bytes, files: Mapping[
         if endpoint is not None:
             request["relay"] = ENDPOINT_SOCKET if isolation.bubblewrap else str(endpoint)
             binds.append((str(endpoint), ENDPOINT_SOCKET))
+            request["mcp"] = list(mcp)
         if python_env is not None:
             request["python"], env_binds = _program_env(python_env, isolation, Path(tmp))
             binds += env_binds
