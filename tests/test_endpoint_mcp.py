@@ -13,6 +13,7 @@ import sys
 import tempfile
 import textwrap
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,67 @@ def test_the_proxy_answers_what_it_serves_and_names_what_it_does_not() -> None:
     after = ask("tools/list")  # the case's trajectory ended at the refusal
     assert "an earlier call of this case was not served" in json.dumps(after)
     assert ask("ping") == {"jsonrpc": "2.0", "id": 7, "result": {}}
+
+
+RUN_PROGRAM = '''
+import asyncio, json, os, shlex
+import openai
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def stock():
+    command, *args = shlex.split(os.environ["EVALKIT_MCP_STOCK"])
+    async with stdio_client(StdioServerParameters(command=command, args=args)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return (await session.call_tool("stock_level", {"sku": "A1"})).structured_content["result"]
+
+task = json.load(open("task.json"))
+level = asyncio.run(stock())
+reply = openai.OpenAI().chat.completions.create(model="x", messages=[
+    {"role": "user", "content": f"{task['question']} (stock: {level})"}])
+json.dump({"answer": reply.choices[0].message.content, "stock": level, "tools": [], "steps": 1},
+          open("response.json", "w"))
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("hydra_conf")
+def test_a_suite_routing_an_mcp_server_records_live_and_replays_from_the_cli_and_refuses_an_upgraded_server(
+        folder: Path, venv: Path, run_evalkit: Any) -> None:
+    from fakes.server import FakeOpenAI
+    from fakes.tool_model import shop_model
+    from helpers.compose import composed
+
+    from evalkit.core.config import validate_config
+    from evalkit.run.runner import run_suite
+
+    (folder / "stock_server.py").write_text(textwrap.dedent(SERVER.format(version="1.2.0")), encoding="utf-8")
+    program = folder / "agent.py"
+    program.write_text(RUN_PROGRAM, encoding="utf-8")
+    common = [f"run.recordings={folder / 'recordings'}", f"suite.program.python_env={venv}",
+              f"agent_code.program={program}", f"+suite.program.mcp.stock.command=[python,{folder}/stock_server.py]"]
+    with FakeOpenAI(shop_model) as model:
+        live = run_suite(validate_config(composed("suite=sql_agent", "mode=live", f"model.base_url={model.base_url}",
+                                                  f"run.out={folder / 'live'}", *common),
+                                         {"agent_code": "baseline", "model": "shop-agent", "dataset": "sql_agent"}))
+        assert "(stock: 4)" in json.dumps(model.chat_requests[0].body)
+    assert live.recording_path is not None
+    recorded = json.loads(live.recording_path.read_text(encoding="utf-8"))
+    proxied = sorted(key for key in recorded["tools"] if key.startswith("mcp/"))
+    # per case: the tool call, and the list the SDK's client asks for itself (to check results against schemas)
+    assert proxied[:2] == ["mcp/alice-orders/stock|0", "mcp/alice-orders/stock|tools/list"] and len(proxied) == 6
+    assert (folder / "calls.log").read_text(encoding="utf-8") == "A1\n" * 3
+
+    replay = run_evalkit("suite=sql_agent", "baseline=none", f"run.out={folder / 'replay'}", *common)
+    assert replay.returncode in (0, 1), replay.stdout[-2000:] + replay.stderr[-2000:]  # a decision, not a refusal
+    report = json.loads((folder / "replay" / "report.json").read_text(encoding="utf-8"))
+    assert report["provenance"]["mode"] == "replay"
+    assert (folder / "calls.log").read_text(encoding="utf-8") == "A1\n" * 3  # no tool was called
+
+    (folder / "stock_server.py").write_text(textwrap.dedent(SERVER.format(version="2.0.0")), encoding="utf-8")
+    refused = run_evalkit("suite=sql_agent", "baseline=none", f"run.out={folder / 'upgraded'}", *common)
+    assert refused.returncode == 3, refused.stdout[-2000:] + refused.stderr[-2000:]
+    assert "tool stock_level changed since mcp/alice-orders/stock|0 was recorded" in refused.stderr
+    assert "(MCP server stock)" in refused.stderr
+    assert not (folder / "upgraded" / "report.json").exists()
