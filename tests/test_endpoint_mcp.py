@@ -13,8 +13,8 @@ import sys
 import tempfile
 import textwrap
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -277,3 +277,12 @@ def test_a_suite_routing_an_mcp_server_records_live_and_replays_from_the_cli_and
     assert "tool stock_level changed since mcp/alice-orders/stock|0 was recorded" in refused.stderr
     assert "(MCP server stock)" in refused.stderr
     assert not (folder / "upgraded" / "report.json").exists()
+
+
+def test_a_proxied_server_that_cannot_start_is_refused_in_one_line_naming_its_setting(folder: Path) -> None:
+    from evalkit.core.errors import InputError
+
+    servers = {"gone": McpServerConfig(command=("python", "no_such_server.py"))}
+    with pytest.raises(InputError, match=r"^suite.program.mcp.gone: cannot start the server") as refused:
+        ProgramMcp(servers, folder, Mode.REPLAY, _recording(), "the recording", lambda text: text, {})
+    assert "\n" not in str(refused.value)

@@ -68,8 +68,10 @@ def _schema_problem(schema: Mapping[str, Any], arguments: Any) -> str | None:
 class McpServerTools:
     """One MCP server over stdio: its session on an event loop of its own thread, and its tools."""
 
-    def __init__(self, name: str, command: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, name: str, command: Sequence[str], cwd: Path, env: Mapping[str, str],
+                 setting: str = "agent.mcp") -> None:
         self.name = name
+        self.where = f"{setting}.{name}"  # the config setting a refusal names
         self.command = [sys.executable if i == 0 and part == "python" else part for i, part in enumerate(command)]
         self.cwd, self.env = cwd, dict(env)
         self._loop = asyncio.new_event_loop()
@@ -83,11 +85,11 @@ class McpServerTools:
         self._thread.start()
         if not self._ready.wait(STARTUP_S):
             self.close()
-            raise InputError(f"agent.mcp.{name}: the server did not start and list its tools within {STARTUP_S}s "
+            raise InputError(f"{self.where}: the server did not start and list its tools within {STARTUP_S}s "
                              f"({' '.join(self.command)})")
         if self._error is not None:
             self.close()
-            raise InputError(one_line(f"agent.mcp.{name}: cannot start the server ({' '.join(self.command)}): "
+            raise InputError(one_line(f"{self.where}: cannot start the server ({' '.join(self.command)}): "
                                       f"{self._error}", 600))
 
     def _run(self) -> None:
@@ -122,7 +124,7 @@ class McpServerTools:
         out = []
         for listed in self._listed:
             if not TOOL_NAME.match(listed.name):
-                raise InputError(f"agent.mcp.{self.name}: tool {listed.name!r} has a name no provider accepts")
+                raise InputError(f"{self.where}: tool {listed.name!r} has a name no provider accepts")
             schema = {k: v for k, v in dict(listed.input_schema or {}).items() if k != "title"}
             tool = Tool(name=listed.name, description=listed.description or "",
                         parameters=schema or {"type": "object", "properties": {}})
@@ -185,10 +187,11 @@ class McpServerTools:
         self._thread.join(15)
 
 
-def start_mcp_server(name: str, command: Sequence[str], cwd: Path, env: Mapping[str, str]) -> McpServerTools:
-    """Start one MCP server; refused in one line when the `mcp` SDK is not installed."""
+def start_mcp_server(name: str, command: Sequence[str], cwd: Path, env: Mapping[str, str],
+                     setting: str = "agent.mcp") -> McpServerTools:
+    """Start one MCP server; refused in one line (naming `setting`.NAME) when the `mcp` SDK is not installed."""
     try:
         import mcp  # noqa: F401
     except ImportError:
-        raise InputError(f"agent.mcp.{name}: MCP tools need the `mcp` SDK: pip install 'evalkit[agents]'") from None
-    return McpServerTools(name, command, cwd, env)
+        raise InputError(f"{setting}.{name}: MCP tools need the `mcp` SDK: pip install 'evalkit[agents]'") from None
+    return McpServerTools(name, command, cwd, env, setting)

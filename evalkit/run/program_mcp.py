@@ -46,7 +46,7 @@ class ProgramMcp:
         self._fingerprints: dict[str, str] = {}
         try:
             for name, server in servers.items():
-                started = start_mcp_server(f"suite.program.mcp.{name}", server.command, cwd, server.env)
+                started = start_mcp_server(name, server.command, cwd, server.env, "suite.program.mcp")
                 self._started[name] = started
                 self._fingerprints[name] = fingerprint({"kind": "mcp-proxy", "command": list(server.command),
                                                         "server": started.info, "tools": started.listing()})

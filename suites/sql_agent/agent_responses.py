@@ -19,7 +19,8 @@ MAX_STEPS = 8
 TOOLS = [
     {"type": "function", "name": "list_tables", "description": "The database's tables and their columns.",
      "parameters": {"type": "object", "properties": {}}},
-    {"type": "function", "name": "run_sql", "description": "Run one read-only SQLite query and return its rows as JSON.",
+    {"type": "function", "name": "run_sql",
+     "description": "Run one read-only SQLite query and return its rows as JSON.",
      "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}},
 ]
 
