@@ -174,3 +174,26 @@ def test_the_sdks_send_images_through_the_endpoint_and_the_run_reads_their_bytes
     assert responses.output_text == f"image/png:{len(PNG)}"
     assert message.content[0].type == "text" and message.content[0].text == f"image/jpeg:{len(JPEG)}"
     assert asked[0].media == asked[1].media  # one image, one part, whichever API carried it
+
+
+def test_a_live_call_sends_the_programs_image_bytes_to_the_provider_in_its_own_format(tmp_path: Path) -> None:
+    from evalkit.core.config import ModelConfig
+    from evalkit.live.providers import make_provider
+
+    with FakeOpenAI(lambda body: "a receipt") as upstream:
+        provider = make_provider(ModelConfig(name="m", provider="openai", base_url=upstream.base_url,
+                                             api_key_env=None))
+        with Endpoint(tmp_path / "e.sock", "c", "m", lambda call_id, request: provider.complete(request)) as endpoint:
+            httpx = httpx_module(getattr(anthropic, "DefaultHttpxClient", None))
+            claude = anthropic.Anthropic(base_url="http://endpoint", api_key="dummy", max_retries=0,
+                                         http_client=httpx.Client(transport=httpx.HTTPTransport(  # type: ignore
+                                             uds=str(endpoint.socket_path))))
+            message = claude.messages.create(model="y", max_tokens=5, messages=[{"role": "user", "content": [
+                {"type": "text", "text": "What is it?"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _b64(PNG)}}]}])
+        sent = upstream.chat_requests[0].body
+    assert message.content[0].type == "text" and message.content[0].text == "a receipt"
+    # what the program sent as an Anthropic image block reached an OpenAI-format provider as a data: URI, byte for byte
+    parts = sent["messages"][0]["content"]
+    assert parts[0] == {"type": "text", "text": "What is it?"}
+    assert parts[1]["image_url"]["url"] == f"data:image/png;base64,{_b64(PNG)}"
