@@ -13,8 +13,11 @@ CPU is its process's, not counted, as the program's is not evalkit's. The issue'
 1 ms of CPU per call. The relay inside the sandbox (the launcher's, evalkit.programs.launcher) is not measured: it is
 a byte copy in the sandbox's process. Three rounds, the median of each side judged.
 
+With `--wire responses` the client speaks the OpenAI Responses API (`POST /v1/responses`, the same conversation as
+`instructions` and `input`) and the endpoint answers in its format; the last line then starts with `wire=responses`.
+
 Last line: `endpoint_cpu_ms_per_call=<x> direct_cpu_ms_per_call=<y> overhead_ms=<x-y> within_1ms=<true|false>`.
-Run from the project root:  .venv/bin/python benchmarks/endpoint.py
+Run from the project root:  .venv/bin/python benchmarks/endpoint.py [--wire responses]
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ CALLS, ROUNDS = 300, 3
 BODY = {"model": "m", "messages": [{"role": "system", "content": "You answer questions about a shop's database."},
                                    {"role": "user", "content": "How many orders did Alice place?"}],
         "temperature": 0}
+RESPONSES_BODY = {"model": "m", "instructions": BODY["messages"][0]["content"],  # type: ignore[index]
+                  "input": BODY["messages"][1]["content"], "temperature": 0}  # type: ignore[index]
 CLIENT = """
 import http.client, json, socket, sys
 class Unix(http.client.HTTPConnection):
@@ -49,7 +54,7 @@ class Unix(http.client.HTTPConnection):
 body = sys.argv[2].encode()
 conn = Unix("endpoint")
 for _ in range(int(sys.argv[3])):
-    conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+    conn.request("POST", sys.argv[4], body, {"Content-Type": "application/json"})
     answer = conn.getresponse()
     assert answer.status == 200, answer.read()
     answer.read()
@@ -68,7 +73,8 @@ def _fake_server(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     return server, f"http://127.0.0.1:{port_file.read_text().strip()}/v1"
 
 
-def main() -> None:
+def main(wire: str) -> None:
+    path, body = ("/v1/responses", RESPONSES_BODY) if wire == "responses" else ("/v1/chat/completions", BODY)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         server, base_url = _fake_server(folder)
@@ -90,8 +96,8 @@ def main() -> None:
                 direct.append((time.process_time() - started) * 1000 / CALLS)
                 with Endpoint(folder / f"e{round_}.sock", f"case{round_}", "m", answer) as served:
                     started = time.process_time()
-                    subprocess.run([sys.executable, "-c", CLIENT, str(folder / f"e{round_}.sock"), json.dumps(BODY),
-                                    str(CALLS)], check=True)
+                    subprocess.run([sys.executable, "-c", CLIENT, str(folder / f"e{round_}.sock"), json.dumps(body),
+                                    str(CALLS), path], check=True)
                     endpoint.append((time.process_time() - started) * 1000 / CALLS)
                     assert len(served.calls) == CALLS
                 print(f"round {round_ + 1}: direct {direct[-1]:.3f} ms/call, endpoint {endpoint[-1]:.3f} ms/call",
@@ -100,10 +106,10 @@ def main() -> None:
             server.terminate()
             server.wait(10)
     x, y = statistics.median(endpoint), statistics.median(direct)
-    print(f"endpoint_cpu_ms_per_call={x:.3f} direct_cpu_ms_per_call={y:.3f} overhead_ms={x - y:.3f} "
-          f"within_1ms={'true' if x - y <= 1.0 else 'false'}")
+    print(f"{'wire=responses ' if wire == 'responses' else ''}endpoint_cpu_ms_per_call={x:.3f} "
+          f"direct_cpu_ms_per_call={y:.3f} overhead_ms={x - y:.3f} within_1ms={'true' if x - y <= 1.0 else 'false'}")
 
 
 if __name__ == "__main__":
     os.environ.pop("OPENAI_BASE_URL", None)
-    main()
+    main("responses" if sys.argv[1:] == ["--wire", "responses"] else "chat")

@@ -84,3 +84,40 @@ def test_live_then_replay_decides_the_same_and_an_edited_prompt_is_refused(
     assert refused.returncode == 3, refused.stdout[-2000:] + refused.stderr[-2000:]
     assert "task/alice-orders was recorded for another request: messages[0].content" in refused.stderr
     assert not (tmp_path / "edited" / "report.json").exists()  # nothing was scored
+
+
+def test_the_responses_api_agent_records_live_replays_the_same_and_an_unrecorded_call_is_refused(
+        tmp_path: Path, run_evalkit: Callable[..., CompletedProcess[str]], reachable_venv: Path) -> None:
+    """The same agent written with `client.responses.create` (suites/sql_agent/agent_responses.py): the endpoint
+    reads its Responses calls into the same calls, which evalkit's `openai` provider sends to the fake as chat
+    completions."""
+    program = AGENT.with_name("agent_responses.py")
+    recordings, env = tmp_path / "recordings", f"suite.program.python_env={reachable_venv}"
+    with FakeOpenAI(shop_model) as model:
+        config = validate_config(composed(
+            "suite=sql_agent", "mode=live", f"model.base_url={model.base_url}", f"agent_code.program={program}",
+            f"run.recordings={recordings}", f"run.out={tmp_path / 'live'}", env), CHOICES)
+        live = run_suite(config)
+        asked = [r.body for r in model.chat_requests]
+    assert len(asked) == 9
+    assert [m["role"] for m in asked[2]["messages"]] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    assert asked[0]["messages"][0]["content"].startswith("You answer questions about a shop's database.")
+    live_report = json.loads((tmp_path / "live" / "report.json").read_text(encoding="utf-8"))
+    assert set(_outcomes(live_report).values()) == {"passed"} and len(_outcomes(live_report)) == 6
+    assert live.recording_path is not None
+
+    replay = run_evalkit("suite=sql_agent", f"run.recordings={recordings}", env, f"agent_code.program={program}",
+                         f"baseline={tmp_path / 'live' / 'report.json'}", f"run.out={tmp_path / 'replay'}")
+    assert replay.returncode == 0, replay.stderr[-2000:]
+    assert replay.stdout.startswith("decision: GO")
+    assert _outcomes(json.loads((tmp_path / "replay" / "report.json").read_text(encoding="utf-8"))) == _outcomes(
+        live_report)
+
+    edited = tmp_path / "agent_responses.py"
+    edited.write_text(program.read_text(encoding="utf-8").replace("temperature=0,", "temperature=0.5,"),
+                      encoding="utf-8")
+    refused = run_evalkit("suite=sql_agent", f"run.recordings={recordings}", env, "baseline=none",
+                          f"agent_code.program={edited}", f"run.out={tmp_path / 'edited'}")
+    assert refused.returncode == 3, refused.stdout[-2000:] + refused.stderr[-2000:]
+    assert "task/alice-orders was recorded for another request: options" in refused.stderr
+    assert not (tmp_path / "edited" / "report.json").exists()

@@ -68,8 +68,10 @@ def _schema_problem(schema: Mapping[str, Any], arguments: Any) -> str | None:
 class McpServerTools:
     """One MCP server over stdio: its session on an event loop of its own thread, and its tools."""
 
-    def __init__(self, name: str, command: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, name: str, command: Sequence[str], cwd: Path, env: Mapping[str, str],
+                 setting: str = "agent.mcp") -> None:
         self.name = name
+        self.where = f"{setting}.{name}"  # the config setting a refusal names
         self.command = [sys.executable if i == 0 and part == "python" else part for i, part in enumerate(command)]
         self.cwd, self.env = cwd, dict(env)
         self._loop = asyncio.new_event_loop()
@@ -83,11 +85,11 @@ class McpServerTools:
         self._thread.start()
         if not self._ready.wait(STARTUP_S):
             self.close()
-            raise InputError(f"agent.mcp.{name}: the server did not start and list its tools within {STARTUP_S}s "
+            raise InputError(f"{self.where}: the server did not start and list its tools within {STARTUP_S}s "
                              f"({' '.join(self.command)})")
         if self._error is not None:
             self.close()
-            raise InputError(one_line(f"agent.mcp.{name}: cannot start the server ({' '.join(self.command)}): "
+            raise InputError(one_line(f"{self.where}: cannot start the server ({' '.join(self.command)}): "
                                       f"{self._error}", 600))
 
     def _run(self) -> None:
@@ -122,7 +124,7 @@ class McpServerTools:
         out = []
         for listed in self._listed:
             if not TOOL_NAME.match(listed.name):
-                raise InputError(f"agent.mcp.{self.name}: tool {listed.name!r} has a name no provider accepts")
+                raise InputError(f"{self.where}: tool {listed.name!r} has a name no provider accepts")
             schema = {k: v for k, v in dict(listed.input_schema or {}).items() if k != "title"}
             tool = Tool(name=listed.name, description=listed.description or "",
                         parameters=schema or {"type": "object", "properties": {}})
@@ -131,22 +133,45 @@ class McpServerTools:
                 "tool": tool.model_dump(mode="json")})))
         return out
 
-    def call(self, name: str, arguments: dict[str, Any], timeout: float) -> ToolOutcome:
+    @property
+    def info(self) -> dict[str, Any]:
+        """The name and version the server gave when it started."""
+        return dict(self._server)
+
+    def listing(self) -> list[dict[str, Any]]:
+        """The tools as the server listed them, in the protocol's JSON (what a `tools/list` result carries)."""
+        return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in self._listed]
+
+    def call_result(self, name: str, arguments: Any, timeout: float, setting: str) -> dict[str, Any]:
+        """The `tools/call` result as the protocol's JSON, unread (evalkit's MCP proxy hands it on as it came); a
+        call that got no result is an error result saying why (`setting` names the timeout)."""
+        result = self._request(name, arguments, timeout, setting)
+        if isinstance(result, ToolOutcome):
+            return {"content": [{"type": "text", "text": result.error_message or result.content}], "isError": True}
+        return dict(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    def _request(self, name: str, arguments: Any, timeout: float, setting: str) -> Any:
+        """The SDK's CallToolResult, or a failed ToolOutcome saying why there is none."""
         session = self._session
         if session is None:
             return failed(f"the MCP server {self.name} is not running")
         future = asyncio.run_coroutine_threadsafe(session.call_tool(name, arguments, read_timeout_seconds=timeout),
                                                   self._loop)
         try:
-            result = future.result(timeout + 5)
+            return future.result(timeout + 5)
         except (FutureTimeout, TimeoutError):
             future.cancel()
-            return failed(f"timed out after {timeout:g}s (agent.tool_timeout_s)")
+            return failed(f"timed out after {timeout:g}s ({setting})")
         except Exception as error:  # noqa: BLE001 - a failed request (the SDK's own timeout among them)
             text = str(error) or type(error).__name__
             if "timed out" in text.lower() or "timeout" in type(error).__name__.lower():
-                return failed(f"timed out after {timeout:g}s (agent.tool_timeout_s)")
+                return failed(f"timed out after {timeout:g}s ({setting})")
             return failed(f"{type(error).__name__}: {text}")
+
+    def call(self, name: str, arguments: dict[str, Any], timeout: float) -> ToolOutcome:
+        result = self._request(name, arguments, timeout, "agent.tool_timeout_s")
+        if isinstance(result, ToolOutcome):
+            return result
         parts = [getattr(block, "text", None) for block in result.content]
         text = "".join(part for part in parts if isinstance(part, str))
         if not text and result.structured_content is not None:
@@ -162,10 +187,11 @@ class McpServerTools:
         self._thread.join(15)
 
 
-def start_mcp_server(name: str, command: Sequence[str], cwd: Path, env: Mapping[str, str]) -> McpServerTools:
-    """Start one MCP server; refused in one line when the `mcp` SDK is not installed."""
+def start_mcp_server(name: str, command: Sequence[str], cwd: Path, env: Mapping[str, str],
+                     setting: str = "agent.mcp") -> McpServerTools:
+    """Start one MCP server; refused in one line (naming `setting`.NAME) when the `mcp` SDK is not installed."""
     try:
         import mcp  # noqa: F401
     except ImportError:
-        raise InputError(f"agent.mcp.{name}: MCP tools need the `mcp` SDK: pip install 'evalkit[agents]'") from None
-    return McpServerTools(name, command, cwd, env)
+        raise InputError(f"{setting}.{name}: MCP tools need the `mcp` SDK: pip install 'evalkit[agents]'") from None
+    return McpServerTools(name, command, cwd, env, setting)

@@ -286,6 +286,26 @@ class ProgramSpec(_Strict):
     python_env: str | None = None
     """A virtual environment (relative paths: to the project root) whose packages the program imports (the `openai`
     SDK), shown read-only in the sandbox; None: the standard library only."""
+    mcp: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """MCP servers (stdio) the program's tool calls go to through evalkit's MCP proxy, by name: the program starts
+    the command in `EVALKIT_MCP_<NAME>` instead of the server; evalkit starts the server (in the suite's folder,
+    outside the sandbox), records each tool call's result in `mode=live` and serves it in replay
+    (docs/how-to/gate-your-own-agent.md). Needs `endpoint`."""
+
+    @field_validator("mcp")
+    @classmethod
+    def _mcp_names(cls, value: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        for name in value:  # it becomes an environment variable's name and a path of the endpoint
+            if not regex.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,39}", name):
+                raise ValueError(f"MCP server name {name!r} must be 1 to 40 letters, digits or '_', starting with "
+                                 "a letter")
+        return value
+
+    @model_validator(mode="after")
+    def _mcp_needs_endpoint(self) -> ProgramSpec:
+        if self.mcp and not self.endpoint:
+            raise ValueError("mcp: the MCP proxy is served by evalkit's endpoint; set endpoint: true")
+        return self
 
 
 class SuiteConfig(_Strict):

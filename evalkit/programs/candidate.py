@@ -28,7 +28,8 @@ from evalkit.core.dataset import Case
 from evalkit.core.errors import ConfigError, InputError, describe_validation
 from evalkit.live.budget import UnitBudget
 from evalkit.programs.endpoint import Answer, Endpoint
-from evalkit.programs.sandbox import ProgramRun, run_program
+from evalkit.programs.endpoint.mcp_proxy import McpBackend
+from evalkit.programs.sandbox import ProgramRun, check_python_env, run_program
 
 __all__ = ["CandidateConfig", "ModelAccess", "candidate_config", "is_scorable", "public_task", "run_programs"]
 
@@ -42,6 +43,8 @@ class ModelAccess:
     model: str
     python_env: Path | None = None
     ended: Callable[[], bool] = lambda: False
+    mcp: McpBackend | None = None
+    """The suite's proxied MCP servers (evalkit.programs.endpoint.mcp_proxy), if it routes any."""
 
 
 class CandidateConfig(BaseModel):
@@ -83,6 +86,8 @@ def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateC
     stand-in with the same keys) plus `units` spent and `usage_state` (known, unknown, not_started); with `access`,
     the endpoint's `model_calls`, `unserved` and `rejected`."""
     results: dict[str, dict[str, Any]] = {}
+    if access is not None and access.python_env is not None:
+        check_python_env(access.python_env)  # one line before any case, not the same failure in every case
     for case in cases:
         if access is not None and access.ended():
             break
@@ -120,13 +125,17 @@ def _with_endpoint(case: Case, spec: ProgramSpec, candidate: CandidateConfig, pr
     with tempfile.TemporaryDirectory(prefix="evalkit-endpoint-") as folder:
         os.chmod(folder, 0o755)
         socket_path = Path(folder) / "endpoint.sock"
-        with Endpoint(socket_path, case.id, access.model, access.answer) as endpoint:
+        with Endpoint(socket_path, case.id, access.model, access.answer, mcp=access.mcp) as endpoint:
             run = run_program(program, candidate.args, task, files, spec.watch, timeout_s=candidate.timeout_s,
                               max_response_bytes=candidate.max_response_bytes, limits=spec.limits,
-                              endpoint=socket_path, python_env=access.python_env)
+                              endpoint=socket_path, python_env=access.python_env,
+                              mcp=tuple(access.mcp.servers()) if access.mcp is not None else ())
     unserved = endpoint.unserved
-    return run, {"model_calls": list(endpoint.calls), "rejected": list(endpoint.rejected),
-                 "unserved": None if unserved is None else {"kind": unserved.kind, "reason": unserved.reason}}
+    calls = {"model_calls": list(endpoint.calls), "rejected": list(endpoint.rejected),
+             "unserved": None if unserved is None else {"kind": unserved.kind, "reason": unserved.reason}}
+    if endpoint.mcp is not None:  # only where the suite routes MCP servers: other suites' results read as before
+        calls["mcp_calls"] = list(endpoint.mcp.calls)
+    return run, calls
 
 
 def _denied(reason: str, input_bytes: int) -> dict[str, Any]:

@@ -14,8 +14,10 @@ the namespace ends. Files are read back only after that, so nothing can swap the
 With `relay` (the path of evalkit's endpoint socket as the sandbox sees it), the launcher listens on a loopback port
 of the sandbox's own network namespace and relays each connection to that socket, byte for byte: the program's SDK
 speaks HTTP over TCP to OPENAI_BASE_URL / ANTHROPIC_BASE_URL, and the socket is the only way out. `env` adds those
-variables (and dummy keys) to the program's environment; `python` is the interpreter to run it with (a virtual
-environment's, whose packages it imports), else the launcher's own.
+variables (and dummy keys) to the program's environment, and, for each name in `mcp`, the command of a relay the
+program starts as that MCP server (stdio), which sends each message to evalkit's MCP proxy through the same
+socket; `python` is the interpreter to run it with (a virtual environment's, whose packages it imports), else the
+launcher's own.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import ctypes
 import json
 import os
 import resource
+import shlex
 import signal
 import socket
 import stat
@@ -98,11 +101,41 @@ def _relay(listener: socket.socket, target: str) -> None:
             threading.Thread(target=_pump, args=(source, sink), daemon=True).start()
 
 
-def _endpoint_env(port: int) -> dict[str, str]:
-    """What the program's SDK reads to find evalkit's endpoint; the keys are dummies the endpoint ignores."""
+def _endpoint_env(port: int, mcp: list[str]) -> dict[str, str]:
+    """What the program's SDK reads to find evalkit's endpoint (the keys are dummies the endpoint ignores), and for
+    each proxied MCP server the command the program starts instead of the server (EVALKIT_MCP_<NAME>, a shell-quoted
+    command line: the relay below, given the server's path on the endpoint; an MCP client hands a server only a few
+    variables of its environment, so the address is in the command)."""
     base = f"http://127.0.0.1:{port}"
-    return {"OPENAI_BASE_URL": base + "/v1", "ANTHROPIC_BASE_URL": base,
-            "OPENAI_API_KEY": "evalkit-endpoint-dummy-key", "ANTHROPIC_API_KEY": "evalkit-endpoint-dummy-key"}
+    env = {"OPENAI_BASE_URL": base + "/v1", "ANTHROPIC_BASE_URL": base,
+           "OPENAI_API_KEY": "evalkit-endpoint-dummy-key", "ANTHROPIC_API_KEY": "evalkit-endpoint-dummy-key"}
+    for name in mcp:
+        env[f"EVALKIT_MCP_{name.upper()}"] = shlex.join([sys.executable, "-I", "-c", _MCP_RELAY,
+                                                          f"{base}/evalkit/mcp/{name}"])
+    return env
+
+
+# The stand-in for an MCP server over stdio: each JSON-RPC message the client writes (one a line) is POSTed to
+# evalkit's MCP proxy, and what it answers (nothing for a notification) is written back, one a line.
+_MCP_RELAY = """
+import sys, urllib.error, urllib.request
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+for line in sys.stdin.buffer:
+    if not line.strip():
+        continue
+    request = urllib.request.Request(sys.argv[1], line.strip(), {"Content-Type": "application/json"})
+    try:
+        with opener.open(request, timeout=3600) as answer:
+            body = answer.read()
+    except urllib.error.HTTPError as error:
+        body = error.read()
+    except OSError as error:
+        sys.stderr.write(f"evalkit MCP relay: {error}\\n")
+        sys.exit(1)
+    if body.strip():
+        sys.stdout.buffer.write(body.strip() + b"\\n")
+        sys.stdout.buffer.flush()
+"""
 
 
 def _adopted() -> list[int]:
@@ -214,7 +247,7 @@ def main() -> None:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind(("127.0.0.1", 0))
         listener.listen(16)
-        env = _endpoint_env(listener.getsockname()[1])
+        env = _endpoint_env(listener.getsockname()[1], list(request.get("mcp") or []))
     started = time.monotonic()
     child = os.fork()
     if child == 0:

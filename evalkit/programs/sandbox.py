@@ -29,6 +29,7 @@ import functools
 import json
 import os
 import signal
+import stat
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -40,9 +41,16 @@ from evalkit.core.config import ProgramLimits
 from evalkit.core.errors import InputError
 from evalkit.core.fingerprint import sha256
 from evalkit.programs import launcher
-from evalkit.programs.isolation import ENDPOINT_SOCKET, PROGRAM_ENV, Isolation, probe_isolation, seccomp_file
+from evalkit.programs.isolation import (
+    ENDPOINT_SOCKET,
+    NOBODY,
+    PROGRAM_ENV,
+    Isolation,
+    probe_isolation,
+    seccomp_file,
+)
 
-__all__ = ["ARTIFACT_LIMIT", "LAUNCHER", "ProgramRun", "run_program"]
+__all__ = ["ARTIFACT_LIMIT", "LAUNCHER", "ProgramRun", "check_python_env", "run_program"]
 
 LAUNCHER = Path(launcher.__file__).read_text(encoding="utf-8")
 TASK, RESPONSE = "task.json", "response.json"
@@ -84,13 +92,13 @@ class ProgramRun:
 def run_program(program: Path, args: Sequence[str], task: bytes, files: Mapping[str, str], watch: Sequence[str],
                 *, timeout_s: float, max_response_bytes: int, limits: ProgramLimits | None = None,
                 isolation: Isolation | None = None, endpoint: Path | None = None,
-                python_env: Path | None = None) -> ProgramRun:
+                python_env: Path | None = None, mcp: Sequence[str] = ()) -> ProgramRun:
     """Run `program` on `task` in a fresh task folder and read back its response.json and the `watch`ed files.
 
     `files` (name -> text) are written beside the program; `watch` names the files whose text after the run is
     evidence. `isolation` defaults to the best this machine allows (probe_isolation). `endpoint` is the Unix socket
-    of evalkit's endpoint the program may call (the only way out), `python_env` a virtual environment whose
-    packages the program imports.
+    of evalkit's endpoint the program may call (the only way out), `mcp` the MCP servers it reaches through the
+    endpoint's MCP proxy (EVALKIT_MCP_<NAME>), `python_env` a virtual environment whose packages the program imports.
     """
     if not program.exists():
         raise InputError(f"{program}: candidate program not found")
@@ -115,6 +123,7 @@ def run_program(program: Path, args: Sequence[str], task: bytes, files: Mapping[
         if endpoint is not None:
             request["relay"] = ENDPOINT_SOCKET if isolation.bubblewrap else str(endpoint)
             binds.append((str(endpoint), ENDPOINT_SOCKET))
+            request["mcp"] = list(mcp)
         if python_env is not None:
             request["python"], env_binds = _program_env(python_env, isolation, Path(tmp))
             binds += env_binds
@@ -141,6 +150,53 @@ def run_program(program: Path, args: Sequence[str], task: bytes, files: Mapping[
         wall_ms=float(report.get("wall_ms", 0.0)), isolation=isolation.label)
 
 
+def check_python_env(env: Path, isolation: Isolation | None = None) -> None:
+    """Refuse, in one line naming the path and what to do, a `python_env` no case could run with: no virtual
+    environment there, another Python version than the sandbox's, or (under bubblewrap) a site-packages the user
+    bwrap runs as cannot reach. bwrap binds the folder as that user (nobody, when evalkit runs as root); a checkout
+    under a private folder (mktemp -d makes 0700) would otherwise fail every case alike. The runner calls this
+    before the first case; every case checks it again (_program_env)."""
+    isolation = isolation or probe_isolation()
+    found = sorted(env.glob("lib/python3.*/site-packages"))
+    if not found:
+        raise InputError(f"{env}: suite.program.python_env names no virtual environment (no lib/python3.*/"
+                         "site-packages); create it with python -m venv and install the program's packages")
+    if not isolation.bubblewrap:
+        return
+    packages = found[-1]
+    version = packages.parent.name  # python3.X
+    inner = _version(isolation.python)
+    if version != inner:
+        raise InputError(f"{env}: suite.program.python_env is for {version}, the sandbox's interpreter "
+                         f"{isolation.python} is {inner}; make the environment with that interpreter")
+    uid = os.geteuid() if isolation.user is None else isolation.user
+    blocked = _unreachable(packages.resolve(), uid)
+    if blocked is not None:
+        folder, mode = blocked
+        who = "nobody (uid 65534)" if uid == NOBODY else f"uid {uid}"
+        fix = "o+rx" if folder == packages.resolve() else "o+x"
+        raise InputError(f"{env}: suite.program.python_env cannot be reached by the sandbox: {folder} (mode "
+                         f"{mode:04o}) does not let {who}, the user bubblewrap runs as, through; run chmod {fix} "
+                         f"{folder}, or make the environment under a folder others may enter")
+
+
+def _unreachable(packages: Path, uid: int) -> tuple[Path, int] | None:
+    """The first folder on the way to `packages` (itself included, which must also be readable) that `uid` may not
+    pass, by its permission bits, with its mode; None when every one lets it through. Root passes everything."""
+    if uid == 0:
+        return None
+    for folder in (*reversed(packages.parents), packages):
+        try:
+            info = folder.stat()
+        except OSError:
+            return folder, 0
+        shift = 6 if info.st_uid == uid else 3 if uid == NOBODY and info.st_gid == NOBODY else 0
+        need = 0o5 if folder == packages else 0o1  # read the packages; only pass through the folders above
+        if (info.st_mode >> shift) & need != need:
+            return folder, stat.S_IMODE(info.st_mode)
+    return None
+
+
 def _program_env(env: Path, isolation: Isolation, tmp: Path) -> tuple[str, list[tuple[str, str]]]:
     """The interpreter to run the program with, and what to show read-only, for a virtual environment `env`.
 
@@ -149,18 +205,11 @@ def _program_env(env: Path, isolation: Isolation, tmp: Path) -> tuple[str, list[
     site-packages is `env`'s (read-only). Python reads pyvenv.cfg even under `-I`, so the program imports `env`'s
     packages and nothing of the host's environment variables. The two interpreters must be one Python version:
     compiled packages are built for one."""
-    found = sorted(env.glob("lib/python3.*/site-packages"))
-    if not found:
-        raise InputError(f"{env}: suite.program.python_env names no virtual environment (no lib/python3.*/"
-                         "site-packages); create it with python -m venv and install the program's packages")
+    check_python_env(env, isolation)
     if not isolation.bubblewrap:
         return str(env / "bin" / "python"), []
-    packages = found[-1]
+    packages = sorted(env.glob("lib/python3.*/site-packages"))[-1]
     version = packages.parent.name  # python3.X
-    inner = _version(isolation.python)
-    if version != inner:
-        raise InputError(f"{env}: suite.program.python_env is for {version}, the sandbox's interpreter "
-                         f"{isolation.python} is {inner}; make the environment with that interpreter")
     shim = tmp / "env"
     (shim / "bin").mkdir(parents=True)
     (shim / "lib" / version / "site-packages").mkdir(parents=True)

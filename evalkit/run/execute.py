@@ -40,6 +40,7 @@ from evalkit.run.agent_loop import Agent, ToolResults, run_agents
 from evalkit.run.conversation import Script, run_conversations
 from evalkit.run.journal import Journal
 from evalkit.run.mismatch import ReplayRefusal
+from evalkit.run.program_mcp import ProgramMcp
 from evalkit.run.recording import (
     Entry,
     Failure,
@@ -48,6 +49,7 @@ from evalkit.run.recording import (
     Miss,
     Provenance,
     Recording,
+    ToolEntry,
     lookup,
     request_fingerprint,
 )
@@ -305,6 +307,8 @@ class ProgramCalls:
         self.model, self.live = model, live
         self.caller = _Caller(mode, recording, where, live, model, None, prices or {})
         self.calls: dict[str, CallResult] = {}
+        self.mcp: ProgramMcp | None = None
+        """The program's proxied MCP servers, when the suite routes any (set by the runner)."""
 
     def answer(self, call_id: str, request: Request) -> Reply | Unserved:
         request = request.model_copy(update={"options": {**self.model.options, **request.options}})
@@ -319,12 +323,14 @@ class ProgramCalls:
     @property
     def ended(self) -> bool:
         """A call was refused, or failed after its retries: running further cases measures nothing."""
-        return bool(self.caller.misses or self.caller.outages)
+        return bool(self.caller.misses or self.caller.outages or (self.mcp is not None and self.mcp.misses))
 
     def finish(self, version: str) -> Execution:
         """The run's calls once every case ran: a refusal (exit 3) or an outage ends the run here."""
         caller = self.caller
         caller.refuse_misses(len(caller.requests))
+        if self.mcp is not None:
+            self.mcp.refuse_misses()
         caller.raise_outage()
         counts: dict[str, int] = {}
         for result in self.calls.values():
@@ -388,6 +394,9 @@ class _Caller:
         self._wave_started = time.monotonic()
         self.tools: ToolResults | None = None
         """An agent suite's tool results (evalkit.run.agent_loop), saved with the calls."""
+        self.proxied: dict[str, ToolEntry] = {}
+        """What a candidate program's MCP servers answered through evalkit's proxy in this run
+        (evalkit.run.program_mcp), saved with the calls."""
         if live is not None and mode is not Mode.REPLAY:
             self.providers = live.providers
             self.limiter = RateLimiter(live.settings.rpm, live.settings.tpm)
@@ -565,7 +574,7 @@ class _Caller:
         return _from_entry(call_id, entry, "recorded")
 
     def recording_to_save(self, version: str) -> Recording | None:
-        new_tools = self.tools.new if self.tools is not None else {}
+        new_tools = {**(self.tools.new if self.tools is not None else {}), **self.proxied}
         if not self.new_entries and not new_tools:
             return None
         kept = {} if self.mode is Mode.LIVE else dict(self.recording.calls)

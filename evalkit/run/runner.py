@@ -61,6 +61,7 @@ from evalkit.run.media import attach_media, media_fields, media_section, refuse_
 from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.otel_export import call_spans, export_text, write_export
 from evalkit.run.plugin import RUN_OPTION
+from evalkit.run.program_mcp import ProgramMcp
 from evalkit.run.recording import ForeignRecording, Provenance, Recording, load_recording, save_recording
 from evalkit.run.rounds import sample_in_rounds
 from evalkit.run.run_input import CallInput, RunInput, SuiteInput, read_run_input
@@ -432,7 +433,14 @@ def _run_with_endpoint(config: RunConfig, rec_key: EvalKey,
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
         calls = ProgramCalls(model=model, mode=config.mode, recording=recording, where=shown(rec_path), live=live,
                              prices=config.prices)
-        results.update(run(ModelAccess(calls.answer, model.name, python_env, lambda: calls.ended)))
+        if spec.mcp:  # the program's MCP servers, behind evalkit's proxy: started before the first case
+            calls.mcp = ProgramMcp(spec.mcp, project_path(config.suite.path), config.mode, recording,
+                                   shown(rec_path), redactor_for(config), calls.caller.proxied)
+        try:
+            results.update(run(ModelAccess(calls.answer, model.name, python_env, lambda: calls.ended, calls.mcp)))
+        finally:
+            if calls.mcp is not None:
+                calls.mcp.close()
         return calls.finish(__version__)
 
     if config.mode is Mode.REPLAY:

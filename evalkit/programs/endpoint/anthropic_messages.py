@@ -1,9 +1,10 @@
 """The Anthropic Messages wire format (`POST /v1/messages`) as the endpoint reads and answers it.
 
 `system` becomes a system message; a user turn's `tool_result` blocks become tool messages (in their order, before
-the turn's text); an assistant turn's `tool_use` blocks become its tool calls; `input_schema` is a tool's parameters;
-`max_tokens` and the sampling fields are options. A Reply becomes a `message` with text and `tool_use` blocks.
-Streaming is not served: the `anthropic` SDK's `messages.create` does not stream unless asked to.
+the turn's text); a user turn's `image` blocks (base64 sources only: evalkit.programs.endpoint.media) make its content
+parts, text and images in their order; an assistant turn's `tool_use` blocks become its tool calls; `input_schema` is
+a tool's parameters; `max_tokens` and the sampling fields are options. A Reply becomes a `message` with text and
+`tool_use` blocks. Streaming is not served: the `anthropic` SDK's `messages.create` does not stream unless asked to.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evalkit.programs.endpoint.media import MediaStore
 from evalkit.programs.endpoint.wire import WireError, described, field, finish_kind, object_at
-from evalkit.records.call import Message, NamedTool, Reply, Request, Tool, ToolCall
+from evalkit.records.call import ContentPart, Message, NamedTool, Reply, Request, TextPart, Tool, ToolCall
 
 __all__ = ["PATH", "error_body", "read_request", "reply_body"]
 
@@ -22,8 +24,9 @@ _TRANSPORT = frozenset({"model", "messages", "system", "tools", "tool_choice", "
 _STOP = {"tool_calls": "tool_use", "length": "max_tokens", "stop": "end_turn"}
 
 
-def read_request(body: Any, model: str) -> Request:
-    """The call a Messages body asks for, sent to `model` (the run's model, whatever name the program gives)."""
+def read_request(body: Any, model: str, media: MediaStore | None = None) -> Request:
+    """The call a Messages body asks for, sent to `model` (the run's model, whatever name the program gives);
+    image blocks are read through `media` (None: refused)."""
     data = object_at(body, "body")
     if data.get("stream") is True:
         raise WireError("body.stream: evalkit's endpoint answers Anthropic Messages calls whole; call without "
@@ -33,14 +36,17 @@ def read_request(body: Any, model: str) -> Request:
     if system:
         messages.append(Message(role="system", content=_text(system, "body.system")))
     for i, turn in enumerate(field(data, "messages", list, "body", [])):
-        messages += _turn(turn, f"messages[{i}]")
+        messages += _turn(turn, f"messages[{i}]", media)
     tools = [_tool(t, f"tools[{i}]") for i, t in enumerate(field(data, "tools", list, "body", []))]
     options = {k: v for k, v in data.items() if k not in _TRANSPORT and v is not None}
     try:
-        return Request(model=model, messages=tuple(messages), tools=tuple(tools),
-                       tool_choice=_tool_choice(data.get("tool_choice")), options=options)
+        request = Request(model=model, messages=tuple(messages), tools=tuple(tools),
+                          tool_choice=_tool_choice(data.get("tool_choice")), options=options)
     except ValidationError as error:
         raise WireError(described(error)) from None
+    if media is not None and request.media:
+        media.check_total(request.media)
+    return request
 
 
 def _text(value: Any, where: str) -> str:
@@ -53,7 +59,7 @@ def _text(value: Any, where: str) -> str:
     raise WireError(f"{where}: only text (or text blocks) is served")
 
 
-def _turn(value: Any, where: str) -> list[Message]:
+def _turn(value: Any, where: str, media: MediaStore | None) -> list[Message]:
     data = object_at(value, where)
     role, content = data.get("role"), data.get("content")
     if role not in ("user", "assistant"):
@@ -62,12 +68,21 @@ def _turn(value: Any, where: str) -> list[Message]:
         return [Message(role=role, content=content)]
     if not isinstance(content, list):
         raise WireError(f"{where}.content: expected text or a list of blocks")
-    text, calls, results = [], [], []
+    text: list[str] = []
+    parts: list[ContentPart] = []  # the user turn's text and images in their order
+    calls, results = [], []
     for i, block in enumerate(content):
         block, at = object_at(block, f"{where}.content[{i}]"), f"{where}.content[{i}]"
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             text.append(block["text"])
+            parts.append(TextPart(text=block["text"]))
+        elif kind == "image" and role == "user" and media is not None:
+            source = object_at(block.get("source"), f"{at}.source")
+            if source.get("type") != "base64":
+                raise WireError(f"{at}.source.type: evalkit's endpoint takes images inline (type base64) and never "
+                                f"fetches a URL or a file; send the bytes")
+            parts.append(media.image(source.get("data"), f"{at}.source.data"))
         elif kind == "tool_use" and role == "assistant":
             if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
                 raise WireError(f"{at}: a tool_use block needs an id and a name")
@@ -83,6 +98,8 @@ def _turn(value: Any, where: str) -> list[Message]:
     try:
         if role == "assistant":
             return [Message(role="assistant", content="".join(text), tool_calls=tuple(calls))]
+        if any(not isinstance(part, TextPart) for part in parts):  # text alone stays one text, as it always was
+            return [*results, Message(role="user", content=tuple(parts))]
         return [*results, *([Message(role="user", content="".join(text))] if text or not results else [])]
     except ValidationError as error:
         raise WireError(f"{where}: {described(error)}") from None

@@ -1,7 +1,8 @@
 """The OpenAI Chat Completions wire format (`POST /v1/chat/completions`) as the endpoint reads and answers it.
 
-A request body becomes a records.call.Request: messages with their tool calls and tool results, the tools, the tool
-choice, a JSON Schema response format, and every other body field as an option (they change the output, so they
+A request body becomes a records.call.Request: messages with their tool calls and tool results, image (`image_url`,
+a data: URL) and audio (`input_audio`) parts (evalkit.programs.endpoint.media), the tools, the tool choice, a JSON
+Schema response format, and every other body field as an option (they change the output, so they
 are fingerprinted). A Reply becomes a `chat.completion`, or, when the program asked to stream, the same content as
 Server-Sent Events chunks ending in `data: [DONE]`, as the `openai` SDK reads them.
 """
@@ -13,8 +14,19 @@ from typing import Any
 
 from pydantic import JsonValue, ValidationError
 
+from evalkit.programs.endpoint.media import MediaStore
 from evalkit.programs.endpoint.wire import WireError, described, field, finish_kind, object_at
-from evalkit.records.call import Message, NamedTool, Reply, Request, TextPart, Tool, ToolCall, parse_arguments
+from evalkit.records.call import (
+    ContentPart,
+    Message,
+    NamedTool,
+    Reply,
+    Request,
+    TextPart,
+    Tool,
+    ToolCall,
+    parse_arguments,
+)
 
 __all__ = ["PATH", "error_body", "read_request", "reply_body", "reply_events", "streamed"]
 
@@ -29,24 +41,28 @@ def streamed(body: dict[str, Any]) -> bool:
     return body.get("stream") is True
 
 
-def read_request(body: Any, model: str) -> Request:
+def read_request(body: Any, model: str, media: MediaStore | None = None) -> Request:
     """The call a chat completions body asks for, sent to `model` (the run's model: the name the program gives is
-    not the run's choice)."""
+    not the run's choice); image and audio parts are read through `media` (None: refused)."""
     data = object_at(body, "body")
     if field(data, "n", int, "body", 1) != 1:
         raise WireError("body.n: evalkit's endpoint answers one choice per call (n=1)")
-    messages = [_message(m, f"messages[{i}]") for i, m in enumerate(field(data, "messages", list, "body", []))]
+    messages = [_message(m, f"messages[{i}]", media)
+                for i, m in enumerate(field(data, "messages", list, "body", []))]
     tools = [_tool(t, f"tools[{i}]") for i, t in enumerate(field(data, "tools", list, "body", []))]
     options = {k: v for k, v in data.items() if k not in _TRANSPORT and k != "n" and v is not None}
     try:
-        return Request(model=model, messages=tuple(messages), tools=tuple(tools),
-                       tool_choice=_tool_choice(data.get("tool_choice")), options=options,
-                       response_schema=_schema(data.get("response_format")))
+        request = Request(model=model, messages=tuple(messages), tools=tuple(tools),
+                          tool_choice=_tool_choice(data.get("tool_choice")), options=options,
+                          response_schema=_schema(data.get("response_format")))
     except ValidationError as error:
         raise WireError(described(error)) from None
+    if media is not None and request.media:
+        media.check_total(request.media)
+    return request
 
 
-def _message(value: Any, where: str) -> Message:
+def _message(value: Any, where: str, media: MediaStore | None) -> Message:
     data = object_at(value, where)
     role = data.get("role")
     if role == "developer":  # the newer name of the system role
@@ -56,25 +72,38 @@ def _message(value: Any, where: str) -> Message:
     calls = tuple(_tool_call(c, f"{where}.tool_calls[{i}]")
                   for i, c in enumerate(field(data, "tool_calls", list, where, [])))
     try:
-        return Message(role=role, content=_content(data.get("content"), where), tool_calls=calls,
+        return Message(role=role, content=_content(data.get("content"), where, media), tool_calls=calls,
                        tool_call_id=field(data, "tool_call_id", str, where))
     except ValidationError as error:
         raise WireError(f"{where}: {described(error)}") from None
 
 
-def _content(value: Any, where: str) -> str | tuple[TextPart, ...]:
+def _content(value: Any, where: str, media: MediaStore | None) -> str | tuple[ContentPart, ...]:
     if value is None:
         return ""
     if isinstance(value, str):
         return value
     if not isinstance(value, list):
         raise WireError(f"{where}.content: expected text or a list of parts")
-    parts = []
+    parts: list[ContentPart] = []
     for i, part in enumerate(value):
-        part = object_at(part, f"{where}.content[{i}]")
-        if part.get("type") != "text" or not isinstance(part.get("text"), str):
-            raise WireError(f"{where}.content[{i}]: only text parts are served (type {part.get('type')!r})")
-        parts.append(TextPart(text=part["text"]))
+        at = f"{where}.content[{i}]"
+        part = object_at(part, at)
+        kind = part.get("type")
+        if kind == "text" and isinstance(part.get("text"), str):
+            parts.append(TextPart(text=part["text"]))
+        elif kind == "image_url" and media is not None:
+            image = object_at(part.get("image_url"), f"{at}.image_url")
+            if image.get("detail", "auto") not in ("auto", None):
+                raise WireError(f"{at}.image_url.detail: only detail=auto is served (the providers behind the "
+                                "endpoint cannot all be told another)")
+            parts.append(media.image_url(image.get("url"), f"{at}.image_url.url"))
+        elif kind == "input_audio" and media is not None:
+            audio = object_at(part.get("input_audio"), f"{at}.input_audio")
+            parts.append(media.audio(audio.get("data"), f"{at}.input_audio.data"))
+        else:
+            raise WireError(f"{at}: part type {str(kind)[:40]!r} is not served (text, image_url and input_audio "
+                            "are)")
     return tuple(parts)
 
 

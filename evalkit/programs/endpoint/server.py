@@ -1,5 +1,7 @@
 """evalkit's loopback endpoint for one case of a candidate program: an HTTP server on a Unix socket speaking the
-OpenAI Chat Completions and Anthropic Messages APIs, handing each call to the run's `answer` under the next call id.
+OpenAI Chat Completions, OpenAI Responses and Anthropic Messages APIs, handing each call to the run's `answer` under
+the next call id. Images and audio in a call are kept in the case's media folder for a live call to send
+(evalkit.programs.endpoint.media); `/evalkit/mcp/<name>` is the MCP proxy (evalkit.programs.endpoint.mcp_proxy).
 
 Call ids are the case's task call ids in order of arrival (`task/<case>`, `task/<case>@1`, ...: evalkit.core.call_id),
 so a replay serves the n-th call the n-th recorded reply, and a call that differs is stale. Concurrent calls within one
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socketserver
 import threading
 from collections.abc import Callable
@@ -25,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.call_id import CallId
-from evalkit.programs.endpoint import anthropic_messages, openai_chat
+from evalkit.programs.endpoint import anthropic_messages, mcp_proxy, openai_chat, openai_responses
+from evalkit.programs.endpoint.mcp_proxy import McpBackend, McpProxy
+from evalkit.programs.endpoint.media import MediaStore
 from evalkit.programs.endpoint.wire import WireError
 from evalkit.records.call import Reply, Request
 
@@ -52,8 +57,13 @@ Answer = Callable[[str, Request], Reply | Unserved]
 class Endpoint:
     """The endpoint of one case: start it, run the program, stop it; `calls` and `unserved` say what happened."""
 
-    def __init__(self, socket_path: Path, case: str, model: str, answer: Answer) -> None:
+    def __init__(self, socket_path: Path, case: str, model: str, answer: Answer, media: MediaStore | None = None,
+                 mcp: McpBackend | None = None) -> None:
         self.socket_path, self.case, self.model, self.answer = socket_path, case, model, answer
+        self.mcp = McpProxy(case, mcp) if mcp is not None else None
+        """The case's MCP proxy (evalkit.programs.endpoint.mcp_proxy), when the suite routes MCP servers."""
+        self.media = media or MediaStore(socket_path.with_name(socket_path.name + ".media"))
+        """Where the images and audio of the case's calls are kept while it runs (removed when it stops)."""
         self.calls: list[str] = []
         """The call ids served a reply, in order."""
         self.unserved: Unserved | None = None
@@ -81,16 +91,23 @@ class Endpoint:
         if self._thread is not None:
             self._thread.join()
         self.socket_path.unlink(missing_ok=True)
+        shutil.rmtree(self.media.folder, ignore_errors=True)
 
     def handle(self, path: str, body: bytes) -> tuple[int, Any]:
-        """(HTTP status, JSON body or a list of SSE events) for one POST."""
+        """(HTTP status, JSON body, a list of SSE events, or None for no body) for one POST."""
+        if path.startswith(mcp_proxy.PREFIX) and self.mcp is not None:
+            answer = self.mcp.handle(path.removeprefix(mcp_proxy.PREFIX), body)
+            with self._lock:
+                if self.mcp.unserved is not None and self.unserved is None:  # the trajectory ends here
+                    self.unserved = Unserved("refused", self.mcp.unserved)
+            return (202, None) if answer is None else (200, answer)
         wire = _WIRES.get(path)
         if wire is None:
-            return 404, openai_chat.error_body(f"evalkit's endpoint serves POST {openai_chat.PATH} and "
-                                               f"{anthropic_messages.PATH}, not {path[:100]}", "not_found")
+            return 404, openai_chat.error_body(f"evalkit's endpoint serves POST {', '.join(_WIRES)}, not "
+                                               f"{path[:100]}", "not_found")
         try:
             data = json.loads(body)
-            request = wire.read_request(data, self.model)
+            request = wire.read_request(data, self.model, self.media)
         except (ValueError, RecursionError) as error:  # WireError is a ValueError
             why = str(error) if isinstance(error, WireError) else "the body is not JSON"
             return self._reject(wire, f"unreadable call: {why}", "invalid_request_error")
@@ -113,11 +130,13 @@ class Endpoint:
         if isinstance(outcome, Unserved):
             with self._lock:
                 self.unserved = self.unserved or outcome
+            if self.mcp is not None:
+                self.mcp.refuse(outcome.reason)
             return 400, wire.error_body(outcome.reason, f"evalkit_{outcome.kind}")
         with self._lock:
             self.calls.append(call_id)
-        if wire is openai_chat and openai_chat.streamed(data):
-            return 200, openai_chat.reply_events(outcome, call_id, self.model, data)
+        if wire is not anthropic_messages and wire.streamed(data):  # Anthropic's reader refuses stream=True
+            return 200, wire.reply_events(outcome, call_id, self.model, data)
         return 200, wire.reply_body(outcome, call_id, self.model)
 
     def _reject(self, wire: Any, reason: str, kind: str) -> tuple[int, Any]:
@@ -126,7 +145,8 @@ class Endpoint:
         return 400, wire.error_body(reason, kind)
 
 
-_WIRES: dict[str, Any] = {openai_chat.PATH: openai_chat, anthropic_messages.PATH: anthropic_messages}
+_WIRES: dict[str, Any] = {openai_chat.PATH: openai_chat, openai_responses.PATH: openai_responses,
+                          anthropic_messages.PATH: anthropic_messages}
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -167,6 +187,10 @@ class _Handler(BaseHTTPRequestHandler):
         status, payload = self.server.endpoint.handle(self.path.split("?", 1)[0], body)
         if isinstance(payload, list):
             self._send_events(payload)
+        elif payload is None:
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         else:
             self._send(status, payload)
 
