@@ -65,7 +65,7 @@ def _settings(timeout_s: float = 20.0) -> AgentConfig:
 
 
 def test_an_mcp_servers_tools_are_offered_called_and_fingerprinted_by_its_version(suite: Path) -> None:
-    agent = suite_agent(_settings(timeout_s=2), suite)
+    agent = suite_agent(_settings(timeout_s=6), suite)  # room for a loaded machine; `audit` never answers
     assert agent is not None
     box = agent.toolbox
     try:
@@ -79,7 +79,7 @@ def test_an_mcp_servers_tools_are_offered_called_and_fingerprinted_by_its_versio
         raised = box.invoke("reorder", {"sku": "A1", "quantity": 3})
         assert raised.error and "Error executing tool reorder" in raised.content  # what the server says
         hung = box.invoke("audit", {})
-        assert hung.error and "timed out after 2s" in hung.content
+        assert hung.error and "timed out after 6s" in hung.content
         assert box.invoke("stock_level", {"sku": "B2"}).content == "0"  # the server still answers
         before = box.identity()
     finally:
