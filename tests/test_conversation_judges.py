@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from subprocess import CompletedProcess
 from typing import Any
 
 import pytest
@@ -211,12 +213,18 @@ def _serve(body: dict[str, Any]) -> str:
     return ASSISTANT[messages[-1]["content"]]
 
 
-def _config(tmp_path: Path, *overrides: str) -> Any:
+def _suite(tmp_path: Path) -> Path:
+    """The support chat copied with the retention check as its checks.yaml, and the retention dataset beside it."""
     suite = tmp_path / "support_chat"
     if not suite.exists():
         shutil.copytree(SUITE, suite, ignore=shutil.ignore_patterns("__pycache__", "runs"))
         (suite / "checks.yaml").write_text(RETENTION, encoding="utf-8")
         (tmp_path / "retention.json").write_text(json.dumps(DATASET), encoding="utf-8")
+    return suite
+
+
+def _config(tmp_path: Path, *overrides: str) -> Any:
+    suite = _suite(tmp_path)
     return validate_config(composed("suite=support_chat", f"suite.path={suite}", "+judge=gemini-flash",
                                     "judge.name=fake-judge", "judge.provider=openai", "judge.api_key_env=null",
                                     f"dataset.file={tmp_path / 'retention.json'}", "baseline=none",
@@ -266,3 +274,19 @@ def test_a_suite_without_conversations_refuses_a_conversation_judge_before_any_c
                                          r"conversation's transcript, and no case of the dataset is a conversation"):
         run_suite(config)
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+@pytest.mark.slow
+def test_the_command_refuses_a_conversation_judge_on_a_suite_without_conversations_with_exit_3(
+        tmp_path: Path, run_evalkit: Callable[..., CompletedProcess[str]]) -> None:
+    suite = _suite(tmp_path)
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"name": "plain", "version": 1, "cases": [{"id": "q", "question": "Where?"}]}),
+                     encoding="utf-8")
+    done = run_evalkit("suite=support_chat", f"suite.path={suite}", "+judge=gemini-flash",
+                       f"dataset.file={plain}", "baseline=none", job_dir=tmp_path / "job")
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]
+    said = done.stderr.strip().splitlines()
+    assert len(said) == 1 and "check keeps_the_order: a knowledge-retention check judges a conversation's " \
+                              "transcript, and no case of the dataset is a conversation" in said[0]
+    assert not (tmp_path / "job" / "report.json").exists()
