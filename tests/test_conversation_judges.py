@@ -27,7 +27,14 @@ from evalkit.core.errors import InputError
 from evalkit.judging.check_spec import parse_checks
 from evalkit.judging.checks import judge, planned_judge_calls, planned_trajectory_judge
 from evalkit.judging.conversation_judges import CONVERSATION_FIELD, TURN_CHARS, transcript_text
-from evalkit.judging.ready_judges import CONVERSATION_KINDS, JUDGES, TURN_SCORE_SCHEMA, score_verdict, system_prompt
+from evalkit.judging.ready_judges import (
+    CONVERSATION_KINDS,
+    JUDGES,
+    SCORE_SCHEMA,
+    TURN_SCORE_SCHEMA,
+    score_verdict,
+    system_prompt,
+)
 from evalkit.records.call import Message, Request
 from evalkit.records.trajectory import AssistantTurn, ModelCall, Trajectory, UserTurn
 from evalkit.run import conversation
@@ -68,7 +75,8 @@ def test_each_judge_s_request_holds_the_whole_transcript_with_roles_and_the_syst
     assert spec.kind == kind and spec.call == "judge" and spec.judges_steps and spec.metric_names == ("score",)
     assert planned_judge_calls(spec, CASE, "a reply", JUDGE, None) == {}  # never planned from the reply alone
     request = planned_trajectory_judge(spec, CASE, TALK, JUDGE, TASK)["c"]
-    assert request.model == "judge-1" and request.response_schema == TURN_SCORE_SCHEMA
+    assert request.model == "judge-1"
+    assert request.response_schema == (TURN_SCORE_SCHEMA if kind != "conversation-goal" else SCORE_SCHEMA)
     assert request.messages[0].content == system_prompt(kind)
     shown = request.messages[1].text
     assert f"system: {SYSTEM}" in shown

@@ -23,6 +23,8 @@ from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.untrusted import squeezed
 from evalkit.judging.ready_judges import (
+    JUDGES,
+    SCORE_SCHEMA,
     TURN_SCORE_SCHEMA,
     ConversationGoalSpec,
     ConversationSpec,
@@ -91,7 +93,8 @@ def conversation_request(kind: str, spec: ConversationSpec, case: Case, trajecto
     parts.append(f"The conversation:\n{transcript_text(trajectory)}")
     return Request(model=judge.name, messages=(Message(role="system", content=system_prompt(kind)),
                                                Message(role="user", content="\n\n".join(parts))),
-                   response_schema=TURN_SCORE_SCHEMA, options=judge.options)
+                   response_schema=TURN_SCORE_SCHEMA if JUDGES[kind].names_turn else SCORE_SCHEMA,
+                   options=judge.options)
 
 
 def _field(case: Case, name: str) -> str:
