@@ -21,29 +21,39 @@ from evalkit.core.errors import InputError, describe_validation
 from evalkit.core.parsing import parse_yaml
 from evalkit.core.patterns import PatternError, compile_pattern
 from evalkit.core.reducer import ALL, Reducer, parse_reducer
+from evalkit.judging.conversation_judges import CONVERSATION_FIELD, cannot_judge
 from evalkit.judging.pairwise_check import NEW_FIRST, OLD_FIRST, PairwiseSpec
 from evalkit.judging.ready_judges import (
+    CONVERSATION_KINDS,
     JUDGES,
     AnswerRelevancySpec,
+    ConversationGoalSpec,
     FaithfulnessSpec,
     GEvalSpec,
+    KnowledgeRetentionSpec,
+    RefusalHoldsSpec,
+    RoleAdherenceSpec,
+    Spec,
     TrajectoryGoalSpec,
     needed_field,
 )
 from evalkit.judging.trajectory import TrajectoryCheck, trajectory_check
 
-__all__ = ["JUDGED", "KINDS", "TRAJECTORY", "CaseRef", "CheckSpec", "ChecksFile", "LengthSpec", "NumberSpec",
-           "case_ref", "parse_checks"]
+__all__ = ["JUDGED", "KINDS", "STEP_JUDGED", "TRAJECTORY", "CaseRef", "CheckSpec", "ChecksFile", "LengthSpec",
+           "NumberSpec", "case_ref", "parse_checks"]
 
 TRAJECTORY = ("tool-called", "tool-not-called", "tool-sequence", "tool-args", "steps", "no-tool-errors")
 """The kinds that read an agent case's trajectory (evalkit.judging.trajectory), not its reply."""
 KINDS = ("equals", "one-of", "contains", "regex", "is-json", "json-schema", "number", "length", "classification",
          "python", "llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise", "trajectory-goal",
-         *TRAJECTORY)
+         *CONVERSATION_KINDS, *TRAJECTORY)
 """The check kinds, as a `checks.yaml` entry names them (exactly one per entry)."""
-JUDGED = ("llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise", "trajectory-goal")
+JUDGED = ("llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise", "trajectory-goal",
+          *CONVERSATION_KINDS)
 """The kinds the suite's pinned judge decides: the check reads the judge's answer about the reply (trajectory-goal:
-about the agent's trajectory)."""
+about the agent's trajectory; the conversation kinds: about the whole transcript)."""
+STEP_JUDGED = ("trajectory-goal", *CONVERSATION_KINDS)
+"""The judged kinds planned from a case's trajectory once its loop or conversation has ended, not from its reply."""
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 _FUNCTION = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 """`module:function`: a module of the suite's folder by its dotted name (no leading dots) and a function in it."""
@@ -135,6 +145,18 @@ class CheckSpec(BaseModel):
     trajectory_goal: TrajectoryGoalSpec | None = Field(None, alias="trajectory-goal")
     """`{goal: FIELD}`: the judge scores (1-5) whether an agent's trajectory (its tool calls, their results and its
     final answer) reached the goal the case states (evalkit.judging.ready_judges)."""
+    knowledge_retention: KnowledgeRetentionSpec | None = Field(None, alias="knowledge-retention")
+    """`{fact: FIELD}` or `{}`: the judge scores (1-5) whether a conversation's assistant keeps and uses what the
+    user told it in earlier turns (evalkit.judging.conversation_judges)."""
+    role_adherence: RoleAdherenceSpec | None = Field(None, alias="role-adherence")
+    """`{role: FIELD}` or `{}`: the judge scores (1-5) whether the assistant keeps the role its system prompt gives
+    it, every turn."""
+    conversation_goal: ConversationGoalSpec | None = Field(None, alias="conversation-goal")
+    """`{goal: FIELD}` or `{}` (the simulated user's goal): the judge scores (1-5) whether the conversation reached
+    the user's goal."""
+    refusal_holds: RefusalHoldsSpec | None = Field(None, alias="refusal-holds")
+    """`{forbidden: FIELD}` or `{}`: the judge scores (1-5) whether a refusal the assistant gave once holds at every
+    later attempt."""
     pairwise: PairwiseSpec | None = None
     """`{against: baseline | {case: FIELD}, criterion: "..."}`: the judge compares the reply with the baseline's
     (or a case field's) in both orders (evalkit.judging.pairwise_check)."""
@@ -299,6 +321,10 @@ class CheckSpec(BaseModel):
             yield "answer-relevancy.question", self.answer_relevancy.question
         if self.trajectory_goal is not None:
             yield "trajectory-goal.goal", self.trajectory_goal.goal
+        if self.kind in CONVERSATION_KINDS and (wanted := needed_field(self._ready())) is not None:
+            key = {"knowledge-retention": "fact", "role-adherence": "role", "conversation-goal": "goal",
+                   "refusal-holds": "forbidden"}[self.kind]
+            yield f"{self.kind}.{key}", wanted
         if self.pairwise is not None:
             if not isinstance(self.pairwise.against, str):
                 yield "pairwise.against", self.pairwise.against.case
@@ -319,6 +345,11 @@ class CheckSpec(BaseModel):
         """Why a judged check cannot judge this case (its spec names a case field the case lacks); None when it
         can. The planner asks no judge then, and the check could not run on the case, saying this."""
         wanted = None
+        if self.kind in CONVERSATION_KINDS:
+            spec = self._ready()
+            assert isinstance(spec, KnowledgeRetentionSpec | RoleAdherenceSpec | ConversationGoalSpec
+                              | RefusalHoldsSpec)
+            return cannot_judge(spec, case)
         if self.kind in JUDGES:
             wanted = needed_field(self._ready())
         elif self.pairwise is not None and not isinstance(self.pairwise.against, str):
@@ -327,10 +358,17 @@ class CheckSpec(BaseModel):
             return f"expected case field {wanted!r} for the judge, but case {case.id} has none"
         return None
 
-    def _ready(self) -> FaithfulnessSpec | AnswerRelevancySpec | GEvalSpec | TrajectoryGoalSpec:
-        spec = self.faithfulness or self.answer_relevancy or self.g_eval or self.trajectory_goal
+    def _ready(self) -> Spec:
+        spec: Spec | None = (self.faithfulness or self.answer_relevancy or self.g_eval or self.trajectory_goal
+                             or self.knowledge_retention or self.role_adherence or self.conversation_goal
+                             or self.refusal_holds)
         assert spec is not None
         return spec
+
+    @property
+    def judges_steps(self) -> bool:
+        """Whether the check's judge is planned from the case's trajectory (its steps, a conversation's turns)."""
+        return self.kind in STEP_JUDGED
 
     @property
     def needs_json(self) -> bool:
@@ -369,6 +407,10 @@ class ChecksFile(BaseModel):
         have are listed), or whose `where:` matches no case (the values its field takes are listed)."""
         have = set().union(*(case.fields for case in cases))
         for spec in self.checks:
+            if spec.kind in CONVERSATION_KINDS and CONVERSATION_FIELD not in have:
+                raise InputError(f"{where}: check {spec.name}: a {spec.kind} check judges a conversation's transcript, "
+                                 f"and no case of the dataset is a conversation (a '{CONVERSATION_FIELD}' field); "
+                                 "drop the check, or run it on a dataset of conversations")
             for key, name in spec.case_fields():
                 if name not in have:
                     raise InputError(f"{where}: check {spec.name}: {key} names case field {name!r}, which no case "

@@ -27,9 +27,10 @@ from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.core.patterns import budget_s, compile_pattern
 from evalkit.judging.check_spec import JUDGED, KINDS, CaseRef, ChecksFile, CheckSpec, case_ref, parse_checks
+from evalkit.judging.conversation_judges import conversation_request
 from evalkit.judging.llm_rubric import rubric_request, rubric_verdict
 from evalkit.judging.pairwise_check import pair_metrics, pair_requests, pair_verdict
-from evalkit.judging.ready_judges import judge_request, score_verdict
+from evalkit.judging.ready_judges import CONVERSATION_KINDS, ConversationSpec, judge_request, score_verdict
 from evalkit.judging.trajectory import evaluate
 from evalkit.records.call import Request
 from evalkit.records.trajectory import Trajectory
@@ -324,7 +325,7 @@ def planned_judge_calls(spec: CheckSpec, case: Case, reply: str, judge: ModelCon
     """The judge calls a judged check makes for one case's reply, by judge metric; none for a case it does not
     apply to, a case lacking the field it reads, a pairwise check with nothing to compare against, or a reply
     the same as the one compared against."""
-    if spec.call != "judge" or spec.trajectory_goal is not None or not spec.applies_to(case) \
+    if spec.call != "judge" or spec.judges_steps or not spec.applies_to(case) \
             or spec.missing_field(case) is not None:
         return {}
     if spec.llm_rubric is not None:
@@ -336,13 +337,20 @@ def planned_judge_calls(spec: CheckSpec, case: Case, reply: str, judge: ModelCon
     return {spec.name: judge_request(spec.kind, spec._ready(), case, reply, judge)}
 
 
-def planned_trajectory_judge(spec: CheckSpec, case: Case, trajectory: Trajectory,
-                             judge: ModelConfig) -> dict[str, Request]:
-    """The judge call a trajectory-goal check makes for one agent case's trajectory (`judge/<check>/<case>`);
-    none for another kind, a case it does not apply to, or a case lacking the goal's field."""
-    if spec.trajectory_goal is None or not spec.applies_to(case) or spec.missing_field(case) is not None:
+def planned_trajectory_judge(spec: CheckSpec, case: Case, trajectory: Trajectory, judge: ModelConfig,
+                             task: Request | None = None) -> dict[str, Request]:
+    """The judge call a trajectory-goal check makes for one agent case's trajectory, or a conversation check for
+    one conversation's transcript (`judge/<check>/<case>`; `task`: the request build_task made, whose system prompt
+    a conversation judge is shown); none for another kind, a case it does not apply to, a case lacking a field the
+    judge reads, or a conversation without an assistant turn."""
+    if not spec.judges_steps or not spec.applies_to(case) or spec.missing_field(case) is not None:
         return {}
-    return {spec.name: judge_request(spec.kind, spec.trajectory_goal, case, "", judge, trajectory)}
+    if spec.trajectory_goal is not None:
+        return {spec.name: judge_request(spec.kind, spec.trajectory_goal, case, "", judge, trajectory)}
+    ready = spec._ready()
+    assert spec.kind in CONVERSATION_KINDS and isinstance(ready, ConversationSpec)
+    request = conversation_request(spec.kind, ready, case, trajectory, judge, task)
+    return {} if request is None else {spec.name: request}
 
 
 def _as_text(value: Any) -> str:
@@ -371,4 +379,5 @@ _KIND_JUDGES: Mapping[str, Callable[[CheckSpec, Any, Case, Callable[[str], Any]]
     "json-schema": _json_schema, "number": _number, "length": _length, "classification": _classification,
     "python": _python, "llm-rubric": _llm_rubric, "faithfulness": _ready_judge, "answer-relevancy": _ready_judge,
     "g-eval": _ready_judge, "trajectory-goal": _ready_judge, "pairwise": _pairwise,
+    **dict.fromkeys(CONVERSATION_KINDS, _ready_judge),
 }

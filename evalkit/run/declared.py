@@ -141,13 +141,18 @@ class DeclaredCheck(pytest.Item):
                                lambda text: judge(spec, text, case, self.load))
         if spec.call != "judge":
             return judge(spec, evalrun.text_of(str(CallId.task(case.id, evalrun.sample))), case, self.load)
-        if spec.trajectory_goal is not None:
+        if spec.judges_steps:
             task = str(CallId.task(case.id, evalrun.sample))
             outcome = evalrun.run.calls.get(task)
             if outcome is not None and outcome.status in UNSCORED:  # not measured: the case is reported unscored
                 pytest.skip(f"unscored: {outcome.reason}")
-            if task not in evalrun.run.trajectories:  # no judge was asked: there is no trajectory to show it
+            steps = evalrun.run.trajectories.get(task)
+            if steps is None and spec.trajectory_goal is not None:  # no judge was asked: no trajectory to show it
                 return judge_trajectory(spec, None)
+            if spec.trajectory_goal is None and (steps is None or not Trajectory.model_validate(steps)
+                                                 .assistant_turns()):
+                # no judge was asked: a conversation judge with no assistant turn to read has measured nothing
+                return Verdict.could_not_run(spec, f"no conversation to judge: case {case.id} has no assistant turn")
         missing = spec.missing_field(case)
         if missing is not None:  # no judge was asked: the case lacks what the judge reads
             return Verdict.could_not_run(spec, missing)
@@ -215,8 +220,8 @@ def with_check_judges(task: SuiteTask, checks: ChecksFile | None,
     it is when it declares none. `baseline_replies` (case id -> the baseline's reply) are what `pairwise: {against:
     baseline}` compares with."""
     specs = checks.checks if checks is not None else ()
-    judged = [spec for spec in specs if spec.call == "judge" and spec.trajectory_goal is None]
-    goals = [spec for spec in specs if spec.trajectory_goal is not None]
+    judged = [spec for spec in specs if spec.call == "judge" and not spec.judges_steps]
+    goals = [spec for spec in specs if spec.judges_steps]
     if not judged and not goals:
         return task
     own, others = task.build_judge, dict(baseline_replies or {})
@@ -227,10 +232,11 @@ def with_check_judges(task: SuiteTask, checks: ChecksFile | None,
             planned |= planned_judge_calls(spec, case, output_text, judge, others.get(case.id))
         return planned
 
-    def build_trajectory_judge(case: Case, trajectory: Trajectory, judge: ModelConfig) -> Mapping[str, Request]:
+    def build_trajectory_judge(case: Case, trajectory: Trajectory, judge: ModelConfig,
+                               task_request: Request | None = None) -> Mapping[str, Request]:
         planned: dict[str, Request] = {}
         for spec in goals:
-            planned |= planned_trajectory_judge(spec, case, trajectory, judge)
+            planned |= planned_trajectory_judge(spec, case, trajectory, judge, task_request)
         return planned
 
     return SuiteTask(task.build_task, build_judge if judged else own,
