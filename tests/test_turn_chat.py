@@ -141,3 +141,7 @@ def test_a_chat_program_records_live_replays_identically_and_a_hang_is_named(tmp
     assert (ada["status"], ada["reason"]) == ("timeout", "turn 2: timeout after 1 s")
     assert [(t["turn"], t["status"], t["reply"]) for t in ada["turns"]] == [
         (1, "finished", "Noted (1 messages so far)."), (2, "timeout", None)]
+    page = (tmp_path / "outputs/hangs/report.html").read_text()  # the transcript up to the turn that broke
+    panel = page[page.index('<details class="case"'):page.index("</details>", page.index('<details class="case"'))]
+    assert "Hello, my name is Ada." in panel and "Noted (1 messages so far)." in panel
+    assert "turn 2: timeout after 1 s" in panel
