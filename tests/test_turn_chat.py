@@ -128,6 +128,16 @@ def test_a_chat_program_records_live_replays_identically_and_a_hang_is_named(tmp
     assert outcomes == {t["nodeid"]: t["outcome"] for t in again["tests"]}
     assert set(outcomes.values()) == {"passed"} and len(outcomes) == 4
 
+    # a program that forgets all but the last exchange asks the same on turns 1 and 2, and otherwise on turn 3:
+    # the replay serves the first two and refuses the third, naming its call, with nothing scored
+    forgets = CHAT.read_text().replace('[*state["history"], {"role": "user"', '[*state["history"][-2:], {"role": "user"')
+    assert forgets != CHAT.read_text()
+    (tmp_path / "suites/chat/forgets.py").write_text(forgets)
+    refused = evalkit("chat_program.program=suites/chat/forgets.py", "hydra.run.dir=outputs/forgets")
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    assert "task/ada@2 was recorded for another request: messages" in refused.stderr, refused.stderr
+    assert not (tmp_path / "outputs/forgets/report.json").exists()
+
     started = time.monotonic()
     with FakeOpenAI(model) as server:
         hung = evalkit("chat_program=hangs", "mode=live", f"model.base_url={server.base_url}",
