@@ -9,6 +9,10 @@ A program that calls a model gets evalkit's endpoint for its case (evalkit.progr
 by `answer` (the run's replay or live calls), and its result lists the call ids it was served (`model_calls`), the
 call it was not (`unserved`) and any request turned away (`rejected`). Once `ended` says the run can measure nothing
 more (a refused replay, an outage), no further case is started.
+
+A case with a `conversation` (scripted user turns) is run once per turn through the turn protocol
+(evalkit.programs.turns): each turn reserves and settles its own budget, and one endpoint serves the whole
+conversation, so its call ids run on from turn to turn.
 """
 
 from __future__ import annotations
@@ -100,12 +104,23 @@ def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateC
                 run_turn = functools.partial(_run_once, files=files, spec=spec, candidate=candidate,
                                              program=program, budget=budget, access=access, socket_path=socket_path)
                 if turns is None:
-                    results[case.id] = run_turn(1, public_task(case, spec))
+                    result = run_turn(1, public_task(case, spec))
                 else:
-                    results[case.id] = converse(_public(case, spec), turns, run_turn)
+                    result = converse(_public(case, spec), turns, run_turn)
         except InputError as error:
             raise InputError(f"case {case.id}: {error}") from None
+        if socket_path is not None and "model_calls" in result:
+            # read once the endpoint has stopped: a call in flight when the program was killed has settled by now
+            result.update(_endpoint_calls(socket_path.endpoint))
+        results[case.id] = result
     return results
+
+
+def _endpoint_calls(endpoint: Endpoint, since: int = 0) -> dict[str, Any]:
+    """What the case's endpoint served (from call `since` on), turned away, and the first call it did not serve."""
+    unserved = endpoint.unserved
+    return {"model_calls": list(endpoint.calls[since:]), "rejected": list(endpoint.rejected),
+            "unserved": None if unserved is None else {"kind": unserved.kind, "reason": unserved.reason}}
 
 
 def _public(case: Case, spec: ProgramSpec) -> dict[str, Any]:
@@ -132,12 +147,7 @@ def _run_once(turn: int, task: bytes, *, files: Mapping[str, str], spec: Program
     if run.finished and run.output_bytes is not None:
         units, usage = len(task) + run.output_bytes, "known"
         budget.settle(reserved, units)
-    calls: dict[str, Any] = {}
-    if socket_path is not None:
-        endpoint = socket_path.endpoint
-        unserved = endpoint.unserved
-        calls = {"model_calls": list(endpoint.calls[before:]), "rejected": list(endpoint.rejected),
-                 "unserved": None if unserved is None else {"kind": unserved.kind, "reason": unserved.reason}}
+    calls = {} if socket_path is None else _endpoint_calls(socket_path.endpoint, before)  # this turn's
     return {**run.to_json(), "units": units, "usage_state": usage, **calls}
 
 
