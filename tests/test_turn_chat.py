@@ -124,6 +124,8 @@ def test_a_chat_program_records_live_replays_identically_and_a_hang_is_named(tmp
         "Noted (1 messages so far).", "Noted (2 messages so far).", "Your name is Ada."]
     assert [s["call_id"] for s in first["trajectories"]["task/bo"]["steps"] if s["kind"] == "model_call"] == [
         "task/bo", "task/bo@1"]  # the endpoint's call ids run on across the turns, as the recording keys them
+    ada = next(c for c in first["cases"] if c["id"] == "ada")["program"]
+    assert [t["state"]["name"] for t in ada["turns"]] == ["Ada"] * 3  # what each turn handed on, in the report
     outcomes = {t["nodeid"]: t["outcome"] for t in first["tests"]}
     assert outcomes == {t["nodeid"]: t["outcome"] for t in again["tests"]}
     assert set(outcomes.values()) == {"passed"} and len(outcomes) == 4

@@ -52,6 +52,7 @@ def test_each_turn_reads_the_state_the_program_returned_on_the_turn_before(tmp_p
     assert result["response"]["state"]["heard"][-1] == "what is my name?"  # the last turn's response.json
     assert result["response"]["case"] == "c1"
     assert all(t["status"] == "finished" and t["state_bytes"] > 0 for t in result["turns"])
+    assert [t["state"]["heard"] for t in result["turns"]][:2] == [["hello"], ["hello", "my name is Ada"]]
     steps = transcript(result).model_dump()["steps"]
     assert [(s["kind"], s["turn"]) for s in steps] == [("user_turn", 1), ("assistant_turn", 1), ("user_turn", 2),
                                                        ("assistant_turn", 2), ("user_turn", 3), ("assistant_turn", 3)]

@@ -95,7 +95,9 @@ def converse(public: Mapping[str, Any], turns: Sequence[str], run_turn: RunTurn)
             break
         response = result["response"]
         state = response.get("state")
-        taken.append({**entry, "reply": response["reply"], "state_bytes": len(json.dumps(state).encode())})
+        # each turn's state stays in the transcript: where a program lost what it was told is read, not guessed
+        taken.append({**entry, "reply": response["reply"], "state": state,
+                      "state_bytes": len(json.dumps(state).encode())})
     # a turn that may have done (and billed) work unseen makes the whole conversation's usage unknown
     usage = "unknown" if units is None else "not_started" if len(taken) == 1 and result.get(
         "usage_state") == "not_started" else "known"
