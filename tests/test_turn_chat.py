@@ -1,7 +1,7 @@
 """The turn protocol end to end (tests/turn_chat/chat.py, the how-to's program): a chat program that remembers the
 user's name, run live against a loopback model through evalkit's endpoint, then replayed offline with the same
 transcripts and outcomes and no model; a program that hangs on turn 2 is a timeout naming that turn, within its
-deadline."""
+deadline (the run bounded by tests/helpers/bounded.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.server import FakeOpenAI
+from helpers.bounded import run_bounded
 
 pytestmark = pytest.mark.slow
 CHAT = Path(__file__).resolve().parent / "turn_chat" / "chat.py"
@@ -140,12 +140,11 @@ def test_a_chat_program_records_live_replays_identically_and_a_hang_is_named(tmp
     assert "task/ada@2 was recorded for another request: messages" in refused.stderr, refused.stderr
     assert not (tmp_path / "outputs/forgets/report.json").exists()
 
-    started = time.monotonic()
-    with FakeOpenAI(model) as server:
-        hung = evalkit("chat_program=hangs", "mode=live", f"model.base_url={server.base_url}",
-                       "hydra.run.dir=outputs/hangs")
+    with FakeOpenAI(model) as server:  # a hostile program: bounded, so a hang of the run fails this test
+        hung = run_bounded([sys.executable, "-m", "evalkit", "baseline=none", "run.progress=off", "chat_program=hangs",
+                            "mode=live", f"model.base_url={server.base_url}", "hydra.run.dir=outputs/hangs"],
+                           cwd=tmp_path, env=env, memory_mb=2048, timeout_s=120)
         assert len(server.chat_requests) == 2  # each case's turn 1; turn 2 hung before it asked
-    assert time.monotonic() - started < 120  # each turn has its deadline: never a hang of the run
     assert hung.returncode in (0, 1), hung.stdout + hung.stderr  # a decision over unscored cases, no crash
     cases = {c["id"]: c for c in report("hangs")["cases"]}
     assert {c["status"] for c in cases.values()} == {"unscored"}  # counted, never a pass
