@@ -309,3 +309,48 @@ def test_a_thumbnail_that_is_no_image_data_uri_is_never_put_in_the_page(hostile:
 def test_a_case_without_a_thumbnail_says_why():
     page = render_report_html(_image_report(None, "2,000,000 bytes, over the 49,152 a report carries"))  # type: ignore[arg-type]
     assert "<img" not in page and "2,000,000 bytes, over the 49,152 a report carries" in page
+
+
+def _image_run(outcome: str, thumbnail: object, sha: str = "ab" * 32) -> object:
+    image = {"field": "receipt", "media_type": "image/png", "sha256": sha, "size": 575, "path": "images/taxi.png",
+             "thumbnail": thumbnail}
+    return report_from_mapping({"eval": KEY, "tests": [{"nodeid": "checks.yaml::reads_the_total[taxi]",
+                                                        "outcome": outcome}],
+                                "cases": [{"id": "taxi", "status": "scored", "passed": outcome == "passed",
+                                           "checks": {"reads_the_total": outcome}, "calls": {}, "problems": []}],
+                                "media": {"taxi": [image]}}, "report.json")
+
+
+def _png_uri(fill: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + fill * 20).decode()
+
+
+def _panel(page: str) -> str:
+    return page[page.index('<details class="case'):page.index("</details>", page.index('<details class="case'))]
+
+
+def test_a_regressed_image_case_shows_the_baselines_thumbnail_beside_the_candidates():
+    before, after = _png_uri(b"\x00"), _png_uri(b"\x01")
+    baseline, candidate = _image_run("passed", before), _image_run("failed", after, sha="cd" * 32)
+    page = render_report_html(candidate, decide(Policy(), baseline, candidate), baseline)  # type: ignore[arg-type]
+    panel = _panel(page)
+    assert "Images: baseline beside candidate" in panel
+    assert panel.index(f'<img src="{before}"') < panel.index(f'<img src="{after}"')  # baseline's column first
+    assert "another image than the baseline's" in panel  # the bytes differ (by SHA-256)
+    same = _image_run("failed", after)
+    assert "another image than" not in _panel(render_report_html(
+        same, decide(Policy(), _image_run("passed", after), same), _image_run("passed", after)))  # type: ignore[arg-type]
+    alone = _panel(render_report_html(candidate))  # type: ignore[arg-type]
+    assert "<h4>Images</h4>" in alone and f'<img src="{after}"' in alone and before not in alone
+
+
+@pytest.mark.parametrize("hostile", ["https://tracker.example/pixel.png", 'data:image/png;base64,AAAA" onerror="x',
+                                     "data:image/svg+xml;base64,PHN2Zz4=", {"url": "x"}])
+def test_a_baselines_thumbnail_that_is_no_image_data_uri_is_never_put_in_the_page(hostile: object):
+    after = _png_uri(b"\x01")
+    baseline, candidate = _image_run("passed", hostile), _image_run("failed", after)
+    page = render_report_html(candidate, decide(Policy(), baseline, candidate), baseline)  # type: ignore[arg-type]
+    assert "tracker.example" not in page and "onerror" not in page.replace("&#34;", "")
+    assert not re.search(r'src="(?!data:image/png;base64,)', page)
+    panel = _panel(page)
+    assert panel.count("<img") == 1 and "no thumbnail" in panel  # the candidate's, and the baseline's named missing

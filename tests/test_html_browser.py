@@ -4,13 +4,19 @@ reads without JavaScript."""
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
 from conftest import PROJECT_ROOT, evalkit_cli
-from html_reports import BANGLA, RTL, SCRIPT, hostile_pair, large_pair
+from html_reports import BANGLA, KEY, RTL, SCRIPT, hostile_pair, large_pair
 
+from evalkit.core.policy import Policy
+from evalkit.core.report import report_from_mapping
+from evalkit.gate.decide import decide
 from evalkit.render.report_page import render_report_html
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]
@@ -270,5 +276,45 @@ def test_the_receipt_suites_thumbnails_draw_under_the_pages_policy_and_fetch_not
     page = opened.page
     widths = page.evaluate("() => [...document.querySelectorAll('#images ~ .thumbnails img')].map(i => i.naturalWidth)")
     assert len(widths) == 10 and all(width > 0 for width in widths)
+    assert opened.foreign_requests == [] and opened.errors == []
+    assert not [m for m in opened.console if "Content Security Policy" in m]
+
+
+def _png(width: int, height: int) -> bytes:
+    """A real PNG (grey pixels), drawn with the standard library."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def test_a_regressed_image_cases_baseline_thumbnail_draws_beside_the_candidates_and_fetches_nothing(
+        open_page, tmp_path):
+    """A regressed image case's panel in Chromium: the baseline's thumbnail and the candidate's both decode from
+    their `data:` URIs; a baseline whose thumbnail is a remote URL gets no image, and nothing is requested."""
+    def run(outcome: str, thumbnails: dict[str, str]) -> object:
+        media = {case: [{"field": "receipt", "media_type": "image/png", "sha256": case * 8, "size": 64,
+                         "path": f"images/{case}.png", "thumbnail": uri}] for case, uri in thumbnails.items()}
+        return report_from_mapping({
+            "eval": KEY, "media": media,
+            "tests": [{"nodeid": f"checks.yaml::reads_the_total[{case}]", "outcome": outcome} for case in media],
+            "cases": [{"id": case, "status": "scored", "passed": outcome == "passed",
+                       "checks": {"reads_the_total": outcome}, "calls": {}, "problems": []} for case in media]},
+            "report.json")
+
+    def uri(width: int) -> str:
+        return "data:image/png;base64," + base64.b64encode(_png(width, 6)).decode()
+
+    baseline = run("passed", {"taxi": uri(7), "cafe": "https://tracker.example/pixel.png"})
+    candidate = run("failed", {"taxi": uri(9), "cafe": uri(5)})
+    page_text = render_report_html(candidate, decide(Policy(), baseline, candidate), baseline)
+    opened = open_page(_write(tmp_path, page_text))
+    page = opened.page
+    page.evaluate("() => document.querySelectorAll('details.case').forEach(d => d.open = true)")
+    widths = page.evaluate("() => [...document.querySelectorAll('details.case table.images img')].map("
+                           "i => [i.closest('details').querySelector('summary code').textContent, i.naturalWidth])")
+    assert sorted(map(tuple, widths)) == [("cafe", 5), ("taxi", 7), ("taxi", 9)]  # cafe's baseline: no image
     assert opened.foreign_requests == [] and opened.errors == []
     assert not [m for m in opened.console if "Content Security Policy" in m]

@@ -9,14 +9,20 @@ A program that calls a model gets evalkit's endpoint for its case (evalkit.progr
 by `answer` (the run's replay or live calls), and its result lists the call ids it was served (`model_calls`), the
 call it was not (`unserved`) and any request turned away (`rejected`). Once `ended` says the run can measure nothing
 more (a refused replay, an outage), no further case is started.
+
+A case with a `conversation` (scripted user turns) is run once per turn through the turn protocol
+(evalkit.programs.turns): each turn reserves and settles its own budget, and one endpoint serves the whole
+conversation, so its call ids run on from turn to turn.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +35,8 @@ from evalkit.core.errors import ConfigError, InputError, describe_validation
 from evalkit.live.budget import UnitBudget
 from evalkit.programs.endpoint import Answer, Endpoint
 from evalkit.programs.endpoint.mcp_proxy import McpBackend
-from evalkit.programs.sandbox import ProgramRun, check_python_env, run_program
+from evalkit.programs.sandbox import check_python_env, run_program
+from evalkit.programs.turns import converse, scripted_turns
 
 __all__ = ["CandidateConfig", "ModelAccess", "candidate_config", "is_scorable", "public_task", "run_programs"]
 
@@ -76,66 +83,101 @@ def candidate_config(settings: Mapping[str, Any], option: str, group: str) -> Ca
 
 def public_task(case: Case, spec: ProgramSpec) -> bytes:
     """The bytes of `task.json`: the case id and its public fields, keys sorted, so the units are stable."""
-    public = {"id": case.id, **{k: v for k, v in case.fields.items() if k not in spec.private_fields}}
-    return json.dumps(public, sort_keys=True).encode()
+    return json.dumps(_public(case, spec), sort_keys=True).encode()
 
 
 def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateConfig, program: Path,
-                 budget: UnitBudget, access: ModelAccess | None = None) -> dict[str, dict[str, Any]]:
+                 budget: UnitBudget, access: ModelAccess | None = None, where: str = "the dataset"
+                 ) -> dict[str, dict[str, Any]]:
     """case id -> what the run produced, in case order: the sandbox's ProgramRun fields (or a `budget_denied`
     stand-in with the same keys) plus `units` spent and `usage_state` (known, unknown, not_started); with `access`,
-    the endpoint's `model_calls`, `unserved` and `rejected`."""
+    the endpoint's `model_calls`, `unserved` and `rejected`. A case with a `conversation` (its scripted user turns)
+    is driven turn by turn through the turn protocol (evalkit.programs.turns) and adds its transcript, `turns`;
+    `where` names the dataset in a refusal of one."""
     results: dict[str, dict[str, Any]] = {}
     if access is not None and access.python_env is not None:
         check_python_env(access.python_env)  # one line before any case, not the same failure in every case
     for case in cases:
         if access is not None and access.ended():
             break
-        task = public_task(case, spec)
         files = case.get(spec.files_field, {}) if spec.files_field else {}
         if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
             raise InputError(f"case {case.id}: field {spec.files_field!r} must map file names to their text")
-        reserved = len(task) + candidate.max_response_bytes
-        denial = budget.reserve(reserved)
-        if denial is not None:
-            results[case.id] = _denied(denial, len(task))
-            continue
-        calls: dict[str, Any] = {}
+        turns = scripted_turns(case, where)
         try:
-            if access is None:
-                run = run_program(program, candidate.args, task, files, spec.watch,
-                                  timeout_s=candidate.timeout_s, max_response_bytes=candidate.max_response_bytes,
-                                  limits=spec.limits)
-            else:
-                run, calls = _with_endpoint(case, spec, candidate, program, task, files, access)
+            with _endpoint(case, access) as socket_path:
+                run_turn = functools.partial(_run_once, files=files, spec=spec, candidate=candidate,
+                                             program=program, budget=budget, access=access, socket_path=socket_path)
+                if turns is None:
+                    result = run_turn(1, public_task(case, spec))
+                else:
+                    result = converse(_public(case, spec), turns, run_turn)
         except InputError as error:
             raise InputError(f"case {case.id}: {error}") from None
-        units: int | None = None
-        usage = "unknown"  # the program may have done (and billed) the work: keep the reservation
-        if run.finished and run.output_bytes is not None:
-            units, usage = len(task) + run.output_bytes, "known"
-            budget.settle(reserved, units)
-        results[case.id] = {**run.to_json(), "units": units, "usage_state": usage, **calls}
+        if socket_path is not None and "model_calls" in result:
+            # read once the endpoint has stopped: a call in flight when the program was killed has settled by now
+            result.update(_endpoint_calls(socket_path.endpoint))
+        results[case.id] = result
     return results
 
 
-def _with_endpoint(case: Case, spec: ProgramSpec, candidate: CandidateConfig, program: Path, task: bytes,
-                   files: Mapping[str, str], access: ModelAccess) -> tuple[ProgramRun, dict[str, Any]]:
-    """Run one case with its own endpoint socket, in a folder only the sandbox's user may reach into."""
+def _endpoint_calls(endpoint: Endpoint, since: int = 0) -> dict[str, Any]:
+    """What the case's endpoint served (from call `since` on), turned away, and the first call it did not serve."""
+    unserved = endpoint.unserved
+    calls = {"model_calls": list(endpoint.calls[since:]), "rejected": list(endpoint.rejected),
+             "unserved": None if unserved is None else {"kind": unserved.kind, "reason": unserved.reason}}
+    if endpoint.mcp is not None and since == 0:  # only where the suite routes MCP servers: the case's, whole
+        calls["mcp_calls"] = list(endpoint.mcp.calls)
+    return calls
+
+
+def _public(case: Case, spec: ProgramSpec) -> dict[str, Any]:
+    """The case id and its public fields: what the program may read."""
+    return {"id": case.id, **{k: v for k, v in case.fields.items() if k not in spec.private_fields}}
+
+
+def _run_once(turn: int, task: bytes, *, files: Mapping[str, str], spec: ProgramSpec, candidate: CandidateConfig,
+              program: Path, budget: UnitBudget, access: ModelAccess | None,
+              socket_path: _Socket | None) -> dict[str, Any]:
+    """One sandbox run (a case, or a conversation's turn `turn`): its budget reserved, then settled on a valid
+    response or kept as unknown; with an endpoint, the calls it made on it."""
+    reserved = len(task) + candidate.max_response_bytes
+    denial = budget.reserve(reserved)
+    if denial is not None:
+        return _denied(denial, len(task))
+    before = 0 if socket_path is None else len(socket_path.endpoint.calls)
+    run = run_program(program, candidate.args, task, files, spec.watch, timeout_s=candidate.timeout_s,
+                      max_response_bytes=candidate.max_response_bytes, limits=spec.limits,
+                      endpoint=None if socket_path is None else socket_path.path,
+                      python_env=None if access is None else access.python_env,
+                      mcp=tuple(access.mcp.servers()) if access is not None and access.mcp is not None else ())
+    units: int | None = None
+    usage = "unknown"  # the program may have done (and billed) the work: keep the reservation
+    if run.finished and run.output_bytes is not None:
+        units, usage = len(task) + run.output_bytes, "known"
+        budget.settle(reserved, units)
+    calls = {} if socket_path is None else _endpoint_calls(socket_path.endpoint, before)  # this turn's
+    return {**run.to_json(), "units": units, "usage_state": usage, **calls}
+
+
+@dataclass(frozen=True)
+class _Socket:
+    path: Path
+    endpoint: Endpoint
+
+
+@contextmanager
+def _endpoint(case: Case, access: ModelAccess | None) -> Iterator[_Socket | None]:
+    """The case's endpoint socket, in a folder only the sandbox's user may reach into; one for a conversation's
+    every turn, so its call ids run on from turn to turn. None without model access."""
+    if access is None:
+        yield None
+        return
     with tempfile.TemporaryDirectory(prefix="evalkit-endpoint-") as folder:
         os.chmod(folder, 0o755)
         socket_path = Path(folder) / "endpoint.sock"
         with Endpoint(socket_path, case.id, access.model, access.answer, mcp=access.mcp) as endpoint:
-            run = run_program(program, candidate.args, task, files, spec.watch, timeout_s=candidate.timeout_s,
-                              max_response_bytes=candidate.max_response_bytes, limits=spec.limits,
-                              endpoint=socket_path, python_env=access.python_env,
-                              mcp=tuple(access.mcp.servers()) if access.mcp is not None else ())
-    unserved = endpoint.unserved
-    calls = {"model_calls": list(endpoint.calls), "rejected": list(endpoint.rejected),
-             "unserved": None if unserved is None else {"kind": unserved.kind, "reason": unserved.reason}}
-    if endpoint.mcp is not None:  # only where the suite routes MCP servers: other suites' results read as before
-        calls["mcp_calls"] = list(endpoint.mcp.calls)
-    return run, calls
+            yield _Socket(socket_path, endpoint)
 
 
 def _denied(reason: str, input_bytes: int) -> dict[str, Any]:

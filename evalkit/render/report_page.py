@@ -136,21 +136,40 @@ MAX_IMAGES = 200
 def _images(candidate: RunReport) -> dict[str, Any]:
     """Each image case's thumbnails (report.json's `media`), with their path, type, size and SHA-256; a thumbnail
     that is not an image `data:` URI is shown as missing, never put in the page."""
-    shown = []
-    for case_id, images in list(candidate.media.items())[:MAX_IMAGES]:
-        for image in images if isinstance(images, list) else []:
-            if not isinstance(image, dict):
-                continue
-            uri = image.get("thumbnail")
-            shown.append({
-                "case": str(case_id)[:ID_CHARS], "field": str(image.get("field", ""))[:ID_CHARS],
-                "path": str(image.get("path", ""))[:200], "media_type": str(image.get("media_type", ""))[:40],
-                "size": image.get("size") if isinstance(image.get("size"), int) else None,
-                "sha256": str(image.get("sha256", ""))[:12],
-                "uri": uri if isinstance(uri, str) and _THUMBNAIL.fullmatch(uri) else None,
-                "why": str(image.get("why") or ("no thumbnail" if uri is not None else ""))[:200],
-            })
+    shown = [image for case_id, images in list(candidate.media.items())[:MAX_IMAGES]
+             for image in _thumbnails(case_id, images)]
     return {"shown": shown, "more": max(0, len(candidate.media) - MAX_IMAGES)}
+
+
+def _thumbnails(case_id: object, images: object) -> list[dict[str, Any]]:
+    """One case's images as the page shows them (`uri` None unless an image `data:` URI: nothing to fetch)."""
+    shown = []
+    for image in images if isinstance(images, list) else []:
+        if not isinstance(image, dict):
+            continue
+        uri = image.get("thumbnail")
+        shown.append({
+            "case": str(case_id)[:ID_CHARS], "field": str(image.get("field", ""))[:ID_CHARS],
+            "path": str(image.get("path", ""))[:200], "media_type": str(image.get("media_type", ""))[:40],
+            "size": image.get("size") if isinstance(image.get("size"), int) else None,
+            "sha256": str(image.get("sha256", ""))[:12],
+            "uri": uri if isinstance(uri, str) and _THUMBNAIL.fullmatch(uri) else None,
+            "why": str(image.get("why") or ("no thumbnail" if uri is not None else ""))[:200],
+        })
+    return shown
+
+
+def _case_images(baseline: RunReport | None, candidate: RunReport, case_id: str) -> list[dict[str, Any]]:
+    """A failing case's images, field by field: the baseline's thumbnail beside the candidate's (None on a side
+    without it), and whether the bytes differ (by SHA-256), so a reviewer of a regressed image case sees what each
+    run was shown. Both sides are report input: each goes through `_thumbnails`, never fetched."""
+    after = _thumbnails(case_id, candidate.media.get(case_id))
+    if not after:
+        return []
+    before = {i["field"]: i for i in _thumbnails(case_id, baseline.media.get(case_id))} if baseline else {}
+    return [{"field": image["field"], "baseline": before.get(image["field"]), "candidate": image,
+             "changed": image["field"] in before and before[image["field"]]["sha256"] != image["sha256"]}
+            for image in after]
 
 
 def _banner(decision: Decision | None, candidate: RunReport) -> dict[str, Any]:
@@ -372,6 +391,7 @@ def _panels(candidate: RunReport, decision: Decision | None,
             "judges": _judges(old, case), "grades": _grades(old, case, graded.get(case_id)),
             "problems": [clip(p, MESSAGE_CHARS) for p in case.get("problems") or []],
             "program": _program(case),
+            "images": _case_images(baseline, candidate, case_id),
             **_steps(baseline, candidate, case_id, old is not None, messages.get(case_id, [])),
         })
     return panels, [str(c.get("id"))[:ID_CHARS] for c in failing[MAX_PANELS:]]

@@ -46,6 +46,7 @@ from evalkit.live.redact import MIN_SECRET, Redactor, credential_name
 from evalkit.programs.candidate import ModelAccess, candidate_config, run_programs
 from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_changes, snapshot
 from evalkit.programs.isolation import probe_isolation
+from evalkit.programs.turns import transcript
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
 from evalkit.run.agent_loop import Agent, agent_metrics, suite_agent, trajectories_json
 from evalkit.run.canonical import canonical_text
@@ -359,6 +360,7 @@ def _run_program_suite(config: RunConfig) -> RunResult:
     before = snapshot(suite_dir)
     judging = judging_files(suite_dir, program)
     budget = UnitBudget(config.budget.max_units)
+    where = shown(project_path(config.dataset.manifest))
     rec_path: Path | None = None
     recording: Recording | None = None
     calls: Execution | None = None
@@ -372,9 +374,10 @@ def _run_program_suite(config: RunConfig) -> RunResult:
         rec_key = build_key(suite=config.suite.name, dataset=data_set.identity(name), prompt_version="none",
                             prompt_text="", judge_model=None, components=rec_components, **model)
         results, rec_path, recording, calls = _run_with_endpoint(
-            config, rec_key, lambda access: run_programs(data_set.cases, spec, candidate, program, budget, access))
+            config, rec_key, lambda access: run_programs(data_set.cases, spec, candidate, program, budget, access,
+                                                         where))
     else:
-        results = run_programs(data_set.cases, spec, candidate, program, budget)
+        results = run_programs(data_set.cases, spec, candidate, program, budget, where=where)
     refuse_changes(before, snapshot(suite_dir), suite_dir, program, "while the candidate program ran")
 
     def verify() -> None:
@@ -399,6 +402,10 @@ def _run_program_suite(config: RunConfig) -> RunResult:
                       "max_response_bytes": candidate.max_response_bytes, "limits": spec.limits.model_dump()},
         "execution": execution,
     }
+    talked = {f"task/{case_id}": transcript(result, config.model.name if config.model else None)
+              for case_id, result in results.items() if "turns" in result}
+    if talked:  # each conversation's transcript (the turn protocol), shown by report.html as a model suite's
+        extra["trajectories"] = trajectories_json(talked)
     try:  # a script's text, for the reviewer's diff; a binary program is named by its SHA-256 alone
         extra["texts"] = {"program": kept_text(program.read_bytes().decode("utf-8"), option, candidate.program,
                                                redact)}
