@@ -21,7 +21,7 @@ from evalkit.adapt.neutral import NeutralRun
 from evalkit.core.errors import InputError
 from evalkit.gate.decision import Verdict
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 CORPUS = PROJECT_ROOT / "tests" / "corpus" / "adapt" / "deepeval"
 
 # (baseline, candidate) -> (decision, regressed, fixed, first word of each reason)

@@ -18,7 +18,7 @@ from evalkit.adapt import DOCS_STAGE_POLICY, adapt_docs_stage, compare_docs_stag
 from evalkit.core.errors import InputError
 from evalkit.core.fingerprint import canonical_json
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 FIXTURES = PROJECT_ROOT / "suites/docs_stages/fixtures"
 GEMINI = FIXTURES / "gemini-3.8-flash.json"

@@ -20,7 +20,7 @@ from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import incomparability
 from evalkit.gate.decision import Verdict
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 KEY = SourceKey(task="arith", dataset="arith.jsonl", dataset_sha="d1", dataset_sha_from="source", scorer="match",
                 model="mockllm/model", prompt="Answer with a number.")

@@ -25,7 +25,7 @@ from evalkit.core.errors import InputError
 from evalkit.core.policy import STRICT_DEFAULT
 from evalkit.gate.decision import Verdict
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 LOGS = PROJECT_ROOT / "tests/corpus/adapt/inspect"
 
 

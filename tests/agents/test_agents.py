@@ -1,7 +1,7 @@
 """Agents declared in config (issue 37): a suite's Python tools (schema, fingerprint, calls under a deadline), the
 loop driven through the run's call path (evalkit.run.agent_loop), tool results recorded and replayed, the tools in
 the eval key and the gate, and the trajectory kinds of checks.yaml. In process; the CLI runs are in
-tests/test_agent_runs.py."""
+tests/agents/test_agent_runs.py."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.recording import Provenance, Recording, load_recording, save_recording
 from evalkit.run.suite import load_task
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "suites" / "order_agent"
 MODEL = ModelConfig(name="local-model", provider="openai", base_url="http://127.0.0.1:9/v1",
                     options={"temperature": 0, "seed": 7})

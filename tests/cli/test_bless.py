@@ -13,7 +13,7 @@ from conftest import evalkit_cli, write_json
 from evalkit.cli.bless import main
 from evalkit.run.canonical import canonical_text
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 SHIPPED = PROJECT_ROOT / "suites/issue_triage/runs/baseline.json"
 

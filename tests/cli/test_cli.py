@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from conftest import evalkit_cli, report, write_json
-from docs_text import docs_text
+from helpers.docs_text import docs_text
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ from conftest import evalkit_env, report, write_json
 from evalkit.cli import adapt, calibrate, gate, review, run
 from evalkit.gate.decision import ExitCode
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 UNICODE = "test_label[\u00fcn\u00efc\u00f8d\u00e9 \u2713]"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import evalkit_cli, report, write_json
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 BASELINE = PROJECT_ROOT / "suites/issue_triage/runs/baseline.json"
 
 

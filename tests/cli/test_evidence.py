@@ -14,7 +14,7 @@ from conftest import report, write_json
 from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy, policy_sha256
 from evalkit.core.version import __version__
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 pytestmark = pytest.mark.slow
 

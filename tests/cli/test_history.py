@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import evalkit_env, report, write_json
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 
 
@@ -265,7 +265,7 @@ def test_runs_only_under_multirun_put_the_page_in_a_new_outputs_folder(tmp_path:
 
 @pytest.mark.slow
 def test_the_page_in_a_real_browser_draws_its_charts_sorts_and_runs_nothing_hostile(project: Path, open_page):
-    """The history page in headless Chromium (tests/browser.py): a run whose model and metric names are
+    """The history page in headless Chromium (tests/helpers/browser.py): a run whose model and metric names are
     hostile markup runs no script and fetches nothing; the charts are drawn; the runs table sorts."""
     _run_folder(project / "outputs/2026-11-30/e", 1_700_000_500.0, {"test_a": "passed", "test_b": "failed"}, "block",
                 {"recall": 0.25, HOSTILE: 0.5}, model=HOSTILE)

@@ -14,7 +14,7 @@ import pytest
 
 from evalkit.cli.migrate import main
 
-SHIPPED = Path(__file__).resolve().parents[1] / "recordings/issue_triage"
+SHIPPED = Path(__file__).resolve().parents[2] / "recordings/issue_triage"
 
 
 def current() -> dict[str, Any]:

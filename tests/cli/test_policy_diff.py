@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import evalkit_cli, evalkit_env, report, write_json
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 OLD = "max_regressions: 0\ncritical: [test_crit]\n"
 NEW = "max_regressions: 1\ncritical: [test_crit]\n"
 

@@ -11,7 +11,7 @@ from evalkit.core.config import Mode, RunConfig, validate_config
 from evalkit.core.errors import ConfigError
 from evalkit.project.paths import PACKAGE_CONF
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 CONF = PROJECT_ROOT / "conf"
 GROUPS = ["suite", "model", "prompt", "dataset", "judge", "policy", "retriever", "reply_format", "candidate",

@@ -18,7 +18,7 @@ from evalkit.core.key import (
     safe_name,
 )
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 SUITE = PROJECT_ROOT / "suites/issue_triage"
 

@@ -425,7 +425,7 @@ def test_the_dataset_limits_are_one_setting_group_of_the_dataset_option(hydra_co
 def test_the_datasets_table_of_limits_names_settings_and_tests_that_exist():
     """docs/reference/limits.md, "Datasets": every setting it names is a field of DatasetLimits with the default
     the table gives, and every test it names exists, so the table cannot drift from what holds it."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     page = (root / "docs/reference/limits.md").read_text(encoding="utf-8")
     section = page.split("## Datasets", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| limit")]

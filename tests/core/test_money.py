@@ -20,7 +20,7 @@ from evalkit.core.prices import PriceEntry, check_price_file, price_of
 from evalkit.core.report import RunReport
 from evalkit.render.money import NO_PRICE, money_line, money_rows, run_usd, usd, usd_cell
 
-DEFAULT_TABLE = Path(__file__).resolve().parents[1] / "evalkit" / "conf" / "prices" / "default.yaml"
+DEFAULT_TABLE = Path(__file__).resolve().parents[2] / "evalkit" / "conf" / "prices" / "default.yaml"
 SONNET = PriceEntry(input=3.0, output=15.0, cached_input=0.3, cache_write=3.75, as_of="2026-12-02",
                     source="https://example.com/anthropic")
 NO_CACHE = PriceEntry(input=0.88, output=0.88, cached_input=None, cache_write=None, as_of="2026-12-02",

@@ -16,7 +16,7 @@ from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError
 from evalkit.core.outputs import refuse_input, same_file
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 BASELINE = PROJECT_ROOT / "suites/issue_triage/runs/baseline.json"
 
 

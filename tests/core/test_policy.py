@@ -11,7 +11,7 @@ from evalkit.core.policy import Policy
 from evalkit.core.policy import load_policy as load_policy_file
 from evalkit.project.options import find_option
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 POLICY_DIR = PROJECT_ROOT / "conf" / "policy"
 SCHEMA_PATH = POLICY_DIR / "policy.schema.json"

@@ -20,8 +20,8 @@ from evalkit.core.errors import ConfigError
 from evalkit.core.provider_specs import ProviderSpec, provider_specs
 from evalkit.live.contract import StopKind, known_stop_reasons
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-PLUGIN = PROJECT_ROOT / "tests" / "plugins" / "evalkit-toy-provider"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = PROJECT_ROOT / "tests" / "helpers" / "plugins" / "evalkit-toy-provider"
 
 
 BUILTIN = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["evalkit.providers"]

@@ -1,6 +1,6 @@
 """Reading pytest's reports as a pytest user reads them: node ids, every outcome pytest and its common plugins
 write, and the run's own record (exitcode, collectors, summary). Authored inputs, shaped like the real ones in
-tests/corpus/pytest_reports/ (which tests/test_corpus.py gates)."""
+tests/corpus/pytest_reports/ (which tests/product/test_corpus.py gates)."""
 
 from __future__ import annotations
 
@@ -215,7 +215,7 @@ def test_regressions_and_fixes_by_outcome(before, after, regressed, fixed):
 
 def test_evalkits_own_reports_keep_pytests_record_and_it_reads_clean():
     from evalkit.core.report import load_report
-    PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+    PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
     path = PROJECT_ROOT / "suites/issue_triage/runs/baseline.json"
     assert json.loads(path.read_text(encoding="utf-8"))["exitcode"] == 0

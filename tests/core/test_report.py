@@ -14,7 +14,7 @@ from evalkit.core.errors import InputError
 from evalkit.core.failure import MESSAGE_CHARS, failure_message
 from evalkit.core.report import load_report, parse_report
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 GOOD = report({"test_label[a]": "passed", "test_label[b]": "failed"})
 

@@ -21,7 +21,7 @@ from evalkit.core.errors import InputError
 from evalkit.core.parsing import check_json, parse_json
 from evalkit.core.report import CaseTexts, RunReport, parse_report, read_reports, report_from_mapping
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 KEY = {"key_version": 1, "suite": "s", "dataset": "d@1", "dataset_sha": "abc", "model": "m", "prompt_version": "v1",
        "prompt_sha": "p1", "judge_model": "m", "components": {}}
 

@@ -16,7 +16,7 @@ from evalkit.core.policy import Policy, policy_from_mapping
 from evalkit.core.report import RunReport
 from evalkit.gate.isolation import refuse_short_isolation
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LAB_BASELINE = PROJECT_ROOT / "suites" / "quality_lab" / "runs" / "baseline.json"
 TRIAGE_BASELINE = PROJECT_ROOT / "suites" / "issue_triage" / "runs" / "baseline.json"
 ALL_FOUR = (Layer.FILESYSTEM, Layer.NETWORK, Layer.PID, Layer.LIMITS)

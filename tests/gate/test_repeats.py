@@ -17,7 +17,7 @@ from evalkit.gate.decision import Verdict
 from evalkit.gate.repeats import compare_repeats, fisher_lower_p, holm, min_fisher_p, sign_flip_p, wilson_interval
 from evalkit.gate.stats import FRACTION_ESTIMAND, StatisticsInputError, paired_fraction_bootstrap
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_wilson_interval_matches_the_textbook_figures() -> None:

@@ -99,7 +99,7 @@ def test_decision_json_keeps_its_sentences_and_adds_the_findings() -> None:
 def test_every_policy_field_is_read_by_a_rule_or_says_why_not() -> None:
     # fields that are not rules: the policy's own names, how review maps to an exit code, and the isolation a run
     # must have had, which refuses the run (exit 3, gate/isolation.py) before any rule decides it; and `rules`, which
-    # turns other packages' rules on (tests/test_plugins.py)
+    # turns other packages' rules on (tests/product/test_plugins.py)
     not_rules = {"name", "version", "review_fails", "require_isolation", "rules"}
     claimed = {name for rule in rules.RULES for name in rule.fields}
     assert claimed - set(Policy.model_fields) == set()

@@ -55,7 +55,7 @@ def hostile_pair() -> tuple[RunReport, RunReport, Decision]:
     settings_after = {"retriever": {"k": 3, "template": SCRIPT}}
     metrics_before = {"recall": {"mean": 0.9}, f"m{SCRIPT}": {"mean": 1.0}}
     metrics_after = {"recall": {"mean": 0.6}, f"m{SCRIPT}": {"mean": 0.5}}
-    provenance = {"recording_provenance": "authored", "recording_note": f"authored by tests/html_reports.py {IMG}"}
+    provenance = {"recording_provenance": "authored", "recording_note": f"authored by tests/helpers/html_reports.py {IMG}"}
     baseline = report_from_mapping({"eval": {**KEY, "settings": settings_before}, "tests": tests_before,
                                     "cases": cases_before, "metrics": metrics_before, "provenance": provenance,
                                     "trajectories": _hostile_trajectories(cases, "the right answer")},
@@ -108,7 +108,7 @@ def large_pair(tests: int = 10_000) -> tuple[RunReport, RunReport, Decision]:
     return baseline, candidate, decide(Policy(max_regressions=10_000), baseline, candidate)
 
 
-ORDER_AGENT_BASELINE = Path(__file__).resolve().parents[1] / "suites/order_agent/runs/baseline.json"
+ORDER_AGENT_BASELINE = Path(__file__).resolve().parents[2] / "suites/order_agent/runs/baseline.json"
 
 
 def agent_pair() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -132,7 +132,7 @@ def agent_pair() -> tuple[dict[str, Any], dict[str, Any]]:
     _fail(candidate, "status-1001", steps[-1]["text"],
           ["answers_from_the_tools", "order_number_as_a_number", "tools_succeed"])
     candidate["provenance"] = {**candidate["provenance"], "recording_provenance": "authored",
-                               "recording_note": "authored by tests/html_reports.py from the shipped baseline"}
+                               "recording_note": "authored by tests/helpers/html_reports.py from the shipped baseline"}
     return baseline, candidate
 
 

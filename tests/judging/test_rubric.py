@@ -35,7 +35,7 @@ def write(tmp_path, body: str, suffix: str = ".yaml"):
 # --- the shipped rubric and its printed examples ---
 
 def test_every_shipped_rubric_loads():
-    names = [p.stem for p in (Path(__file__).resolve().parents[1] / "conf" / "rubric").glob("*.yaml")]
+    names = [p.stem for p in (Path(__file__).resolve().parents[2] / "conf" / "rubric").glob("*.yaml")]
     assert "evidencedesk" in names
     for name in names:
         assert isinstance(load_rubric(name), Rubric)

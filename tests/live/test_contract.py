@@ -18,7 +18,7 @@ from evalkit.live.contract import (
 from evalkit.records.call import Reply, ToolCall, Usage
 from evalkit.run.recording import Recording
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 RECORDED = Reply(text="You can return a new bike within 30 days of delivery.", stop_reason="stop",
                  usage=Usage(input_tokens=30, output_tokens=12))

@@ -28,7 +28,7 @@ from evalkit.core.dataset import Case, load_dataset
 
 pytestmark = pytest.mark.slow
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DATASET = load_dataset(PROJECT_ROOT / "suites" / "issue_triage" / "datasets" / "v1.json")
 JUDGE_PREFIX = "You check the summary"
 VERDICT = {"faithful": True, "reason": "Every statement in the summary is stated in the issue."}

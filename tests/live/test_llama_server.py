@@ -26,7 +26,7 @@ from evalkit.live.providers import Message, Request, make_provider
 from evalkit.live.providers.base import CallFailure
 from evalkit.live.providers.llamacpp import bundled_model_file
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]
 

@@ -68,7 +68,7 @@ def test_the_wheel_folder_is_the_one_scripts_test_sh_fills(tmp_path: Path) -> No
     assert wheel_folder({"EVALKIT_WHEEL_CACHE": str(tmp_path)}) == tmp_path / f"llama-cpp-python-{LLAMA_VERSION}-portable"
     assert wheel_folder({"XDG_CACHE_HOME": str(tmp_path)}) == (
         tmp_path / "evalkit" / "wheels" / f"llama-cpp-python-{LLAMA_VERSION}-portable")
-    script = (Path(__file__).resolve().parents[1] / "scripts" / "test.sh").read_text()
+    script = (Path(__file__).resolve().parents[2] / "scripts" / "test.sh").read_text()
     assert "evalkit setup local" in script and "CMAKE_ARGS" not in script
 
 

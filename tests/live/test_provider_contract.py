@@ -522,7 +522,7 @@ def test_a_missing_sdk_says_how_to_install_it(contract: Contract, server: FakeSe
         make_provider(config_for(contract, server))
     # the hint installs the extra's own requirements (as pyproject.toml lists them) into this interpreter;
     # `pip install 'evalkit[x]'` would fetch an unrelated project of that name from the package index
-    extra = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
+    extra = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())[
         "project"]["optional-dependencies"][provider_spec(contract.provider).extra]
     message = str(refused.value)
     assert f"Install with: {shlex.quote(sys.executable)} -m pip install " in message

@@ -1,6 +1,6 @@
 """The llamacpp provider against a real small model: SmolLM2-135M-Instruct, run in this process.
 
-There is no server to fake, so the provider contract (tests/test_provider_contract.py) runs here where it
+There is no server to fake, so the provider contract (tests/live/test_provider_contract.py) runs here where it
 applies: text, stop reasons (a reply cut at `max_tokens` stops with `length`) and usage; schema, options and
 messages reaching the model; the request left as it was; concurrent calls on one provider; a missing runtime
 or model package named with its install command. One model load serves the module (the provider caches it);
@@ -33,7 +33,7 @@ from evalkit.live.providers import Message, Request, llamacpp, make_provider
 from evalkit.live.providers.base import CallFailure
 from evalkit.records.call import NamedTool, Tool, ToolCall
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PRESET = PROJECT_ROOT / "evalkit" / "conf" / "model" / "smollm2.yaml"
 
 SCHEMA: dict[str, Any] = {

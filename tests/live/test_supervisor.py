@@ -1,6 +1,6 @@
 """The supervised worker process (evalkit.live.providers.supervisor), with small Python children written here:
 one that answers, one killed by a signal, one that exits with an error, one that closes its output and lives on.
-The llama.cpp worker itself is tested in tests/test_providers_llamacpp.py."""
+The llama.cpp worker itself is tested in tests/live/test_providers_llamacpp.py."""
 
 from __future__ import annotations
 

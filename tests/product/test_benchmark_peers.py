@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = PROJECT_ROOT / "benchmarks" / "peers.py"
 DEEPEVAL_RUN = PROJECT_ROOT / "tests/corpus/adapt/deepeval/baseline.json"  # written by deepeval 4.3.1: 3 cases
 

@@ -19,7 +19,7 @@ import yaml
 
 from evalkit.project import ci
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 WORKFLOW = PROJECT_ROOT / ".github" / "workflows" / "evalkit.yml"
 SUITE_OPTION = "conf/suite/issue_triage.yaml"
 BASELINE = "suites/issue_triage/runs/baseline.json"

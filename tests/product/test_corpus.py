@@ -19,7 +19,7 @@ from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Decision, Verdict
 
-CORPUS = Path(__file__).parent / "corpus" / "pytest_reports"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "pytest_reports"
 RUNS = sorted(p.name.removesuffix(".meta.json") for p in CORPUS.glob("*.meta.json"))
 # The reports are pytest's own; the gate needs an eval key, the same on both sides (as a conftest would add).
 KEY = {"dataset": "corpus", "dataset_sha": "c0", "model": "-", "judge_model": "-"}

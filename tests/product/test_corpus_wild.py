@@ -4,7 +4,7 @@ show them, wild/ and the holdout alike.
 Each file is counted by a reader written from the format alone (tests/helpers/corpus.py: xml.etree over the JUnit
 elements, the zip and JSON of an Inspect log, DeepEval's metricsData, promptfoo's componentResults), never by
 evalkit's reader, and evalkit must read the same tests with the same outcomes. Gated against itself a file decides
-GO, or what its manifest row (tests/corpus_manifest.tsv) justifies; a copy with one passing test made to fail,
+GO, or what its manifest row (tests/helpers/corpus_manifest.tsv) justifies; a copy with one passing test made to fail,
 written to this test's temporary folder, blocks on exactly that test; in an Inspect log with epochs, one epoch
 of a test that passed them all made to fail is never GO (REVIEW naming it, too_small_to_tell, or BLOCK where the
 sizes can tell the drop). A file evalkit refuses is refused in one
@@ -86,7 +86,7 @@ def test_the_manifest_lists_every_file_of_the_corpus_and_no_other() -> None:
 def test_every_file_reads_as_its_tool_wrote_it(row: Expected | str | None, tmp_path: Path) -> None:
     if row is None:
         _missing()
-    assert isinstance(row, Expected), f"{row}: in the corpus but not in tests/corpus_manifest.tsv"
+    assert isinstance(row, Expected), f"{row}: in the corpus but not in tests/helpers/corpus_manifest.tsv"
     path = CORPUS / row.path
     assert sha256_of(path) == row.sha256, f"{row.path} changed in the corpus; check its row again"
     read = READERS[row.tool]

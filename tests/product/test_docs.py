@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from conftest import evalkit_cli
-from docs_text import docs_text
+from helpers.docs_text import docs_text
 
 from evalkit.project.paths import PACKAGE_CONF
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 
 README = (PROJECT_ROOT / "README.md").read_text()

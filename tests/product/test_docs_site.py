@@ -75,7 +75,7 @@ def test_option_rows_flatten_nested_models_and_say_defaults():
 
 
 def test_every_docs_page_is_in_the_navigation():
-    from docs_text import pages
+    from helpers.docs_text import pages
 
     listed = {page.relative_to(PROJECT_ROOT / "docs") for page in pages()[1:]}
     on_disk = {page.relative_to(PROJECT_ROOT / "docs") for page in (PROJECT_ROOT / "docs").rglob("*.md")}

@@ -11,7 +11,7 @@ import pytest
 
 from evalkit.run.suite import load_module
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 RECORDINGS = sorted((PROJECT_ROOT / "recordings").glob("*/*.json"))
 BASELINES = sorted((PROJECT_ROOT / "suites").glob("*/runs/*.json"))

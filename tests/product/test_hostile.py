@@ -30,7 +30,7 @@ from evalkit.cli import run as run_cli
 from evalkit.core.errors import InputError
 from evalkit.run.journal import read_journal
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 HUGE = 3 * 1024**3  # a sparse file: no disk used, over the 1 GiB input limit
 HANG_S = 20
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "getting-started.md"
 EXIT = re.compile(r"\b(?:exit|or) (\d)\b")
 """`exit 0`, and the alternatives a comment gives after it: `exit 0 (GO or REVIEW) or 1 (BLOCK)`."""

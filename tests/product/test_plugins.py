@@ -20,7 +20,7 @@ from evalkit.core import registry
 from evalkit.core.errors import ConfigError
 from evalkit.core.policy import Policy, policy_sha256
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ENTRY_POINTS = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
 
 
@@ -76,7 +76,7 @@ def test_an_unknown_name_lists_what_is_installed() -> None:
 
 # -- a real third-party gate rule, installed with pip ------------------------------------------------------------
 
-TOY_RULE = PROJECT_ROOT / "tests" / "plugins" / "evalkit-toy-rule"
+TOY_RULE = PROJECT_ROOT / "tests" / "helpers" / "plugins" / "evalkit-toy-rule"
 
 
 def _gate(tmp_path: Path, policy: str, site: Path | None) -> subprocess.CompletedProcess[str]:

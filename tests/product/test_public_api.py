@@ -13,7 +13,7 @@ import pytest
 
 import evalkit
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 INIT = Path(evalkit.__file__)
 
 

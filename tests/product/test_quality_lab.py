@@ -24,7 +24,7 @@ from evalkit.programs.grade import Grade
 from evalkit.run.manifest import load_manifest_dataset
 from evalkit.run.suite import load_module
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 pytestmark = pytest.mark.slow
 SUITE = PROJECT_ROOT / "suites" / "quality_lab"

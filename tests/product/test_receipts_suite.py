@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers.bounded import evalkit_bounded
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "suites" / "receipts"
 
 pytestmark = pytest.mark.slow

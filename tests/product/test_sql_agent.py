@@ -24,7 +24,7 @@ from evalkit.core.config import validate_config
 from evalkit.run.runner import run_suite
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("hydra_conf")]
-AGENT = Path(__file__).resolve().parents[1] / "suites" / "sql_agent" / "agent.py"
+AGENT = Path(__file__).resolve().parents[2] / "suites" / "sql_agent" / "agent.py"
 CHOICES = {"agent_code": "baseline", "model": "shop-agent", "dataset": "sql_agent"}
 
 

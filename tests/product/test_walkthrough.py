@@ -19,7 +19,7 @@ from fakes import FakeOpenAI
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXPECTED_EXIT = re.compile(r"\bexit (\d)\b")
 # the scaffold's example dataset, as the fake model sees it: message -> the right label
 DATASET = json.loads((REPO / "evalkit/project/templates/suite/dataset.json.tmpl").read_text().replace("__SUITE__", "x"))

@@ -465,7 +465,7 @@ def test_without_namespaces_host_unix_sockets_are_reachable_as_the_label_says(
 
 # -- attacks on the view, the user and the limits ---------------------------------------------------------------
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_references_are_unreadable_by_absolute_path(tmp_path: Path) -> None:

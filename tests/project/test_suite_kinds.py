@@ -30,7 +30,7 @@ from evalkit.project.suite_kinds import SUITE_KINDS, SuiteKind, kind_names, suit
 from evalkit.run.declared import read_checks
 
 KINDS = ("classification", "extraction", "retrieval-qa")  # the default first, then by name
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def scaffold(root: Path, kind: str, name: str = "s1") -> dict[Path, str]:
@@ -227,7 +227,7 @@ def test_the_command_writes_each_kind_and_refuses_an_unknown_one_in_one_line(tmp
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["retrieval-qa", "extraction"])
 def test_each_kinds_task_passes_mypy_strict(kind: str, tmp_path: Path) -> None:
-    """What a kind's task.py imports from evalkit is typed, as tests/test_public_api.py holds for classification's."""
+    """What a kind's task.py imports from evalkit is typed, as tests/product/test_public_api.py holds for classification's."""
     scaffold(tmp_path, kind)
     suite = tmp_path / "suites/s1"
     env = {k: v for k, v in os.environ.items() if k not in ("EVALKIT_PROJECT", "MYPYPATH")}

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 import pytest
-from html_reports import SCRIPT, hostile_pair
+from helpers.html_reports import SCRIPT, hostile_pair
 
 from evalkit.core.report import report_from_mapping
 from evalkit.render.explorer import CONTENT_SECURITY_POLICY, OUTPUT_CHARS, ExplorerRun, explorer_files, run_data

@@ -1,4 +1,4 @@
-"""The run explorer in a real browser (Debian's headless Chromium through Playwright, tests/browser.py), opened
+"""The run explorer in a real browser (Debian's headless Chromium through Playwright, tests/helpers/browser.py), opened
 from disk: the grid, the filters, a case's runs side by side with a diff, hostile text kept inert, and 10,000
 cases x 20 runs drawn and filtered without freezing the page."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from html_reports import BANGLA, IMG, SCRIPT, hostile_pair
+from helpers.html_reports import BANGLA, IMG, SCRIPT, hostile_pair
 
 from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.render.explorer import ExplorerRun, explorer_files

@@ -1,4 +1,4 @@
-"""Review in the run explorer, in a real browser (Debian's headless Chromium through Playwright, tests/browser.py):
+"""Review in the run explorer, in a real browser (Debian's headless Chromium through Playwright, tests/helpers/browser.py):
 a reviewer labels cases (pass/fail and a rubric level, with notes), the labels outlive a reload, export as a labels
 file that `evalkit review --labels` records on the report it names and refuses on another report (exit 3, one
 line); the queue puts the cases the judge was least sure of first; hostile text in labels and checks stays text."""
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import evalkit_env
-from html_reports import IMG, SCRIPT
+from helpers.html_reports import IMG, SCRIPT
 
 from evalkit.core.report import load_report
 from evalkit.core.version import __version__

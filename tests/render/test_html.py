@@ -9,7 +9,7 @@ import html
 import re
 
 import pytest
-from html_reports import BANGLA, KEY, MEGABYTE, RTL, SCRIPT, hostile_pair, large_pair
+from helpers.html_reports import BANGLA, KEY, MEGABYTE, RTL, SCRIPT, hostile_pair, large_pair
 
 from evalkit.core.key import ABSENT, changed_settings, with_settings
 from evalkit.core.policy import Policy

@@ -1,4 +1,4 @@
-"""The HTML pages in a real browser (Debian's headless Chromium through Playwright, tests/browser.py): filters,
+"""The HTML pages in a real browser (Debian's headless Chromium through Playwright, tests/helpers/browser.py): filters,
 sorting and case panels work; a hostile recording runs no script, fetches nothing and keeps the layout; the page
 reads without JavaScript."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROJECT_ROOT, evalkit_cli
-from html_reports import BANGLA, RTL, SCRIPT, hostile_pair, large_pair
+from helpers.html_reports import BANGLA, RTL, SCRIPT, hostile_pair, large_pair
 
 from evalkit.render.report_page import render_report_html
 
@@ -62,7 +62,7 @@ def test_a_hostile_recording_runs_nothing_fetches_nothing_and_keeps_the_layout(o
 
 def test_even_an_escaping_bug_could_neither_run_nor_fetch_anything(open_page, tmp_path):
     """The Content-Security-Policy alone: hostile markup put into the page unescaped (as a bug would) is inert."""
-    from html_reports import HOSTILE_OUTPUT
+    from helpers.html_reports import HOSTILE_OUTPUT
 
     from evalkit.render.html import render_page
 
@@ -160,7 +160,7 @@ def test_a_report_of_ten_thousand_tests_stays_usable(open_page, tmp_path):
 def test_a_failing_browser_test_keeps_a_screenshot(pytester):
     """The fixture's hook, black-box: a test that fails after opening a page leaves browser-failure-1.png."""
     pytester.makeconftest(f"import sys\nsys.path.insert(0, {str(PROJECT_ROOT / 'tests')!r})\n"
-                          'pytest_plugins = ["browser"]\n')
+                          'pytest_plugins = ["helpers.browser"]\n')
     pytester.makepyfile(test_page="""
         def test_fails(open_page, tmp_path):
             page = tmp_path / "p.html"

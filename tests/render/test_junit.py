@@ -14,7 +14,7 @@ from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.render.junit import junit_names, render_junit, xml_safe
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 
 def _cases(xml: str) -> dict[tuple[str, str], ET.Element]:

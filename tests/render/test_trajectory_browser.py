@@ -1,6 +1,6 @@
-"""An agent's trajectory in report.html, in a real browser (Debian's headless Chromium, tests/browser.py): a gated
+"""An agent's trajectory in report.html, in a real browser (Debian's headless Chromium, tests/helpers/browser.py): a gated
 regression shows the baseline's steps beside the candidate's with the parting step marked, written by `evalkit gate`
-from the order agent's shipped baseline and a candidate authored from it (tests/html_reports.agent_pair); a run
+from the order agent's shipped baseline and a candidate authored from it (tests/helpers/html_reports.agent_pair); a run
 that was not gated shows the candidate's steps alone; hostile tool names, arguments and results run nothing."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROJECT_ROOT, evalkit_cli
-from html_reports import IMG, SCRIPT, agent_pair, hostile_pair
+from helpers.html_reports import IMG, SCRIPT, agent_pair, hostile_pair
 
 from evalkit.core.report import report_from_mapping
 from evalkit.render.report_page import render_report_html

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from helpers.bounded import evalkit_bounded
-from html_reports import agent_pair
+from helpers.html_reports import agent_pair
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -8,13 +8,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from docs_text import DOCS
+from helpers.docs_text import DOCS
 
 from evalkit.core.errors import InputError
 from evalkit.project.git import fetch_advice, show
 from evalkit.run.baseline import load_baseline
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = PROJECT_ROOT / "suites/issue_triage/runs/baseline.json"
 SUITE_BASELINE = "suites/issue_triage/runs/baseline.json"
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 from conftest import evalkit_cli
-from docs_text import docs_text
+from helpers.docs_text import docs_text
 
 from evalkit.core.report import parse_report
 from evalkit.run.canonical import canonical_report, canonical_text
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 # the README's "Baselines" commands, one per shipped baseline
 REGENERATE = {

@@ -30,7 +30,7 @@ from evalkit.run.conversation import scripts_of
 from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.runner import run_suite
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "suites" / "support_chat"
 CHOICES = {"model": "gpt-local", "simulator": "support-customer", "dataset": "v1", "prompt": "v1"}
 

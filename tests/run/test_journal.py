@@ -20,7 +20,7 @@ from evalkit.records.call import Message, Reply, Request
 from evalkit.run.journal import Journal, cut_torn_tail, read_journal, recording_lock
 from evalkit.run.recording import Entry, Failure
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 
 def entry(text: str = "ok") -> Entry:

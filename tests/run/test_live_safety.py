@@ -15,7 +15,7 @@ from fakes import FakeOpenAI
 from fakes.flaky import flaky_model, write_suite
 from helpers.live import TOTAL_TESTS, Evalkit, FakeOllama, read_json, replies, task_calls
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 
 pytestmark = pytest.mark.slow

@@ -156,7 +156,7 @@ def test_a_format_1_recording_migrates_to_the_identity_its_requests_were_sent_wi
 
     from evalkit.run.migrate import migrate_recording
 
-    shipped = Path(__file__).resolve().parents[1] / "recordings/issue_triage"
+    shipped = Path(__file__).resolve().parents[2] / "recordings/issue_triage"
     current, = shipped.glob("SmolLM2-135M-Instruct-Q4_1-v1-issue-triage@1-*.json")
     data = json.loads(current.read_text(encoding="utf-8"))
     # the same recording as format 1 wrote it: no settings, no judge_sha nor model component, other request_shas

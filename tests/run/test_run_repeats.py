@@ -38,7 +38,7 @@ from evalkit.run.recording import Provenance, Recording
 from evalkit.run.samples import seeded
 from evalkit.run.suite import SuiteTask
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 REQUEST = Request(model="m", messages=(Message(role="user", content="hi"),), options={"temperature": 0.7, "seed": 5})
 
@@ -97,7 +97,7 @@ def test_a_program_suite_refuses_repeats(hydra_conf: None) -> None:
         validate_config(composed("suite=quality_lab", "run.repeats=3"), {"suite": "quality_lab"})
 
 
-# -- the call engine per sample (in process, the stand-in provider of tests/test_execute.py) ---------------
+# -- the call engine per sample (in process, the stand-in provider of tests/run/test_execute.py) ---------------
 
 
 class SeedEcho:

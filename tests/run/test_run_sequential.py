@@ -36,7 +36,7 @@ from evalkit.run.recording import Provenance, Recording
 from evalkit.run.rounds import sample_in_rounds
 from evalkit.run.suite import SuiteTask
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 # -- configuration -----------------------------------------------------------------------------
 

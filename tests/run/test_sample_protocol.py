@@ -1,6 +1,6 @@
 """The repeated-sample protocol is the one place that uses pytest's and pytest-json-report's private parts, and it
 is pinned to the versions it was written against: an upgrade outside them fails here, loudly, rather than as wrong
-repeat counts (the protocol's behaviour is tested end to end in tests/test_run_repeats.py)."""
+repeat counts (the protocol's behaviour is tested end to end in tests/run/test_run_repeats.py)."""
 
 from __future__ import annotations
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from docs_text import docs_text
+from helpers.docs_text import docs_text
 from helpers.suites import make_suite
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Sweeps on a real Slurm cluster (tests/slurm_cluster.py): the same outcomes as the basic launcher, and a job
+"""Sweeps on a real Slurm cluster (tests/helpers/slurm_cluster.py): the same outcomes as the basic launcher, and a job
 cancelled with scancel or killed at its time limit is an error row, never a hang."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from conftest import evalkit_env
+from helpers.slurm_cluster import PARTITION, Cluster, default_state
 from helpers.suites import make_suite
-from slurm_cluster import PARTITION, Cluster, default_state
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 # one worker runs them all (xdist_group): the cluster is one per machine, and its jobs queue on its 8 CPUs
 pytestmark = [pytest.mark.slow, pytest.mark.external, pytest.mark.xdist_group("slurm")]

@@ -20,7 +20,7 @@ from evalkit.cli.hydra_errors import missing_option
 from evalkit.run.recording import load_recording
 from evalkit.sweeps.summary import read_rows, render_summary, sweep_exit_code
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
 JOBLIB = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
 
