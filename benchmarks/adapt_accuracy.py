@@ -1,7 +1,7 @@
 """Benchmark: how many of the shared corpus's files evalkit reads right, per tool, and its silent wrong decisions.
 
 Every file of ../shared/corpus/{wild,holdout-2026-12-03} (or EVALKIT_CORPUS) is read by evalkit and judged
-against tests/corpus_manifest.tsv and the independent readers of tests/helpers/corpus.py (no evalkit code):
+against tests/helpers/corpus_manifest.tsv and the independent readers of tests/helpers/corpus.py (no evalkit code):
 - read right: a file read with the outcomes its own fields hold, gated against itself as its row says, or a file
   refused in one line with the words its row names;
 - silent wrong decision: a read file whose copy with one passing test made to fail does not BLOCK (written to a

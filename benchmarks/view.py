@@ -17,7 +17,7 @@ The last line is
     first_paint_ms=<ms> filter_ms=<ms>
 
 and the line before it `cases=10000 runs=20 view_s=<s> data_mb=<MB> search_ms=<ms> queue_ms=<ms>`. No target is set; the
-browser test (tests/test_explorer_browser.py) holds generous bounds (30 s and 3 s) so that a freeze fails it.
+browser test (tests/render/test_explorer_browser.py) holds generous bounds (30 s and 3 s) so that a freeze fails it.
 
 Run from the project root:  .venv/bin/python benchmarks/view.py [--cases N --runs R]
 Temporary files are removed at the end.

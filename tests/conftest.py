@@ -15,6 +15,17 @@ from hypothesis import HealthCheck, settings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # this repository: the examples project
 
+# The tests mirror the package (tests/<package>/test_<name>.py; CONTRIBUTING.md). pytest's default `prepend` import
+# mode imports each test module by its basename, putting only the folders it has collected so far on sys.path, so a
+# test module that imports another (`from test_execute import StandIn`) would import or not depending on which
+# folders were collected first (a file run alone, one xdist worker's share). Every folder of test modules goes on
+# sys.path here, once, at the end: such imports work from anywhere as they did when the tests sat flat, and
+# basenames stay unique (tests/product/test_tests_layout.py). Packages (helpers, fakes) are imported as packages
+# from tests/ itself and never put there: their modules' names (wheel, server ...) would shadow real ones.
+sys.path.extend(str(folder) for folder in sorted(Path(__file__).resolve().parent.iterdir())
+                if folder.is_dir() and not (folder / "__init__.py").exists() and any(folder.glob("test_*.py"))
+                and str(folder) not in sys.path)
+
 # The fuzz harness's profiles (tests/fuzz), registered before Hypothesis reads `--hypothesis-profile`: `quick` in
 # CI (seconds on two cores), `long` on demand. Each example is a file read in a child process, so the harness
 # bounds each read itself instead of Hypothesis's per-example deadline. Loaded by the harness's tests only.
@@ -24,10 +35,10 @@ settings.register_profile("long", max_examples=1500, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-# browser: Chromium for the HTML pages (tests/browser.py); no_hidden_skips: under CI=true a skip fails the run;
+# browser: Chromium for the HTML pages (tests/helpers/browser.py); no_hidden_skips: under CI=true a skip fails the run;
 # live: the `evalkit` and `server` fixtures of the live runs against a fake Ollama (tests/helpers/live.py);
 # entry_points: `installed_entry_points`, the registry's view of installed plugins replaced by a test's list
-pytest_plugins = ["pytester", "browser", "helpers.no_hidden_skips", "helpers.live", "helpers.compose",
+pytest_plugins = ["pytester", "helpers.browser", "helpers.no_hidden_skips", "helpers.live", "helpers.compose",
                   "helpers.entry_points"]
 
 KEY = {"dataset": "issue-triage@1", "dataset_sha": "aaa", "model": "m", "prompt_version": "v1",

@@ -30,7 +30,7 @@ How a source plugs in
    evalkit registers deepeval, inspect, junit, lm-eval, otel and promptfoo in its own. Once the package is installed
    the source is offered on the command line; `--policy`, `--out` and the decision's rendering come with it. A
    third-party package plugs in the same way, without a change to evalkit.
-3. Tests: `tests/test_adapt_<source>.py`; fixtures made by the real tool under `tests/corpus/adapt/<source>/`
+3. Tests: `tests/adapt/test_adapt_<source>.py`; fixtures made by the real tool under `tests/corpus/adapt/<source>/`
    with a README giving the exact commands and tool version; a README section "Gating what other eval tools
    produce" per source.
 """

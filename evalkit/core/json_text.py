@@ -2,7 +2,7 @@
 
 `json.dumps` with `indent` runs its pure-Python encoder: for a report of 40,000 tests that is over a second. Its C
 encoder writes compact text five times faster, and `msgspec.json.format` indents that text, copying every number
-and string token as it is, so the result is the same text byte for byte (tests/test_json_text.py compares them).
+and string token as it is, so the result is the same text byte for byte (tests/core/test_json_text.py compares them).
 Where msgspec cannot re-read the compact text (a lone surrogate written as an escape) json's own indenting
 encoder writes it, as before.
 """

@@ -518,7 +518,7 @@ def parse_report(text: str, where: str) -> RunReport:
     whole tree: a full report of a million tests is read in a fraction of the memory json's own objects take.
     A report that part does not describe (a plugin's outcome, a field of another type, a test id given twice)
     is read by the careful path, report_from_mapping, which words the error; both read a valid report alike
-    (tests/test_report_reader.py)."""
+    (tests/core/test_report_reader.py)."""
     report = _read_fast(text, where) if check_json(text, where, "report") else None
     return report if report is not None else report_from_mapping(parse_json(text, where, "report"), where)
 

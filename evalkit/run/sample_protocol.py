@@ -6,7 +6,7 @@ pytest-rerunfailures does: it runs `_pytest.runner.runtestprotocol` per sample, 
 reports of the one sample it shows. pytest-json-report collects a test's `extra` details on the item
 (`_json_report_extra`), which would pile up over the samples; each sample starts it afresh.
 
-Both are pinned: SUPPORTED names the versions this was written and tested against, and tests/test_sample_protocol.py
+Both are pinned: SUPPORTED names the versions this was written and tested against, and tests/run/test_sample_protocol.py
 fails when an installed version falls outside them, so an upgrade that could break the protocol is seen at once
 rather than as wrong repeat counts.
 

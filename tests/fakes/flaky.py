@@ -1,5 +1,5 @@
 """A loopback model with known per-case pass probabilities, and a small suite that asks it: the proving ground
-of `run.repeats` (tests/test_run_repeats.py, benchmarks/repeats.py).
+of `run.repeats` (tests/run/test_run_repeats.py, benchmarks/repeats.py).
 
 The model (served by FakeOpenAI, OpenAI's chat completions) answers each request from the seed it is sent:
 `u = sha256("<case>:<seed>")` read as a number in [0, 1), and the reply is right when `u < p`, where p is the

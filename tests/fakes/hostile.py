@@ -1,4 +1,4 @@
-"""A loopback server that misbehaves on the wire, for the live fault-injection tests (tests/test_live_faults.py).
+"""A loopback server that misbehaves on the wire, for the live fault-injection tests (tests/live/test_live_faults.py).
 
     with HostileServer(Hostile.DRIP_BODY, interval_s=0.5) as server:
         ...  # point any provider at server.url (plus its protocol's base path)

@@ -3,11 +3,11 @@ of each format written here from the format alone (never evalkit's), so evalkit'
 
 The files are not the project's: they live beside it in `../shared/corpus/` (README.md there), which every
 development machine and CI have; `EVALKIT_CORPUS` points elsewhere. The expectations are the project's own data:
-tests/corpus_manifest.tsv holds one row per file, keyed by its path in the corpus and its SHA-256, saying whether
+tests/helpers/corpus_manifest.tsv holds one row per file, keyed by its path in the corpus and its SHA-256, saying whether
 evalkit reads it (and whether it gates itself GO or, for a run with errored tests, BLOCK) or refuses it, with the
 words the one-line refusal must hold and why the refusal is justified.
 
-Used by tests/test_corpus_wild.py, tests/test_corpus_holdout.py and benchmarks/adapt_accuracy.py.
+Used by tests/product/test_corpus_wild.py, tests/product/test_corpus_holdout.py and benchmarks/adapt_accuracy.py.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from evalkit.adapt.neutral import NeutralRun
 from evalkit.adapt.promptfoo import read_promptfoo
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-MANIFEST = PROJECT_ROOT / "tests/corpus_manifest.tsv"
+MANIFEST = PROJECT_ROOT / "tests/helpers/corpus_manifest.tsv"
 FOLDERS = ("wild", "holdout-2026-12-03")
 """The corpus folders whose every file the manifest lists (edited-*/ holds hand-edited copies, not sources)."""
 READERS: dict[str, Callable[[Path], NeutralRun]] = {

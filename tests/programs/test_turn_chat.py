@@ -1,0 +1,158 @@
+"""The turn protocol end to end (tests/helpers/turn_chat/chat.py, the how-to's program): a chat program that remembers the
+user's name, run live against a loopback model through evalkit's endpoint, then replayed offline with the same
+transcripts and outcomes and no model; a program that hangs on turn 2 is a timeout naming that turn, within its
+deadline (the run bounded by tests/helpers/bounded.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.server import FakeOpenAI
+from helpers.bounded import run_bounded
+
+pytestmark = pytest.mark.slow
+CHAT = Path(__file__).resolve().parents[1] / "helpers" / "turn_chat" / "chat.py"
+CASES = {
+    "ada": (["Hello, my name is Ada.", "Can you recommend a book?", "What is my name?"], "Ada"),
+    "bo": (["Hi, my name is Bo.", "What is my name?"], "Bo"),
+}
+SUITE = """# @package _global_
+defaults:
+  - /dataset: chat
+  - /model: chat-model
+  - /chat_program: baseline
+  - /policy: chat
+
+suite:
+  name: chat
+  path: suites/chat
+  components: [chat_program]
+  program:
+    component: chat_program
+    files_field: null
+    endpoint: true
+"""
+CHECKS = '''
+def test_every_turn_was_answered(program_run):
+    assert all(turn["reply"] for turn in program_run["turns"])
+
+
+def test_remembers_the_name(program_run, reference):
+    last = program_run["turns"][-1]["reply"]
+    assert reference["name"] in last, last
+'''
+def model(body: dict[str, Any]) -> str:
+    """The loopback model: it knows the user's name only from the program's system prompt."""
+    system, last = body["messages"][0]["content"], body["messages"][-1]["content"]
+    if "What is my name?" in last:
+        known = re.search(r"The user's name is (\w+)\.", system)
+        return f"Your name is {known.group(1)}." if known else "I do not know your name."
+    return f"Noted ({len(body['messages']) // 2} messages so far)."
+
+
+def _project(root: Path, env: dict[str, str]) -> None:
+    made = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "new", "project"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    suite = root / "suites/chat"
+    (suite / "data").mkdir(parents=True)
+    (suite / "chat.py").write_bytes(CHAT.read_bytes())
+    # the same program, hanging on its second turn after a first that called the model
+    hangs = CHAT.read_text().replace('    state = task["state"] or', '    if task["turn"] == 2:\n'
+                                     '        __import__("time").sleep(3600)\n    state = task["state"] or')
+    assert "sleep(3600)" in hangs
+    (suite / "hangs.py").write_text(hangs)
+    (suite / "test_chat.py").write_text(CHECKS)
+    samples = [{"id": case, "split": "acceptance", "group": case, "origin": "authored-synthetic-v1",
+                "conversation": turns} for case, (turns, _) in CASES.items()]
+    answers = {case: {"name": name} for case, (_, name) in CASES.items()}
+    (suite / "data/samples.json").write_text(json.dumps(samples))
+    (suite / "data/answers.json").write_text(json.dumps(answers))
+    manifest = {"version": "chat-v1", "synthetic": True, "purpose": "the turn protocol's test",
+                "splits": {"acceptance": {"samples": len(CASES), "groups": len(CASES)}},
+                "sha256": {name: hashlib.sha256((suite / "data" / name).read_bytes()).hexdigest()
+                           for name in ("samples.json", "answers.json")}}
+    (suite / "data/manifest.json").write_text(json.dumps(manifest))
+    for group, text in {
+        "suite/chat": SUITE,
+        "dataset/chat": "manifest: ${suite.path}/data/manifest.json\nsplit: acceptance\n",
+        "model/chat-model": "defaults: [gpt-local, _self_]\nname: chat-model\n",
+        "policy/chat": "version: 1\nmax_regressions: 0\n",
+        "chat_program/baseline": "program: ${suite.path}/chat.py\nchange: baseline\ntimeout_s: 20\n",
+        "chat_program/hangs": "program: ${suite.path}/hangs.py\nchange: hangs\ntimeout_s: 1\n",
+    }.items():
+        (root / "conf" / group).parent.mkdir(parents=True, exist_ok=True)
+        (root / "conf" / f"{group}.yaml").write_text(text)
+    config = root / "conf/config.yaml"
+    config.write_text(config.read_text().replace("  - _self_", "  - suite: chat\n  - _self_"))
+
+
+def test_a_chat_program_records_live_replays_identically_and_a_hang_is_named(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("EVALKIT_PROJECT", "PYTEST_ADDOPTS", "HYDRA_FULL_ERROR")}
+    _project(tmp_path, env)
+
+    def evalkit(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "evalkit", "baseline=none", "run.progress=off",
+                               *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+    def report(job: str) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((tmp_path / f"outputs/{job}/report.json").read_text())
+        return data
+
+    with FakeOpenAI(model) as server:
+        live = evalkit("mode=live", f"model.base_url={server.base_url}", "hydra.run.dir=outputs/live")
+        assert live.returncode == 0, live.stdout + live.stderr
+        asked = len(server.chat_requests)
+        replay = evalkit("hydra.run.dir=outputs/replay")
+        assert replay.returncode == 0, replay.stdout + replay.stderr
+        assert len(server.chat_requests) == asked == 5  # one model call per turn, live; none in the replay
+    # turn 3 of ada's conversation carries the two turns before it: the program's state, handed back by evalkit
+    assert [m["role"] for m in server.chat_requests[2].body["messages"]] == ["system", *["user", "assistant"] * 2,
+                                                                            "user"]
+    first, again = report("live"), report("replay")
+    assert again["provenance"]["mode"] == "replay"
+    assert first["trajectories"] == again["trajectories"]
+    assert [s["text"] for s in first["trajectories"]["task/ada"]["steps"] if s["kind"] == "assistant_turn"] == [
+        "Noted (1 messages so far).", "Noted (2 messages so far).", "Your name is Ada."]
+    assert [s["call_id"] for s in first["trajectories"]["task/bo"]["steps"] if s["kind"] == "model_call"] == [
+        "task/bo", "task/bo@1"]  # the endpoint's call ids run on across the turns, as the recording keys them
+    ada = next(c for c in first["cases"] if c["id"] == "ada")["program"]
+    assert [t["state"]["name"] for t in ada["turns"]] == ["Ada"] * 3  # what each turn handed on, in the report
+    outcomes = {t["nodeid"]: t["outcome"] for t in first["tests"]}
+    assert outcomes == {t["nodeid"]: t["outcome"] for t in again["tests"]}
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 4
+
+    # a program that forgets all but the last exchange asks the same on turns 1 and 2, and otherwise on turn 3:
+    # the replay serves the first two and refuses the third, naming its call, with nothing scored
+    forgets = CHAT.read_text().replace('[*state["history"], {"role": "user"', '[*state["history"][-2:], {"role": "user"')
+    assert forgets != CHAT.read_text()
+    (tmp_path / "suites/chat/forgets.py").write_text(forgets)
+    refused = evalkit("chat_program.program=suites/chat/forgets.py", "hydra.run.dir=outputs/forgets")
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    assert "task/ada@2 was recorded for another request: messages" in refused.stderr, refused.stderr
+    assert not (tmp_path / "outputs/forgets/report.json").exists()
+
+    with FakeOpenAI(model) as server:  # a hostile program: bounded, so a hang of the run fails this test
+        hung = run_bounded([sys.executable, "-m", "evalkit", "baseline=none", "run.progress=off", "chat_program=hangs",
+                            "mode=live", f"model.base_url={server.base_url}", "hydra.run.dir=outputs/hangs"],
+                           cwd=tmp_path, env=env, memory_mb=2048, timeout_s=120)
+        assert len(server.chat_requests) == 2  # each case's turn 1; turn 2 hung before it asked
+    assert hung.returncode in (0, 1), hung.stdout + hung.stderr  # a decision over unscored cases, no crash
+    cases = {c["id"]: c for c in report("hangs")["cases"]}
+    assert {c["status"] for c in cases.values()} == {"unscored"}  # counted, never a pass
+    ada = cases["ada"]["program"]
+    assert (ada["status"], ada["reason"]) == ("timeout", "turn 2: timeout after 1 s")
+    assert [(t["turn"], t["status"], t["reply"]) for t in ada["turns"]] == [
+        (1, "finished", "Noted (1 messages so far)."), (2, "timeout", None)]
+    page = (tmp_path / "outputs/hangs/report.html").read_text()  # the transcript up to the turn that broke
+    panel = page[page.index('<details class="case"'):page.index("</details>", page.index('<details class="case"'))]
+    assert "Hello, my name is Ada." in panel and "Noted (1 messages so far)." in panel
+    assert "turn 2: timeout after 1 s" in panel

@@ -1,0 +1,172 @@
+"""Recordings: replay hits, misses and stale entries; atomic saves; foreign keys refused."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+import pytest
+
+from evalkit.core.errors import RecordingError
+from evalkit.core.key import EvalKey
+from evalkit.live.redact import Redactor
+from evalkit.records.call import Message, Reply, Request
+from evalkit.run.recording import (
+    Entry,
+    ForeignRecording,
+    Hit,
+    Miss,
+    Provenance,
+    Recording,
+    load_recording,
+    lookup,
+    request_fingerprint,
+    save_recording,
+)
+
+KEY = EvalKey(suite="s", dataset="d@1", dataset_sha="aaa", model="m", prompt_version="v1", prompt_sha="p")
+
+
+def request(text: str = "hello", system: str = "sys") -> Request:
+    return Request(model="m", messages=(Message(role="system", content=system), Message(role="user", content=text)))
+
+
+def recording() -> Recording:
+    entry = Entry(request_sha=request_fingerprint(request()), request=request(), reply=Reply(text="hi"))
+    return Recording(key=KEY, provenance=Provenance(kind="authored", note="test"), calls={"task/c1": entry})
+
+
+def test_hit_returns_the_recorded_reply():
+    found = lookup(recording(), "task/c1", request())
+    assert isinstance(found, Hit) and found.reply.text == "hi"
+
+
+def test_miss_names_the_call_and_the_closest_call():
+    found = lookup(recording(), "task/c2", request())
+    assert isinstance(found, Miss) and found.kind == "missing" and found.call_id == "task/c2"
+    assert found.reason == "task/c2 is not recorded (closest recorded call: task/c1)"
+
+
+def test_changed_prompt_makes_the_entry_stale_and_names_the_first_differing_field():
+    found = lookup(recording(), "task/c1", request(system="a new prompt"))
+    assert isinstance(found, Miss) and found.kind == "stale"
+    assert found.reason == ('task/c1 was recorded for another request: messages[0].content: recorded "sys", '
+                            'asked "a new prompt"')
+
+
+def test_an_option_never_recorded_is_named_with_both_sides():
+    changed = request().model_copy(update={"options": {"max_tokens": 17}})
+    found = lookup(recording(), "task/c1", changed)
+    assert isinstance(found, Miss) and found.reason.endswith("options.max_tokens: recorded (absent), asked 17")
+
+
+def test_load_options_are_no_part_of_a_calls_identity():
+    # n_ctx, n_batch, n_ubatch, n_threads change how llama.cpp computes, not what is asked
+    loaded = request().model_copy(update={"options": {"n_ctx": 512, "n_batch": 8, "n_ubatch": 1, "n_threads": 2}})
+    assert request_fingerprint(loaded) == request_fingerprint(request())
+    assert isinstance(lookup(recording(), "task/c1", loaded), Hit)
+    seeded = request().model_copy(update={"options": {"seed": 1}})
+    assert request_fingerprint(seeded) != request_fingerprint(request())
+
+
+def test_save_then_load_round_trips_sorted(tmp_path):
+    path = tmp_path / "r" / "rec.json"
+    save_recording(recording(), path)
+    assert load_recording(path, KEY) == recording()
+    assert json.loads(path.read_text())["provenance"]["kind"] == "authored"
+    assert [p.name for p in path.parent.iterdir()] == ["rec.json"]  # no temp file left behind
+
+
+def test_a_saved_recording_is_scrubbed_only_where_it_holds_a_secret(tmp_path):
+    """save_recording scans the text once (Redactor.masked) and walks the data only where a key value may be."""
+    key = "k3y-value-0123456789"
+    redactor = Redactor(["EVALKIT_TEST_KEY"], environ={"EVALKIT_TEST_KEY": key})
+    walked = []
+    walk = redactor.scrub
+
+    def scrub(data, messages=True):
+        walked.append(True)
+        return walk(data, messages)
+
+    redactor.scrub = scrub  # counts the walks
+
+    clean, leaky = tmp_path / "clean.json", tmp_path / "leaky.json"
+    save_recording(recording(), clean, redactor)
+    save_recording(recording(), tmp_path / "plain.json")
+    assert clean.read_bytes() == (tmp_path / "plain.json").read_bytes() and walked == []
+    holding = recording().model_copy(update={"calls": {"task/c1": Entry(
+        request_sha="s", request=request(f"use {key}"), reply=Reply(text="hi"))}})
+    save_recording(holding, leaky, redactor)
+    assert walked == [True] and key not in leaky.read_text()
+    assert "use [REDACTED]" in leaky.read_text()
+
+
+def test_a_failed_save_leaves_the_old_file_whole(tmp_path, monkeypatch):
+    path = tmp_path / "rec.json"
+    save_recording(recording(), path)
+    before = path.read_bytes()
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError):
+        save_recording(recording().model_copy(update={"calls": {}}), path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["rec.json"]
+
+
+def test_missing_recording_file_says_how_to_record(tmp_path):
+    with pytest.raises(RecordingError, match=r"no recording for this eval key; run with mode=record-missing"):
+        load_recording(tmp_path / "absent.json", KEY)
+
+
+def test_recording_of_another_key_at_the_expected_path_is_refused(tmp_path):
+    path = tmp_path / "rec.json"
+    save_recording(recording(), path)
+    other = KEY.model_copy(update={"prompt_sha": "zzz"})
+    with pytest.raises(ForeignRecording, match=r'belongs to another eval key \(prompt_sha: recorded "p", asked "zzz"\)'):
+        load_recording(path, other)
+
+
+def test_a_recording_of_the_older_format_is_refused_naming_the_migration(tmp_path):
+    path = tmp_path / "rec.json"
+    path.write_text(json.dumps({"format": "evalkit-recording/1", "key": {}, "calls": {}}))
+    with pytest.raises(ForeignRecording, match=r"format evalkit-recording/1.*evalkit migrate "):
+        load_recording(path, KEY)
+
+
+@pytest.mark.parametrize("text, message", [("{", r"rec\.json: not valid JSON.*; restore it from git or re-record"),
+                                           ('{"format": "evalkit-recording/2"}', r"missing key 'key'")])
+def test_malformed_recording(tmp_path, text, message):
+    path = tmp_path / "rec.json"
+    path.write_text(text)
+    with pytest.raises(RecordingError, match=message):
+        load_recording(path, KEY)
+
+
+def test_provenance_kind_is_required_to_be_recorded_or_authored():
+    with pytest.raises(ValueError):
+        Provenance(kind="generated")  # type: ignore[arg-type]
+
+
+def test_a_format_1_recording_migrates_to_the_identity_its_requests_were_sent_with():
+    from pathlib import Path
+
+    from evalkit.run.migrate import migrate_recording
+
+    shipped = Path(__file__).resolve().parents[2] / "recordings/issue_triage"
+    current, = shipped.glob("SmolLM2-135M-Instruct-Q4_1-v1-issue-triage@1-*.json")
+    data = json.loads(current.read_text(encoding="utf-8"))
+    # the same recording as format 1 wrote it: no settings, no judge_sha nor model component, other request_shas
+    old = {**copy.deepcopy(data), "format": "evalkit-recording/1",
+           "key": {**{k: v for k, v in data["key"].items() if k != "judge_sha"}, "key_version": 1, "components": {}}}
+    del old["settings"]
+    for entry in old["calls"].values():
+        entry["request_sha"] = "0123456789ab"
+    assert migrate_recording(old, "old.json") == Recording.model_validate(data)
+    assert migrate_recording(old, "old.json").settings["model"]["options"] == {"max_tokens": 96, "seed": 7,
+                                                                             "temperature": 0}
+    with pytest.raises(RecordingError, match="not a recording of an older format"):
+        migrate_recording(data, "new.json")
