@@ -2,7 +2,8 @@
 
 It holds the call contract (evalkit.records.call: messages, requests, replies, tools and tool calls), the
 trajectory (evalkit.records.trajectory) and the labels file a reviewer exports from the run explorer
-(evalkit.records.labels); the run report and the decision move in later. Suites, adapters and how-tos import these
+(evalkit.records.labels), and decision.json (evalkit.records.decision); the run report, the recording, the
+journal and the run input move in next. Suites, adapters and how-tos import these
 names from here. They are re-exported lazily, as in `evalkit/__init__.py`, so `import evalkit.records` stays cheap;
 type checkers read them through the imports under TYPE_CHECKING.
 """
@@ -27,6 +28,14 @@ if TYPE_CHECKING:
         ToolChoice,
         Usage,
     )
+    from evalkit.records.decision import (
+        DecisionFile,
+        Evidence,
+        FindingEntry,
+        PolicyIdentity,
+        ReportIdentity,
+        read_decision,
+    )
     from evalkit.records.labels import LABELS_FORMAT, Label, LabelsFile, LabelsHeader, read_labels
     from evalkit.records.trajectory import (
         MAX_TOOL_RESULT_CHARS,
@@ -39,14 +48,16 @@ if TYPE_CHECKING:
         UserTurn,
     )
 
-__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AssistantTurn", "AudioPart", "ContentPart", "FinalAnswer",
-           "ImagePart", "Label", "LabelsFile", "LabelsHeader", "Message", "ModelCall", "NamedTool", "Reply", "Request",
-           "Step", "TextPart", "Tool", "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "UserTurn",
-           "read_labels"]
+__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AssistantTurn", "AudioPart", "ContentPart", "DecisionFile",
+           "Evidence", "FinalAnswer", "FindingEntry", "ImagePart", "Label", "LabelsFile", "LabelsHeader", "Message",
+           "ModelCall", "NamedTool", "PolicyIdentity", "Reply", "ReportIdentity", "Request", "Step", "TextPart", "Tool",
+           "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "UserTurn", "read_decision", "read_labels"]
 
 _MODULES = {
     "evalkit.records.call": ("AudioPart", "ContentPart", "ImagePart", "Message", "NamedTool", "Reply", "Request",
                              "TextPart", "Tool", "ToolCall", "ToolChoice", "Usage"),
+    "evalkit.records.decision": ("DecisionFile", "Evidence", "FindingEntry", "PolicyIdentity", "ReportIdentity",
+                                 "read_decision"),
     "evalkit.records.labels": ("LABELS_FORMAT", "Label", "LabelsFile", "LabelsHeader", "read_labels"),
     "evalkit.records.trajectory": ("MAX_TOOL_RESULT_CHARS", "AssistantTurn", "FinalAnswer", "ModelCall", "Step",
                                    "ToolResult", "Trajectory", "UserTurn"),
