@@ -17,35 +17,16 @@ Versioned by `format`. The files written before the field existed (version 0) ho
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    JsonValue,
-    SerializerFunctionWrapHandler,
-    ValidationError,
-    model_serializer,
-)
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
-__all__ = ["FORMAT", "DecisionFile", "Evidence", "FindingEntry", "Json", "PolicyIdentity", "ReportIdentity",
+from evalkit.records.values import Json
+
+__all__ = ["FORMAT", "DecisionFile", "Evidence", "FindingEntry", "PolicyIdentity", "ReportIdentity",
            "decision_schema", "read_decision"]
 
 FORMAT: Final = "evalkit-decision/1"
-
-
-def _plain(value: object) -> object:
-    """`value` with its tuples as lists: the gate keeps pairs and sequences as tuples; JSON has only arrays."""
-    if isinstance(value, tuple | list):
-        return [_plain(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    return value
-
-
-Json = Annotated[JsonValue, BeforeValidator(_plain)]
-"""A JSON value (the gate's figures): the gate hands tuples, the file holds arrays."""
 
 
 class _Record(BaseModel):
