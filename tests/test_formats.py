@@ -71,7 +71,7 @@ def test_a_run_input_of_another_format_is_refused_in_one_line(tmp_path):
     with pytest.raises(InputError, match=r"run-input.json: not a run input of format evalkit-run-input/1") as caught:
         read_run_input(path)
     assert "\n" not in str(caught.value)
-    path.write_text(msgspec.json.encode(RunInput(key={"k": 1}, provenance={}, cases=[])).decode())
+    path.write_text(RunInput(key={"k": 1}, provenance={}, cases=[]).model_dump_json())
     assert read_run_input(path).repeats == 1
 
 

@@ -22,7 +22,7 @@ from evalkit.gate.decide import decide
 from evalkit.records.decision import DecisionFile, Evidence, FindingEntry, PolicyIdentity, ReportIdentity
 
 RECORDS = Path(evalkit.__file__).parent / "records"
-FORMAT_MODULES = ("decision", "recording", "journal")
+FORMAT_MODULES = ("decision", "recording", "journal", "run_input")
 """The records modules of the files evalkit writes that the check below holds (the others follow as they move in)."""
 
 

@@ -2,8 +2,9 @@
 
 It holds the call contract (evalkit.records.call: messages, requests, replies, tools and tool calls), the
 trajectory (evalkit.records.trajectory) and the labels file a reviewer exports from the run explorer
-(evalkit.records.labels), and decision.json (evalkit.records.decision); the run report, the recording, the
-journal and the run input move in next. Suites, adapters and how-tos import these
+(evalkit.records.labels), decision.json (evalkit.records.decision), the recording (evalkit.records.recording),
+its journal lines (evalkit.records.journal) and the run input (evalkit.records.run_input); the run report moves in
+next. Suites, adapters and how-tos import these
 names from here. They are re-exported lazily, as in `evalkit/__init__.py`, so `import evalkit.records` stays cheap;
 type checkers read them through the imports under TYPE_CHECKING.
 """
