@@ -122,3 +122,20 @@ def test_the_gate_figures_are_json_in_the_record():
     assert finding.figures == {"pair": ["a", 1], "deep": {"x": [1.5]}}
     with pytest.raises(ValueError, match="figures"):
         FindingEntry(rule="r", effect="warn", message="m", figures={"path": Path("x")})
+
+
+def test_the_records_names_are_importable_from_evalkit_records():
+    import evalkit.records
+
+    missing = [name for name in evalkit.records.__all__ if getattr(evalkit.records, name, None) is None]
+    assert missing == [] and {"DecisionFile", "Recording", "JournalLine", "RunInput"} <= set(evalkit.records.__all__)
+
+
+@pytest.mark.parametrize("module_name, model", [("decision", "decision_schema"), ("recording", "Recording"),
+                                                ("journal", "JournalLine")])
+def test_each_format_module_publishes_its_schema(module_name, model):
+    page = (RECORDS.parents[1] / "docs/reference/schemas.md").read_text(encoding="utf-8")
+    assert f"<!-- evalkit:schema evalkit.records.{module_name}:{model} -->" in page
+    target = getattr(__import__(f"evalkit.records.{module_name}", fromlist=["*"]), model)
+    schema = target() if not isinstance(target, type) else target.model_json_schema()
+    assert schema["properties"] and "$defs" in schema

@@ -37,7 +37,10 @@ if TYPE_CHECKING:
         ReportIdentity,
         read_decision,
     )
+    from evalkit.records.journal import JournalLine
     from evalkit.records.labels import LABELS_FORMAT, Label, LabelsFile, LabelsHeader, read_labels
+    from evalkit.records.recording import Entry, Failure, Provenance, Recording, ToolEntry
+    from evalkit.records.run_input import CallInput, RunInput, SliceInput, SuiteInput
     from evalkit.records.trajectory import (
         MAX_TOOL_RESULT_CHARS,
         AssistantTurn,
@@ -49,16 +52,21 @@ if TYPE_CHECKING:
         UserTurn,
     )
 
-__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AssistantTurn", "AudioPart", "ContentPart", "DecisionFile",
-           "Evidence", "FinalAnswer", "FindingEntry", "ImagePart", "Label", "LabelsFile", "LabelsHeader", "Message",
-           "ModelCall", "NamedTool", "PolicyIdentity", "Reply", "ReportIdentity", "Request", "Step", "TextPart", "Tool",
-           "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "UserTurn", "read_decision", "read_labels"]
+__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AssistantTurn", "AudioPart", "CallInput", "ContentPart",
+           "DecisionFile", "Entry", "Evidence", "Failure", "FinalAnswer", "FindingEntry", "ImagePart", "JournalLine",
+           "Label", "LabelsFile", "LabelsHeader", "Message", "ModelCall", "NamedTool", "PolicyIdentity", "Provenance",
+           "Recording", "Reply", "ReportIdentity", "Request", "RunInput", "SliceInput", "Step", "SuiteInput",
+           "TextPart", "Tool", "ToolCall", "ToolChoice", "ToolEntry", "ToolResult", "Trajectory", "Usage", "UserTurn",
+           "read_decision", "read_labels"]
 
 _MODULES = {
     "evalkit.records.call": ("AudioPart", "ContentPart", "ImagePart", "Message", "NamedTool", "Reply", "Request",
                              "TextPart", "Tool", "ToolCall", "ToolChoice", "Usage"),
     "evalkit.records.decision": ("DecisionFile", "Evidence", "FindingEntry", "PolicyIdentity", "ReportIdentity",
                                  "read_decision"),
+    "evalkit.records.journal": ("JournalLine",),
+    "evalkit.records.recording": ("Entry", "Failure", "Provenance", "Recording", "ToolEntry"),
+    "evalkit.records.run_input": ("CallInput", "RunInput", "SliceInput", "SuiteInput"),
     "evalkit.records.labels": ("LABELS_FORMAT", "Label", "LabelsFile", "LabelsHeader", "read_labels"),
     "evalkit.records.trajectory": ("MAX_TOOL_RESULT_CHARS", "AssistantTurn", "FinalAnswer", "ModelCall", "Step",
                                    "ToolResult", "Trajectory", "UserTurn"),
