@@ -274,7 +274,7 @@ class DocsStageComparison:
             "policy": DOCS_STAGE_POLICY.model_dump(mode="json"),
             "baseline": dict(self.baseline),
             "candidate": dict(self.candidate),
-            "decision": self.decision.to_json(),
+            "decision": self.decision.record().data(),
         }
 
 

@@ -29,6 +29,7 @@ from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
 from evalkit.gate.decision import ExitCode, exit_code
 from evalkit.project.options import find_option
 from evalkit.project.paths import shown
+from evalkit.records.decision import PolicyIdentity
 from evalkit.render.bundle import Decided, render_bundle
 from evalkit.render.markdown import render_policy
 from evalkit.render.text import render_decision
@@ -128,7 +129,7 @@ def _thresholds(given: list[str]) -> dict[str, float]:
     return thresholds
 
 
-def _policy(spec: str | None) -> tuple[Policy, dict[str, object]]:
+def _policy(spec: str | None) -> tuple[Policy, PolicyIdentity]:
     if spec is None:
         return STRICT_DEFAULT, policy_identity(STRICT_DEFAULT, fallback_name="strict-default",
                                                source="evalkit.core.policy.STRICT_DEFAULT",
@@ -138,7 +139,7 @@ def _policy(spec: str | None) -> tuple[Policy, dict[str, object]]:
     return policy, policy_identity(policy, fallback_name=Path(spec).stem, source=shown(path), chosen_by="--policy")
 
 
-def _write_folder(out: Path, result: Adaptation, identity: dict[str, object], policy: Policy,
+def _write_folder(out: Path, result: Adaptation, identity: PolicyIdentity, policy: Policy,
                   args: argparse.Namespace) -> None:
     """Write the result folder whole or not at all: built beside it under a temporary name, then renamed."""
     texts = {name: json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
@@ -147,9 +148,9 @@ def _write_folder(out: Path, result: Adaptation, identity: dict[str, object], po
                      report_identity(str(out / "baseline.json"), sha256(texts["baseline.json"].encode()),
                                      result.baseline_report),
                      report_identity(str(out / "candidate.json"), sha256(texts["candidate.json"].encode()),
-                                     result.candidate_report))
-    facts["sources"] = {"baseline": {"path": str(args.baseline), **_source_facts(result.baseline)},
-                        "candidate": {"path": str(args.candidate), **_source_facts(result.candidate)}}
+                                     result.candidate_report),
+                     sources={"baseline": {"path": str(args.baseline), **_source_facts(result.baseline)},
+                              "candidate": {"path": str(args.candidate), **_source_facts(result.candidate)}})
     texts.update(render_bundle(Decided(result.decision, result.baseline_report, result.candidate_report, policy,
                                        facts, str(out / "baseline.json"))))
     parent = out.parent if str(out.parent) else Path(".")
@@ -182,7 +183,7 @@ def _docs_stage_main(args: argparse.Namespace) -> int:
     except EvalkitError as error:
         print(f"error: {one_line(str(error))}", file=sys.stderr)
         return ExitCode.INPUT_ERROR
-    print(json.dumps(result.decision.to_json(), indent=2))
+    print(json.dumps(result.decision.record().data(), indent=2))
     return exit_code(result.decision.decision, DOCS_STAGE_POLICY.review_fails)
 
 

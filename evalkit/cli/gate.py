@@ -25,6 +25,7 @@ from evalkit.gate.decision import ExitCode, exit_code
 from evalkit.gate.isolation import refuse_short_isolation
 from evalkit.project.options import find_option
 from evalkit.project.paths import shown
+from evalkit.records.decision import PolicyIdentity
 from evalkit.render.bundle import Decided, render_bundle
 from evalkit.render.markdown import render_policy
 from evalkit.render.text import render_decision
@@ -133,7 +134,7 @@ def _inputs(args: argparse.Namespace) -> dict[str, Path]:
     return inputs
 
 
-def _choose_policy(spec: str | None, candidate: RunReport, candidate_path: Path) -> tuple[Policy, dict[str, object]]:
+def _choose_policy(spec: str | None, candidate: RunReport, candidate_path: Path) -> tuple[Policy, PolicyIdentity]:
     """--policy if given; else the policy the candidate's run composed; else the strict default. Says which."""
     if spec is not None:
         is_file = Path(spec).suffix in (".yaml", ".yml", ".json")

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from evalkit.core.config import RunConfig
     from evalkit.core.policy import Policy
     from evalkit.live.redact import Redactor
+    from evalkit.records.decision import PolicyIdentity
 
 
 # A full disk or quota, or a read-only filesystem: an output that cannot be written (exit 3), not a crash.
@@ -218,7 +219,7 @@ def _shown_path(path: Path) -> str:
         return path.name
 
 
-def _gate_policy(config: RunConfig, overrides: Any) -> tuple[Policy, dict[str, Any]]:
+def _gate_policy(config: RunConfig, overrides: Any) -> tuple[Policy, PolicyIdentity]:
     """The policy the gate decides under, and its identity: the composed one, or with `policy_from=git:REF` the
     same policy option as it is at REF (a pull request decided under its base branch's policy)."""
     if config.policy_from is None:
@@ -233,7 +234,7 @@ def _gate_policy(config: RunConfig, overrides: Any) -> tuple[Policy, dict[str, A
                                    chosen_by=f"policy_from={config.policy_from}: option {option!r} {at}")
 
 
-def _run_policy(config: RunConfig, overrides: Any) -> dict[str, Any]:
+def _run_policy(config: RunConfig, overrides: Any) -> PolicyIdentity:
     """The identity of the policy this run composed: its option, the command-line `policy.*` overrides, and why."""
     from evalkit.cli.evidence import policy_identity
 

@@ -6,8 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.gate.decision_format import FORMAT as DECISION_FORMAT
 from evalkit.gate.findings import Effect, Finding
+from evalkit.records.decision import DecisionFile, Evidence
 
 __all__ = ["Verdict", "ExitCode", "exit_code", "Decision"]
 
@@ -104,28 +104,16 @@ class Decision:
     def _messages(self, effect: Effect) -> tuple[str, ...]:
         return tuple(finding.message for finding in self.findings if finding.effect is effect)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "format": DECISION_FORMAT,
-            "decision": str(self.decision),
-            "reasons": list(self.reasons),
-            "changed": {k: list(v) for k, v in self.changed.items()},
-            "pass_rate": self.pass_rate,
-            "regressed": list(self.regressed),
-            "fixed": list(self.fixed),
-            "critical_failures": list(self.critical_failures),
-            "missing_critical": list(self.missing_critical),
-            "tests": self.tests,
-            "passed": self.passed,
-            "review_reasons": list(self.review_reasons),
-            "metrics": self.metrics,
-            "statistics": self.statistics,
-            "failures": list(self.failures),
-            "warnings": list(self.warnings),
-            "outcomes": self.outcomes,
-            "ran_pass_rate": self.ran_pass_rate,
-            "new_failing": list(self.new_failing),
-            "messages": self.messages,
-            "findings": [finding.to_json() for finding in self.findings],
-        } | ({"repeats": self.repeats} if self.repeats is not None else {}) | (
-            {"detectable": self.detectable} if self.detectable is not None else {})
+    def record(self, *, baseline: str | None = None, evidence: Evidence | None = None) -> DecisionFile:
+        """The decision as `decision.json` holds it (evalkit.records.decision), with the baseline it was made
+        against as it was named to the command, and what it was made from; both are left out where a decision is
+        printed on its own."""
+        return DecisionFile(
+            baseline=baseline, decision=self.decision.value, reasons=list(self.reasons), changed=self.changed,
+            pass_rate=self.pass_rate, regressed=list(self.regressed), fixed=list(self.fixed),
+            critical_failures=list(self.critical_failures), missing_critical=list(self.missing_critical),
+            tests=self.tests, passed=self.passed, review_reasons=list(self.review_reasons), metrics=self.metrics,
+            statistics=self.statistics, failures=list(self.failures), warnings=list(self.warnings),
+            outcomes=self.outcomes, ran_pass_rate=self.ran_pass_rate, new_failing=list(self.new_failing),
+            messages=self.messages, findings=[finding.record() for finding in self.findings], repeats=self.repeats,
+            detectable=self.detectable, evidence=evidence)

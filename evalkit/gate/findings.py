@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit.records.decision import FindingEntry
+
 __all__ = ["Effect", "Finding"]
 
 
@@ -46,6 +48,7 @@ class Finding:
         """What tells two findings apart whatever their wording and figures: rule, effect, subject and tests."""
         return self.rule, self.effect, self.subject, self.tests
 
-    def to_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, "effect": str(self.effect), "message": self.message, "tests": list(self.tests),
-                "figures": dict(self.figures)} | ({"subject": self.subject} if self.subject else {})
+    def record(self) -> FindingEntry:
+        """The finding as `decision.json` holds it (evalkit.records.decision)."""
+        return FindingEntry(rule=self.rule, effect=self.effect.value, message=self.message, tests=list(self.tests),
+                            figures=dict(self.figures), subject=self.subject or None)

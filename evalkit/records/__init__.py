@@ -2,7 +2,9 @@
 
 It holds the call contract (evalkit.records.call: messages, requests, replies, tools and tool calls), the
 trajectory (evalkit.records.trajectory) and the labels file a reviewer exports from the run explorer
-(evalkit.records.labels); the run report and the decision move in later. Suites, adapters and how-tos import these
+(evalkit.records.labels), decision.json (evalkit.records.decision), the recording (evalkit.records.recording),
+its journal lines (evalkit.records.journal) and the run input (evalkit.records.run_input); the run report moves in
+next. Suites, adapters and how-tos import these
 names from here. They are re-exported lazily, as in `evalkit/__init__.py`, so `import evalkit.records` stays cheap;
 type checkers read them through the imports under TYPE_CHECKING.
 """
@@ -27,7 +29,18 @@ if TYPE_CHECKING:
         ToolChoice,
         Usage,
     )
+    from evalkit.records.decision import (
+        DecisionFile,
+        Evidence,
+        FindingEntry,
+        PolicyIdentity,
+        ReportIdentity,
+        read_decision,
+    )
+    from evalkit.records.journal import JournalLine
     from evalkit.records.labels import LABELS_FORMAT, Label, LabelsFile, LabelsHeader, read_labels
+    from evalkit.records.recording import Entry, Failure, Provenance, Recording, ToolEntry
+    from evalkit.records.run_input import CallInput, RunInput, SliceInput, SuiteInput
     from evalkit.records.trajectory import (
         MAX_TOOL_RESULT_CHARS,
         AssistantTurn,
@@ -39,14 +52,21 @@ if TYPE_CHECKING:
         UserTurn,
     )
 
-__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AssistantTurn", "AudioPart", "ContentPart", "FinalAnswer",
-           "ImagePart", "Label", "LabelsFile", "LabelsHeader", "Message", "ModelCall", "NamedTool", "Reply", "Request",
-           "Step", "TextPart", "Tool", "ToolCall", "ToolChoice", "ToolResult", "Trajectory", "Usage", "UserTurn",
-           "read_labels"]
+__all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AssistantTurn", "AudioPart", "CallInput", "ContentPart",
+           "DecisionFile", "Entry", "Evidence", "Failure", "FinalAnswer", "FindingEntry", "ImagePart", "JournalLine",
+           "Label", "LabelsFile", "LabelsHeader", "Message", "ModelCall", "NamedTool", "PolicyIdentity", "Provenance",
+           "Recording", "Reply", "ReportIdentity", "Request", "RunInput", "SliceInput", "Step", "SuiteInput",
+           "TextPart", "Tool", "ToolCall", "ToolChoice", "ToolEntry", "ToolResult", "Trajectory", "Usage", "UserTurn",
+           "read_decision", "read_labels"]
 
 _MODULES = {
     "evalkit.records.call": ("AudioPart", "ContentPart", "ImagePart", "Message", "NamedTool", "Reply", "Request",
                              "TextPart", "Tool", "ToolCall", "ToolChoice", "Usage"),
+    "evalkit.records.decision": ("DecisionFile", "Evidence", "FindingEntry", "PolicyIdentity", "ReportIdentity",
+                                 "read_decision"),
+    "evalkit.records.journal": ("JournalLine",),
+    "evalkit.records.recording": ("Entry", "Failure", "Provenance", "Recording", "ToolEntry"),
+    "evalkit.records.run_input": ("CallInput", "RunInput", "SliceInput", "SuiteInput"),
     "evalkit.records.labels": ("LABELS_FORMAT", "Label", "LabelsFile", "LabelsHeader", "read_labels"),
     "evalkit.records.trajectory": ("MAX_TOOL_RESULT_CHARS", "AssistantTurn", "FinalAnswer", "ModelCall", "Step",
                                    "ToolResult", "Trajectory", "UserTurn"),

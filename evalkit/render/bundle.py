@@ -10,7 +10,6 @@ the same files whichever command decided. Rendering stays pure: the texts are re
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -18,6 +17,7 @@ from evalkit.core.policy import Policy
 from evalkit.core.report import RunReport
 from evalkit.gate.compared import critical_of
 from evalkit.gate.decision import Decision
+from evalkit.records.decision import Evidence
 from evalkit.render.junit import render_junit
 from evalkit.render.markdown import render_markdown
 
@@ -45,7 +45,7 @@ class Decided:
     baseline: RunReport
     candidate: RunReport
     policy: Policy
-    evidence: Mapping[str, Any]
+    evidence: Evidence
     baseline_name: str
     """How the baseline was named to the command: a shipped baseline's name, or the path of its report."""
 
@@ -61,8 +61,8 @@ def render_bundle(decided: Decided, *, mask: Masker | None = None,
     texts: dict[str, str] = {}
     for name in names:
         if name == "decision.json":
-            written = {"baseline": decided.baseline_name, **decided.decision.to_json(), "evidence": decided.evidence}
-            texts[name] = json.dumps(mask.scrub(written) if mask else written, indent=2, allow_nan=False) + "\n"
+            written = decided.decision.record(baseline=decided.baseline_name, evidence=decided.evidence)
+            texts[name] = json.dumps(written.data(mask.scrub if mask else None), indent=2, allow_nan=False) + "\n"
         elif name == "decision.xml":
             texts[name] = render_junit(decided.decision, decided.candidate)
         elif name == "decision.md":

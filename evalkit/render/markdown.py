@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from evalkit.core.key import changed_settings
 from evalkit.core.report import RunReport
 from evalkit.core.untrusted import MAX_VALUE_CHARS, markdown, terminal
 from evalkit.gate.decision import Decision
+from evalkit.records.decision import Evidence, PolicyIdentity
 from evalkit.render.answers import regressed_cases, render_answers
 from evalkit.render.confusion import confusion_markdown
 from evalkit.render.numbers import change, number
@@ -33,7 +33,7 @@ __all__ = ["render_markdown", "render_policy"]
 
 
 def render_markdown(decision: Decision, candidate: RunReport | None = None, critical: tuple[str, ...] = (),
-                    evidence: Mapping[str, Any] | None = None, baseline: RunReport | None = None) -> str:
+                    evidence: Evidence | None = None, baseline: RunReport | None = None) -> str:
     """The decision as a pull-request comment; with both reports, each regressed case's answers side by side."""
     lines = [f"### evalkit: **{str(decision.decision).upper()}**", ""]
     found = detectable_lines(decision)
@@ -94,25 +94,22 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render_policy(policy: Mapping[str, Any]) -> str:
+def render_policy(policy: PolicyIdentity) -> str:
     """One line: which policy decided, where it was read from, why it was the one, and its SHA-256."""
-    version = f" version {policy['version']}" if policy.get("version") else ""
-    source = " ".join([str(policy.get("source")), *policy.get("overrides", ())])
-    return (f"policy {policy.get('name')}{version} from {source} ({policy.get('chosen_by')}); "
-            f"sha256 {policy.get('sha256')}")
+    version = f" version {policy.version}" if policy.version else ""
+    source = " ".join([policy.source, *policy.overrides])
+    return f"policy {policy.name}{version} from {source} ({policy.chosen_by}); sha256 {policy.sha256}"
 
 
-def _evidence(evidence: Mapping[str, Any]) -> list[str]:
+def _evidence(evidence: Evidence) -> list[str]:
     """What decided: the policy in the open, the compared reports' hashes and keys folded below it."""
-    lines = [f"**Decided by:** {markdown(render_policy(evidence['policy']))}", "",
+    lines = [f"**Decided by:** {markdown(render_policy(evidence.policy))}", "",
              "<details><summary>Compared reports</summary>", ""]
-    for side in ("baseline", "candidate"):
-        report = evidence[side]
-        key = ", ".join(f"{name} {_key_value(value)}" for name, value in report.get("eval", {}).items()
+    for side, report in (("baseline", evidence.baseline), ("candidate", evidence.candidate)):
+        key = ", ".join(f"{name} {_key_value(value)}" for name, value in report.eval.items()
                         if value not in ({}, None))
-        lines.append(f"- {side}: {_code(str(report.get('path')))} sha256 {_code(str(report.get('sha256')))}; "
-                     f"eval key: {markdown(key)}")
-    return lines + [f"- evalkit {evidence.get('evalkit_version')}", "", "</details>", ""]
+        lines.append(f"- {side}: {_code(report.path)} sha256 {_code(report.sha256)}; eval key: {markdown(key)}")
+    return lines + [f"- evalkit {evidence.evalkit_version}", "", "</details>", ""]
 
 
 def _key_value(value: object) -> str:

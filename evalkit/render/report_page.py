@@ -25,6 +25,7 @@ from evalkit.core.report import PASSING, RunReport
 from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
 from evalkit.judging.judge_health import judge_warnings
+from evalkit.records.decision import Evidence
 from evalkit.render.confusion import confusion_tables
 from evalkit.render.html import breakable, render_page, shown
 from evalkit.render.markdown import render_policy
@@ -97,7 +98,7 @@ class _Side:
 
 
 def render_report_html(candidate: RunReport, decision: Decision | None = None, baseline: RunReport | None = None,
-                       critical: tuple[str, ...] = (), evidence: Mapping[str, Any] | None = None,
+                       critical: tuple[str, ...] = (), evidence: Evidence | None = None,
                        critical_cases: tuple[str, ...] = ()) -> str:
     """The whole page. Without a decision (a run with baseline=none) it shows the run alone. `critical` and
     `critical_cases` are the policy's: their tests are tagged critical."""
@@ -224,15 +225,15 @@ def _initial_filter(counts: Mapping[str, int]) -> str:
     return next((name for name in ("regressed", "failing") if counts.get(name)), "all")
 
 
-def _policy(evidence: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if evidence is None or not isinstance(evidence.get("policy"), Mapping):
+def _policy(evidence: Evidence | None) -> dict[str, Any] | None:
+    if evidence is None:
         return None
-    policy = evidence["policy"]
-    rows = [(label, str(policy[name])) for name, label in
-            (("name", "name"), ("version", "version"), ("source", "read from"), ("chosen_by", "chosen by"),
-             ("sha256", "SHA-256")) if policy.get(name) not in (None, "")]
-    if policy.get("overrides"):
-        rows.append(("overrides", " ".join(map(str, policy["overrides"]))))
+    policy = evidence.policy
+    rows = [(label, value) for value, label in
+            ((policy.name, "name"), (policy.version, "version"), (policy.source, "read from"),
+             (policy.chosen_by, "chosen by"), (policy.sha256, "SHA-256")) if value not in (None, "")]
+    if policy.overrides:
+        rows.append(("overrides", " ".join(policy.overrides)))
     return {"line": render_policy(policy), "rows": rows}
 
 
@@ -543,12 +544,8 @@ def _provenance(report: RunReport) -> list[tuple[str, Clipped]]:
     return rows
 
 
-def _compared(evidence: Mapping[str, Any] | None) -> list[dict[str, str]]:
+def _compared(evidence: Evidence | None) -> list[dict[str, str]]:
     if evidence is None:
         return []
-    out = []
-    for side in ("baseline", "candidate"):
-        report = evidence.get(side)
-        if isinstance(report, Mapping):
-            out.append({"side": side, "path": str(report.get("path")), "sha256": str(report.get("sha256"))})
-    return out
+    return [{"side": side, "path": report.path, "sha256": report.sha256}
+            for side, report in (("baseline", evidence.baseline), ("candidate", evidence.candidate))]

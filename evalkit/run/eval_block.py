@@ -175,7 +175,7 @@ class EvalBlock:
         results = {c["id"]: c for c in cases}
         out: dict[str, dict[str, Any]] = {}
         for spec in self.run.suite.slices:
-            by, where = (spec, {}) if isinstance(spec, str) else (spec["by"], spec.get("where") or {})
+            by, where = (spec, {}) if isinstance(spec, str) else (spec.by, spec.where)
             chosen = [c for c in self.run.cases if all(c.get(k) == v for k, v in where.items())]
             match = re.fullmatch(r"language\((\w+)\)", by)
             key = language_of_field(match.group(1)) if match else by
@@ -231,7 +231,7 @@ class EvalBlock:
                 entry["problems"].append(f"candidate program: {run['reason']}")
                 if run.get("status") == "budget_denied":  # not run: evalkit's unit budget denied it (DENIED)
                     entry.setdefault(DENIED, run["reason"])
-                entry["grade"] = Grade.unscored(run["reason"]).to_json()
+                entry["grade"] = Grade.unscored(str(run["reason"])).to_json()
             elif case_id in self.grades:
                 entry["grade"] = self.grades[case_id]
         if self.run.suite.group_by:

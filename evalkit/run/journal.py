@@ -24,30 +24,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from evalkit.core.errors import InputError, RecordingError
 from evalkit.core.files import read_text
 from evalkit.core.parsing import parse_json
 from evalkit.live.redact import Redactor
-from evalkit.run.recording import Entry
+from evalkit.records.journal import JournalLine
+from evalkit.records.recording import Entry
 
 __all__ = ["Journal", "JournalLine", "cut_torn_tail", "journal_path", "read_journal", "recording_lock"]
 
 _FSYNC_EVERY_S = 0.5  # writes survive a killed process; fsyncs guard against power loss, so batch them
 # read too (the fresh-line check); never through a link; never inherited by the programs a run starts
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-class JournalLine(BaseModel):
-    """One line of a journal: a finished call and its recording entry. A journal has no format of its own: its
-    entries are its recording's (evalkit.run.recording.Entry), so it changes exactly when the recording's format
-    does, and a journal left by an older format is refused line by line, never half read."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    call_id: str
-    entry: Entry
 
 
 def journal_path(recording: Path) -> Path:

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from evalkit.core.atomic import write_atomic
 from evalkit.core.call_id import CallId
 from evalkit.core.config import Mode, ModelConfig, RunConfig
@@ -271,7 +269,7 @@ def _checks(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Red
     out.mkdir(parents=True, exist_ok=True)
     input_path = out / "run-input.json"
     # what the checks read: key values masked (as in the recording), nothing else, so no pattern changes a grade
-    given = msgspec.to_builtins(run_input)
+    given = run_input.model_dump(mode="json")
     _, text = redact.masked(given, lambda data: json.dumps(data, ensure_ascii=False), messages=False)
     write_atomic(input_path, text)
     return run_checks(suite_dir, input_path, out, redact, _key_variables(config), worker_count(config.run.workers),
@@ -323,7 +321,7 @@ def _write_shard(out: Path, shard: tuple[int, int], input_path: Path, partial: d
     path = out / shard_name(*shard)
     content = redact.scrub(shard_file(*shard, run_input, sections, partial))
     write_atomic(path, json.dumps(content, ensure_ascii=False, allow_nan=False) + "\n")
-    own = merged_report([partial], msgspec.convert(run_input, RunInput)) | sections
+    own = merged_report([partial], RunInput.model_validate(run_input)) | sections
     return report_from_mapping(redact.scrub(own), f"shard {shard[0]}/{shard[1]} of suite {suite}"), path
 
 

@@ -4,13 +4,12 @@ missing or cannot be read says nothing; it never fails the command that asked.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.files import read_text
 from evalkit.core.parsing import parse_json
-from evalkit.gate.decision_format import DecisionFile, read_decision
+from evalkit.records.decision import DecisionFile, read_decision
 
 __all__ = ["saved_decision_field", "saved_decision_policy"]
 
@@ -27,11 +26,10 @@ def saved_decision_policy(report_path: Path) -> tuple[str, str] | None:
     """The name and SHA-256 of the policy the `decision.json` beside a run's report was decided under (its
     `evidence.policy`); None when there is no such file, it cannot be read, or it does not say (an older one)."""
     decision = _saved_decision(report_path)
-    policy = decision.evidence.get("policy") if decision is not None else None
-    if not isinstance(policy, Mapping):
+    if decision is None or decision.evidence is None:
         return None
-    name, sha = policy.get("name"), policy.get("sha256")
-    return (name, sha) if isinstance(name, str) and isinstance(sha, str) and name and sha else None
+    policy = decision.evidence.policy
+    return (policy.name, policy.sha256) if policy.name and policy.sha256 else None
 
 
 def _saved_decision(report_path: Path) -> DecisionFile | None:

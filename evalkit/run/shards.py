@@ -90,7 +90,7 @@ def merge_shard_files(files: Sequence[tuple[str, ShardFile]]) -> dict[str, Any]:
         raise InputError(f"shard(s) {', '.join(f'{k}/{shards}' for k in missing)} missing: the run is not complete "
                          "until every shard has run; give all of their files")
     ordered = [shard.partial for _, shard in sorted(files, key=lambda item: item[1].shard)]
-    data = merged_report(ordered, msgspec.convert(first.run_input, RunInput))
+    data = merged_report(ordered, RunInput.model_validate(first.run_input))
     data.update(first.sections)
     return data
 

@@ -229,7 +229,7 @@ def test_regenerated_logs_map_to_the_same_tests_and_decisions(tmp_path: Path) ->
                                 ("candidate.eval", "scorer-changed.eval"),
                                 ("baseline-epochs.eval", "candidate-epochs.eval")):
         fresh, kept = gate(tmp_path / baseline, tmp_path / candidate), gate(LOGS / baseline, LOGS / candidate)
-        assert fresh.decision.to_json() == kept.decision.to_json()
+        assert fresh.decision.record() == kept.decision.record()
     with pytest.raises(InputError, match="failed run"):
         read_inspect_log(tmp_path / "failed.eval")
 

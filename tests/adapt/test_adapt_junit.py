@@ -148,7 +148,7 @@ def test_pytest_regenerates_files_that_map_alike(tmp_path: Path) -> None:
         assert read_junit(tmp_path / f"{variant}.xml").tests == read_junit(PYTEST / f"{variant}.xml").tests
     fresh, kept = (gate(tmp_path / "baseline.xml", tmp_path / "candidate.xml"),
                    gate(PYTEST / "baseline.xml", PYTEST / "candidate.xml"))
-    assert fresh.decision.to_json() == kept.decision.to_json()
+    assert fresh.decision.record() == kept.decision.record()
 
 
 @pytest.mark.slow
@@ -169,7 +169,7 @@ def test_maven_surefire_regenerates_files_that_map_alike(tmp_path: Path) -> None
         assert read_junit(tmp_path / variant).tests == read_junit(SUREFIRE / variant).tests
     fresh, kept = gate(tmp_path / "baseline", tmp_path / "candidate"), gate(SUREFIRE / "baseline",
                                                                             SUREFIRE / "candidate")
-    assert fresh.decision.to_json() == kept.decision.to_json()
+    assert fresh.decision.record() == kept.decision.record()
 
 
 WILD = corpus_root() / "wild/junit"  # the shared corpus (tests/helpers/corpus.py)

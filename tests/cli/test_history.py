@@ -65,8 +65,13 @@ def _run_folder(folder: Path, created: float | None, outcomes: dict[str, str], d
                          "latency": {"measured_calls": 2, "mean_ms": 120.5, "p95_ms": 300}}
     write_json(folder / "report.json", data)
     if decision:
-        evidence = {"policy": {"name": policy[0], "sha256": policy[1]}} if policy else {}
-        write_json(folder / "decision.json", {"decision": decision, "evidence": evidence})
+        written: dict[str, Any] = {"decision": decision}
+        if policy:  # evidence as evalkit writes it (evalkit.records.decision.Evidence)
+            side = {"path": "r.json", "sha256": "0" * 64, "eval": {}}
+            written["evidence"] = {"policy": {"name": policy[0], "version": None, "source": "p.yaml", "overrides": [],
+                                              "chosen_by": "--policy", "sha256": policy[1]},
+                                   "baseline": side, "candidate": side, "evalkit_version": "0"}
+        write_json(folder / "decision.json", written)
     return folder
 
 

@@ -187,7 +187,7 @@ def test_a_critical_name_matching_nothing_is_a_warning_shown_everywhere():
     warning = ("critical 'test_prority' matches no test in either report; check the name (a test-name or "
                "class-name prefix, or Class::test)")
     assert result.warnings == (warning,)
-    assert json.loads(json.dumps(result.to_json()))["warnings"] == [warning]
+    assert json.loads(json.dumps(result.record().data()))["warnings"] == [warning]
     assert f"warnings:\n  - {warning}" in render_decision(result)
     assert f"**Warnings**\n\n- {warning}" in render_markdown(result)
 

@@ -192,7 +192,7 @@ def test_a_go_says_what_it_could_have_detected() -> None:
     assert text.splitlines()[0] == "decision: GO"
     assert text.splitlines()[1] == ("GO: no regression; this run could detect drops of 37 points or more in the case "
                                     "pass rate (20 cases paired; one-sided level 0.025, power 80%)")
-    assert decision.to_json()["detectable"]["suite"]["drop"] == suite["drop"]
+    assert decision.record().data()["detectable"]["suite"]["drop"] == suite["drop"]
 
 
 def test_max_detectable_drop_turns_a_go_into_review_naming_the_cases_needed() -> None:

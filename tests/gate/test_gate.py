@@ -135,7 +135,7 @@ def test_changed_lists_components_in_key_order_and_flattens_suite_components():
 
 
 def test_decision_json_has_the_documented_fields():
-    data = gate(report(BASE), report(BASE)).to_json()
+    data = gate(report(BASE), report(BASE)).record().data()
     assert {"decision", "reasons", "regressed", "fixed", "critical_failures", "missing_critical",
             "pass_rate", "changed"} <= data.keys()
     assert data["decision"] == "go"
@@ -332,7 +332,7 @@ def test_listed_tests_carry_why_they_did_not_pass():
     # c4 says nothing (no stage tells why), the vanished test is said absent, the fixed c5 carries nothing
     assert result.messages == {"test_triage.py::test_label[c3]": "AssertionError: bug != feature",
                                "test_triage.py::test_priority[c0]": "absent from the candidate"}
-    as_json = result.to_json()
+    as_json = result.record().data()
     assert as_json["messages"] == result.messages and as_json["new_failing"] == []
 
 

@@ -132,7 +132,7 @@ def test_decide_a_flaky_aa_pair_is_review_not_block() -> None:
     assert decision.regressed == () and decision.repeats is not None
     assert decision.repeats["unreliable_baseline"] == ["test_x[c0]", "test_x[c1]"]
     assert decision.review_reasons[0].startswith("unreliable_baseline: 2 test(s)")
-    assert "repeats" in decision.to_json()
+    assert "repeats" in decision.record().data()
     # c2 passed 10 of 10 on the baseline and 9 now: no drop one can tell from chance, named for review
     too_small = next(f for f in decision.findings if f.rule == "too_small_to_tell")
     assert too_small.tests == ("test_x[c2]",) and "candidate 9/10, baseline 10/10" in too_small.message

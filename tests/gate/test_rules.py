@@ -89,7 +89,7 @@ def test_warnings_are_findings_that_never_decide() -> None:
 
 def test_decision_json_keeps_its_sentences_and_adds_the_findings() -> None:
     base, cand = _reports(BASE, BASE | {"test_b": "failed"})
-    data = json.loads(json.dumps(decide(Policy(), base, cand).to_json()))
+    data = json.loads(json.dumps(decide(Policy(), base, cand).record().data()))
     assert data["reasons"] == ["1 regression(s); policy allows 0"]  # what readers of older files read
     assert data["findings"] == [{"rule": "regression", "effect": "block", "message": "1 regression(s); policy "
                                  "allows 0", "tests": ["test_triage.py::test_b"],

@@ -15,7 +15,7 @@ from conftest import PROJECT_ROOT, report
 from evalkit.core.errors import InputError
 from evalkit.core.report import parse_report, report_from_mapping
 from evalkit.core.report_format import RunReportFormat, run_report_schema
-from evalkit.gate.decision_format import DecisionFile, decision_schema, read_decision
+from evalkit.records.decision import decision_schema, read_decision
 from evalkit.run.journal import read_journal
 from evalkit.run.recording import Recording
 from evalkit.run.run_input import RunInput, read_run_input, run_input_schema
@@ -62,7 +62,7 @@ def test_a_fresh_run_writes_each_file_in_its_format(run_evalkit, tmp_path):
     assert len(typed.cases) == len(run_input.cases)
     decision = read_decision(json.loads(next(job.rglob("decision.json")).read_text(encoding="utf-8")), "decision")
     assert decision.format == "evalkit-decision/1" and decision.decision == "go"
-    assert decision.evidence["candidate"]["sha256"]
+    assert decision.evidence is not None and decision.evidence.candidate.sha256
 
 
 def test_a_run_input_of_another_format_is_refused_in_one_line(tmp_path):
@@ -71,7 +71,7 @@ def test_a_run_input_of_another_format_is_refused_in_one_line(tmp_path):
     with pytest.raises(InputError, match=r"run-input.json: not a run input of format evalkit-run-input/1") as caught:
         read_run_input(path)
     assert "\n" not in str(caught.value)
-    path.write_text(msgspec.json.encode(RunInput(key={"k": 1}, provenance={}, cases=[])).decode())
+    path.write_text(RunInput(key={"k": 1}, provenance={}, cases=[]).model_dump_json())
     assert read_run_input(path).repeats == 1
 
 
@@ -135,5 +135,5 @@ def test_the_decision_model_reads_what_the_gate_writes():
 
     decision = Decision(Verdict.REVIEW, findings=(Finding("new_failing", Effect.REVIEW, "m", ("t",), {"n": 1}),),
                         changed={"model": ("a", "b")})
-    read = msgspec.convert(decision.to_json(), DecisionFile)
-    assert read.review_reasons == ["m"] and read.changed == {"model": ["a", "b"]}
+    read = read_decision(decision.record().data(), "decision.json")
+    assert read.review_reasons == ["m"] and read.changed == {"model": ("a", "b")}
