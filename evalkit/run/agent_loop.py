@@ -36,7 +36,7 @@ from evalkit.live.budget import estimate_tokens
 from evalkit.records.call import Message, Reply, Request, ToolCall
 from evalkit.records.trajectory import FinalAnswer, ModelCall, Step, ToolResult, Trajectory
 from evalkit.run.mismatch import ReplayRefusal
-from evalkit.run.recording import Miss, Recording, ToolEntry, lookup_tool, tool_key
+from evalkit.run.recording import GrowingRequests, Miss, Recording, ToolEntry, lookup_tool, tool_key
 
 if TYPE_CHECKING:
     from evalkit.run.execute import CallResult
@@ -155,11 +155,13 @@ class _Case:
 
 
 def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
-               wave: Callable[[Sequence[tuple[str, Request, str]]], dict[str, CallResult]],
+               wave: Callable[[Sequence[tuple[str, Request, str]], Mapping[str, str]], dict[str, CallResult]],
                settle: Callable[[int], None], tools: ToolResults, where: str, model: str,
                price: PriceEntry | None, concurrency: int) -> AgentOutcome:
     """Run the loop for each planned case (its `task/<case>` id and its first request). `wave` obtains one step of
-    many cases through the run's call path; `settle` refuses a replay's misses and ends the run on an outage."""
+    many cases through the run's call path, given each step's request fingerprint (made incrementally: step n
+    resends the n-1 steps before it, GrowingRequests); `settle` refuses a replay's misses and ends the run on an
+    outage."""
     from evalkit.run.execute import CallResult  # the call result type of the path this loop drives
 
     cases = []
@@ -167,12 +169,14 @@ def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
         first = request.model_copy(update={"tools": agent.toolbox.tools, "tool_choice": agent.tool_choice})
         cases.append(_Case(call_id, CallId.parse(call_id), Request.model_validate(first.model_dump())))
     out = AgentOutcome()
+    growing = GrowingRequests()
     active = list(cases)
     for step in range(1, agent.max_steps + 1):
         if not active:
             break
         ids = {case.base: str(CallId.agent_step(case.which.case, step, case.which.sample)) for case in active}
-        results = wave([(ids[case.base], case.request, "model") for case in active])
+        shas = {ids[case.base]: growing.fingerprint(case.request) for case in active}
+        results = wave([(ids[case.base], case.request, "model") for case in active], shas)
         settle(len(active))
         out.steps |= results
         calling: list[tuple[_Case, str, Reply]] = []

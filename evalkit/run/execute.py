@@ -393,12 +393,15 @@ class _Caller:
             self.limiter = RateLimiter(live.settings.rpm, live.settings.tpm)
             self.retry = RetryPolicy(live.settings.retries, live.settings.backoff_s, live.settings.backoff_max_s)
 
-    def wave(self, planned: Sequence[Planned]) -> dict[str, CallResult]:
+    def wave(self, planned: Sequence[Planned], shas: Mapping[str, str] | None = None) -> dict[str, CallResult]:
+        """Obtain the planned calls; `shas` holds request fingerprints a caller already made (the agent loop's,
+        evalkit.run.recording.GrowingRequests), by call id: each is compared exactly as one made here."""
         results: dict[str, CallResult] = {}
         pending: list[Planned] = []
         for call_id, request, role in planned:
             self.requests[call_id] = request
-            found = None if self.mode is Mode.LIVE else lookup(self.recording, call_id, request)
+            known = shas.get(call_id) if shas else None
+            found = None if self.mode is Mode.LIVE else lookup(self.recording, call_id, request, known)
             if isinstance(found, Hit) and (self.mode is Mode.REPLAY or found.entry.failure is None):
                 results[call_id] = _from_entry(call_id, found.entry, "replayed")
                 continue
@@ -407,7 +410,8 @@ class _Caller:
                 self.misses.append(found)
                 continue
             assert self.live is not None
-            sha = self._shas[call_id] = request_fingerprint(request)  # computed here once, not on a call's thread
+            # computed here once, not on a call's thread
+            sha = self._shas[call_id] = known or request_fingerprint(request)
             earlier = self.live.resumed.get(call_id)
             if earlier is not None and earlier.failure is None and earlier.request_sha == sha:
                 self.new_entries[call_id] = earlier
@@ -657,13 +661,14 @@ def _usage(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> 
     estimated = {"input_tokens": 0, "output_tokens": 0}
     for call_id, reply in replies.items():
         reported = {"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens}
-        fallback = {"input_tokens": estimate_tokens(request_text(requests[call_id])) if call_id in requests else 0,
-                    "output_tokens": estimate_tokens(reply.text or "")}
         for name in totals:
             value = reported[name]
-            if value is None:
+            if value is None:  # estimated only where the provider reported nothing (an agent's step is long)
                 estimated[name] += 1
-                value = fallback[name]
+                if name == "output_tokens":
+                    value = estimate_tokens(reply.text or "")
+                else:
+                    value = estimate_tokens(request_text(requests[call_id])) if call_id in requests else 0
             totals[name] += value
     return {"calls": len(replies), **totals, "estimated_calls": {k: v for k, v in estimated.items() if v}}
 

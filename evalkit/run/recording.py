@@ -20,17 +20,17 @@ from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_va
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError, RecordingError, describe_validation
 from evalkit.core.files import read_text
-from evalkit.core.fingerprint import fingerprint
+from evalkit.core.fingerprint import canonical_json, fingerprint
 from evalkit.core.json_text import compact_json, indented_json
 from evalkit.core.key import LOAD_OPTIONS, EvalKey
 from evalkit.core.parsing import parse_json
 from evalkit.live.redact import Redactor
-from evalkit.records.call import Reply, Request
+from evalkit.records.call import Message, Reply, Request
 from evalkit.run.mismatch import first_difference
 
 __all__ = ["FORMAT", "OLD_FORMATS", "Provenance", "Failure", "FailureKind", "Entry", "Recording", "Hit", "Miss",
            "ForeignRecording", "lookup", "load_recording", "save_recording", "request_fingerprint",
-           "recorded_identities", "ToolEntry", "lookup_tool", "tool_key"]
+           "recorded_identities", "ToolEntry", "lookup_tool", "tool_key", "GrowingRequests"]
 
 FORMAT: Final = "evalkit-recording/2"
 # 1: named by model, prompt version and dataset only, so runs at other options shared (and overwrote) one file
@@ -146,9 +146,24 @@ def lookup_tool(recording: Recording, key: str, tool: str, arguments: Any, imple
     if entry.fingerprint != implementation:
         return Miss("stale", f"tool {tool} changed since {key} was recorded (implementation fingerprint: recorded "
                              f"{entry.fingerprint}, now {implementation})", key)
-    if fingerprint(entry.arguments) != fingerprint(arguments):
+    if not _same_json(entry.arguments, arguments) and fingerprint(entry.arguments) != fingerprint(arguments):
         return Miss("stale", f"tool call {key} ({tool}) was recorded with other arguments", key)
     return entry
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values have one canonical JSON, decided without writing it (a replay asks this of every
+    tool call). Only a True is trusted: False sends lookup_tool to compare the fingerprints. Types must match
+    exactly (1, 1.0 and true are three spellings), floats by their JSON spelling (0.0 is not -0.0)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_json(value, b[name]) for name, value in a.items())
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return repr(a) == repr(b)
+    return bool(a == b) if isinstance(a, str | int | bool) or a is None else False
 
 
 def request_fingerprint(request: Request) -> str:
@@ -157,6 +172,49 @@ def request_fingerprint(request: Request) -> str:
     data = request.model_dump(mode="json")
     data["options"] = {name: value for name, value in data["options"].items() if name not in LOAD_OPTIONS}
     return fingerprint(data)
+
+
+class GrowingRequests:
+    """request_fingerprint for requests that grow a message at a time (an agent's steps): the same digest, with
+    each message's canonical JSON made once and reused by every later request that carries the same message.
+
+    Step n of an agent resends all n-1 earlier steps' messages; dumped whole, the run's fingerprinting grows with
+    the square of its steps (most of an agent replay's time went there). The canonical JSON of a request is its
+    sorted keys, and `messages` sorts first of a Request's fields, so it is `{"messages":[` + each message's
+    canonical JSON, comma-joined + `],` + the rest of the request's canonical JSON: byte for byte what
+    request_fingerprint digests (tests/test_recording.py compares the two). Messages are frozen, so one is
+    remembered by identity (holding it, so its id is never reused while the cache lives): the cache is one run's."""
+
+    def __init__(self) -> None:
+        self._messages: dict[int, tuple[Message, str]] = {}
+        self._rests: dict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = {}
+
+    def fingerprint(self, request: Request) -> str:
+        messages = ",".join(self._json(message) for message in request.messages)
+        return fingerprint(f'{{"messages":[{messages}],{self._rest(request)[1:]}')
+
+    def _rest(self, request: Request) -> str:
+        """The canonical JSON of the request less its messages ('{"model":...}': never empty, a request always
+        names its model). A case's later steps share their first step's options, schema and tools (the same
+        objects: a step's request is the last one's copy with messages added), so it is made once for them."""
+        held = (request.options, request.response_schema, request.tools)
+        key = (request.model, request.tool_choice, *map(id, held))
+        known = self._rests.get(key)
+        if known is not None and all(a is b for a, b in zip(known[0], held, strict=True)):
+            return known[1]
+        rest = request.model_dump(mode="json", exclude={"messages"})
+        rest["options"] = {name: value for name, value in rest["options"].items() if name not in LOAD_OPTIONS}
+        text = canonical_json(rest)
+        self._rests[key] = (held, text)
+        return text
+
+    def _json(self, message: Message) -> str:
+        known = self._messages.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        text = canonical_json(message.model_dump(mode="json"))
+        self._messages[id(message)] = (message, text)
+        return text
 
 
 @dataclass(frozen=True)
@@ -179,14 +237,15 @@ class Miss:
     call_id: str
 
 
-def lookup(recording: Recording, call_id: str, request: Request) -> Hit | Miss:
-    """Find the reply to `request` under `call_id`; a miss says which matcher failed and how to fix it."""
+def lookup(recording: Recording, call_id: str, request: Request, sha: str | None = None) -> Hit | Miss:
+    """Find the reply to `request` under `call_id`; a miss says which matcher failed and how to fix it. `sha` is
+    the request's fingerprint where the caller made it already (GrowingRequests), else it is made here."""
     entry = recording.calls.get(call_id)
     if entry is None:
         close = difflib.get_close_matches(call_id, list(recording.calls), n=1)
         hint = f" (closest recorded call: {close[0]})" if close else ""
         return Miss("missing", f"{call_id} is not recorded{hint}", call_id)
-    if entry.request_sha != request_fingerprint(request):
+    if entry.request_sha != (sha or request_fingerprint(request)):
         asked, recorded = request.model_dump(mode="json"), entry.request.model_dump(mode="json")
         for side in (asked, recorded):
             side["options"] = {k: v for k, v in side["options"].items() if k not in LOAD_OPTIONS}
