@@ -48,6 +48,7 @@ from evalkit.run.recording import (
     Miss,
     Provenance,
     Recording,
+    ToolEntry,
     lookup,
     request_fingerprint,
 )
@@ -93,6 +94,8 @@ class LiveSetup:
     journal: Journal | None = None
     resumed: Mapping[str, Entry] = field(default_factory=dict)
     """Finished calls from the journal of an interrupted run (`+run.resume=true`)."""
+    resumed_tools: Mapping[str, ToolEntry] = field(default_factory=dict)
+    """An agent suite: the tool results that journal holds, by tool key (evalkit.run.agent_loop.ToolResults)."""
     reusable: Mapping[tuple[str, str], Entry] = field(default_factory=dict)
     """(call id, request fingerprint) -> a reply another recording holds to this very request, sent to a model of
     the same settings (evalkit.run.identity.reusable_calls): record-missing takes it instead of calling again."""
@@ -194,7 +197,9 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     reached: dict[str, int | None] = dict(prior.reached) if prior is not None else {}
     if agent is not None and caller.tools is None:
         caller.tools = ToolResults(mode, recording, agent.toolbox,
-                                   live.redact_reply if live is not None else (lambda text: text))
+                                   live.redact_reply if live is not None else (lambda text: text),
+                                   resumed=live.resumed_tools if live is not None else None,
+                                   journal=live.journal if live is not None else None)
 
     def count(case: Case) -> int:
         return repeats if samples is None else samples.get(case.id, repeats)
@@ -604,14 +609,17 @@ class _Caller:
 
 def agent_section(trajectories: Mapping[str, Any], tools: ToolResults | None) -> dict[str, Any]:
     """An agent suite's loop in figures: cases, model steps (mean and most), tool calls and the share of them that
-    were errors, and the tools called live by this run (none in a replay)."""
+    were errors, and the tools called live by this run (none in a replay; in a resumed run, those taken from the
+    interrupted run's journal are `tools_resumed`)."""
     steps = [len(t.model_calls()) for t in trajectories.values()]
     results = [r for t in trajectories.values() for _, r in t.tool_results()]
     errors = sum(1 for r in results if r.error)
     return {"cases": len(steps), "mean_steps": round(sum(steps) / len(steps), 3) if steps else None,
             "most_steps": max(steps, default=0), "tool_calls": len(results), "tool_errors": errors,
             "tool_error_rate": round(errors / len(results), 4) if results else None,
-            "tools_called_live": tools.called if tools is not None else 0}
+            "tools_called_live": tools.called if tools is not None else 0,
+            # only in a resumed run: the results its interrupted run journaled, served instead of called again
+            **({"tools_resumed": tools.taken} if tools is not None and tools.taken else {})}
 
 
 def request_text(request: Request) -> str:

@@ -30,7 +30,8 @@ from evalkit.run.mismatch import first_difference
 
 __all__ = ["FORMAT", "OLD_FORMATS", "Provenance", "Failure", "FailureKind", "Entry", "Recording", "Hit", "Miss",
            "ForeignRecording", "lookup", "load_recording", "save_recording", "request_fingerprint",
-           "recorded_identities", "ToolEntry", "lookup_tool", "tool_key", "GrowingRequests"]
+           "recorded_identities", "ToolEntry", "lookup_tool", "tool_key", "GrowingRequests",
+           "check_tool"]
 
 FORMAT: Final = "evalkit-recording/2"
 # 1: named by model, prompt version and dataset only, so runs at other options shared (and overwrote) one file
@@ -138,7 +139,13 @@ def lookup_tool(recording: Recording, key: str, tool: str, arguments: Any, imple
                 ) -> ToolEntry | Miss:
     """The recorded result of a tool call, or why it cannot be served (never recorded, another tool, changed
     arguments, or a changed implementation: the tool is named, so the refusal says which tool changed)."""
-    entry = recording.tools.get(key)
+    return check_tool(recording.tools.get(key), key, tool, arguments, implementation)
+
+
+def check_tool(entry: ToolEntry | None, key: str, tool: str, arguments: Any, implementation: str | None
+               ) -> ToolEntry | Miss:
+    """lookup_tool's rules for one kept result (a recording's, or a journal's on resume): served only to the same
+    tool implementation asked with the same arguments."""
     if entry is None:
         return Miss("missing", f"tool call {key} ({tool}) is not recorded", key)
     if entry.tool != tool:
