@@ -190,9 +190,12 @@ def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
     from evalkit.run.execute import CallResult  # the call result type of the path this loop drives
 
     cases = []
+    offered = agent.toolbox.tools  # one tuple for every case: its JSON is made once (GrowingRequests)
     for call_id, request in planned:
-        first = request.model_copy(update={"tools": agent.toolbox.tools, "tool_choice": agent.tool_choice})
-        cases.append(_Case(call_id, CallId.parse(call_id), Request.model_validate(first.model_dump())))
+        first = request.model_copy(update={"tools": offered, "tool_choice": agent.tool_choice})
+        if not cases:  # the tools and the choice, checked together: they are every case's, the rest is validated
+            Request.model_validate(first.model_dump())
+        cases.append(_Case(call_id, CallId.parse(call_id), first))
     out = AgentOutcome()
     growing = GrowingRequests()
     active = list(cases)
@@ -200,7 +203,7 @@ def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
         if not active:
             break
         ids = {case.base: str(CallId.agent_step(case.which.case, step, case.which.sample)) for case in active}
-        shas = {ids[case.base]: growing.fingerprint(case.request) for case in active}
+        shas = {ids[case.base]: growing.fingerprint(case.request, case.base) for case in active}
         results = wave([(ids[case.base], case.request, "model") for case in active], shas)
         settle(len(active))
         out.steps |= results

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from json.encoder import encode_basestring as _string  # the string escaping canonical_json's encoder uses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from evalkit.core.json_text import compact_json, indented_json
 from evalkit.core.key import LOAD_OPTIONS, EvalKey
 from evalkit.core.parsing import parse_json
 from evalkit.live.redact import Redactor
-from evalkit.records.call import Message, Reply, Request
+from evalkit.records.call import Message, Reply, Request, ToolCall
 from evalkit.run.mismatch import first_difference
 
 __all__ = ["FORMAT", "OLD_FORMATS", "Provenance", "Failure", "FailureKind", "Entry", "Recording", "Hit", "Miss",
@@ -182,30 +183,54 @@ def request_fingerprint(request: Request) -> str:
 
 
 class GrowingRequests:
-    """request_fingerprint for requests that grow a message at a time (an agent's steps): the same digest, with
-    each message's canonical JSON made once and reused by every later request that carries the same message.
+    """request_fingerprint for requests that grow a message at a time (an agent's steps): the same digest, made
+    from the last step's work plus the new messages only.
 
-    Step n of an agent resends all n-1 earlier steps' messages; dumped whole, the run's fingerprinting grows with
-    the square of its steps (most of an agent replay's time went there). The canonical JSON of a request is its
-    sorted keys, and `messages` sorts first of a Request's fields, so it is `{"messages":[` + each message's
-    canonical JSON, comma-joined + `],` + the rest of the request's canonical JSON: byte for byte what
-    request_fingerprint digests (tests/test_recording.py compares the two). Messages are frozen, so one is
-    remembered by identity (holding it, so its id is never reused while the cache lives): the cache is one run's."""
+    Step n of an agent resends all n-1 earlier steps' messages; dumped whole, the run's fingerprinting grew with the
+    square of its steps (most of an agent replay's time went there). The canonical JSON of a request is its sorted
+    keys, and `messages` sorts first of a Request's fields, so it is `{"messages":[` + each message's canonical JSON,
+    comma-joined + `],` + the rest of the request's canonical JSON: byte for byte what request_fingerprint digests
+    (tests/test_recording.py compares the two). Per `line` (an agent's case) the messages' JSON of its last request
+    is kept, and used only when the new request's messages begin with those very messages (a tuple compare, which
+    is an identity check for the messages carried over); the rest of the request (model, options, tools) is made
+    once for every request that carries the same options by value and the same schema and tools objects."""
 
     def __init__(self) -> None:
-        self._messages: dict[int, tuple[Message, str]] = {}
+        self._lines: dict[str, tuple[tuple[Message, ...], str]] = {}
         self._rests: dict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = {}
+        self._same: dict[int, tuple[Any, ...]] = {}
 
-    def fingerprint(self, request: Request) -> str:
-        messages = ",".join(self._json(message) for message in request.messages)
-        return fingerprint(f'{{"messages":[{messages}],{self._rest(request)[1:]}')
+    def fingerprint(self, request: Request, line: str) -> str:
+        messages = request.messages
+        held = self._lines.get(line)
+        if held is not None and len(held[0]) < len(messages) and messages[:len(held[0])] == held[0]:
+            text = ",".join((held[1], *map(_message_json, messages[len(held[0]):])))
+        else:
+            text = ",".join(map(_message_json, messages))
+        self._lines[line] = (messages, text)
+        return fingerprint(f'{{"messages":[{text}],{self._rest(request)[1:]}')
 
     def _rest(self, request: Request) -> str:
         """The canonical JSON of the request less its messages ('{"model":...}': never empty, a request always
-        names its model). A case's later steps share their first step's options, schema and tools (the same
-        objects: a step's request is the last one's copy with messages added), so it is made once for them."""
-        held = (request.options, request.response_schema, request.tools)
-        key = (request.model, request.tool_choice, *map(id, held))
+        names its model). The options are compared by their canonical JSON (equal text, equal JSON-mode dump:
+        the text tells 1, 1.0 and true apart); options it cannot write are compared by identity."""
+        same = self._same.get(id(request.options))
+        if same is not None and same[0] is request.options and same[1] == (request.model, request.tool_choice) \
+                and same[2] is request.response_schema and same[3] is request.tools:
+            return same[4]  # a case's later steps: its first step's very objects
+        text = self._rest_of(request)
+        self._same[id(request.options)] = (request.options, (request.model, request.tool_choice),
+                                           request.response_schema, request.tools, text)
+        return text
+
+    def _rest_of(self, request: Request) -> str:
+        held = (request.response_schema, request.tools)
+        try:
+            options: Any = _canonical(request.options)
+        except (TypeError, ValueError):  # not JSON as they are: pydantic's dump below writes them
+            held += (request.options,)
+            options = None
+        key = (request.model, request.tool_choice, options, *map(id, held))
         known = self._rests.get(key)
         if known is not None and all(a is b for a, b in zip(known[0], held, strict=True)):
             return known[1]
@@ -215,13 +240,49 @@ class GrowingRequests:
         self._rests[key] = (held, text)
         return text
 
-    def _json(self, message: Message) -> str:
-        known = self._messages.get(id(message))
-        if known is not None and known[0] is message:
-            return known[1]
-        text = canonical_json(message.model_dump(mode="json"))
-        self._messages[id(message)] = (message, text)
-        return text
+
+# The fields _message_json writes out by hand; were either model to gain one, every message takes pydantic's way
+_PLAIN = set(Message.model_fields) == {"role", "content", "tool_calls", "tool_call_id", "error"} and \
+    set(ToolCall.model_fields) == {"kind", "id", "tool", "arguments", "signature"}
+
+
+def _message_json(message: Message) -> str:
+    """`canonical_json(message.model_dump(mode="json"))`, written directly for a text message and its tool calls
+    (pydantic's wrap serializers and a JSON encoder per message cost more than the rest of a replayed agent step):
+    the keys in sorted order, each field left out while it holds its default as records.call's serializers leave it
+    out, strings escaped by the encoder canonical_json uses. Content parts (media), a tool call's signature and
+    arguments holding a float (JSON mode writes a non-finite one as null) take pydantic's way; tests pin the two
+    equal."""
+    if not _PLAIN or type(message.content) is not str:
+        return canonical_json(message.model_dump(mode="json"))
+    text = '{"content":' + _string(message.content)
+    if message.error:
+        text += ',"error":true'
+    text += ',"role":' + _string(message.role)
+    if message.tool_call_id is not None:
+        text += ',"tool_call_id":' + _string(message.tool_call_id)
+    if message.tool_calls:
+        calls = []
+        for call in message.tool_calls:
+            if call.signature is not None or not _floatless(call.arguments):
+                return canonical_json(message.model_dump(mode="json"))
+            calls.append(f'{{"arguments":{_canonical(call.arguments)},"id":{_string(call.id)},'
+                         f'"kind":{_string(call.kind)},"tool":{_string(call.tool)}}}')
+        text += ',"tool_calls":[' + ",".join(calls) + "]"
+    return text + "}"
+
+
+_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+"""canonical_json's encoder, made once (json.dumps makes one per call with these settings)."""
+
+
+def _floatless(value: Any) -> bool:
+    """Whether a JSON value holds no float (JSON mode leaves every other value as it is)."""
+    if isinstance(value, dict):
+        return all(_floatless(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_floatless(v) for v in value)
+    return not isinstance(value, float)
 
 
 @dataclass(frozen=True)
