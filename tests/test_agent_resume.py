@@ -20,7 +20,7 @@ from evalkit.records.call import Message, Reply, Request, Tool, ToolCall, Usage
 from evalkit.run.agent_loop import Agent
 from evalkit.run.execute import Execution, LiveSetup, execute
 from evalkit.run.journal import Journal, read_journal_tools
-from evalkit.run.recording import Entry, Provenance, Recording, ToolEntry
+from evalkit.run.recording import Entry, Provenance, Recording, ToolEntry, request_fingerprint
 from evalkit.run.suite import SuiteTask
 
 MODEL = ModelConfig(name="m", provider="openai", base_url="http://127.0.0.1:9/v1", options={"seed": 1})
@@ -129,6 +129,9 @@ def test_a_resumed_agent_run_serves_the_journaled_tool_results_and_ends_as_an_un
     assert resumed.trajectories == whole.trajectories
     assert {cid: r.text for cid, r in resumed.finals.items()} == {cid: r.text for cid, r in whole.finals.items()}
     assert _kept(resumed) == _kept(whole)
+    # each step's fingerprint, made from the last step's (GrowingRequests), is the request's own
+    assert whole.recording is not None
+    assert all(e.request_sha == request_fingerprint(e.request) for e in whole.recording.calls.values())
     assert resumed.stats["agent"]["tools_resumed"] == journaled_tools
     assert resumed.stats["agent"]["tools_called_live"] == 12 - journaled_tools
     assert "tools_resumed" not in whole.stats["agent"]  # a run that resumed nothing reports as before

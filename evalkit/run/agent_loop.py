@@ -189,7 +189,7 @@ def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
     outage."""
     from evalkit.run.execute import CallResult  # the call result type of the path this loop drives
 
-    cases = []
+    cases: list[_Case] = []
     offered = agent.toolbox.tools  # one tuple for every case: its JSON is made once (GrowingRequests)
     for call_id, request in planned:
         first = request.model_copy(update={"tools": offered, "tool_choice": agent.tool_choice})

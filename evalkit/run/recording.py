@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import difflib
 import json
-from json.encoder import encode_basestring as _string  # the string escaping canonical_json's encoder uses
 import os
 from dataclasses import dataclass
+from json.encoder import encode_basestring as _string  # the string escaping canonical_json's encoder uses
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -193,7 +193,8 @@ class GrowingRequests:
     (tests/test_recording.py compares the two). Per `line` (an agent's case) the messages' JSON of its last request
     is kept, and used only when the new request's messages begin with those very messages (a tuple compare, which
     is an identity check for the messages carried over); the rest of the request (model, options, tools) is made
-    once for every request that carries the same options by value and the same schema and tools objects."""
+    once for every request that carries the same options by value and the same schema and tools objects (a Request
+    is frozen, and nothing changes its options or schema in place)."""
 
     def __init__(self) -> None:
         self._lines: dict[str, tuple[tuple[Message, ...], str]] = {}
@@ -217,14 +218,15 @@ class GrowingRequests:
         same = self._same.get(id(request.options))
         if same is not None and same[0] is request.options and same[1] == (request.model, request.tool_choice) \
                 and same[2] is request.response_schema and same[3] is request.tools:
-            return same[4]  # a case's later steps: its first step's very objects
+            text: str = same[4]  # a case's later steps: its first step's very objects
+            return text
         text = self._rest_of(request)
         self._same[id(request.options)] = (request.options, (request.model, request.tool_choice),
                                            request.response_schema, request.tools, text)
         return text
 
     def _rest_of(self, request: Request) -> str:
-        held = (request.response_schema, request.tools)
+        held: tuple[Any, ...] = (request.response_schema, request.tools)
         try:
             options: Any = _canonical(request.options)
         except (TypeError, ValueError):  # not JSON as they are: pydantic's dump below writes them
