@@ -244,7 +244,8 @@ def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
     for case in cases:
         assert case.final is not None
         out.finals[case.base] = case.final
-        out.trajectories[case.base] = Trajectory(steps=tuple(case.steps))
+        # each step was validated as it was made: the tuple of them is not validated again, step by step
+        out.trajectories[case.base] = Trajectory.model_construct(steps=tuple(case.steps))
     return out
 
 

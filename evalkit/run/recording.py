@@ -9,6 +9,7 @@ identity can name the setting that differs. Lookup is pure; load, save and readi
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_va
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError, RecordingError, describe_validation
 from evalkit.core.files import read_text
-from evalkit.core.fingerprint import canonical_json, fingerprint
+from evalkit.core.fingerprint import SHA_LENGTH, canonical_json, fingerprint
 from evalkit.core.json_text import compact_json, indented_json
 from evalkit.core.key import LOAD_OPTIONS, EvalKey
 from evalkit.core.parsing import parse_json
@@ -197,7 +198,8 @@ class GrowingRequests:
     is frozen, and nothing changes its options or schema in place)."""
 
     def __init__(self) -> None:
-        self._lines: dict[str, tuple[tuple[Message, ...], str]] = {}
+        self._lines: dict[str, tuple[tuple[Message, ...], Any]] = {}
+        """By line: its last request's messages, and the SHA-256 state after `{"messages":[` and their JSON."""
         self._rests: dict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = {}
         self._same: dict[int, tuple[Any, ...]] = {}
 
@@ -205,11 +207,14 @@ class GrowingRequests:
         messages = request.messages
         held = self._lines.get(line)
         if held is not None and len(held[0]) < len(messages) and messages[:len(held[0])] == held[0]:
-            text = ",".join((held[1], *map(_message_json, messages[len(held[0]):])))
+            digest = held[1].copy()  # the text so far is hashed already: only the new messages are added
+            digest.update(("," + ",".join(map(_message_json, messages[len(held[0]):]))).encode("utf-8"))
         else:
-            text = ",".join(map(_message_json, messages))
-        self._lines[line] = (messages, text)
-        return fingerprint(f'{{"messages":[{text}],{self._rest(request)[1:]}')
+            digest = hashlib.sha256(('{"messages":[' + ",".join(map(_message_json, messages))).encode("utf-8"))
+        self._lines[line] = (messages, digest)
+        whole = digest.copy()
+        whole.update(("]," + self._rest(request)[1:]).encode("utf-8"))
+        return whole.hexdigest()[:SHA_LENGTH]  # as fingerprint() cuts the digest of the whole text
 
     def _rest(self, request: Request) -> str:
         """The canonical JSON of the request less its messages ('{"model":...}': never empty, a request always
