@@ -198,7 +198,7 @@ class GrowingRequests:
     is frozen, and nothing changes its options or schema in place)."""
 
     def __init__(self) -> None:
-        self._lines: dict[str, tuple[tuple[Message, ...], Any]] = {}
+        self._lines: dict[str, tuple[tuple[Message, ...], "hashlib._Hash"]] = {}
         """By line: its last request's messages, and the SHA-256 state after `{"messages":[` and their JSON."""
         self._rests: dict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = {}
         self._same: dict[int, tuple[Any, ...]] = {}
@@ -214,7 +214,7 @@ class GrowingRequests:
         self._lines[line] = (messages, digest)
         whole = digest.copy()
         whole.update(("]," + self._rest(request)[1:]).encode("utf-8"))
-        return whole.hexdigest()[:SHA_LENGTH]  # as fingerprint() cuts the digest of the whole text
+        return str(whole.hexdigest()[:SHA_LENGTH])  # as fingerprint() cuts the digest of the whole text
 
     def _rest(self, request: Request) -> str:
         """The canonical JSON of the request less its messages ('{"model":...}': never empty, a request always
