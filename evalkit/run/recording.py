@@ -198,7 +198,7 @@ class GrowingRequests:
     is frozen, and nothing changes its options or schema in place)."""
 
     def __init__(self) -> None:
-        self._lines: dict[str, tuple[tuple[Message, ...], "hashlib._Hash"]] = {}
+        self._lines: dict[str, tuple[tuple[Message, ...], hashlib._Hash]] = {}
         """By line: its last request's messages, and the SHA-256 state after `{"messages":[` and their JSON."""
         self._rests: dict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = {}
         self._same: dict[int, tuple[Any, ...]] = {}
