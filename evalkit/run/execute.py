@@ -95,6 +95,8 @@ class LiveSetup:
     journal: Journal | None = None
     resumed: Mapping[str, Entry] = field(default_factory=dict)
     """Finished calls from the journal of an interrupted run (`+run.resume=true`)."""
+    resumed_tools: Mapping[str, ToolEntry] = field(default_factory=dict)
+    """An agent suite: the tool results that journal holds, by tool key (evalkit.run.agent_loop.ToolResults)."""
     reusable: Mapping[tuple[str, str], Entry] = field(default_factory=dict)
     """(call id, request fingerprint) -> a reply another recording holds to this very request, sent to a model of
     the same settings (evalkit.run.identity.reusable_calls): record-missing takes it instead of calling again."""
@@ -196,7 +198,9 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     reached: dict[str, int | None] = dict(prior.reached) if prior is not None else {}
     if agent is not None and caller.tools is None:
         caller.tools = ToolResults(mode, recording, agent.toolbox,
-                                   live.redact_reply if live is not None else (lambda text: text))
+                                   live.redact_reply if live is not None else (lambda text: text),
+                                   resumed=live.resumed_tools if live is not None else None,
+                                   journal=live.journal if live is not None else None)
 
     def count(case: Case) -> int:
         return repeats if samples is None else samples.get(case.id, repeats)
@@ -403,12 +407,15 @@ class _Caller:
             self.limiter = RateLimiter(live.settings.rpm, live.settings.tpm)
             self.retry = RetryPolicy(live.settings.retries, live.settings.backoff_s, live.settings.backoff_max_s)
 
-    def wave(self, planned: Sequence[Planned]) -> dict[str, CallResult]:
+    def wave(self, planned: Sequence[Planned], shas: Mapping[str, str] | None = None) -> dict[str, CallResult]:
+        """Obtain the planned calls; `shas` holds request fingerprints a caller already made (the agent loop's,
+        evalkit.run.recording.GrowingRequests), by call id: each is compared exactly as one made here."""
         results: dict[str, CallResult] = {}
         pending: list[Planned] = []
         for call_id, request, role in planned:
             self.requests[call_id] = request
-            found = None if self.mode is Mode.LIVE else lookup(self.recording, call_id, request)
+            known = shas.get(call_id) if shas else None
+            found = None if self.mode is Mode.LIVE else lookup(self.recording, call_id, request, known)
             if isinstance(found, Hit) and (self.mode is Mode.REPLAY or found.entry.failure is None):
                 results[call_id] = _from_entry(call_id, found.entry, "replayed")
                 continue
@@ -417,7 +424,8 @@ class _Caller:
                 self.misses.append(found)
                 continue
             assert self.live is not None
-            sha = self._shas[call_id] = request_fingerprint(request)  # computed here once, not on a call's thread
+            # computed here once, not on a call's thread
+            sha = self._shas[call_id] = known or request_fingerprint(request)
             earlier = self.live.resumed.get(call_id)
             if earlier is not None and earlier.failure is None and earlier.request_sha == sha:
                 self.new_entries[call_id] = earlier
@@ -610,14 +618,17 @@ class _Caller:
 
 def agent_section(trajectories: Mapping[str, Any], tools: ToolResults | None) -> dict[str, Any]:
     """An agent suite's loop in figures: cases, model steps (mean and most), tool calls and the share of them that
-    were errors, and the tools called live by this run (none in a replay)."""
+    were errors, and the tools called live by this run (none in a replay; in a resumed run, those taken from the
+    interrupted run's journal are `tools_resumed`)."""
     steps = [len(t.model_calls()) for t in trajectories.values()]
     results = [r for t in trajectories.values() for _, r in t.tool_results()]
     errors = sum(1 for r in results if r.error)
     return {"cases": len(steps), "mean_steps": round(sum(steps) / len(steps), 3) if steps else None,
             "most_steps": max(steps, default=0), "tool_calls": len(results), "tool_errors": errors,
             "tool_error_rate": round(errors / len(results), 4) if results else None,
-            "tools_called_live": tools.called if tools is not None else 0}
+            "tools_called_live": tools.called if tools is not None else 0,
+            # only in a resumed run: the results its interrupted run journaled, served instead of called again
+            **({"tools_resumed": tools.taken} if tools is not None and tools.taken else {})}
 
 
 def request_text(request: Request) -> str:
@@ -667,13 +678,14 @@ def _usage(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> 
     estimated = {"input_tokens": 0, "output_tokens": 0}
     for call_id, reply in replies.items():
         reported = {"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens}
-        fallback = {"input_tokens": estimate_tokens(request_text(requests[call_id])) if call_id in requests else 0,
-                    "output_tokens": estimate_tokens(reply.text or "")}
         for name in totals:
             value = reported[name]
-            if value is None:
+            if value is None:  # estimated only where the provider reported nothing (an agent's step is long)
                 estimated[name] += 1
-                value = fallback[name]
+                if name == "output_tokens":
+                    value = estimate_tokens(reply.text or "")
+                else:
+                    value = estimate_tokens(request_text(requests[call_id])) if call_id in requests else 0
             totals[name] += value
     return {"calls": len(replies), **totals, "estimated_calls": {k: v for k, v in estimated.items() if v}}
 

@@ -54,14 +54,22 @@ from evalkit.run.destinations import check_run_destinations
 from evalkit.run.eval_block import kept_text
 from evalkit.run.execute import Execution, LiveSetup, ProgramCalls, execute, provider_limits
 from evalkit.run.identity import closest_recording, reusable_calls, run_key, run_settings
-from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal, recording_lock
+from evalkit.run.journal import Journal, cut_torn_tail, journal_path, read_journal_tools, recording_lock
 from evalkit.run.manifest import load_manifest_dataset
 from evalkit.run.media import attach_media, media_fields, media_section, refuse_media
 from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.otel_export import call_spans, export_text, write_export
 from evalkit.run.plugin import RUN_OPTION
 from evalkit.run.program_mcp import ProgramMcp
-from evalkit.run.recording import ForeignRecording, Provenance, Recording, load_recording, save_recording
+from evalkit.run.recording import (
+    Entry,
+    ForeignRecording,
+    Provenance,
+    Recording,
+    ToolEntry,
+    load_recording,
+    save_recording,
+)
 from evalkit.run.rounds import sample_in_rounds
 from evalkit.run.run_input import CallInput, RunInput, SuiteInput, read_run_input
 from evalkit.run.shards import merged_report, shard_file, shard_name
@@ -589,10 +597,11 @@ def _record(config: RunConfig, key: EvalKey, settings: dict[str, Any], rec_path:
     if os.path.lexists(journal_file) and not config.run.resume:
         raise RecordingError(f"{journal_file}: an interrupted live run left this journal; continue it with "
                              "+run.resume=true, or delete the journal to start afresh")
-    resumed = {}
+    resumed: dict[str, Entry] = {}
+    resumed_tools: dict[str, ToolEntry] = {}  # an agent's tool results, served again instead of called again
     if config.run.resume:
         cut = cut_torn_tail(journal_file)
-        resumed = read_journal(journal_file)
+        resumed, resumed_tools = read_journal_tools(journal_file)
         if cut:
             print(f"resuming: cut a torn last line ({cut} bytes, a write the interruption cut short) off "
                   f"{journal_file}; kept {len(resumed)} journaled call(s)", file=sys.stderr, flush=True)
@@ -614,6 +623,7 @@ def _record(config: RunConfig, key: EvalKey, settings: dict[str, Any], rec_path:
         # a note on stderr before any call (stdout begins with the decision); an outage's own line follows it
         notify(lowered)
     live = LiveSetup(providers=providers, settings=config.run, budget=Budget(config.budget), resumed=resumed,
+                     resumed_tools=resumed_tools,
                      reusable=reusable, redact=redact, redact_reply=redact.values, at_once=at_once,
                      progress=progress_enabled(config.run.progress))
     with Journal(journal_file, redact) as journal:
