@@ -74,14 +74,15 @@ def check_tool(entry: ToolEntry | None, key: str, tool: str, arguments: Any, imp
     if entry.fingerprint != implementation:
         return Miss("stale", f"tool {tool} changed since {key} was recorded (implementation fingerprint: recorded "
                              f"{entry.fingerprint}, now {implementation})", key)
-    if not _same_json(entry.arguments, arguments) and fingerprint(entry.arguments) != fingerprint(arguments):
+    # canonical JSON, not fingerprint(): that digests a string as its text, so "1" and 1 would read as the same
+    if not _same_json(entry.arguments, arguments) and canonical_json(entry.arguments) != canonical_json(arguments):
         return Miss("stale", f"tool call {key} ({tool}) was recorded with other arguments", key)
     return entry
 
 
 def _same_json(a: Any, b: Any) -> bool:
     """Whether two JSON values have one canonical JSON, decided without writing it (a replay asks this of every
-    tool call). Only a True is trusted: False sends lookup_tool to compare the fingerprints. Types must match
+    tool call). Only a True is trusted: False sends lookup_tool to compare the canonical JSON. Types must match
     exactly (1, 1.0 and true are three spellings), floats by their JSON spelling (0.0 is not -0.0)."""
     if type(a) is not type(b):
         return False

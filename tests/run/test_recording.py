@@ -256,7 +256,8 @@ def test_a_tool_result_is_served_only_for_arguments_of_the_same_json():
     for recorded, asked, served in [({"id": 1}, {"id": 1}, True), ({"id": 1}, {"id": 1.0}, False),
                                     ({"id": 1}, {"id": True}, False), ({"x": 0.0}, {"x": -0.0}, False),
                                     ({"a": 1, "b": [2]}, {"b": [2], "a": 1}, True), ([1], (1,), True),
-                                    ({"x": float("nan")}, {"x": float("nan")}, True)]:
+                                    ({"x": float("nan")}, {"x": float("nan")}, True), ("1", 1, False),
+                                    (1, "1", False), ("a", "a", True)]:
         entry = ToolEntry(tool="t", fingerprint="f", arguments=recorded, content="r")
         rec = Recording(key=KEY, provenance=Provenance(kind="authored"), tools={"k": entry})
         found = lookup_tool(rec, "k", "t", asked, "f")
