@@ -202,6 +202,7 @@ def execute(settings: CallSettings, work: Workload, source: Source, *, samples: 
     round's. With `work.agent` (a suite with tools), each task call is an agent's loop (evalkit.run.agent_loop);
     with `work.conversations` (case id -> its script), each is a conversation (evalkit.run.conversation), its
     simulated users played by `settings.simulator`."""
+    # the waves below read the plan's parts by the names they had as parameters
     mode, model, judge, simulator = settings.mode, settings.model, settings.judge, settings.simulator
     repeats, judge_repeats, prices, version = (settings.repeats, settings.judge_repeats, settings.prices,
                                                settings.version)

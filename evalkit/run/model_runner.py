@@ -52,8 +52,8 @@ def run_model_suite(plan: RunPlan) -> RunResult:
     """Execute and check one run of a model suite; writes `report.json` (and the recording, in live modes).
 
     With a baseline, its recorded task replies are offered to the suite's judge (pairwise judging), and a run
-    sampled in rounds (`run.repeats=auto`) compares against its recorded samples (`baseline_name` names it in the
-    report)."""
+    sampled in rounds (`run.repeats=auto`) compares against its recorded samples (`plan.baseline_name` names it in
+    the report)."""
     config = plan.config
     # validate_config guarantees a model suite its model, prompt and dataset file
     assert config.model is not None and config.prompt is not None and config.dataset.file is not None
