@@ -16,6 +16,7 @@ from evalkit.run.model_runner import baseline_replies, run_model_suite
 from evalkit.run.program_runner import run_program_suite
 from evalkit.run.run_plan import RunPlan, RunResult, plan_run
 
+# run_checks and baseline_replies keep the import path they had before the runners were split
 __all__ = ["RunResult", "baseline_replies", "run", "run_checks", "run_suite"]
 
 
