@@ -29,8 +29,9 @@ from evalkit.core.key import EvalKey
 from evalkit.live.budget import Budget
 from evalkit.records.call import Message, Reply, Request, Tool, ToolCall, Usage
 from evalkit.run.agent_loop import Agent
-from evalkit.run.execute import LiveSetup, execute
+from evalkit.run.execute import LiveSetup, Source, Workload, execute
 from evalkit.run.recording import Provenance, Recording
+from evalkit.run.run_plan import CallSettings
 from evalkit.run.suite import SuiteTask
 
 MODEL = ModelConfig(name="bench-model", provider="openai", base_url="http://127.0.0.1:9/v1", options={"seed": 1})
@@ -72,8 +73,9 @@ def _execute(mode: Mode, cases: list[Case], recording: Recording, agent: Agent |
     live = None if mode is Mode.REPLAY else LiveSetup(
         providers={"model": Scripted()}, settings=RunSettings(out="/tmp/unused", concurrency=8),
         budget=Budget(BudgetConfig()))
-    return execute(task=SuiteTask(build_task, None), cases=cases, prompt="You look records up. " * 20, model=MODEL,
-                   judge=None, mode=mode, recording=recording, where="bench", version="bench", live=live, agent=agent)
+    return execute(CallSettings(mode, MODEL, version="bench"),
+                   Workload(SuiteTask(build_task, None), cases, "You look records up. " * 20, agent),
+                   Source(recording, "bench", live))
 
 
 def _recorded(cases: list[Case], agent: Agent | None) -> Recording:

@@ -10,7 +10,7 @@ from evalkit.core.isolation import isolation_label
 from evalkit.core.report import RunReport
 from evalkit.render.money import money_line
 from evalkit.render.text import sequential_line
-from evalkit.run.runner import RunResult
+from evalkit.run.run_plan import RunResult
 
 __all__ = ["job_line", "run_summary", "tests_line"]
 

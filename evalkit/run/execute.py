@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from evalkit.core import collector
 from evalkit.core.call_id import CallId
-from evalkit.core.config import Mode, ModelConfig, RunSettings, SimulatorConfig
+from evalkit.core.config import Mode, ModelConfig, RunSettings
 from evalkit.core.dataset import Case
 from evalkit.core.errors import EvalkitError, InputError, OutageError, one_line
 from evalkit.core.money import Side, Tokens, money_section
@@ -53,10 +53,12 @@ from evalkit.run.recording import (
     lookup,
     request_fingerprint,
 )
+from evalkit.run.run_plan import CallSettings
 from evalkit.run.samples import seeded
 from evalkit.run.suite import SuiteTask
 
-__all__ = ["CallResult", "Execution", "LiveSetup", "ProgramCalls", "execute", "provider_limits", "UNSCORED"]
+__all__ = ["CallResult", "Execution", "LiveSetup", "ProgramCalls", "Source", "Workload", "execute", "provider_limits",
+           "UNSCORED"]
 
 Status = Literal["replayed", "recorded", "resumed", "reused", "failed", "budget_denied", "blocked"]
 # Statuses that leave a case unscored: the run could not measure it, which the gate treats as incomplete.
@@ -166,24 +168,50 @@ def provider_limits(concurrency: int, models: Mapping[str, ModelConfig | None]) 
                     "queue behind it, and be timed as latency")
 
 
-def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: ModelConfig,
-            judge: ModelConfig | None, mode: Mode, recording: Recording, where: str, version: str,
-            live: LiveSetup | None = None, repeats: int = 1,
-            prices: Mapping[str, PriceEntry] | None = None, samples: Mapping[str, int] | None = None,
-            prior: Execution | None = None, judge_repeats: int = 1, agent: Agent | None = None,
-            conversations: Mapping[str, Script] | None = None, simulator: SimulatorConfig | None = None) -> Execution:
-    """Obtain every call of the run, each sampled `repeats` times (evalkit.run.samples), and every judge call of
-    each sample's reply `judge_repeats` times (`judge.repeats`: repeat r is `judge/<metric>/<case>~<r>`, sent with
-    seed `options.seed + r`, so the judge's own samples are distinct calls, each recorded and replayed). With
-    `prices` (the price table), the statistics hold the cost in money (`money`) and `budget.max_usd` is enforced at
-    those prices.
+@dataclass(frozen=True)
+class Workload:
+    """What a model suite asks of each case: its cases, the task that builds each case's request from the prompt,
+    and, for an agent suite, its tools (or for a conversation suite, each case's script)."""
+
+    task: SuiteTask
+    cases: Sequence[Case]
+    prompt: str
+    agent: Agent | None = None
+    """A suite with tools: each task call is an agent's loop (evalkit.run.agent_loop)."""
+    conversations: Mapping[str, Script] | None = None
+    """Case id -> its script: each task call is a conversation (evalkit.run.conversation)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a run's replies come from: its recording (`where` names it in a refusal) and, in a live or
+    record-missing run, the providers and what goes with them."""
+
+    recording: Recording
+    where: str
+    live: LiveSetup | None = None
+
+
+def execute(settings: CallSettings, work: Workload, source: Source, *, samples: Mapping[str, int] | None = None,
+            prior: Execution | None = None) -> Execution:
+    """Obtain every call of the run, each sampled `settings.repeats` times (evalkit.run.samples), and every judge
+    call of each sample's reply `settings.judge_repeats` times (`judge.repeats`: repeat r is
+    `judge/<metric>/<case>~<r>`, sent with seed `options.seed + r`, so the judge's own samples are distinct calls,
+    each recorded and replayed). With `settings.prices` (the price table), the statistics hold the cost in money
+    (`money`) and `budget.max_usd` is enforced at those prices.
 
     A run sampled in rounds (evalkit.run.rounds) gives `samples` (case id -> how many of its calls' samples, in
     place of `repeats`, which is then the most a case may take) and, after its first round, `prior`: the previous
     round's execution, whose calls are kept as they are and whose new recording entries are saved with this
-    round's. With `agent` (a suite with tools), each task call is an agent's loop (evalkit.run.agent_loop); with
-    `conversations` (case id -> its script), each is a conversation (evalkit.run.conversation), its simulated users
-    played by `simulator`."""
+    round's. With `work.agent` (a suite with tools), each task call is an agent's loop (evalkit.run.agent_loop);
+    with `work.conversations` (case id -> its script), each is a conversation (evalkit.run.conversation), its
+    simulated users played by `settings.simulator`."""
+    # the waves below read the plan's parts by the names they had as parameters
+    mode, model, judge, simulator = settings.mode, settings.model, settings.judge, settings.simulator
+    repeats, judge_repeats, prices, version = (settings.repeats, settings.judge_repeats, settings.prices,
+                                               settings.version)
+    task, cases, prompt, agent, conversations = work.task, work.cases, work.prompt, work.agent, work.conversations
+    recording, where, live = source.recording, source.where, source.live
     if mode is not Mode.REPLAY and live is None:
         raise ValueError(f"mode={mode} needs a LiveSetup")
     judged = task.judged and judge is not None
@@ -305,12 +333,13 @@ class ProgramCalls:
     budget, rate limits, retries, redaction, journal and recording of `execute`. The program's options ride over the
     model's configured ones; the model is the run's, whatever name the program sends."""
 
-    def __init__(self, *, model: ModelConfig, mode: Mode, recording: Recording, where: str,
-                 live: LiveSetup | None = None, prices: Mapping[str, PriceEntry] | None = None) -> None:
+    def __init__(self, settings: CallSettings, source: Source) -> None:
+        mode, model, live = settings.mode, settings.model, source.live
         if mode is not Mode.REPLAY and live is None:
             raise ValueError(f"mode={mode} needs a LiveSetup")
-        self.model, self.live = model, live
-        self.caller = _Caller(mode, recording, where, live, model, None, prices or {})
+        self.model, self.live, self.version = model, live, settings.version
+        # the program's calls are all the model's: a judge of the run's config has no part in them
+        self.caller = _Caller(mode, source.recording, source.where, live, model, None, settings.prices or {})
         self.calls: dict[str, CallResult] = {}
         self.mcp: ProgramMcp | None = None
         """The program's proxied MCP servers, when the suite routes any (set by the runner)."""
@@ -330,7 +359,7 @@ class ProgramCalls:
         """A call was refused, or failed after its retries: running further cases measures nothing."""
         return bool(self.caller.misses or self.caller.outages or (self.mcp is not None and self.mcp.misses))
 
-    def finish(self, version: str) -> Execution:
+    def finish(self) -> Execution:
         """The run's calls once every case ran: a refusal (exit 3) or an outage ends the run here."""
         caller = self.caller
         caller.refuse_misses(len(caller.requests))
@@ -348,7 +377,7 @@ class ProgramCalls:
             stats["live"] = {"sent": caller.sent, "retried": caller.retried,
                              "seconds": round(caller.live_seconds, 3),
                              "cpu_seconds": round(caller.live_cpu_seconds, 3), "budget": self.live.budget.summary()}
-        return Execution(dict(self.calls), caller.recording_to_save(version), stats, caller)
+        return Execution(dict(self.calls), caller.recording_to_save(self.version), stats, caller)
 
 
 _Built = TypeVar("_Built")

@@ -18,9 +18,10 @@ from evalkit.core.key import EvalKey
 from evalkit.live.budget import Budget
 from evalkit.records.call import Message, Reply, Request, Tool, ToolCall, Usage
 from evalkit.run.agent_loop import Agent
-from evalkit.run.execute import Execution, LiveSetup, execute
+from evalkit.run.execute import Execution, LiveSetup, Source, Workload, execute
 from evalkit.run.journal import Journal, read_journal_tools
 from evalkit.run.recording import Entry, Provenance, Recording, ToolEntry, request_fingerprint
+from evalkit.run.run_plan import CallSettings
 from evalkit.run.suite import SuiteTask
 
 MODEL = ModelConfig(name="m", provider="openai", base_url="http://127.0.0.1:9/v1", options={"seed": 1})
@@ -83,9 +84,10 @@ def _run(model: Model, tool: Lookup, journal: Journal, resumed: dict[str, Entry]
                      budget=Budget(BudgetConfig()), journal=journal, resumed=resumed or {},
                      resumed_tools=resumed_tools or {})
     key = EvalKey(suite="s", dataset="d@1", dataset_sha="0", model="m", prompt_version="v1", prompt_sha="0")
-    return execute(task=SuiteTask(build_task, None), cases=CASES, prompt="Look it up.", model=MODEL, judge=None,
-                   mode=Mode.LIVE, recording=Recording(key=key, provenance=Provenance(kind="recorded")),
-                   where="r", version="t", live=live, agent=Agent(ToolBox([tool], 5.0), max_steps=LOOKUPS + 1))
+    return execute(CallSettings(Mode.LIVE, MODEL, version="t"),
+                   Workload(SuiteTask(build_task, None), CASES, "Look it up.",
+                            agent=Agent(ToolBox([tool], 5.0), max_steps=LOOKUPS + 1)),
+                   Source(Recording(key=key, provenance=Provenance(kind="recorded")), "r", live))
 
 
 def _kept(execution: Execution) -> tuple[dict[str, Any], dict[str, Any]]:

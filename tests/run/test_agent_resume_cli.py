@@ -31,7 +31,7 @@ def main():  # under a __main__ guard: the tools' worker processes are spawned, 
     spec = importlib.util.spec_from_file_location("order_agent_author", root / "suites/order_agent/author_recordings.py")
     authored = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(authored)
-    import evalkit.run.runner as runner
+    import evalkit.run.record_or_replay as record_or_replay
     from evalkit.cli.run import main as run
     from evalkit.live.providers.base import CallFailure
 
@@ -45,7 +45,7 @@ def main():  # under a __main__ guard: the tools' worker processes are spawned, 
                 raise CallFailure("the model server went away", retryable=False)
             return super().complete(request)
 
-    runner._provider = lambda model, role: Failing()
+    record_or_replay._provider = lambda model, role: Failing()
     return run()
 
 
