@@ -32,7 +32,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from evalkit.core.dataset import Case
-from evalkit.core.errors import InputError, describe_validation
+from evalkit.core.errors import ConfigError, InputError, describe_validation
 from evalkit.core.parsing import parse_yaml
 from evalkit.core.patterns import PatternError, compile_pattern
 from evalkit.core.reducer import ALL, Reducer, parse_reducer
@@ -201,6 +201,10 @@ class CheckSpec(BaseModel):
         if not isinstance(data, dict):
             return data
         known = kind_names()
+        clash = sorted(set(known) & set(_COMMON))
+        if clash:  # the key would mean two things in every file: refuse the install, not the file
+            raise ConfigError(f"check kind(s) {', '.join(clash)} are registered under a name every checks.yaml entry "
+                              "already uses for itself; uninstall the package that registers them")
         given = [key for key in data if key in known and _given(check_kind(key), data[key])]
         absent = [key for key in data if key in known and key not in given]  # `is-json: false`: names none
         if len(given) != 1 or "kind" in data or "options" in data:
