@@ -53,6 +53,16 @@ def test_every_rule_is_in_the_policy_reference(site):
     assert len(RULES) > 20 and all(rule.id in text and rule.summary.replace("`", "") in text for rule in RULES)
 
 
+def test_every_check_kind_is_in_the_checks_reference(site):
+    from evalkit.core.registry import entries
+    from evalkit.judging.check_kind import CHECK_KINDS, check_kind
+
+    text = " ".join(_text(site / "reference" / "checks" / "index.html").split())
+    kinds = entries(CHECK_KINDS)
+    assert len(kinds) > 20
+    assert all(f"{name} {check_kind(name).reads} evalkit" in text for name in kinds)
+
+
 def test_every_public_name_is_in_the_api_reference(site):
     import evalkit
 
