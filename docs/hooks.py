@@ -17,7 +17,8 @@ import json
 import re
 from typing import Any
 
-_MARK = re.compile(r"<!-- evalkit:(options|schema|commands|rules|api|judges|check_kinds)(?: ([\w.:]+))?(?: ([\w.]+))? -->")
+_MARK = re.compile(r"<!-- evalkit:(options|schema|commands|rules|api|judges|check_kinds)"
+                   r"(?: ([\w.:]+))?(?: ([\w.]+))? -->")
 
 
 def _target(spec: str) -> Any:
