@@ -47,6 +47,20 @@ def test_every_builtin_kind_comes_from_the_entry_points(installed_entry_points: 
         parse_checks("checks:\n  - {name: a, word-count: {max: 3}}", "suite/checks.yaml")
 
 
+MAINS_KINDS = ("equals", "one-of", "contains", "regex", "is-json", "json-schema", "number", "length", "classification",
+               "python", "llm-rubric", "faithfulness", "answer-relevancy", "g-eval", "pairwise", "trajectory-goal",
+               "tool-called", "tool-not-called", "tool-sequence", "tool-args", "steps", "no-tool-errors")
+"""Every kind checks.yaml took before kinds were plugins (check_spec.KINDS at 229bd2f), written out here so that a
+kind dropped from the entry points fails this test rather than vanishing from the reference."""
+
+
+def test_every_kind_checks_yaml_took_before_is_registered(installed_entry_points: list[EntryPoint]) -> None:
+    assert set(MAINS_KINDS) <= set(registry.entries(CHECK_KINDS))
+    reads = {name: (kind.reads, kind.shown) for name, kind in registry.load_all(CHECK_KINDS).items()}
+    assert reads["trajectory-goal"] == ("judge", "trajectory") and reads["g-eval"] == ("judge", "reply")
+    assert {name for name, (read, _) in reads.items() if read == "trajectory"} == set(MAINS_KINDS[-6:])
+
+
 def test_the_shipped_checks_files_read_as_before() -> None:
     shipped = [*PROJECT_ROOT.glob("suites/*/checks.yaml"), *PROJECT_ROOT.glob("evalkit/project/templates/*/checks.yaml.tmpl")]
     assert len(shipped) >= 3
@@ -67,6 +81,20 @@ def test_a_third_party_kind_is_read_from_checks_yaml_and_judges(toy: list[EntryP
     assert judge(on_field, '{"a": "x y"}', CASE).message == "expected 0 to 1 words, came 2"
 
 
+def test_a_third_party_reply_kind_takes_turn_as_every_reply_kind_does(toy: list[EntryPoint]) -> None:
+    from evalkit.judging.turns import judge_turns
+
+    spec = parse_checks("checks:\n  - {name: short, word-count: {max: 2}, turn: every}\n", "f").checks[0]
+    turns = {"steps": [{"kind": "assistant_turn", "turn": n, "text": text}
+                       for n, text in enumerate(["ok then", "a far longer reply", "bye"], 1)]}
+    failed = judge_turns(spec.turn, turns, lambda text: judge(spec, text, CASE))
+    assert (spec.turn, failed.passed, failed.message) == ("every", False, "turn 2 of 3: expected 0 to 2 words, came 4")
+    # a judged or trajectory kind takes no turn: the key belongs to the kinds that read the reply
+    for entry in ("trajectory-goal: {goal: goal}", "tool-called: lookup", "llm-rubric: polite"):
+        with pytest.raises(InputError, match="`turn` chooses the reply a reply check reads"):
+            parse_checks(f"checks:\n  - {{name: c, {entry}, turn: 1}}\n", "f")
+
+
 def test_a_typo_in_a_third_party_kinds_options_names_its_own_keys(toy: list[EntryPoint]) -> None:
     with pytest.raises(InputError) as error:
         parse_checks("checks:\n  - {name: a, word-count: {maxx: 3}}\n", "suite/checks.yaml")
@@ -79,7 +107,9 @@ def test_a_typo_in_a_third_party_kinds_options_names_its_own_keys(toy: list[Entr
 def test_a_third_party_kind_is_in_the_generated_reference(toy: list[EntryPoint]) -> None:
     table = reference()
     assert "| `word-count` | reply | a third party | the reply has between `min` and `max` words |" in table
-    assert "| `regex` | reply | evalkit |" in table and "| `pairwise` | judge | evalkit |" in table
+    assert "| `regex` | reply | evalkit |" in table and "| `pairwise` | judge (of the reply) | evalkit |" in table
+    assert "| `trajectory-goal` | judge (of the trajectory) | evalkit |" in table
+    assert "| `tool-sequence` | trajectory | evalkit |" in table
 
 
 def test_a_kind_named_like_an_entrys_own_key_is_refused(installed_entry_points: list[EntryPoint]) -> None:
@@ -98,6 +128,9 @@ def test_an_options_model_that_accepts_any_key_is_refused() -> None:
 
     with pytest.raises(TypeError, match="its options model Loose must set model_config = ConfigDict"):
         CheckKind("loose", Loose, verdict, "anything")
+    # only evalkit's planner can show a judge a trajectory, and only for a kind that reads the judge's answer
+    with pytest.raises(TypeError, match="only a judged kind"):
+        CheckKind("odd", str, verdict, "anything", shown="trajectory")
 
 
 @pytest.mark.slow
