@@ -126,6 +126,20 @@ def test_gemini_options_are_checked_when_the_config_is_read_and_kept_as_written(
     assert ModelConfig(name="m", provider="ollama", options={"think": False}).options == {"think": False}
 
 
+def test_the_architecture_names_every_legacy_provider_setting_and_each_providers_options_model() -> None:
+    """New provider settings go to a provider's options model; the top-level ones that predate it are listed as
+    kept for compatibility, so a new top-level one (or a provider's new options model) cannot go unexplained."""
+    text = (PROJECT_ROOT / "docs" / "explanation" / "architecture.md").read_text()
+    paragraph = next(" ".join(p.split()) for p in text.split("\n\n")
+                     if p.startswith("A provider's own settings go to its options model"))
+    assert "legacy, kept for compatibility" in paragraph
+    assert all(f"`{name}`" in paragraph for name in registry.PROVIDER_SETTINGS), registry.PROVIDER_SETTINGS
+    specs = provider_specs()
+    assert all(f"`{spec.options.__name__}`" in paragraph for spec in specs.values() if spec.options is not None)
+    # the built-ins without one are each said to pass options on or check them otherwise
+    assert all(f"`{name}`" in paragraph for name in BUILTIN if specs[name].options is None)
+
+
 # -- a real third-party package, installed with pip ------------------------------------------------------------
 
 
