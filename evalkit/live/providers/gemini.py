@@ -42,7 +42,6 @@ NO_KEY = "not-needed"
 """Sent to a base_url gateway that holds the credential itself (the client insists on a key)."""
 
 
-
 class GeminiOptions(BaseModel):
     """`model.options` for Gemini: the generation config's fields and its thinking config's, under their Gemini
     names (an OpenAI name such as `max_tokens` is refused with the Gemini one closest to it)."""
