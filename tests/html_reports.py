@@ -149,3 +149,32 @@ def _fail(report: dict[str, Any], case_id: str, output: str, checks: list[str]) 
     report["summary"] = {"collected": len(outcomes), "total": len(outcomes), "passed": outcomes.count("passed"),
                          "failed": outcomes.count("failed")}
     report["exitcode"] = 1
+
+
+SUPPORT_CHAT_BASELINE = Path(__file__).resolve().parents[1] / "suites/support_chat/runs/baseline.json"
+
+
+def conversation_pair() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The support chat's shipped baseline report (a replay of its authored recording) and a candidate authored from
+    it here, in which `remembers-the-number` regresses at turn 2: the assistant, answering a hostile user turn
+    (markup, a script, a closing tag of the page, right-to-left text), forgets order 1007 and asks for it again, so
+    `keeps_the_order_number` fails naming turn 2 of 3 and `short_turns` fails naming turn 3 (the first failing turn
+    is 2). The hostile text is in both sides' user turn 2, the candidate's assistant turns and the failure message.
+    Both as report.json holds them."""
+    baseline = json.loads(SUPPORT_CHAT_BASELINE.read_text(encoding="utf-8"))
+    candidate = copy.deepcopy(baseline)
+    for report in (baseline, candidate):
+        steps = report["trajectories"]["task/remembers-the-number"]["steps"]
+        steps[3] = {**steps[3], "text": f"Can you tell me its status? {SCRIPT} {ESCAPE}"}
+    steps = candidate["trajectories"]["task/remembers-the-number"]["steps"]
+    steps[5] = {**steps[5], "text": f"Which order do you mean? {IMG} {RTL}"}
+    steps[8] = {**steps[8], "text": f"You're welcome! {LINK} " + "Is there anything else? " * 20}
+    _fail(candidate, "remembers-the-number", steps[8]["text"], ["keeps_the_order_number", "short_turns"])
+    tests = {t["nodeid"]: t for t in candidate["tests"]}
+    tests["checks.yaml::keeps_the_order_number[remembers-the-number]"]["call"]["crash"]["message"] = \
+        f"Failed: turn 2 of 3: expected a text containing \"1007\", came \"Which order do you mean? {IMG}\""
+    tests["checks.yaml::short_turns[remembers-the-number]"]["call"]["crash"]["message"] = \
+        f"Failed: turn 3 of 3: expected 0 to 240 characters, came 521 {SCRIPT}"
+    candidate["provenance"] = {**candidate["provenance"], "recording_provenance": "authored",
+                               "recording_note": "authored by tests/html_reports.py from the shipped baseline"}
+    return baseline, candidate

@@ -29,9 +29,12 @@ Reads = Literal["reply", "judge", "trajectory"]
 """What a kind's verdict reads: the task's reply (or the value at the entry's `field`), the pinned judge's answer
 about the reply, or an agent case's trajectory. A plugin kind reads the reply; the other two need evalkit's
 planner (the judge calls it plans, the trajectory the agent loop records)."""
-Shown = Literal["reply", "trajectory"]
-"""What evalkit's planner shows the judge for a judged kind: the case's reply (planned with the reply), or an agent
-case's trajectory (planned after the agent's loop, `trajectory-goal`)."""
+Shown = Literal["reply", "trajectory", "conversation"]
+"""What evalkit's planner shows the judge for a judged kind: the case's reply (planned with the reply), an agent
+case's trajectory (`trajectory-goal`), or a conversation case's whole transcript with the task's system prompt (the
+conversation judges, evalkit.judging.conversation_judges). The last two are both read from the case's recorded
+trajectory, so both are planned once the agent's loop or the conversation's last turn has ended; a conversation
+kind is refused on a dataset without conversations."""
 
 
 @dataclass(frozen=True)

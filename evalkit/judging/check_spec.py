@@ -6,9 +6,10 @@ The kinds are not listed here: an entry's keys beside the common ones (`name`, `
 up among the registered check kinds (evalkit.judging.check_kind), evalkit's own and any installed package's alike,
 and the value under the kind's key is validated by that kind's `options` type.
 
-Two refusals need more than the file: a check that names a case field no case of the run's dataset has, and a
-`where:` that matches no case (`ChecksFile.check_cases`). Either would make a check that can never run: every test
-of it failing or absent, on the baseline as on the candidate, so the gate would see no change.
+Three refusals need more than the file: a check that names a case field no case of the run's dataset has, a
+`where:` that matches no case, and a kind whose judge is shown a conversation on a dataset without conversations
+(`ChecksFile.check_cases`). Each would make a check that can never run: every test of it failing or absent, on the
+baseline as on the candidate, so the gate would see no change.
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ from evalkit.core.parsing import parse_yaml
 from evalkit.core.patterns import PatternError, compile_pattern
 from evalkit.core.reducer import ALL, Reducer, parse_reducer
 from evalkit.judging.check_kind import CheckKind, check_kind, kind_names
+from evalkit.judging.conversation_judges import CONVERSATION_FIELD, cannot_judge
 from evalkit.judging.pairwise_check import NEW_FIRST, OLD_FIRST, PairwiseSpec
 from evalkit.judging.ready_judges import (
     AnswerRelevancySpec,
+    ConversationSpec,
     FaithfulnessSpec,
     GEvalSpec,
     TrajectoryGoalSpec,
@@ -245,9 +248,10 @@ class CheckSpec(BaseModel):
 
     @property
     def judges_trajectory(self) -> bool:
-        """Whether the judge is shown an agent case's trajectory, not its reply (`trajectory-goal`): its call is
-        planned after the agent's loop (evalkit.judging.checks.planned_trajectory_judge)."""
-        return self.call == "judge" and self.check_kind.shown == "trajectory"
+        """Whether the judge is shown what the case's recorded trajectory holds, not its reply: an agent's steps
+        (`trajectory-goal`) or a conversation's turns (the conversation judges). Its call is planned once the
+        agent's loop or the conversation has ended (evalkit.judging.checks.planned_trajectory_judge)."""
+        return self.call == "judge" and self.check_kind.shown != "reply"
 
     @property
     def trajectory_check(self) -> TrajectoryCheck:
@@ -283,6 +287,8 @@ class CheckSpec(BaseModel):
         """Why a judged check cannot judge this case (its spec names a case field the case lacks); None when it
         can. The planner asks no judge then, and the check could not run on the case, saying this."""
         wanted = None
+        if isinstance(self.options, ConversationSpec):
+            return cannot_judge(self.options, case)  # also: a scripted conversation has no goal of its own
         if isinstance(self.options, FaithfulnessSpec | AnswerRelevancySpec | GEvalSpec | TrajectoryGoalSpec):
             wanted = needed_field(self.options)
         elif isinstance(self.options, PairwiseSpec) and not isinstance(self.options.against, str):
@@ -358,6 +364,10 @@ class ChecksFile(BaseModel):
         have are listed), or whose `where:` matches no case (the values its field takes are listed)."""
         have = set().union(*(case.fields for case in cases))
         for spec in self.checks:
+            if spec.check_kind.shown == "conversation" and CONVERSATION_FIELD not in have:
+                raise InputError(f"{where}: check {spec.name}: a {spec.kind} check judges a conversation's transcript, "
+                                 f"and no case of the dataset is a conversation (a '{CONVERSATION_FIELD}' field); "
+                                 "drop the check, or run it on a dataset of conversations")
             for key, name in spec.case_fields():
                 if name not in have:
                     raise InputError(f"{where}: check {spec.name}: {key} names case field {name!r}, which no case "

@@ -40,12 +40,18 @@ from evalkit.judging.check_spec import (
     case_ref,
     parse_checks,
 )
+from evalkit.judging.conversation_judges import conversation_request
 from evalkit.judging.llm_rubric import rubric_request, rubric_verdict
 from evalkit.judging.pairwise_check import PairwiseSpec, pair_metrics, pair_requests, pair_verdict
 from evalkit.judging.ready_judges import (
     AnswerRelevancySpec,
+    ConversationGoalSpec,
+    ConversationSpec,
     FaithfulnessSpec,
     GEvalSpec,
+    KnowledgeRetentionSpec,
+    RefusalHoldsSpec,
+    RoleAdherenceSpec,
     TrajectoryGoalSpec,
     judge_request,
     score_verdict,
@@ -328,12 +334,17 @@ def planned_judge_calls(spec: CheckSpec, case: Case, reply: str, judge: ModelCon
     return {spec.name: judge_request(spec.kind, spec.options, case, reply, judge)}
 
 
-def planned_trajectory_judge(spec: CheckSpec, case: Case, trajectory: Trajectory,
-                             judge: ModelConfig) -> dict[str, Request]:
-    """The judge call a trajectory-goal check makes for one agent case's trajectory (`judge/<check>/<case>`);
-    none for another kind, a case it does not apply to, or a case lacking the goal's field."""
+def planned_trajectory_judge(spec: CheckSpec, case: Case, trajectory: Trajectory, judge: ModelConfig,
+                             task: Request | None = None) -> dict[str, Request]:
+    """The judge call a trajectory-goal check makes for one agent case's trajectory, or a conversation check for
+    one conversation's transcript (`judge/<check>/<case>`; `task`: the request build_task made, whose system prompt
+    a conversation judge is shown); none for another kind, a case it does not apply to, a case lacking a field the
+    judge reads, or a conversation without an assistant turn."""
     if not spec.judges_trajectory or not spec.applies_to(case) or spec.missing_field(case) is not None:
         return {}
+    if isinstance(spec.options, ConversationSpec):
+        request = conversation_request(spec.kind, spec.options, case, trajectory, judge, task)
+        return {} if request is None else {spec.name: request}
     return {spec.name: judge_request(spec.kind, spec.options, case, "", judge, trajectory)}
 
 
@@ -373,7 +384,9 @@ def _expected_ref(options: NumberSpec) -> Iterable[tuple[str, str]]:
 
 
 def _judged_field(key: str) -> Callable[[Any], Iterable[tuple[str, str]]]:
-    return lambda options: ((key, getattr(options, key)),)
+    """The case field a ready judge's `key` names; none where the key is optional and unset (a conversation
+    judge's `{}`)."""
+    return lambda options: () if getattr(options, key) is None else ((key, getattr(options, key)),)
 
 
 def _pair_fields(options: PairwiseSpec) -> Iterable[tuple[str, str]]:
@@ -416,6 +429,24 @@ TRAJECTORY_GOAL = CheckKind("trajectory-goal", TrajectoryGoalSpec, _ready_judge,
                             "the judge, shown the agent's trajectory, scores (1-5) it reached the case's goal at "
                             "least `pass_at`", reads="judge", shown="trajectory", metric_names=("score",),
                             case_fields=_judged_field("goal"))
+# the conversation judges (evalkit.judging.conversation_judges): one call per conversation case, planned after its
+# last turn from the recorded turns; a dataset without conversations refuses them (ChecksFile.check_cases)
+KNOWLEDGE_RETENTION = CheckKind("knowledge-retention", KnowledgeRetentionSpec, _ready_judge,
+                                "the judge, shown the whole conversation, scores (1-5) the assistant kept and used "
+                                "what the user told it at least `pass_at`", reads="judge", shown="conversation",
+                                metric_names=("score",), case_fields=_judged_field("fact"))
+ROLE_ADHERENCE = CheckKind("role-adherence", RoleAdherenceSpec, _ready_judge,
+                           "the judge, shown the whole conversation, scores (1-5) the assistant kept its role every "
+                           "turn at least `pass_at`", reads="judge", shown="conversation", metric_names=("score",),
+                           case_fields=_judged_field("role"))
+CONVERSATION_GOAL = CheckKind("conversation-goal", ConversationGoalSpec, _ready_judge,
+                              "the judge, shown the whole conversation, scores (1-5) it reached the user's goal at "
+                              "least `pass_at`", reads="judge", shown="conversation", metric_names=("score",),
+                              case_fields=_judged_field("goal"))
+REFUSAL_HOLDS = CheckKind("refusal-holds", RefusalHoldsSpec, _ready_judge,
+                          "the judge, shown the whole conversation, scores (1-5) a refusal held at every later "
+                          "attempt at least `pass_at`", reads="judge", shown="conversation", metric_names=("score",),
+                          case_fields=_judged_field("forbidden"))
 PAIRWISE = CheckKind("pairwise", PairwiseSpec, _elsewhere,
                      "the judge, asked in both orders, does not prefer the other reply (`require: win`: prefers "
                      "this one)", reads="judge", metric_names=("win", "tie", "loss", "disagree"),

@@ -26,7 +26,8 @@ from evalkit.render.text import (
     render_statistics,
     sequential_line,
 )
-from evalkit.render.trajectory_view import MAX_CASES, partings
+from evalkit.render.trajectory_view import MAX_CASES, partings, trajectory_of
+from evalkit.render.transcript_view import case_messages, failing_turns, is_conversation
 
 __all__ = ["render_markdown", "render_policy"]
 
@@ -69,6 +70,7 @@ def render_markdown(decision: Decision, candidate: RunReport | None = None, crit
     if baseline is not None and candidate is not None and decision.regressed:
         lines += render_answers(baseline, candidate)
         lines += _partings(baseline, candidate)
+        lines += _failing_turns(baseline, candidate, decision)
     changes = [(name, m) for name, m in decision.metrics.items() if m.get("status") != "unchanged"]
     if changes:
         lines += ["| metric | before | after | delta [95% paired interval] | status |", "|---|---|---|---|---|"]
@@ -122,7 +124,9 @@ def _key_value(value: object) -> str:
 def _partings(baseline: RunReport, candidate: RunReport) -> list[str]:
     """For each regressed agent case, the first step where the candidate's trajectory parts from the baseline's
     and what each side did there; nothing for a suite without trajectories."""
-    found = partings(baseline, candidate, [case_id for case_id, _ in regressed_cases(baseline, candidate)])
+    regressed = [case_id for case_id, _ in regressed_cases(baseline, candidate)]
+    # a conversation's place is its turns (_failing_turns), not its steps
+    found = partings(baseline, candidate, [c for c in regressed if not is_conversation(trajectory_of(candidate, c))])
     if not found:
         return []
     lines = ["**Where regressed agent cases part from the baseline** (the first step that differs; report.html "
@@ -137,6 +141,25 @@ def _partings(baseline: RunReport, candidate: RunReport) -> list[str]:
                          f"candidate {_code(p.candidate)}")
     if len(found) > MAX_CASES:
         lines.append(f"- {len(found) - MAX_CASES} more regressed agent case(s): their trajectories are in "
+                     "report.json")
+    return [*lines, ""]
+
+
+def _failing_turns(baseline: RunReport, candidate: RunReport, decision: Decision) -> list[str]:
+    """For each regressed conversation, its first failing turn (the lowest a failing check names), the checks naming
+    it, and what each side's assistant said there; nothing for a suite without conversations."""
+    regressed = [case_id for case_id, _ in regressed_cases(baseline, candidate)]
+    found = failing_turns(baseline, candidate, regressed, case_messages({**decision.messages, **candidate.messages}))
+    if not found:
+        return []
+    lines = ["**Where regressed conversations first fail** (the lowest turn a failing check names; report.html shows "
+             "the transcript beside the baseline's)", ""]
+    for f in found[:MAX_CASES]:
+        checks = ", ".join(_code(check) for check in f.checks)
+        said = f"candidate {_code(f.candidate)}" + (f", baseline {_code(f.baseline)}" if f.baseline else "")
+        lines.append(f"- {_code(f.case)}: turn {f.turn} ({checks}): {said}")
+    if len(found) > MAX_CASES:
+        lines.append(f"- {len(found) - MAX_CASES} more regressed conversation(s): their transcripts are in "
                      "report.json")
     return [*lines, ""]
 

@@ -33,6 +33,7 @@ from evalkit.render.sections import judge_rows, sections
 from evalkit.render.text import detectable_lines, render_setting, render_statistics, sequential_line
 from evalkit.render.text_diff import text_diffs
 from evalkit.render.trajectory_view import trajectory_of, trajectory_view
+from evalkit.render.transcript_view import failing_turn, is_conversation, transcript_view
 
 __all__ = ["MAX_PANELS", "MAX_TEST_ROWS", "SHOWN_CHARS", "Clipped", "clip", "diff_sides", "render_report_html"]
 
@@ -371,10 +372,21 @@ def _panels(candidate: RunReport, decision: Decision | None,
             "judges": _judges(old, case), "grades": _grades(old, case, graded.get(case_id)),
             "problems": [clip(p, MESSAGE_CHARS) for p in case.get("problems") or []],
             "program": _program(case),
-            "trajectory": trajectory_view(trajectory_of(baseline, case_id) if old is not None and baseline else None,
-                                          trajectory_of(candidate, case_id), old is not None),
+            **_steps(baseline, candidate, case_id, old is not None, messages.get(case_id, [])),
         })
     return panels, [str(c.get("id"))[:ID_CHARS] for c in failing[MAX_PANELS:]]
+
+
+def _steps(baseline: RunReport | None, candidate: RunReport, case_id: str, has_baseline: bool,
+           messages: Iterable[tuple[str, Clipped]]) -> dict[str, Any]:
+    """A case's steps as its panel shows them: a conversation's transcript, its first failing turn marked
+    (`transcript`), or an agent's trajectory (`trajectory`), each beside the baseline's."""
+    old = trajectory_of(baseline, case_id) if has_baseline and baseline is not None else None
+    new = trajectory_of(candidate, case_id)
+    if is_conversation(new) or is_conversation(old):
+        named = [(name.rsplit("[", 1)[0], message.text) for name, message in messages]
+        return {"trajectory": None, "transcript": transcript_view(old, new, has_baseline, failing_turn(named))}
+    return {"trajectory": trajectory_view(old, new, has_baseline), "transcript": None}
 
 
 def _sides(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> tuple[_Side, _Side]:

@@ -147,8 +147,13 @@ class DeclaredCheck(pytest.Item):
             outcome = evalrun.run.calls.get(task)
             if outcome is not None and outcome.status in UNSCORED:  # not measured: the case is reported unscored
                 pytest.skip(f"unscored: {outcome.reason}")
-            if task not in evalrun.run.trajectories:  # no judge was asked: there is no trajectory to show it
+            steps = evalrun.run.trajectories.get(task)
+            conversation = spec.check_kind.shown == "conversation"
+            if steps is None and not conversation:  # no judge was asked: no trajectory to show it
                 return judge_trajectory(spec, None)
+            if conversation and (steps is None or not Trajectory.model_validate(steps).assistant_turns()):
+                # no judge was asked: a conversation judge with no assistant turn to read has measured nothing
+                return Verdict.could_not_run(spec, f"no conversation to judge: case {case.id} has no assistant turn")
         missing = spec.missing_field(case)
         if missing is not None:  # no judge was asked: the case lacks what the judge reads
             return Verdict.could_not_run(spec, missing)
@@ -228,10 +233,11 @@ def with_check_judges(task: SuiteTask, checks: ChecksFile | None,
             planned |= planned_judge_calls(spec, case, output_text, judge, others.get(case.id))
         return planned
 
-    def build_trajectory_judge(case: Case, trajectory: Trajectory, judge: ModelConfig) -> Mapping[str, Request]:
+    def build_trajectory_judge(case: Case, trajectory: Trajectory, judge: ModelConfig,
+                               task_request: Request | None = None) -> Mapping[str, Request]:
         planned: dict[str, Request] = {}
         for spec in goals:
-            planned |= planned_trajectory_judge(spec, case, trajectory, judge)
+            planned |= planned_trajectory_judge(spec, case, trajectory, judge, task_request)
         return planned
 
     return SuiteTask(task.build_task, build_judge if judged else own,

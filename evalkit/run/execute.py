@@ -200,8 +200,9 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
         return repeats if samples is None else samples.get(case.id, repeats)
 
     planned: list[Planned] = []
+    asked: dict[str, Request] = {}  # each case's task request: a conversation judge is shown its system prompt
     for case in cases:
-        request = _built(task.build_task, case, prompt, model)
+        request = asked[case.id] = _built(task.build_task, case, prompt, model)
         for sample in range(count(case)):
             call_id = str(CallId.task(case.id, sample))
             if call_id not in calls and call_id not in finals:
@@ -244,7 +245,7 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
                 output = finals.get(task_id) or calls[task_id]
                 built = dict(_built(task.build_judge, case, output.text or "", judge)) if task.build_judge else {}
                 # a trajectory's judge reads the steps, so an agent stopped at max_steps without an answer is judged
-                traced = dict(task.build_trajectory_judge(case, trajectories[task_id], judge)) \
+                traced = dict(task.build_trajectory_judge(case, trajectories[task_id], judge, asked[case.id])) \
                     if task.build_trajectory_judge is not None and task_id in trajectories else {}
                 for metric, request in (built | traced).items():
                     for repeat in range(judge_repeats):

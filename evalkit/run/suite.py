@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
@@ -27,18 +27,27 @@ from evalkit.core.errors import InputError
 from evalkit.records.call import Request
 from evalkit.records.trajectory import Trajectory
 
-__all__ = ["SuiteTask", "load_module", "load_task"]
+__all__ = ["SuiteTask", "TrajectoryJudge", "load_module", "load_task"]
 
 _counter = itertools.count()
+
+
+class TrajectoryJudge(Protocol):
+    """Plans the judge calls of one case's trajectory: `task_request` is the request build_task made for the case
+    (what the model was given before its first step or turn: a conversation judge shows its system prompt)."""
+
+    def __call__(self, case: Case, trajectory: Trajectory, judge: ModelConfig,
+                 task_request: Request | None = None) -> Mapping[str, Request]: ...
 
 
 @dataclass(frozen=True)
 class SuiteTask:
     build_task: Callable[[Case, str, ModelConfig], Request]
     build_judge: Callable[[Case, str, ModelConfig], Mapping[str, Request]] | None
-    build_trajectory_judge: Callable[[Case, Trajectory, ModelConfig], Mapping[str, Request]] | None = None
-    """The judge calls that read an agent case's trajectory rather than its reply (checks.yaml's trajectory-goal),
-    by judge metric: planned once the agent's loop has ended, for each case that has a trajectory."""
+    build_trajectory_judge: TrajectoryJudge | None = None
+    """The judge calls that read an agent case's trajectory rather than its reply (checks.yaml's trajectory-goal,
+    and the conversation judges), by judge metric: planned once the agent's loop or the conversation has ended,
+    for each case that has a trajectory."""
 
     @property
     def judged(self) -> bool:
