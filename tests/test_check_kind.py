@@ -22,6 +22,7 @@ from evalkit.core.dataset import Case
 from evalkit.core.errors import ConfigError, InputError
 from evalkit.judging.check_kind import CHECK_KINDS, CheckKind, Verdict, reference
 from evalkit.judging.checks import judge, parse_checks
+from evalkit.judging.ready_judges import CONVERSATION_KINDS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 TOY = PROJECT_ROOT / "tests" / "plugins" / "evalkit-toy-check"
@@ -61,6 +62,22 @@ def test_every_kind_checks_yaml_took_before_is_registered(installed_entry_points
     assert {name for name, (read, _) in reads.items() if read == "trajectory"} == set(MAINS_KINDS[-6:])
 
 
+def test_the_conversation_judges_are_kinds_whose_judge_is_shown_the_conversation(
+        installed_entry_points: list[EntryPoint]) -> None:
+    judged = {name: kind for name, kind in registry.load_all(CHECK_KINDS).items() if kind.reads == "judge"}
+    shown = {name: kind.shown for name, kind in judged.items()}
+    assert {name for name, what in shown.items() if what == "conversation"} == set(CONVERSATION_KINDS)
+    assert {name for name, what in shown.items() if what == "trajectory"} == {"trajectory-goal"}
+    assert all(judged[name].metric_names == ("score",) for name in CONVERSATION_KINDS)
+    table = reference()
+    assert all(f"| `{name}` | judge (of the conversation) | evalkit |" in table for name in CONVERSATION_KINDS)
+    # one property says a judge is planned from the recorded trajectory, whichever of the two it is shown
+    entries = {"trajectory-goal": "{goal: goal}", "knowledge-retention": "{}", "g-eval": "{criteria: c}"}
+    planned_later = {name: parse_checks(f"checks:\n  - {{name: c, {name}: {entry}}}\n", "f").checks[0]
+                     .judges_trajectory for name, entry in entries.items()}
+    assert planned_later == {"trajectory-goal": True, "knowledge-retention": True, "g-eval": False}
+
+
 def test_the_shipped_checks_files_read_as_before() -> None:
     shipped = [*PROJECT_ROOT.glob("suites/*/checks.yaml"), *PROJECT_ROOT.glob("evalkit/project/templates/*/checks.yaml.tmpl")]
     assert len(shipped) >= 3
@@ -90,7 +107,8 @@ def test_a_third_party_reply_kind_takes_turn_as_every_reply_kind_does(toy: list[
     failed = judge_turns(spec.turn, turns, lambda text: judge(spec, text, CASE))
     assert (spec.turn, failed.passed, failed.message) == ("every", False, "turn 2 of 3: expected 0 to 2 words, came 4")
     # a judged or trajectory kind takes no turn: the key belongs to the kinds that read the reply
-    for entry in ("trajectory-goal: {goal: goal}", "tool-called: lookup", "llm-rubric: polite"):
+    for entry in ("trajectory-goal: {goal: goal}", "tool-called: lookup", "llm-rubric: polite",
+                  "knowledge-retention: {fact: order}", "refusal-holds: {}"):
         with pytest.raises(InputError, match="`turn` chooses the reply a reply check reads"):
             parse_checks(f"checks:\n  - {{name: c, {entry}, turn: 1}}\n", "f")
 
@@ -131,6 +149,8 @@ def test_an_options_model_that_accepts_any_key_is_refused() -> None:
     # only evalkit's planner can show a judge a trajectory, and only for a kind that reads the judge's answer
     with pytest.raises(TypeError, match="only a judged kind"):
         CheckKind("odd", str, verdict, "anything", shown="trajectory")
+    with pytest.raises(TypeError, match="only a judged kind"):
+        CheckKind("odd", str, verdict, "anything", shown="conversation")
 
 
 @pytest.mark.slow
