@@ -64,6 +64,7 @@ def test_every_check_kind_is_in_the_checks_reference(site):
     reads |= {name: f"judge (of the {check_kind(name).shown})" for name, read in reads.items() if read == "judge"}
     assert all(f"{name} {read} evalkit" in text for name, read in reads.items())
     assert "trajectory-goal judge (of the trajectory) evalkit" in text and "steps trajectory evalkit" in text
+    assert "knowledge-retention judge (of the conversation) evalkit" in text
 
 
 def test_every_public_name_is_in_the_api_reference(site):
