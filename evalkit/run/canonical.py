@@ -27,6 +27,8 @@ VOLATILE = {
     "provenance.python": "the Python version of the machine that ran it",
     "execution.live": "how the calls of a live run went this time (sent, retried, seconds, CPU seconds, budget spent)",
     "cases[].program.wall_ms": "how long each candidate program ran",
+    "tests[].<stage>.crash.lineno in evalkit's own code": "where evalkit's check plugin failed a declared check: "
+                                                           "it moves with every edit of evalkit, not with the run",
     "tests[] and warnings[] texts": "absolute paths of this machine, and object addresses (`at 0x7f8e...`) in "
                                     "pytest's rendering of a failure's locals",
 }
@@ -73,7 +75,16 @@ def _test(test: Mapping[str, Any]) -> dict[str, Any]:
     for stage in _STAGES:
         if isinstance(out.get(stage), Mapping):
             out[stage] = {k: v for k, v in out[stage].items() if k != "duration"}
+            crash = out[stage].get("crash")
+            if isinstance(crash, Mapping) and _ours(crash.get("path")):
+                out[stage]["crash"] = {k: v for k, v in crash.items() if k != "lineno"}
     return out
+
+
+def _ours(path: object) -> bool:
+    """Whether a failure's place is evalkit's own code (named from the project root, or installed)."""
+    return isinstance(path, str) and (path.startswith("evalkit/") or
+                                      (path.startswith("<python>/") and "/evalkit/" in path))
 
 
 def _case(case: Mapping[str, Any]) -> dict[str, Any]:

@@ -85,3 +85,16 @@ def test_the_gate_reads_the_canonical_form_as_the_full_report():
     full, canon = parse_report(json.dumps(job), "full"), parse_report(canonical_text(job), "canonical")
     assert full.outcomes == canon.outcomes and full.eval == canon.eval and full.metrics == canon.metrics
     assert full.cases == canon.cases and full.dataset == canon.dataset
+
+
+@pytest.mark.parametrize(("path", "kept"), [("evalkit/run/declared.py", False),
+                                            ("<python>/lib/python3.11/site-packages/evalkit/run/declared.py", False),
+                                            ("suites/receipts/tests/test_totals.py", True)])
+def test_a_failure_placed_in_evalkits_own_code_keeps_no_line_number(path: str, kept: bool) -> None:
+    """A declared check fails inside evalkit's check plugin: that line moves with every edit of evalkit, never with
+    the run, so a saved baseline keeps the crash's file and message but not its line; a suite's own line stays."""
+    crash = {"path": path, "lineno": 128, "message": "Failed: expected 21.60"}
+    data = {"tests": [{"nodeid": "checks.yaml::total[taxi]", "outcome": "failed",
+                       "call": {"outcome": "failed", "crash": crash}}]}
+    canon = canonical_report(data)["tests"][0]["call"]["crash"]
+    assert ("lineno" in canon) is kept and canon["path"] == path and canon["message"] == crash["message"]
