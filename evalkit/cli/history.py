@@ -35,9 +35,9 @@ from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.files import decode, read_bytes
 from evalkit.core.parsing import parse_json
-from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.core.run_index import INDEX_NAME, RunIndex, signature
 from evalkit.project.paths import find_project, shown
+from evalkit.records.report_reader import RunReport, report_from_mapping
 from evalkit.render.history import PAGE_KIND, HistoryRun, render_history_html, render_history_text
 from evalkit.render.html import is_sealed_page
 from evalkit.run.saved_decision import saved_decision_field, saved_decision_policy

@@ -21,10 +21,10 @@ from pydantic import ValidationError
 from evalkit.core.errors import InputError, describe_validation
 from evalkit.core.money import Side, Tokens, call_cost
 from evalkit.core.prices import PriceEntry, price_of
-from evalkit.core.report import PASSING, RunReport, case_heads
 from evalkit.gate.detectable import Spread, cases_needed, one_test_drop, one_test_repeats, suite_drop
 from evalkit.gate.floor import bound, informative
 from evalkit.gate.headline import Headline
+from evalkit.records.report_reader import PASSING, RunReport, case_heads
 
 __all__ = ["LADDER", "Design", "Plan", "Pricing", "Usage", "plan", "recorded_pricing", "table_pricing"]
 

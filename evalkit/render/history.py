@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.core.report import RunReport
 from evalkit.gate.decide import changed_components, incomparability
+from evalkit.records.report_reader import RunReport
 from evalkit.render.html import render_page
 from evalkit.render.money import run_usd, usd, usd_cell
 from evalkit.render.numbers import NO_VALUE, number

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.core.report import RunReport
+from evalkit.records.report_reader import RunReport
 
 __all__ = ["NO_PRICE", "usd", "money_rows", "money_line", "run_usd", "usd_text", "usd_cell"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.isolation import isolation_label
-from evalkit.core.report import RunReport
+from evalkit.records.report_reader import RunReport
 from evalkit.render.money import money_line
 from evalkit.render.text import sequential_line
 from evalkit.run.runner import RunResult

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from evalkit.core.report import RunReport
 from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
+from evalkit.records.report_reader import RunReport
 from evalkit.render.money import money_rows
 from evalkit.render.numbers import number
 

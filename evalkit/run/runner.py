@@ -32,7 +32,6 @@ from evalkit.core.key import EvalKey, build_key, recording_path
 from evalkit.core.loaders import load_cases
 from evalkit.core.outputs import refuse_link
 from evalkit.core.provider_specs import provider_spec
-from evalkit.core.report import Counts, RunReport, report_from_mapping
 from evalkit.core.version import __version__
 from evalkit.gate.sequential_rule import pool, verdicts
 from evalkit.judging.check_spec import ChecksFile
@@ -46,6 +45,7 @@ from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_
 from evalkit.programs.isolation import probe_isolation
 from evalkit.programs.turns import transcript
 from evalkit.project.paths import PROJECT_ENV, project_path, project_root, shown
+from evalkit.records.report_reader import Counts, RunReport, report_from_mapping
 from evalkit.run.agent_loop import Agent, agent_metrics, suite_agent, trajectories_json
 from evalkit.run.canonical import canonical_text
 from evalkit.run.conversation import conversation_metrics, scripts_of

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from evalkit.core.errors import ConfigError
 from evalkit.core.money import Side, Tokens, call_cost, money_section, unpriced_reason
 from evalkit.core.prices import PriceEntry, check_price_file, price_of
-from evalkit.core.report import RunReport
+from evalkit.records.report_reader import RunReport
 from evalkit.render.money import NO_PRICE, money_line, money_rows, run_usd, usd, usd_cell
 
 DEFAULT_TABLE = Path(__file__).resolve().parents[2] / "evalkit" / "conf" / "prices" / "default.yaml"

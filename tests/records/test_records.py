@@ -17,9 +17,9 @@ from pydantic import BaseModel
 
 import evalkit
 from evalkit.core.policy import Policy
-from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.records.decision import DecisionFile, Evidence, FindingEntry, PolicyIdentity, ReportIdentity
+from evalkit.records.report_reader import report_from_mapping
 
 RECORDS = Path(evalkit.__file__).parent / "records"
 FORMAT_MODULES = ("decision", "recording", "journal", "run_input")

@@ -2,9 +2,9 @@
 
 A run report is pytest-json-report's file (its tests, summary, exit code and collectors, which pytest-json-report
 defines) with evalkit's eval block beside them: the eval key, provenance, the cases, pass rates, metrics and the
-optional sections below. evalkit.run.eval_block writes it; evalkit.core.report reads it, on its fast path through
-the same definitions (`Repeats`) and on its careful path through `check_repeats`, so the two readers cannot drift
-apart on what a valid block is. The JSON Schema published in docs/reference/schemas.md is generated from here.
+optional sections below. evalkit.run.eval_block writes it; evalkit.records.report_reader reads it, on its fast path
+through the same definitions (`Repeats`) and on its careful path through `check_repeats`, so the two readers cannot
+drift apart on what a valid block is. The JSON Schema published in docs/reference/schemas.md is generated from here.
 
 The format is versioned by its `format` field. Version 1 is the first that carried one; a pytest-json-report file
 that names no format is read as a hand-made report of an existing pytest suite (an `eval` block added in

@@ -1,5 +1,7 @@
-"""Run reports: what one run produced. Read from evalkit's own reports or any pytest-json-report
-file that carries an `eval` block, so a team can gate an existing pytest eval suite.
+"""Run reports as the gate reads them (`RunReport`): what one run produced. Read from evalkit's own reports or any
+pytest-json-report file that carries an `eval` block, so a team can gate an existing pytest eval suite. The file's
+format (its models and published schema) is evalkit.records.report; this reader sits beside it, in records, because
+it reads through those models (a reader in core could not import them).
 
 Every outcome pytest and its common plugins write is read: the six of pytest itself, `rerun`
 (pytest-rerunfailures: the test's last attempt decides, read from its phases) and `subtests passed` /
@@ -26,7 +28,7 @@ from evalkit.core.failure import failure_message
 from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
 from evalkit.core.parsing import check_json, check_json_aside, parse_json
 from evalkit.core.reducer import parse_reducer
-from evalkit.core.report_format import FORMATS, JudgedCheck, Repeats, Sequential, Text, check_repeats
+from evalkit.records.report import FORMATS, JudgedCheck, Repeats, Sequential, Text, check_repeats
 
 __all__ = ["CaseHead", "CaseTexts", "Counts", "RunReport", "case_heads", "report_from_mapping", "load_report",
            "parse_report", "read_reports"]
@@ -92,7 +94,7 @@ class RunReport:
     """Per classification check: its labels, confusion matrix (expected -> predicted -> cases) and case count."""
     texts: Mapping[str, Any] = field(default_factory=dict)
     """The texts the run measured (`prompt`, `program`): version, path, SHA-256 and the text, for a reviewer's diff
-    (evalkit.core.report_format.Text); absent from reports written before they were kept."""
+    (evalkit.records.report.Text); absent from reports written before they were kept."""
     sequential: Sequential | None = None
     """A run that sampled in rounds (`run.repeats=auto`): its settings and each case's samples; None otherwise."""
     judges: Mapping[str, JudgedCheck] = field(default_factory=dict)
@@ -210,7 +212,7 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
 
 
 def _judges(value: Any, where: str) -> dict[str, JudgedCheck]:
-    """The report's judges block, checked against its model (evalkit.core.report_format.JudgedCheck)."""
+    """The report's judges block, checked against its model (evalkit.records.report.JudgedCheck)."""
     if value is None:
         return {}
     try:
@@ -221,7 +223,7 @@ def _judges(value: Any, where: str) -> dict[str, JudgedCheck]:
 
 
 def _sequential(value: Any, where: str) -> Sequential | None:
-    """The report's sequential block, checked against its model (evalkit.core.report_format.Sequential)."""
+    """The report's sequential block, checked against its model (evalkit.records.report.Sequential)."""
     if value is None:
         return None
     try:
@@ -518,7 +520,7 @@ def parse_report(text: str, where: str) -> RunReport:
     whole tree: a full report of a million tests is read in a fraction of the memory json's own objects take.
     A report that part does not describe (a plugin's outcome, a field of another type, a test id given twice)
     is read by the careful path, report_from_mapping, which words the error; both read a valid report alike
-    (tests/core/test_report_reader.py)."""
+    (tests/records/test_report_reader.py)."""
     report = _read_fast(text, where) if check_json(text, where, "report") else None
     return report if report is not None else report_from_mapping(parse_json(text, where, "report"), where)
 
