@@ -28,7 +28,16 @@ from evalkit.core.failure import failure_message
 from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
 from evalkit.core.parsing import check_json, check_json_aside, parse_json
 from evalkit.core.reducer import parse_reducer
-from evalkit.records.report import FORMATS, JudgedCheck, Repeats, Sequential, Text, check_repeats
+from evalkit.records.report import (
+    FORMATS,
+    Execution,
+    JudgedCheck,
+    Repeats,
+    Sequential,
+    Text,
+    check_repeats,
+    read_execution,
+)
 
 __all__ = ["CaseHead", "CaseTexts", "Counts", "RunReport", "case_heads", "report_from_mapping", "load_report",
            "parse_report", "read_reports"]
@@ -72,8 +81,8 @@ class RunReport:
     """Run-level metrics: each one's mean over the cases that measured it; None when none could."""
     slices: Mapping[str, Any] = field(default_factory=dict)
     """Per cut (`language(input) where kind=rag`): per value, cases, pass_rate, failures, unsafe."""
-    execution: Mapping[str, Any] = field(default_factory=dict)
-    """Call statistics, cost and latency sections (evalkit's own reports)."""
+    execution: Execution = field(default_factory=Execution)
+    """Call statistics, cost, latency, money and live sections (evalkit's own reports; empty for other tools')."""
     dataset: Mapping[str, Any] = field(default_factory=dict)
     """Manifest datasets: name, version, split, synthetic, purpose (absent for single-file datasets)."""
     candidate: Mapping[str, Any] = field(default_factory=dict)
@@ -202,13 +211,22 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")
     return RunReport(data["eval"], outcomes, cases, provenance, _metrics(data.get("metrics"), where),
-                     _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
+                     _mapping(data.get("slices")), _execution(data.get("execution"), where),
+                     _mapping(data.get("dataset")),
                      _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages,
                      repeats=repeats, critical=_critical(data.get("critical_checks"), where),
                      classification=_mapping(data.get("classification")), texts=_texts(data.get("texts"), where),
                      sequential=_sequential(data.get("sequential"), where), judges=_judges(data.get("judges"), where),
                      trajectories=_mapping(data.get("trajectories")),
                      media=_mapping(data.get("media")))
+
+
+def _execution(value: Any, where: str) -> Execution:
+    """The report's execution section, checked against its model (evalkit.records.report.Execution)."""
+    try:
+        return read_execution(value)
+    except ValueError as error:
+        raise InputError(f"{where}: {error}; regenerate the report with `evalkit run`") from None
 
 
 def _judges(value: Any, where: str) -> dict[str, JudgedCheck]:

@@ -32,8 +32,7 @@ def usd(value: float) -> str:
 
 
 def _money(report: RunReport) -> Mapping[str, Any] | None:
-    money = report.execution.get("money")
-    return money if isinstance(money, Mapping) else None
+    return report.execution.money
 
 
 def _amount(value: Any) -> float | None:

@@ -22,7 +22,7 @@ from evalkit.records.decision import DecisionFile, Evidence, FindingEntry, Polic
 from evalkit.records.report_reader import report_from_mapping
 
 RECORDS = Path(evalkit.__file__).parent / "records"
-FORMAT_MODULES = ("decision", "recording", "journal", "run_input")
+FORMAT_MODULES = ("decision", "recording", "journal", "run_input", "report")
 """The records modules of the files evalkit writes that the check below holds (the others follow as they move in)."""
 
 
