@@ -38,6 +38,7 @@ from evalkit.records.report import (
     check_repeats,
     read_execution,
 )
+from evalkit.records.values import Json
 
 __all__ = ["CaseHead", "CaseTexts", "Counts", "RunReport", "case_heads", "report_from_mapping", "load_report",
            "parse_report", "read_reports"]
@@ -72,11 +73,14 @@ class RunReport:
     """The parts of a run report the gate reads: the eval key, each test's outcome, the cases (with their grades
     in program suites), metrics, slices, execution, and the dataset and candidate blocks of program suites."""
 
-    eval: Mapping[str, Any]
+    eval: Mapping[str, Json]
+    """The eval key, with the settings its fingerprints cover: JSON as the report holds it (a hand-made report's
+    `eval` block names what it likes, so it is not read as evalkit.core.key.EvalKey)."""
     outcomes: Mapping[str, str]
     """nodeid -> pytest outcome, in report order."""
     cases: Sequence[Mapping[str, Any]] = ()
-    provenance: Mapping[str, Any] = field(default_factory=dict)
+    provenance: Mapping[str, Json] = field(default_factory=dict)
+    """Where the run came from (commit, recording, isolation ...), as JSON."""
     metrics: Mapping[str, float | None] = field(default_factory=dict)
     """Run-level metrics: each one's mean over the cases that measured it; None when none could."""
     slices: Mapping[str, Any] = field(default_factory=dict)
