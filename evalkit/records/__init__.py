@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from evalkit.records.journal import JournalLine
     from evalkit.records.labels import LABELS_FORMAT, Label, LabelsFile, LabelsHeader, read_labels
     from evalkit.records.recording import Entry, Failure, Provenance, Recording, ToolEntry
-    from evalkit.records.report import RunReportFormat
+    from evalkit.records.report import Execution, RunReportFormat
     from evalkit.records.report_reader import RunReport
     from evalkit.records.run_input import CallInput, RunInput, SliceInput, SuiteInput
     from evalkit.records.trajectory import (
@@ -55,11 +55,11 @@ if TYPE_CHECKING:
     )
 
 __all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AssistantTurn", "AudioPart", "CallInput", "ContentPart",
-           "DecisionFile", "Entry", "Evidence", "Failure", "FinalAnswer", "FindingEntry", "ImagePart", "JournalLine",
-           "Label", "LabelsFile", "LabelsHeader", "Message", "ModelCall", "NamedTool", "PolicyIdentity", "Provenance",
-           "Recording", "Reply", "ReportIdentity", "Request", "RunInput", "RunReport", "RunReportFormat", "SliceInput",
-           "Step", "SuiteInput", "TextPart", "Tool", "ToolCall", "ToolChoice", "ToolEntry", "ToolResult", "Trajectory",
-           "Usage", "UserTurn", "read_decision", "read_labels"]
+           "DecisionFile", "Entry", "Evidence", "Execution", "Failure", "FinalAnswer", "FindingEntry", "ImagePart",
+           "JournalLine", "Label", "LabelsFile", "LabelsHeader", "Message", "ModelCall", "NamedTool", "PolicyIdentity",
+           "Provenance", "Recording", "Reply", "ReportIdentity", "Request", "RunInput", "RunReport", "RunReportFormat",
+           "SliceInput", "Step", "SuiteInput", "TextPart", "Tool", "ToolCall", "ToolChoice", "ToolEntry", "ToolResult",
+           "Trajectory", "Usage", "UserTurn", "read_decision", "read_labels"]
 
 _MODULES = {
     "evalkit.records.call": ("AudioPart", "ContentPart", "ImagePart", "Message", "NamedTool", "Reply", "Request",
@@ -68,7 +68,7 @@ _MODULES = {
                                  "read_decision"),
     "evalkit.records.journal": ("JournalLine",),
     "evalkit.records.recording": ("Entry", "Failure", "Provenance", "Recording", "ToolEntry"),
-    "evalkit.records.report": ("RunReportFormat",),
+    "evalkit.records.report": ("Execution", "RunReportFormat"),
     "evalkit.records.report_reader": ("RunReport",),
     "evalkit.records.run_input": ("CallInput", "RunInput", "SliceInput", "SuiteInput"),
     "evalkit.records.labels": ("LABELS_FORMAT", "Label", "LabelsFile", "LabelsHeader", "read_labels"),
