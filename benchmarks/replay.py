@@ -42,7 +42,7 @@ from typing import Any
 
 import yaml  # evalkit's own dependency (evalkit.core.policy); reads conf/model and conf/judge as Hydra would
 
-from evalkit.core.config import ModelConfig
+from evalkit.core.config import JudgeConfig, ModelConfig
 from evalkit.core.dataset import load_dataset
 from evalkit.core.key import build_key, recording_path, reply_settings
 from evalkit.project.paths import PACKAGE_CONF
@@ -163,8 +163,9 @@ def expected_counts(n: int) -> tuple[int, int]:
 
 
 def model_config(group: str, option: str) -> ModelConfig:
+    """A model or judge preset as evalkit composes it (a judge's own settings, `repeats`, are a JudgeConfig's)."""
     data = yaml.safe_load((PACKAGE_CONF / group / f"{option}.yaml").read_text(encoding="utf-8"))
-    return ModelConfig.model_validate(data)
+    return (JudgeConfig if group == "judge" else ModelConfig).model_validate(data)
 
 
 # --- generation -------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ A page marks where generated text goes with an HTML comment: `<!-- evalkit:optio
 (a config model's options as a table), `<!-- evalkit:schema MODULE:CLASS -->` (its JSON Schema),
 `<!-- evalkit:commands -->` (`evalkit --help` and every subcommand's `--help`), `<!-- evalkit:rules -->` (the gate's
 rules, evalkit.gate.rules), `<!-- evalkit:api -->` (every name `from evalkit import` offers) and
-`<!-- evalkit:judges -->` (the prompts of the judged check kinds, evalkit.judging).
+`<!-- evalkit:judges -->` (the prompts of the judged check kinds, evalkit.judging) and `<!-- evalkit:check_kinds -->`
+(every installed check kind, evalkit.judging.check_kind).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import json
 import re
 from typing import Any
 
-_MARK = re.compile(r"<!-- evalkit:(options|schema|commands|rules|api|judges)(?: ([\w.:]+))?(?: ([\w.]+))? -->")
+_MARK = re.compile(r"<!-- evalkit:(options|schema|commands|rules|api|judges|check_kinds)"
+                   r"(?: ([\w.:]+))?(?: ([\w.]+))? -->")
 
 
 def _target(spec: str) -> Any:
@@ -106,6 +108,10 @@ def _fill(match: re.Match[str]) -> str:
         return _api()
     if kind == "judges":
         return _judges()
+    if kind == "check_kinds":
+        from evalkit.judging.check_kind import reference as check_kinds
+
+        return check_kinds()
     target = _target(spec)
     if kind == "options":
         return options_table(target, f"{prefix}." if prefix else "")

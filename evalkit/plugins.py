@@ -10,13 +10,17 @@ same registry (evalkit.core.registry), so a third-party provider or source is a 
 | source    | `evalkit.adapters`   | a `Source`           | `junit = "evalkit.adapt.junit:SOURCE"`     |
 | gate rules| `evalkit.rules`      | a `RuleSet`          | `evalkit = "evalkit.gate.rules:BUILTIN"`   |
 | suite kind| `evalkit.suite_kinds`| a `SuiteKind`        | `extraction = "evalkit.project.suite_kinds:EXTRACTION"` |
+| check kind| `evalkit.check_kinds`| a `CheckKind`        | `regex = "evalkit.judging.checks:REGEX"`   |
 
 A provider's spec builds a `Provider` (the call contract: `Request` in, `Reply` out, `CallFailure` for what went
 wrong), importable from `evalkit`. A source reads another tool's result file into a `NeutralRun` of
 `AdaptedTest`s. A rule set's `Rule`s read a `Compared` (both reports under the policy) and yield `Finding`s; a
 policy runs another package's rule only when it names it under `rules:`. A suite kind plans the files `evalkit new
-suite NAME --kind KIND` writes (`folder_kind` makes one from a folder of templates). docs/how-to/add-a-provider.md and
-docs/how-to/add-an-adapter-source.md walk through the first two.
+suite NAME --kind KIND` writes (`folder_kind` makes one from a folder of templates). A check kind is a key of a
+`checks.yaml` entry: its `options` type (a pydantic model with `extra="forbid"`) validates the value under the key
+when the file is read, and its pure `verdict(spec, value, case, load)` turns one case's reply into a `Verdict`.
+docs/how-to/add-a-provider.md, docs/how-to/add-an-adapter-source.md and docs/how-to/add-a-check-kind.md walk
+through three of them.
 
 The names are loaded lazily, as in `evalkit`: importing this module imports nothing else of evalkit.
 """
@@ -29,20 +33,23 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from evalkit.adapt.framework import SOURCES, Source
     from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs
+    from evalkit.core.dataset import Case
     from evalkit.core.provider_specs import PROVIDERS, ProviderSpec, StopKindName
     from evalkit.core.registry import Entry, Kind, entries, load, load_all
     from evalkit.gate.compared import Compared
     from evalkit.gate.findings import Effect, Finding
     from evalkit.gate.rules import RULE_SETS, Rule, RuleSet
+    from evalkit.judging.check_kind import CHECK_KINDS, CheckKind, Verdict
+    from evalkit.judging.check_spec import CheckSpec
     from evalkit.live.providers.base import CallFailure, Provider
     from evalkit.project.suite_kinds import SUITE_KINDS, SuiteKind, folder_kind
     from evalkit.records.call import Message, Reply, Request, Usage
 
 __all__ = [
-    "PROVIDERS", "RULE_SETS", "SOURCES", "SUITE_KINDS", "AdaptedTest", "CallFailure", "Compared", "Effect", "Entry",
-    "Finding", "Kind", "Message", "NeutralRun", "Provider", "ProviderSpec", "Reply", "Request", "Rule", "RuleSet",
-    "Source", "SourceKey", "StopKindName", "SuiteKind", "Usage", "entries", "fingerprint_inputs", "folder_kind",
-    "load", "load_all",
+    "CHECK_KINDS", "PROVIDERS", "RULE_SETS", "SOURCES", "SUITE_KINDS", "AdaptedTest", "CallFailure", "Case",
+    "CheckKind", "CheckSpec", "Compared", "Effect", "Entry", "Finding", "Kind", "Message", "NeutralRun", "Provider",
+    "ProviderSpec", "Reply", "Request", "Rule", "RuleSet", "Source", "SourceKey", "StopKindName", "SuiteKind", "Usage",
+    "Verdict", "entries", "fingerprint_inputs", "folder_kind", "load", "load_all",
 ]
 
 _WHERE = {
@@ -60,6 +67,8 @@ _WHERE = {
     "Request": "evalkit.records.call", "Usage": "evalkit.records.call",
     "SUITE_KINDS": "evalkit.project.suite_kinds", "SuiteKind": "evalkit.project.suite_kinds",
     "folder_kind": "evalkit.project.suite_kinds",
+    "CHECK_KINDS": "evalkit.judging.check_kind", "CheckKind": "evalkit.judging.check_kind",
+    "Verdict": "evalkit.judging.check_kind", "CheckSpec": "evalkit.judging.check_spec", "Case": "evalkit.core.dataset",
 }
 
 

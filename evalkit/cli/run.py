@@ -58,7 +58,7 @@ def _job(cfg: Any) -> None:
     from evalkit.core.config import from_hydra
     from evalkit.gate.decision import ExitCode
     from evalkit.live.redact import Redactor
-    from evalkit.run.runner import redactor_for
+    from evalkit.run.run_secrets import redactor_for
 
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
@@ -136,7 +136,8 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     from evalkit.render.text import render_changed, render_decision
     from evalkit.run.baseline import load_baseline, load_calibration
     from evalkit.run.mismatch import ReplayRefusal
-    from evalkit.run.runner import run_suite
+    from evalkit.run.run_plan import plan_run
+    from evalkit.run.runner import run
 
     for line in deprecations(config):
         print(line, file=sys.stderr)
@@ -144,7 +145,7 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
     baseline = (load_baseline(config.baseline, config.suite.baseline, config.suite.name)
                 if config.baseline and not sharded else None)
     try:
-        result = run_suite(config, baseline[1] if baseline else None, baseline[0] if baseline else None)
+        result = run(plan_run(config, baseline[1] if baseline else None, baseline[0] if baseline else None))
     except ReplayRefusal as refusal:  # name the command that records what is missing with this run's overrides
         raise refusal.for_command([*searched, *row.get("overrides", ())]) from None
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)

@@ -10,7 +10,7 @@ import regex  # type: ignore[import-untyped]  # (no stubs shipped)
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evalkit.core.dataset import DatasetLimits
-from evalkit.core.errors import ConfigError, describe_validation
+from evalkit.core.errors import ConfigError, describe_validation, unknown_keys
 from evalkit.core.patterns import PatternError, compile_pattern
 from evalkit.core.policy import Policy
 from evalkit.core.prices import GROUP as PRICES
@@ -95,7 +95,9 @@ class ModelConfig(_Strict):
     call fails, and is tried again as a dropped connection is. Transport; not in the eval key."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Sampling options sent with every request (temperature, seed, ...); part of each request's fingerprint and of
-    the eval key (the `model` component), except a local runtime's load options (evalkit.core.key.LOAD_OPTIONS)."""
+    the eval key (the `model` component), except a local runtime's load options (evalkit.core.key.LOAD_OPTIONS).
+    A provider whose spec declares an options model (`gemini`) has them checked by it when the config is read: an
+    option it does not take is refused with its own list and the closest name."""
     price: Price | None = None
     """Token prices for the deprecated `budget.max_cost` only (any currency); the cost in reports and
     `budget.max_usd` read the price table instead (`conf/prices/`, by this model's exact `name`)."""
@@ -138,12 +140,28 @@ class ModelConfig(_Strict):
         if foreign:
             takes = f"it takes {', '.join(spec.settings)}" if spec.settings else "it takes none of them"
             raise ValueError(f"{', '.join(foreign)}: not a setting of the {self.provider} provider ({takes})")
+        if spec.options is not None:
+            _provider_options(spec.name, spec.options, self.options)
         if self.structured_output is not None and self.structured_output not in spec.dialects:
             takes = (f"takes one of: {', '.join(spec.dialects)}" if spec.dialects
                      else "sends schemas its own way; remove the setting")
             raise ValueError(f"structured_output '{self.structured_output}' is not something the {self.provider} "
                              f"provider sends ({takes})")
         return self
+
+
+def _provider_options(provider: str, model: type[BaseModel], options: dict[str, Any]) -> None:
+    """Refuse options the provider's own options model does not take (its list and the closest name), or values of
+    the wrong type. The options stay as written: they are part of the eval key, which must not move."""
+    allowed = sorted(field.alias or name for name, field in model.model_fields.items())
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ValueError(f"not an option of the {provider} provider: " + unknown_keys("options.", unknown, allowed))
+    try:
+        model.model_validate(options)
+    except ValidationError as error:
+        problems = [f"options.{'.'.join(str(part) for part in item['loc'])}: {item['msg']}" for item in error.errors()]
+        raise ValueError(f"the {provider} provider's options: " + "; ".join(problems)) from None
 
 
 MAX_JUDGE_REPEATS = 20

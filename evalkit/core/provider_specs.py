@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import BaseModel
+
 from evalkit.core.errors import ConfigError
 from evalkit.core.registry import Kind, load_all
 
@@ -77,6 +79,10 @@ class ProviderSpec:
     (evalkit.live.providers.media.refuse_untaken), and a run whose dataset names a kind it lacks is refused up front,
     naming the provider and the part. Empty: text only. None: a provider written before media parts existed, which
     make_provider keeps from every media part."""
+    options: type[BaseModel] | None = None
+    """The model of `model.options` for this provider (pydantic, `extra="forbid"`): the options it sends, so a typo
+    is refused when the config is read, with this provider's own list and the closest name. None: it passes on
+    options it does not know (an OpenAI-compatible server's extra body), and the server judges them."""
 
 
 PROVIDERS: Kind[ProviderSpec] = Kind(GROUP, "provider", ProviderSpec, lambda spec: spec.name)
@@ -88,6 +94,9 @@ def provider_specs() -> Mapping[str, ProviderSpec]:
     """Every installed provider by name: evalkit's own and those other packages register."""
     specs = load_all(PROVIDERS)
     for spec in specs.values():
+        if spec.options is not None and spec.options.model_config.get("extra") != "forbid":
+            raise ConfigError(f"provider '{spec.name}': its options model {spec.options.__name__} must set "
+                              "model_config = ConfigDict(extra='forbid'), so a mistyped option is refused")
         unknown = sorted(set(spec.settings) - set(PROVIDER_SETTINGS))
         if unknown:
             raise ConfigError(f"provider '{spec.name}': settings {', '.join(unknown)} are not model settings "

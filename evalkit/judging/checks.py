@@ -18,48 +18,53 @@ import functools
 import importlib
 import json
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.core.patterns import budget_s, compile_pattern
-from evalkit.judging.check_spec import JUDGED, KINDS, CaseRef, ChecksFile, CheckSpec, case_ref, parse_checks
+from evalkit.judging.check_kind import CheckKind, Verdict
+from evalkit.judging.check_spec import (
+    CaseRef,
+    ChecksFile,
+    CheckSpec,
+    JsonSchema,
+    LengthSpec,
+    NumberSpec,
+    PythonTarget,
+    Regex,
+    case_ref,
+    parse_checks,
+)
 from evalkit.judging.conversation_judges import conversation_request
 from evalkit.judging.llm_rubric import rubric_request, rubric_verdict
-from evalkit.judging.pairwise_check import pair_metrics, pair_requests, pair_verdict
-from evalkit.judging.ready_judges import CONVERSATION_KINDS, ConversationSpec, judge_request, score_verdict
+from evalkit.judging.pairwise_check import PairwiseSpec, pair_metrics, pair_requests, pair_verdict
+from evalkit.judging.ready_judges import (
+    AnswerRelevancySpec,
+    ConversationGoalSpec,
+    ConversationSpec,
+    FaithfulnessSpec,
+    GEvalSpec,
+    KnowledgeRetentionSpec,
+    RefusalHoldsSpec,
+    RoleAdherenceSpec,
+    TrajectoryGoalSpec,
+    judge_request,
+    score_verdict,
+)
 from evalkit.judging.trajectory import evaluate
 from evalkit.records.call import Request
 from evalkit.records.trajectory import Trajectory
 
-__all__ = ["JUDGED", "KINDS", "CheckSpec", "ChecksFile", "Verdict", "judge", "judge_pair", "judge_trajectory",
-           "parse_checks", "planned_judge_calls", "planned_trajectory_judge", "read_field", "shown"]
+__all__ = ["CheckSpec", "ChecksFile", "Verdict", "judge", "judge_pair", "judge_trajectory", "parse_checks",
+           "planned_judge_calls", "planned_trajectory_judge", "read_field", "shown"]
 
 SHOWN_CHARS = 80
 """A value in a failure message is cut after this many characters: the message stays one readable line."""
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One check's result on one case: passed or not, and, when not, one line of expected against came."""
-
-    passed: bool
-    message: str = ""
-    predicted: str | None = None
-    """classification checks: the label the reply gave (None when the reply gave none), for the metrics."""
-    metrics: Mapping[str, float | None] = field(default_factory=dict)
-    """Numbers the check measured on the case, kept as the metrics `<check>.<name>`: a ready-made judge's
-    `score`, a pairwise check's `win`, `tie`, `loss` and `disagree`; None where it could not measure one."""
-    ran: bool = True
-    """False when the check could not judge the case at all: `message` says why, it neither passed nor failed."""
-
-    @classmethod
-    def could_not_run(cls, spec: CheckSpec, why: str) -> Verdict:
-        """The verdict of a check that could not judge the case: why, and each of its metrics unmeasured."""
-        return cls(False, why, metrics=dict.fromkeys(spec.metric_names), ran=False)
 
 
 class _Unreadable(Exception):
@@ -76,7 +81,7 @@ def judge(spec: CheckSpec, reply: str, case: Case, load: Callable[[str], Any] | 
     suite's folder)."""
     try:
         value = _value(spec, reply)
-        return _KIND_JUDGES[spec.kind](spec, value, case, load or _import)
+        return spec.check_kind.verdict(spec, value, case, load or _import)
     except _Unreadable as problem:
         return Verdict(False, str(problem))
     except _CouldNotRun as problem:
@@ -147,7 +152,7 @@ def _fold(value: Any, spec: CheckSpec) -> Any:
 
 
 def _equals(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
-    expected = _resolve(_case_ref(spec.equals), case)
+    expected = _resolve(_case_ref(spec.options), case)
     return _verdict(_fold(value, spec) == _fold(expected, spec), f"expected {shown(expected)}, came {shown(value)}")
 
 
@@ -157,14 +162,14 @@ def _case_ref(value: Any) -> Any:
 
 
 def _one_of(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
-    allowed = _resolve(spec.one_of, case)
+    allowed = _resolve(spec.options, case)
     allowed = list(allowed) if isinstance(allowed, list | tuple) else [allowed]
     folded = [_fold(a, spec) for a in allowed]
     return _verdict(_fold(value, spec) in folded, f"expected one of {shown(allowed)}, came {shown(value)}")
 
 
 def _contains(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
-    wanted = _resolve(spec.contains, case)
+    wanted = _resolve(spec.options, case)
     parts = [wanted] if isinstance(wanted, str) else [str(w) for w in wanted]
     if not isinstance(value, str):
         return Verdict(False, f"expected a text containing {shown(parts)}, came {shown(value)}")
@@ -177,16 +182,16 @@ def _contains(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any
 
 
 def _regex(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
-    assert spec.regex is not None
+    pattern: str = spec.options
     matched = False
     if isinstance(value, str):
         budget = budget_s(value)
         try:  # a pattern that backtracks without end on this reply is stopped at its budget, never a hang
-            matched = _compiled(spec.regex).search(value, timeout=budget) is not None
+            matched = _compiled(pattern).search(value, timeout=budget) is not None
         except TimeoutError:
-            raise _CouldNotRun(f"regex /{_cut(spec.regex)}/ ran past its time budget of {budget:.3g} s on a reply of "
+            raise _CouldNotRun(f"regex /{_cut(pattern)}/ ran past its time budget of {budget:.3g} s on a reply of "
                                f"{len(value):,} characters (evalkit.core.patterns)") from None
-    return _verdict(matched, f"expected a match of /{spec.regex}/, came {shown(value)}")
+    return _verdict(matched, f"expected a match of /{pattern}/, came {shown(value)}")
 
 
 @functools.lru_cache(maxsize=256)
@@ -203,8 +208,7 @@ def _json_schema(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], 
     from referencing import Registry
     from referencing.exceptions import Unresolvable
 
-    schema = spec.json_schema
-    assert schema is not None
+    schema = spec.options
     # references resolve within the schema only (checks.yaml refuses any other): an empty registry retrieves
     # nothing, so no URL is fetched and no file read, whatever the schema says
     validator = validator_for(schema)(schema, registry=Registry())
@@ -219,8 +223,7 @@ def _json_schema(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], 
 
 
 def _number(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
-    rule = spec.number
-    assert rule is not None
+    rule: NumberSpec = spec.options
     number = _as_number(value)
     if number is None:
         return Verdict(False, f"expected a number, came {shown(value)}")
@@ -254,8 +257,7 @@ def _bound(value: float | None) -> str:
 
 
 def _length(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
-    rule = spec.length
-    assert rule is not None
+    rule: LengthSpec = spec.options
     if not isinstance(value, str | list | dict):
         return Verdict(False, f"expected a text or list, came {shown(value)}")
     size = len(value)
@@ -267,24 +269,23 @@ def _length(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any])
 
 
 def _classification(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
-    assert spec.classification is not None
-    expected = _resolve(CaseRef(case=spec.classification), case)
+    expected = _resolve(CaseRef(case=spec.options), case)
     predicted = None if value is None else str(value)
     ok = predicted is not None and _fold(predicted, spec) == _fold(str(expected), spec)
     return Verdict(ok, "" if ok else f"expected label {shown(str(expected))}, came {shown(value)}", predicted)
 
 
 def _python(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
-    assert spec.python is not None
-    function = load(spec.python)
+    target: str = spec.options
+    function = load(target)
     try:
         result = function(value, case)
     except AssertionError as error:
-        return Verdict(False, _line(str(error)) or f"{spec.python} failed its assertion")
+        return Verdict(False, _line(str(error)) or f"{target} failed its assertion")
     if result is None or result is True:
         return Verdict(True)
     if result is False:
-        return Verdict(False, f"expected {spec.python} to accept the reply, came {shown(value)}")
+        return Verdict(False, f"expected {target} to accept the reply, came {shown(value)}")
     return Verdict(False, _line(str(result)))
 
 
@@ -297,24 +298,20 @@ def _ready_judge(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], 
     missing = spec.missing_field(case)
     if missing is not None:
         return Verdict.could_not_run(spec, missing)
-    scored = score_verdict(spec.kind, value, spec._ready().pass_at)  # `value` is the judge's answer
+    scored = score_verdict(spec.kind, value, spec.options.pass_at)  # `value` is the judge's answer
     # an answer without a score fails the check, and leaves the score unmeasured on this case (counted as such)
     return Verdict(scored.passed, scored.message,
                    metrics={"score": None if scored.score is None else float(scored.score)})
 
 
-def _pairwise(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
-    raise AssertionError("a pairwise check reads two answers: judge_pair")
-
-
 def judge_pair(spec: CheckSpec, case: Case, new_first: str | None, old_first: str | None) -> Verdict:
     """Judge a pairwise check from the judge's answers with the new reply first and second (None and None: the
     replies were the same, so no judge was asked)."""
-    assert spec.pairwise is not None
+    assert isinstance(spec.options, PairwiseSpec)
     missing = spec.missing_field(case)
     if missing is not None:
         return Verdict.could_not_run(spec, missing)
-    passed, message, verdict = pair_verdict(spec.pairwise, new_first, old_first)
+    passed, message, verdict = pair_verdict(spec.options, new_first, old_first)
     # answers that are not a verdict fail the check, and leave its outcomes unmeasured on this case
     return Verdict(passed, message, metrics=pair_metrics(verdict) if verdict is not None
                    else dict.fromkeys(spec.metric_names))
@@ -325,16 +322,16 @@ def planned_judge_calls(spec: CheckSpec, case: Case, reply: str, judge: ModelCon
     """The judge calls a judged check makes for one case's reply, by judge metric; none for a case it does not
     apply to, a case lacking the field it reads, a pairwise check with nothing to compare against, or a reply
     the same as the one compared against."""
-    if spec.call != "judge" or spec.judges_steps or not spec.applies_to(case) \
+    if spec.call != "judge" or spec.judges_trajectory or not spec.applies_to(case) \
             or spec.missing_field(case) is not None:
         return {}
-    if spec.llm_rubric is not None:
-        return {spec.name: rubric_request(spec.llm_rubric, case, reply, judge)}
-    if spec.pairwise is not None:
-        against = spec.pairwise.against
+    if isinstance(spec.options, str):  # llm-rubric: the criterion in words
+        return {spec.name: rubric_request(spec.options, case, reply, judge)}
+    if isinstance(spec.options, PairwiseSpec):
+        against = spec.options.against
         other = baseline_reply if isinstance(against, str) else _as_text(case.fields[against.case])
-        return {} if other is None else pair_requests(spec.name, spec.pairwise, case, reply, other, judge)
-    return {spec.name: judge_request(spec.kind, spec._ready(), case, reply, judge)}
+        return {} if other is None else pair_requests(spec.name, spec.options, case, reply, other, judge)
+    return {spec.name: judge_request(spec.kind, spec.options, case, reply, judge)}
 
 
 def planned_trajectory_judge(spec: CheckSpec, case: Case, trajectory: Trajectory, judge: ModelConfig,
@@ -343,14 +340,12 @@ def planned_trajectory_judge(spec: CheckSpec, case: Case, trajectory: Trajectory
     one conversation's transcript (`judge/<check>/<case>`; `task`: the request build_task made, whose system prompt
     a conversation judge is shown); none for another kind, a case it does not apply to, a case lacking a field the
     judge reads, or a conversation without an assistant turn."""
-    if not spec.judges_steps or not spec.applies_to(case) or spec.missing_field(case) is not None:
+    if not spec.judges_trajectory or not spec.applies_to(case) or spec.missing_field(case) is not None:
         return {}
-    if spec.trajectory_goal is not None:
-        return {spec.name: judge_request(spec.kind, spec.trajectory_goal, case, "", judge, trajectory)}
-    ready = spec._ready()
-    assert spec.kind in CONVERSATION_KINDS and isinstance(ready, ConversationSpec)
-    request = conversation_request(spec.kind, ready, case, trajectory, judge, task)
-    return {} if request is None else {spec.name: request}
+    if isinstance(spec.options, ConversationSpec):
+        request = conversation_request(spec.kind, spec.options, case, trajectory, judge, task)
+        return {} if request is None else {spec.name: request}
+    return {spec.name: judge_request(spec.kind, spec.options, case, "", judge, trajectory)}
 
 
 def _as_text(value: Any) -> str:
@@ -374,10 +369,112 @@ def _line(text: str) -> str:
     return " ".join(text.split())
 
 
-_KIND_JUDGES: Mapping[str, Callable[[CheckSpec, Any, Case, Callable[[str], Any]], Verdict]] = {
-    "equals": _equals, "one-of": _one_of, "contains": _contains, "regex": _regex, "is-json": _is_json,
-    "json-schema": _json_schema, "number": _number, "length": _length, "classification": _classification,
-    "python": _python, "llm-rubric": _llm_rubric, "faithfulness": _ready_judge, "answer-relevancy": _ready_judge,
-    "g-eval": _ready_judge, "trajectory-goal": _ready_judge, "pairwise": _pairwise,
-    **dict.fromkeys(CONVERSATION_KINDS, _ready_judge),
-}
+def _elsewhere(spec: CheckSpec, value: Any, case: Case, load: Callable[[str], Any]) -> Verdict:
+    raise AssertionError(f"a {spec.kind} check does not read one reply: judge_pair, judge_trajectory")
+
+
+def _ref(options: Any) -> Iterable[tuple[str, str]]:
+    """`{case: FIELD}` in place of the value (equals, one-of, contains)."""
+    ref = case_ref(options)
+    return () if ref is None else (("", ref.case),)
+
+
+def _expected_ref(options: NumberSpec) -> Iterable[tuple[str, str]]:
+    return (("expected", options.expected.case),) if isinstance(options.expected, CaseRef) else ()
+
+
+def _judged_field(key: str) -> Callable[[Any], Iterable[tuple[str, str]]]:
+    """The case field a ready judge's `key` names; none where the key is optional and unset (a conversation
+    judge's `{}`)."""
+    return lambda options: () if getattr(options, key) is None else ((key, getattr(options, key)),)
+
+
+def _pair_fields(options: PairwiseSpec) -> Iterable[tuple[str, str]]:
+    if not isinstance(options.against, str):
+        yield "against", options.against.case
+    if options.question is not None:
+        yield "question", options.question
+
+
+# evalkit's own check kinds, registered in its pyproject.toml under `evalkit.check_kinds` exactly as another
+# package registers its own (evalkit.judging.check_kind); their names are written there and here, nowhere else.
+
+EQUALS = CheckKind("equals", Any, _equals, "the value equals it (`{case: FIELD}`: the case's value)", case_fields=_ref)
+ONE_OF = CheckKind("one-of", tuple[Any, ...] | CaseRef, _one_of, "the value is one of them", case_fields=_ref)
+CONTAINS = CheckKind("contains", str | tuple[str, ...] | CaseRef, _contains,
+                     "the text contains them (`match: any`: one of them)", case_fields=_ref)
+REGEX = CheckKind("regex", Regex, _regex, "the pattern is found, within its time budget")
+IS_JSON = CheckKind("is-json", bool, _is_json, "the reply parses as JSON", json=True, false_is_absent=True)
+JSON_SCHEMA = CheckKind("json-schema", JsonSchema, _json_schema, "the value satisfies the JSON Schema", json=True)
+NUMBER = CheckKind("number", NumberSpec, _number, "the value is a number within `expected ± tolerance` or "
+                   "`[min, max]`", case_fields=_expected_ref)
+LENGTH = CheckKind("length", LengthSpec, _length, "characters of a text, items of a list, within `[min, max]`")
+CLASSIFICATION = CheckKind("classification", str, _classification,
+                           "the value equals the case's label (and feeds the classification metrics)",
+                           case_fields=lambda options: (("", options),))
+PYTHON = CheckKind("python", PythonTarget, _python,
+                   "`function(reply, case)` of the suite's folder returns None or True")
+LLM_RUBRIC = CheckKind("llm-rubric", Annotated[str, Field(min_length=1)], _llm_rubric,
+                       "the suite's pinned judge finds the criterion met", reads="judge")
+FAITHFULNESS = CheckKind("faithfulness", FaithfulnessSpec, _ready_judge,
+                         "the judge scores (1-5) the reply kept to the case's context at least `pass_at`",
+                         reads="judge", metric_names=("score",), case_fields=_judged_field("context"))
+ANSWER_RELEVANCY = CheckKind("answer-relevancy", AnswerRelevancySpec, _ready_judge,
+                             "the judge scores (1-5) the reply answers the case's question at least `pass_at`",
+                             reads="judge", metric_names=("score",), case_fields=_judged_field("question"))
+G_EVAL = CheckKind("g-eval", GEvalSpec, _ready_judge,
+                   "the judge, following the steps, scores (1-5) the criteria at least `pass_at`",
+                   reads="judge", metric_names=("score",))
+TRAJECTORY_GOAL = CheckKind("trajectory-goal", TrajectoryGoalSpec, _ready_judge,
+                            "the judge, shown the agent's trajectory, scores (1-5) it reached the case's goal at "
+                            "least `pass_at`", reads="judge", shown="trajectory", metric_names=("score",),
+                            case_fields=_judged_field("goal"))
+# the conversation judges (evalkit.judging.conversation_judges): one call per conversation case, planned after its
+# last turn from the recorded turns; a dataset without conversations refuses them (ChecksFile.check_cases)
+KNOWLEDGE_RETENTION = CheckKind("knowledge-retention", KnowledgeRetentionSpec, _ready_judge,
+                                "the judge, shown the whole conversation, scores (1-5) the assistant kept and used "
+                                "what the user told it at least `pass_at`", reads="judge", shown="conversation",
+                                metric_names=("score",), case_fields=_judged_field("fact"))
+ROLE_ADHERENCE = CheckKind("role-adherence", RoleAdherenceSpec, _ready_judge,
+                           "the judge, shown the whole conversation, scores (1-5) the assistant kept its role every "
+                           "turn at least `pass_at`", reads="judge", shown="conversation", metric_names=("score",),
+                           case_fields=_judged_field("role"))
+CONVERSATION_GOAL = CheckKind("conversation-goal", ConversationGoalSpec, _ready_judge,
+                              "the judge, shown the whole conversation, scores (1-5) it reached the user's goal at "
+                              "least `pass_at`", reads="judge", shown="conversation", metric_names=("score",),
+                              case_fields=_judged_field("goal"))
+REFUSAL_HOLDS = CheckKind("refusal-holds", RefusalHoldsSpec, _ready_judge,
+                          "the judge, shown the whole conversation, scores (1-5) a refusal held at every later "
+                          "attempt at least `pass_at`", reads="judge", shown="conversation", metric_names=("score",),
+                          case_fields=_judged_field("forbidden"))
+PAIRWISE = CheckKind("pairwise", PairwiseSpec, _elsewhere,
+                     "the judge, asked in both orders, does not prefer the other reply (`require: win`: prefers "
+                     "this one)", reads="judge", metric_names=("win", "tie", "loss", "disagree"),
+                     case_fields=_pair_fields)
+
+
+def _tool(value: str | dict[str, Any]) -> dict[str, Any]:
+    return {"tool": value} if isinstance(value, str) else value
+
+
+def _tools(value: tuple[str, ...] | dict[str, Any]) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {"tools": list(value)}
+
+
+# a trajectory kind's options become evalkit.judging.trajectory's entry for it (`tool-called: NAME` is
+# `{tool: NAME}`); CheckSpec.trajectory_check validates that entry when the file is read
+TOOL_CALLED = CheckKind("tool-called", Annotated[str | dict[str, Any], AfterValidator(_tool)], _elsewhere,
+                        "the tool is called (`{tool, arguments}`: with arguments matching that subset)",
+                        reads="trajectory")
+TOOL_NOT_CALLED = CheckKind("tool-not-called", Annotated[str | dict[str, Any], AfterValidator(_tool)], _elsewhere,
+                            "the tool is never called (`{tool, arguments}`: never so)", reads="trajectory")
+TOOL_SEQUENCE = CheckKind("tool-sequence", Annotated[tuple[str, ...] | dict[str, Any], AfterValidator(_tools)],
+                          _elsewhere, "the tools are called in this order (`mode: exact | in-order | any-order`)",
+                          reads="trajectory")
+TOOL_ARGS = CheckKind("tool-args", dict[str, Any], _elsewhere,
+                      "every call of the tool has such arguments (`subset:` or `schema:`), and it is called",
+                      reads="trajectory")
+STEPS = CheckKind("steps", Annotated[int, Field(ge=0), AfterValidator(lambda n: {"max_model_calls": n})],
+                  _elsewhere, "at most this many model calls", reads="trajectory")
+NO_TOOL_ERRORS = CheckKind("no-tool-errors", Annotated[bool, AfterValidator(lambda _: {})], _elsewhere,
+                           "no tool result is an error", reads="trajectory")

@@ -310,8 +310,10 @@ JUDGES: Final[Mapping[str, ReadyJudge]] = {j.kind: j for j in (FAITHFULNESS, ANS
                                                                TRAJECTORY_GOAL, KNOWLEDGE_RETENTION, ROLE_ADHERENCE,
                                                                CONVERSATION_GOAL, REFUSAL_HOLDS)}
 """The ready-made judges by check kind."""
-CONVERSATION_KINDS: Final = ("knowledge-retention", "role-adherence", "conversation-goal", "refusal-holds")
-"""The ready judges that read a whole conversation's transcript (evalkit.judging.conversation_judges)."""
+CONVERSATION_KINDS: Final = tuple(j.kind for j in (KNOWLEDGE_RETENTION, ROLE_ADHERENCE, CONVERSATION_GOAL,
+                                                    REFUSAL_HOLDS))
+"""The ready judges that read a whole conversation's transcript (evalkit.judging.conversation_judges); each is
+registered as a check kind whose judge is shown the conversation (evalkit.judging.checks)."""
 
 FIXED_STEPS: Final = (
     "Read the criteria and note each thing they ask of a reply.",

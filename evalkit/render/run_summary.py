@@ -11,7 +11,7 @@ from evalkit.records.report import Live
 from evalkit.records.report_reader import RunReport
 from evalkit.render.money import money_line
 from evalkit.render.text import sequential_line
-from evalkit.run.runner import RunResult
+from evalkit.run.run_plan import RunResult
 
 __all__ = ["job_line", "run_summary", "tests_line"]
 

@@ -9,7 +9,8 @@ Every tool result is recorded beside the calls (`tools` in the recording, by `<s
 the implementation's fingerprint and the arguments, so a replay needs neither the model nor the tools' backends. A
 replay serves a tool result only to the same implementation asked with the same arguments; anything else is refused
 naming the tool (exit 3), and mode=record-missing calls that tool again (and then the model, only where its result
-changed what the model is asked).
+changed what the model is asked). A live run journals each tool result as it comes (evalkit.run.journal), so a run
+resumed after an interruption serves its finished steps' tool results from there, never calling those tools again.
 
 A case ends with its final answer (a reply without tool calls), which is what the checks read as `task/<case>`. It
 fails, naming why, when it reaches `agent.max_steps` still calling tools; a step the budget denies leaves it
@@ -19,6 +20,7 @@ that fail the schema, a tool that raises or hangs) are error results the model r
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,10 +38,11 @@ from evalkit.live.budget import estimate_tokens
 from evalkit.records.call import Message, Reply, Request, ToolCall
 from evalkit.records.trajectory import FinalAnswer, ModelCall, Step, ToolResult, Trajectory
 from evalkit.run.mismatch import ReplayRefusal
-from evalkit.run.recording import Miss, Recording, ToolEntry, lookup_tool, tool_key
+from evalkit.run.recording import GrowingRequests, Miss, Recording, ToolEntry, check_tool, lookup_tool, tool_key
 
 if TYPE_CHECKING:
     from evalkit.run.execute import CallResult
+    from evalkit.run.journal import Journal
 
 __all__ = ["Agent", "AgentOutcome", "TOOLS_FILE", "ToolResults", "agent_metrics", "model_call", "run_agents",
            "suite_agent", "trajectories_json"]
@@ -105,13 +108,23 @@ def suite_agent(settings: AgentConfig, suite_dir: Path) -> Agent | None:
 
 class ToolResults:
     """Answers tool calls: from the recording in replay, by calling the tool in live runs (and, in record-missing,
-    where the recording cannot serve one); collects what a live run adds to the recording."""
+    where the recording cannot serve one); collects what a live run adds to the recording.
 
-    def __init__(self, mode: Mode, recording: Recording, toolbox: ToolBox, redact: Callable[[str], str]) -> None:
+    A live run journals each result as the tool returns it (`journal`), and a resumed one (`+run.resume=true`) takes
+    the results its interrupted run journaled (`resumed`) under the replay's rules (the same implementation asked
+    with the same arguments) instead of calling those tools again: a finished step's tools ran once."""
+
+    def __init__(self, mode: Mode, recording: Recording, toolbox: ToolBox, redact: Callable[[str], str],
+                 resumed: Mapping[str, ToolEntry] | None = None, journal: Journal | None = None) -> None:
         self.mode, self.recording, self.toolbox, self.redact = mode, recording, toolbox, redact
+        self.resumed = resumed or {}
+        self.journal = journal
         self.new: dict[str, ToolEntry] = {}
         self.misses: list[Miss] = []
         self.called = 0
+        self.taken = 0
+        """Results taken from the journal of the interrupted run this one resumes."""
+        self._lock = threading.Lock()  # the cases' tools are answered on worker threads
 
     def answer(self, step_call_id: str, call: ToolCall) -> ToolOutcome | None:
         """The call's result; None when a replay cannot serve it (kept in `misses`)."""
@@ -124,8 +137,16 @@ class ToolResults:
             if self.mode is Mode.REPLAY:
                 self.misses.append(found)
                 return None
+        if key in self.resumed:
+            kept = check_tool(self.resumed[key], key, call.tool, call.arguments, implementation)
+            if isinstance(kept, ToolEntry):  # journaled by the run this one resumes (already redacted and cut)
+                with self._lock:
+                    self.new[key] = kept
+                    self.taken += 1
+                return ToolOutcome(kept.content, kept.error, kept.error_message)
         outcome = self.toolbox.invoke(call.tool, call.arguments)
-        self.called += 1
+        with self._lock:
+            self.called += 1
         # a tool may echo a key value it was handed: masked as it arrives, as a reply is, so the model, the
         # recording and the checks all read the same text
         content = self.redact(outcome.content)
@@ -133,8 +154,12 @@ class ToolResults:
             outcome = ToolOutcome(content, outcome.error, outcome.error_message)
         result = ToolResult(call_id=call.id, content=outcome.content)  # cut as the trajectory keeps it
         outcome = ToolOutcome(result.content, outcome.error, outcome.error_message)
-        self.new[key] = ToolEntry(tool=call.tool, fingerprint=implementation, arguments=call.arguments,
-                                  content=outcome.content, error=outcome.error, error_message=outcome.error_message)
+        entry = ToolEntry(tool=call.tool, fingerprint=implementation, arguments=call.arguments,
+                          content=outcome.content, error=outcome.error, error_message=outcome.error_message)
+        if self.journal is not None:
+            self.journal.append_tool(key, entry)
+        with self._lock:
+            self.new[key] = entry
         return outcome
 
     def refuse_misses(self, where: str) -> None:
@@ -155,24 +180,31 @@ class _Case:
 
 
 def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
-               wave: Callable[[Sequence[tuple[str, Request, str]]], dict[str, CallResult]],
+               wave: Callable[[Sequence[tuple[str, Request, str]], Mapping[str, str]], dict[str, CallResult]],
                settle: Callable[[int], None], tools: ToolResults, where: str, model: str,
                price: PriceEntry | None, concurrency: int) -> AgentOutcome:
     """Run the loop for each planned case (its `task/<case>` id and its first request). `wave` obtains one step of
-    many cases through the run's call path; `settle` refuses a replay's misses and ends the run on an outage."""
+    many cases through the run's call path, given each step's request fingerprint (made incrementally: step n
+    resends the n-1 steps before it, GrowingRequests); `settle` refuses a replay's misses and ends the run on an
+    outage."""
     from evalkit.run.execute import CallResult  # the call result type of the path this loop drives
 
-    cases = []
+    cases: list[_Case] = []
+    offered = agent.toolbox.tools  # one tuple for every case: its JSON is made once (GrowingRequests)
     for call_id, request in planned:
-        first = request.model_copy(update={"tools": agent.toolbox.tools, "tool_choice": agent.tool_choice})
-        cases.append(_Case(call_id, CallId.parse(call_id), Request.model_validate(first.model_dump())))
+        first = request.model_copy(update={"tools": offered, "tool_choice": agent.tool_choice})
+        if not cases:  # the tools and the choice, checked together: they are every case's, the rest is validated
+            Request.model_validate(first.model_dump())
+        cases.append(_Case(call_id, CallId.parse(call_id), first))
     out = AgentOutcome()
+    growing = GrowingRequests()
     active = list(cases)
     for step in range(1, agent.max_steps + 1):
         if not active:
             break
         ids = {case.base: str(CallId.agent_step(case.which.case, step, case.which.sample)) for case in active}
-        results = wave([(ids[case.base], case.request, "model") for case in active])
+        shas = {ids[case.base]: growing.fingerprint(case.request, case.base) for case in active}
+        results = wave([(ids[case.base], case.request, "model") for case in active], shas)
         settle(len(active))
         out.steps |= results
         calling: list[tuple[_Case, str, Reply]] = []
@@ -212,7 +244,8 @@ def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
     for case in cases:
         assert case.final is not None
         out.finals[case.base] = case.final
-        out.trajectories[case.base] = Trajectory(steps=tuple(case.steps))
+        # each step was validated as it was made: the tuple of them is not validated again, step by step
+        out.trajectories[case.base] = Trajectory.model_construct(steps=tuple(case.steps))
     return out
 
 

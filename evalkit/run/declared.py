@@ -40,6 +40,7 @@ from evalkit.judging.checks import (
     planned_trajectory_judge,
 )
 from evalkit.judging.judge_health import answer_verdict
+from evalkit.judging.pairwise_check import PairwiseSpec
 from evalkit.judging.turns import judge_turns
 from evalkit.records.call import Request
 from evalkit.records.trajectory import Trajectory
@@ -78,8 +79,8 @@ class ChecksYaml(pytest.File):
         assert checks is not None  # collected only when the file exists
         load = _loader(self.path.parent)
         for spec in checks.checks:
-            if spec.python is not None:
-                load(spec.python)  # a missing function is the suite's mistake: said at collection, not per case
+            if spec.kind == "python":
+                load(spec.options)  # a missing function is the suite's mistake: said at collection, not per case
             for case in self.run.run.cases:
                 if spec.applies_to(case):
                     yield DeclaredCheck.from_parent(self, name=f"{spec.name}[{case.id}]", spec=spec, case=case,
@@ -119,7 +120,7 @@ class DeclaredCheck(pytest.Item):
         if self.spec.kind == "classification":
             # the first sample's label, whichever sample's report is kept: the metrics count each case once
             if evalrun.sample == 0:
-                self.classified = {"check": self.spec.name, "label": str(case.get(self.spec.classification or "")),
+                self.classified = {"check": self.spec.name, "label": str(case.get(self.spec.options)),
                                    "predicted": verdict.predicted}
             if self.classified is not None:
                 evalrun.recording.setdefault(self.nodeid, {})[CLASSIFIED] = self.classified
@@ -141,16 +142,16 @@ class DeclaredCheck(pytest.Item):
                                lambda text: judge(spec, text, case, self.load))
         if spec.call != "judge":
             return judge(spec, evalrun.text_of(str(CallId.task(case.id, evalrun.sample))), case, self.load)
-        if spec.judges_steps:
+        if spec.judges_trajectory:
             task = str(CallId.task(case.id, evalrun.sample))
             outcome = evalrun.run.calls.get(task)
             if outcome is not None and outcome.status in UNSCORED:  # not measured: the case is reported unscored
                 pytest.skip(f"unscored: {outcome.reason}")
             steps = evalrun.run.trajectories.get(task)
-            if steps is None and spec.trajectory_goal is not None:  # no judge was asked: no trajectory to show it
+            conversation = spec.check_kind.shown == "conversation"
+            if steps is None and not conversation:  # no judge was asked: no trajectory to show it
                 return judge_trajectory(spec, None)
-            if spec.trajectory_goal is None and (steps is None or not Trajectory.model_validate(steps)
-                                                 .assistant_turns()):
+            if conversation and (steps is None or not Trajectory.model_validate(steps).assistant_turns()):
                 # no judge was asked: a conversation judge with no assistant turn to read has measured nothing
                 return Verdict.could_not_run(spec, f"no conversation to judge: case {case.id} has no assistant turn")
         missing = spec.missing_field(case)
@@ -173,11 +174,11 @@ class DeclaredCheck(pytest.Item):
         """The reply against the other: the judge's two answers, or a tie without them when the replies were the
         same; skipped when the run had no baseline reply for the case."""
         evalrun, case, spec = self.evalrun, self.evalkit_case, self.spec
-        assert spec.pairwise is not None
+        assert isinstance(spec.options, PairwiseSpec)
         missing = spec.missing_field(case)
         if missing is not None:
             return Verdict.could_not_run(spec, missing)
-        if spec.pairwise.against == "baseline" and case.id not in evalrun.run.suite.baseline_cases:
+        if spec.options.against == "baseline" and case.id not in evalrun.run.suite.baseline_cases:
             pytest.skip(f"not compared: the run has no baseline reply for case {case.id} (no baseline, or a "
                         "baseline whose recording is not in the project)")
         evalrun.text_of(str(CallId.task(case.id, evalrun.sample)))  # a reply that never came skips or fails first
@@ -220,8 +221,8 @@ def with_check_judges(task: SuiteTask, checks: ChecksFile | None,
     it is when it declares none. `baseline_replies` (case id -> the baseline's reply) are what `pairwise: {against:
     baseline}` compares with."""
     specs = checks.checks if checks is not None else ()
-    judged = [spec for spec in specs if spec.call == "judge" and not spec.judges_steps]
-    goals = [spec for spec in specs if spec.judges_steps]
+    judged = [spec for spec in specs if spec.call == "judge" and not spec.judges_trajectory]
+    goals = [spec for spec in specs if spec.judges_trajectory]
     if not judged and not goals:
         return task
     own, others = task.build_judge, dict(baseline_replies or {})

@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from evalkit.core import collector
 from evalkit.core.call_id import CallId
-from evalkit.core.config import Mode, ModelConfig, RunSettings, SimulatorConfig
+from evalkit.core.config import Mode, ModelConfig, RunSettings
 from evalkit.core.dataset import Case
 from evalkit.core.errors import EvalkitError, InputError, OutageError, one_line
 from evalkit.core.money import Side, Tokens, money_section
@@ -53,10 +53,12 @@ from evalkit.run.recording import (
     lookup,
     request_fingerprint,
 )
+from evalkit.run.run_plan import CallSettings
 from evalkit.run.samples import seeded
 from evalkit.run.suite import SuiteTask
 
-__all__ = ["CallResult", "Execution", "LiveSetup", "ProgramCalls", "execute", "provider_limits", "UNSCORED"]
+__all__ = ["CallResult", "Execution", "LiveSetup", "ProgramCalls", "Source", "Workload", "execute", "provider_limits",
+           "UNSCORED"]
 
 Status = Literal["replayed", "recorded", "resumed", "reused", "failed", "budget_denied", "blocked"]
 # Statuses that leave a case unscored: the run could not measure it, which the gate treats as incomplete.
@@ -95,6 +97,8 @@ class LiveSetup:
     journal: Journal | None = None
     resumed: Mapping[str, Entry] = field(default_factory=dict)
     """Finished calls from the journal of an interrupted run (`+run.resume=true`)."""
+    resumed_tools: Mapping[str, ToolEntry] = field(default_factory=dict)
+    """An agent suite: the tool results that journal holds, by tool key (evalkit.run.agent_loop.ToolResults)."""
     reusable: Mapping[tuple[str, str], Entry] = field(default_factory=dict)
     """(call id, request fingerprint) -> a reply another recording holds to this very request, sent to a model of
     the same settings (evalkit.run.identity.reusable_calls): record-missing takes it instead of calling again."""
@@ -164,24 +168,50 @@ def provider_limits(concurrency: int, models: Mapping[str, ModelConfig | None]) 
                     "queue behind it, and be timed as latency")
 
 
-def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: ModelConfig,
-            judge: ModelConfig | None, mode: Mode, recording: Recording, where: str, version: str,
-            live: LiveSetup | None = None, repeats: int = 1,
-            prices: Mapping[str, PriceEntry] | None = None, samples: Mapping[str, int] | None = None,
-            prior: Execution | None = None, judge_repeats: int = 1, agent: Agent | None = None,
-            conversations: Mapping[str, Script] | None = None, simulator: SimulatorConfig | None = None) -> Execution:
-    """Obtain every call of the run, each sampled `repeats` times (evalkit.run.samples), and every judge call of
-    each sample's reply `judge_repeats` times (`judge.repeats`: repeat r is `judge/<metric>/<case>~<r>`, sent with
-    seed `options.seed + r`, so the judge's own samples are distinct calls, each recorded and replayed). With
-    `prices` (the price table), the statistics hold the cost in money (`money`) and `budget.max_usd` is enforced at
-    those prices.
+@dataclass(frozen=True)
+class Workload:
+    """What a model suite asks of each case: its cases, the task that builds each case's request from the prompt,
+    and, for an agent suite, its tools (or for a conversation suite, each case's script)."""
+
+    task: SuiteTask
+    cases: Sequence[Case]
+    prompt: str
+    agent: Agent | None = None
+    """A suite with tools: each task call is an agent's loop (evalkit.run.agent_loop)."""
+    conversations: Mapping[str, Script] | None = None
+    """Case id -> its script: each task call is a conversation (evalkit.run.conversation)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a run's replies come from: its recording (`where` names it in a refusal) and, in a live or
+    record-missing run, the providers and what goes with them."""
+
+    recording: Recording
+    where: str
+    live: LiveSetup | None = None
+
+
+def execute(settings: CallSettings, work: Workload, source: Source, *, samples: Mapping[str, int] | None = None,
+            prior: Execution | None = None) -> Execution:
+    """Obtain every call of the run, each sampled `settings.repeats` times (evalkit.run.samples), and every judge
+    call of each sample's reply `settings.judge_repeats` times (`judge.repeats`: repeat r is
+    `judge/<metric>/<case>~<r>`, sent with seed `options.seed + r`, so the judge's own samples are distinct calls,
+    each recorded and replayed). With `settings.prices` (the price table), the statistics hold the cost in money
+    (`money`) and `budget.max_usd` is enforced at those prices.
 
     A run sampled in rounds (evalkit.run.rounds) gives `samples` (case id -> how many of its calls' samples, in
     place of `repeats`, which is then the most a case may take) and, after its first round, `prior`: the previous
     round's execution, whose calls are kept as they are and whose new recording entries are saved with this
-    round's. With `agent` (a suite with tools), each task call is an agent's loop (evalkit.run.agent_loop); with
-    `conversations` (case id -> its script), each is a conversation (evalkit.run.conversation), its simulated users
-    played by `simulator`."""
+    round's. With `work.agent` (a suite with tools), each task call is an agent's loop (evalkit.run.agent_loop);
+    with `work.conversations` (case id -> its script), each is a conversation (evalkit.run.conversation), its
+    simulated users played by `settings.simulator`."""
+    # the waves below read the plan's parts by the names they had as parameters
+    mode, model, judge, simulator = settings.mode, settings.model, settings.judge, settings.simulator
+    repeats, judge_repeats, prices, version = (settings.repeats, settings.judge_repeats, settings.prices,
+                                               settings.version)
+    task, cases, prompt, agent, conversations = work.task, work.cases, work.prompt, work.agent, work.conversations
+    recording, where, live = source.recording, source.where, source.live
     if mode is not Mode.REPLAY and live is None:
         raise ValueError(f"mode={mode} needs a LiveSetup")
     judged = task.judged and judge is not None
@@ -196,7 +226,9 @@ def execute(*, task: SuiteTask, cases: Sequence[Case], prompt: str, model: Model
     reached: dict[str, int | None] = dict(prior.reached) if prior is not None else {}
     if agent is not None and caller.tools is None:
         caller.tools = ToolResults(mode, recording, agent.toolbox,
-                                   live.redact_reply if live is not None else (lambda text: text))
+                                   live.redact_reply if live is not None else (lambda text: text),
+                                   resumed=live.resumed_tools if live is not None else None,
+                                   journal=live.journal if live is not None else None)
 
     def count(case: Case) -> int:
         return repeats if samples is None else samples.get(case.id, repeats)
@@ -301,12 +333,13 @@ class ProgramCalls:
     budget, rate limits, retries, redaction, journal and recording of `execute`. The program's options ride over the
     model's configured ones; the model is the run's, whatever name the program sends."""
 
-    def __init__(self, *, model: ModelConfig, mode: Mode, recording: Recording, where: str,
-                 live: LiveSetup | None = None, prices: Mapping[str, PriceEntry] | None = None) -> None:
+    def __init__(self, settings: CallSettings, source: Source) -> None:
+        mode, model, live = settings.mode, settings.model, source.live
         if mode is not Mode.REPLAY and live is None:
             raise ValueError(f"mode={mode} needs a LiveSetup")
-        self.model, self.live = model, live
-        self.caller = _Caller(mode, recording, where, live, model, None, prices or {})
+        self.model, self.live, self.version = model, live, settings.version
+        # the program's calls are all the model's: a judge of the run's config has no part in them
+        self.caller = _Caller(mode, source.recording, source.where, live, model, None, settings.prices or {})
         self.calls: dict[str, CallResult] = {}
         self.mcp: ProgramMcp | None = None
         """The program's proxied MCP servers, when the suite routes any (set by the runner)."""
@@ -326,7 +359,7 @@ class ProgramCalls:
         """A call was refused, or failed after its retries: running further cases measures nothing."""
         return bool(self.caller.misses or self.caller.outages or (self.mcp is not None and self.mcp.misses))
 
-    def finish(self, version: str) -> Execution:
+    def finish(self) -> Execution:
         """The run's calls once every case ran: a refusal (exit 3) or an outage ends the run here."""
         caller = self.caller
         caller.refuse_misses(len(caller.requests))
@@ -344,7 +377,7 @@ class ProgramCalls:
             stats["live"] = {"sent": caller.sent, "retried": caller.retried,
                              "seconds": round(caller.live_seconds, 3),
                              "cpu_seconds": round(caller.live_cpu_seconds, 3), "budget": self.live.budget.summary()}
-        return Execution(dict(self.calls), caller.recording_to_save(version), stats, caller)
+        return Execution(dict(self.calls), caller.recording_to_save(self.version), stats, caller)
 
 
 _Built = TypeVar("_Built")
@@ -403,12 +436,15 @@ class _Caller:
             self.limiter = RateLimiter(live.settings.rpm, live.settings.tpm)
             self.retry = RetryPolicy(live.settings.retries, live.settings.backoff_s, live.settings.backoff_max_s)
 
-    def wave(self, planned: Sequence[Planned]) -> dict[str, CallResult]:
+    def wave(self, planned: Sequence[Planned], shas: Mapping[str, str] | None = None) -> dict[str, CallResult]:
+        """Obtain the planned calls; `shas` holds request fingerprints a caller already made (the agent loop's,
+        evalkit.run.recording.GrowingRequests), by call id: each is compared exactly as one made here."""
         results: dict[str, CallResult] = {}
         pending: list[Planned] = []
         for call_id, request, role in planned:
             self.requests[call_id] = request
-            found = None if self.mode is Mode.LIVE else lookup(self.recording, call_id, request)
+            known = shas.get(call_id) if shas else None
+            found = None if self.mode is Mode.LIVE else lookup(self.recording, call_id, request, known)
             if isinstance(found, Hit) and (self.mode is Mode.REPLAY or found.entry.failure is None):
                 results[call_id] = _from_entry(call_id, found.entry, "replayed")
                 continue
@@ -417,7 +453,8 @@ class _Caller:
                 self.misses.append(found)
                 continue
             assert self.live is not None
-            sha = self._shas[call_id] = request_fingerprint(request)  # computed here once, not on a call's thread
+            # computed here once, not on a call's thread
+            sha = self._shas[call_id] = known or request_fingerprint(request)
             earlier = self.live.resumed.get(call_id)
             if earlier is not None and earlier.failure is None and earlier.request_sha == sha:
                 self.new_entries[call_id] = earlier
@@ -610,14 +647,17 @@ class _Caller:
 
 def agent_section(trajectories: Mapping[str, Any], tools: ToolResults | None) -> dict[str, Any]:
     """An agent suite's loop in figures: cases, model steps (mean and most), tool calls and the share of them that
-    were errors, and the tools called live by this run (none in a replay)."""
+    were errors, and the tools called live by this run (none in a replay; in a resumed run, those taken from the
+    interrupted run's journal are `tools_resumed`)."""
     steps = [len(t.model_calls()) for t in trajectories.values()]
     results = [r for t in trajectories.values() for _, r in t.tool_results()]
     errors = sum(1 for r in results if r.error)
     return {"cases": len(steps), "mean_steps": round(sum(steps) / len(steps), 3) if steps else None,
             "most_steps": max(steps, default=0), "tool_calls": len(results), "tool_errors": errors,
             "tool_error_rate": round(errors / len(results), 4) if results else None,
-            "tools_called_live": tools.called if tools is not None else 0}
+            "tools_called_live": tools.called if tools is not None else 0,
+            # only in a resumed run: the results its interrupted run journaled, served instead of called again
+            **({"tools_resumed": tools.taken} if tools is not None and tools.taken else {})}
 
 
 def request_text(request: Request) -> str:
@@ -667,13 +707,14 @@ def _usage(calls: Mapping[str, CallResult], requests: Mapping[str, Request]) -> 
     estimated = {"input_tokens": 0, "output_tokens": 0}
     for call_id, reply in replies.items():
         reported = {"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens}
-        fallback = {"input_tokens": estimate_tokens(request_text(requests[call_id])) if call_id in requests else 0,
-                    "output_tokens": estimate_tokens(reply.text or "")}
         for name in totals:
             value = reported[name]
-            if value is None:
+            if value is None:  # estimated only where the provider reported nothing (an agent's step is long)
                 estimated[name] += 1
-                value = fallback[name]
+                if name == "output_tokens":
+                    value = estimate_tokens(reply.text or "")
+                else:
+                    value = estimate_tokens(request_text(requests[call_id])) if call_id in requests else 0
             totals[name] += value
     return {"calls": len(replies), **totals, "estimated_calls": {k: v for k, v in estimated.items() if v}}
 

@@ -1,8 +1,10 @@
 """Crash-safe recording: an append-only journal of finished calls and a lock per recording file.
 
 A live run appends each finished call to `<recording>.journal.jsonl` as one line, flushed at once,
-so `kill -9` loses at most the calls in flight. At the end the journal is compacted into the
-recording file (atomically) and removed; `+run.resume=true` continues from a journal left behind.
+so `kill -9` loses at most the calls in flight. An agent's tool results are journaled the same way, each as its
+own line, as the tool returns it: a resumed run serves them instead of calling the tools of finished steps again
+(a tool may write, charge or send: running it twice is not a retry the user asked for). At the end the journal is
+compacted into the recording file (atomically) and removed; `+run.resume=true` continues from a journal left behind.
 Two jobs writing the same recording take turns through an exclusive lock on `<recording>.lock`, a file that
 exists only while a run holds it.
 
@@ -31,9 +33,10 @@ from evalkit.core.files import read_text
 from evalkit.core.parsing import parse_json
 from evalkit.live.redact import Redactor
 from evalkit.records.journal import JournalLine
-from evalkit.records.recording import Entry
+from evalkit.records.recording import Entry, ToolEntry
 
-__all__ = ["Journal", "JournalLine", "cut_torn_tail", "journal_path", "read_journal", "recording_lock"]
+__all__ = ["Journal", "JournalLine", "cut_torn_tail", "journal_path", "read_journal", "read_journal_tools",
+           "recording_lock"]
 
 _FSYNC_EVERY_S = 0.5  # writes survive a killed process; fsyncs guard against power loss, so batch them
 # read too (the fresh-line check); never through a link; never inherited by the programs a run starts
@@ -46,20 +49,33 @@ def journal_path(recording: Path) -> Path:
 
 def read_journal(path: Path) -> dict[str, Entry]:
     """The calls a journal holds; a torn last line (the process died mid-write) is dropped."""
+    return _read(path)[0]
+
+
+def read_journal_tools(path: Path) -> tuple[dict[str, Entry], dict[str, ToolEntry]]:
+    """The calls and the agents' tool results (by tool key) a journal holds, read in one pass."""
+    return _read(path)
+
+
+def _read(path: Path) -> tuple[dict[str, Entry], dict[str, ToolEntry]]:
     entries: dict[str, Entry] = {}
+    tools: dict[str, ToolEntry] = {}
     if not os.path.lexists(path):
-        return entries
+        return entries, tools
     lines = read_text(path, "journal").splitlines()  # a folder, FIFO or non-UTF-8 journal is refused in one line
     for number, line in enumerate(lines, start=1):
         try:
             read = JournalLine.model_validate(parse_json(line, f"{path}: line {number}", "journal entry"))
-            entries[read.call_id] = read.entry
         except (InputError, ValidationError):
             if number == len(lines):
                 break
             raise RecordingError(f"{path}: line {number} is not a journal entry; "
                                  "delete the journal to start the live run afresh") from None
-    return entries
+        if read.entry is not None:
+            entries[read.call_id] = read.entry
+        if read.tool is not None:
+            tools[read.call_id] = read.tool
+    return entries, tools
 
 
 class Journal:
@@ -78,7 +94,13 @@ class Journal:
         return self  # the file is opened at the first append: a run that calls nothing leaves none
 
     def append(self, call_id: str, entry: Entry) -> None:
-        line = JournalLine(call_id=call_id, entry=entry).model_dump(mode="json")
+        self._append(JournalLine(call_id=call_id, entry=entry).model_dump(mode="json", exclude={"tool"}))
+
+    def append_tool(self, key: str, tool: ToolEntry) -> None:
+        """An agent's tool result, by its key in the recording's `tools`, as the tool returned it."""
+        self._append(JournalLine(call_id=key, tool=tool).model_dump(mode="json", exclude={"entry"}))
+
+    def _append(self, line: dict[str, Any]) -> None:
         text = _line_text(line) if self._redact is None else self._redact.masked(line, _line_text)[1]
         data = (text + "\n").encode("utf-8")
         try:

@@ -7,9 +7,11 @@ names stay importable from here. Lookup is pure; load, save and reading a folder
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 from dataclasses import dataclass
+from json.encoder import encode_basestring as _string  # the string escaping canonical_json's encoder uses
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,12 +20,12 @@ from pydantic import ValidationError
 from evalkit.core.atomic import write_atomic
 from evalkit.core.errors import InputError, RecordingError, describe_validation
 from evalkit.core.files import read_text
-from evalkit.core.fingerprint import fingerprint
+from evalkit.core.fingerprint import SHA_LENGTH, canonical_json, fingerprint
 from evalkit.core.json_text import compact_json, indented_json
 from evalkit.core.key import LOAD_OPTIONS, EvalKey
 from evalkit.core.parsing import parse_json
 from evalkit.live.redact import Redactor
-from evalkit.records.call import Reply, Request
+from evalkit.records.call import Message, Reply, Request, ToolCall
 from evalkit.records.recording import (
     FORMAT,
     OLD_FORMATS,
@@ -38,7 +40,8 @@ from evalkit.run.mismatch import first_difference
 
 __all__ = ["FORMAT", "OLD_FORMATS", "Provenance", "Failure", "FailureKind", "Entry", "Recording", "Hit", "Miss",
            "ForeignRecording", "lookup", "load_recording", "save_recording", "request_fingerprint",
-           "recorded_identities", "ToolEntry", "lookup_tool", "tool_key"]
+           "recorded_identities", "ToolEntry", "lookup_tool", "tool_key", "GrowingRequests",
+           "check_tool"]
 
 RERECORD = "run with mode=record-missing (only missing or stale calls) or mode=live (all calls) to re-record"
 
@@ -57,7 +60,13 @@ def lookup_tool(recording: Recording, key: str, tool: str, arguments: Any, imple
                 ) -> ToolEntry | Miss:
     """The recorded result of a tool call, or why it cannot be served (never recorded, another tool, changed
     arguments, or a changed implementation: the tool is named, so the refusal says which tool changed)."""
-    entry = recording.tools.get(key)
+    return check_tool(recording.tools.get(key), key, tool, arguments, implementation)
+
+
+def check_tool(entry: ToolEntry | None, key: str, tool: str, arguments: Any, implementation: str | None
+               ) -> ToolEntry | Miss:
+    """lookup_tool's rules for one kept result (a recording's, or a journal's on resume): served only to the same
+    tool implementation asked with the same arguments."""
     if entry is None:
         return Miss("missing", f"tool call {key} ({tool}) is not recorded", key)
     if entry.tool != tool:
@@ -65,9 +74,25 @@ def lookup_tool(recording: Recording, key: str, tool: str, arguments: Any, imple
     if entry.fingerprint != implementation:
         return Miss("stale", f"tool {tool} changed since {key} was recorded (implementation fingerprint: recorded "
                              f"{entry.fingerprint}, now {implementation})", key)
-    if fingerprint(entry.arguments) != fingerprint(arguments):
+    # canonical JSON, not fingerprint(): that digests a string as its text, so "1" and 1 would read as the same
+    if not _same_json(entry.arguments, arguments) and canonical_json(entry.arguments) != canonical_json(arguments):
         return Miss("stale", f"tool call {key} ({tool}) was recorded with other arguments", key)
     return entry
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values have one canonical JSON, decided without writing it (a replay asks this of every
+    tool call). Only a True is trusted: False sends lookup_tool to compare the canonical JSON. Types must match
+    exactly (1, 1.0 and true are three spellings), floats by their JSON spelling (0.0 is not -0.0)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_json(value, b[name]) for name, value in a.items())
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return repr(a) == repr(b)
+    return bool(a == b) if isinstance(a, str | int | bool) or a is None else False
 
 
 def request_fingerprint(request: Request) -> str:
@@ -76,6 +101,115 @@ def request_fingerprint(request: Request) -> str:
     data = request.model_dump(mode="json")
     data["options"] = {name: value for name, value in data["options"].items() if name not in LOAD_OPTIONS}
     return fingerprint(data)
+
+
+class GrowingRequests:
+    """request_fingerprint for requests that grow a message at a time (an agent's steps): the same digest, made
+    from the last step's work plus the new messages only.
+
+    Step n of an agent resends all n-1 earlier steps' messages; dumped whole, the run's fingerprinting grew with the
+    square of its steps (most of an agent replay's time went there). The canonical JSON of a request is its sorted
+    keys, and `messages` sorts first of a Request's fields, so it is `{"messages":[` + each message's canonical JSON,
+    comma-joined + `],` + the rest of the request's canonical JSON: byte for byte what request_fingerprint digests
+    (tests/run/test_recording.py compares the two). Per `line` (an agent's case) the messages' JSON of its last request
+    is kept, and used only when the new request's messages begin with those very messages (a tuple compare, which
+    is an identity check for the messages carried over); the rest of the request (model, options, tools) is made
+    once for every request that carries the same options by value and the same schema and tools objects (a Request
+    is frozen, and nothing changes its options or schema in place)."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, tuple[tuple[Message, ...], hashlib._Hash]] = {}
+        """By line: its last request's messages, and the SHA-256 state after `{"messages":[` and their JSON."""
+        self._rests: dict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = {}
+        self._same: dict[int, tuple[Any, ...]] = {}
+
+    def fingerprint(self, request: Request, line: str) -> str:
+        messages = request.messages
+        held = self._lines.get(line)
+        if held is not None and len(held[0]) < len(messages) and messages[:len(held[0])] == held[0]:
+            digest = held[1].copy()  # the text so far is hashed already: only the new messages are added
+            digest.update(("," + ",".join(map(_message_json, messages[len(held[0]):]))).encode("utf-8"))
+        else:
+            digest = hashlib.sha256(('{"messages":[' + ",".join(map(_message_json, messages))).encode("utf-8"))
+        self._lines[line] = (messages, digest)
+        whole = digest.copy()
+        whole.update(("]," + self._rest(request)[1:]).encode("utf-8"))
+        return str(whole.hexdigest()[:SHA_LENGTH])  # as fingerprint() cuts the digest of the whole text
+
+    def _rest(self, request: Request) -> str:
+        """The canonical JSON of the request less its messages ('{"model":...}': never empty, a request always
+        names its model). The options are compared by their canonical JSON (equal text, equal JSON-mode dump:
+        the text tells 1, 1.0 and true apart); options it cannot write are compared by identity."""
+        same = self._same.get(id(request.options))
+        if same is not None and same[0] is request.options and same[1] == (request.model, request.tool_choice) \
+                and same[2] is request.response_schema and same[3] is request.tools:
+            text: str = same[4]  # a case's later steps: its first step's very objects
+            return text
+        text = self._rest_of(request)
+        self._same[id(request.options)] = (request.options, (request.model, request.tool_choice),
+                                           request.response_schema, request.tools, text)
+        return text
+
+    def _rest_of(self, request: Request) -> str:
+        held: tuple[Any, ...] = (request.response_schema, request.tools)
+        try:
+            options: Any = _canonical(request.options)
+        except (TypeError, ValueError):  # not JSON as they are: pydantic's dump below writes them
+            held += (request.options,)
+            options = None
+        key = (request.model, request.tool_choice, options, *map(id, held))
+        known = self._rests.get(key)
+        if known is not None and all(a is b for a, b in zip(known[0], held, strict=True)):
+            return known[1]
+        rest = request.model_dump(mode="json", exclude={"messages"})
+        rest["options"] = {name: value for name, value in rest["options"].items() if name not in LOAD_OPTIONS}
+        text = canonical_json(rest)
+        self._rests[key] = (held, text)
+        return text
+
+
+# The fields _message_json writes out by hand; were either model to gain one, every message takes pydantic's way
+_PLAIN = set(Message.model_fields) == {"role", "content", "tool_calls", "tool_call_id", "error"} and \
+    set(ToolCall.model_fields) == {"kind", "id", "tool", "arguments", "signature"}
+
+
+def _message_json(message: Message) -> str:
+    """`canonical_json(message.model_dump(mode="json"))`, written directly for a text message and its tool calls
+    (pydantic's wrap serializers and a JSON encoder per message cost more than the rest of a replayed agent step):
+    the keys in sorted order, each field left out while it holds its default as records.call's serializers leave it
+    out, strings escaped by the encoder canonical_json uses. Content parts (media), a tool call's signature and
+    arguments holding a float (JSON mode writes a non-finite one as null) take pydantic's way; tests pin the two
+    equal."""
+    if not _PLAIN or type(message.content) is not str:
+        return canonical_json(message.model_dump(mode="json"))
+    text = '{"content":' + _string(message.content)
+    if message.error:
+        text += ',"error":true'
+    text += ',"role":' + _string(message.role)
+    if message.tool_call_id is not None:
+        text += ',"tool_call_id":' + _string(message.tool_call_id)
+    if message.tool_calls:
+        calls = []
+        for call in message.tool_calls:
+            if call.signature is not None or not _floatless(call.arguments):
+                return canonical_json(message.model_dump(mode="json"))
+            calls.append(f'{{"arguments":{_canonical(call.arguments)},"id":{_string(call.id)},'
+                         f'"kind":{_string(call.kind)},"tool":{_string(call.tool)}}}')
+        text += ',"tool_calls":[' + ",".join(calls) + "]"
+    return text + "}"
+
+
+_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+"""canonical_json's encoder, made once (json.dumps makes one per call with these settings)."""
+
+
+def _floatless(value: Any) -> bool:
+    """Whether a JSON value holds no float (JSON mode leaves every other value as it is)."""
+    if isinstance(value, dict):
+        return all(_floatless(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_floatless(v) for v in value)
+    return not isinstance(value, float)
 
 
 @dataclass(frozen=True)
@@ -98,14 +232,15 @@ class Miss:
     call_id: str
 
 
-def lookup(recording: Recording, call_id: str, request: Request) -> Hit | Miss:
-    """Find the reply to `request` under `call_id`; a miss says which matcher failed and how to fix it."""
+def lookup(recording: Recording, call_id: str, request: Request, sha: str | None = None) -> Hit | Miss:
+    """Find the reply to `request` under `call_id`; a miss says which matcher failed and how to fix it. `sha` is
+    the request's fingerprint where the caller made it already (GrowingRequests), else it is made here."""
     entry = recording.calls.get(call_id)
     if entry is None:
         close = difflib.get_close_matches(call_id, list(recording.calls), n=1)
         hint = f" (closest recorded call: {close[0]})" if close else ""
         return Miss("missing", f"{call_id} is not recorded{hint}", call_id)
-    if entry.request_sha != request_fingerprint(request):
+    if entry.request_sha != (sha or request_fingerprint(request)):
         asked, recorded = request.model_dump(mode="json"), entry.request.model_dump(mode="json")
         for side in (asked, recorded):
             side["options"] = {k: v for k, v in side["options"].items() if k not in LOAD_OPTIONS}

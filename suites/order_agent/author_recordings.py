@@ -96,11 +96,11 @@ class AuthoredModel:
 
 def main(argv: list[str]) -> int:
     """Run the suite live with the authored model in place of a provider, then mark the recording authored."""
-    import evalkit.run.runner as runner
+    import evalkit.run.record_or_replay as record_or_replay
     from evalkit.cli.run import main as evalkit_main
     from evalkit.run.recording import load_recording, save_recording
 
-    runner._provider = lambda model, role: AuthoredModel()  # noqa: SLF001 - the authored model plays the provider
+    record_or_replay._provider = lambda model, role: AuthoredModel()  # noqa: SLF001 - the authored model plays the provider
     sys.argv = [sys.argv[0], "suite=order_agent", "mode=live", "baseline=none", *argv]  # Hydra reads sys.argv
     code = evalkit_main()
     if code != 0:

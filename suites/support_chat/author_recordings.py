@@ -108,11 +108,11 @@ class AuthoredModel:
 def main(argv: list[str]) -> int:
     """Run the suite live with the authored policies in place of both providers, then mark the recording
     authored."""
-    import evalkit.run.runner as runner
+    import evalkit.run.record_or_replay as record_or_replay
     from evalkit.cli.run import main as evalkit_main
     from evalkit.run.recording import load_recording, save_recording
 
-    runner._provider = lambda model, role: AuthoredModel()  # noqa: SLF001 - the authored policies play the providers
+    record_or_replay._provider = lambda model, role: AuthoredModel()  # noqa: SLF001 - the authored policies play the providers
     sys.argv = [sys.argv[0], "suite=support_chat", "mode=live", "baseline=none", *argv]  # Hydra reads sys.argv
     code = evalkit_main()
     if code != 0:

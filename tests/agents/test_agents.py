@@ -27,9 +27,10 @@ from evalkit.live.budget import Budget
 from evalkit.records.call import Reply, Request, ToolCall
 from evalkit.records.trajectory import FinalAnswer, ModelCall, ToolResult
 from evalkit.run.agent_loop import Agent
-from evalkit.run.execute import LiveSetup, execute
+from evalkit.run.execute import LiveSetup, Source, Workload, execute
 from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.recording import Provenance, Recording, load_recording, save_recording
+from evalkit.run.run_plan import CallSettings
 from evalkit.run.suite import load_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,9 +110,9 @@ def _run(suite: Path, mode: Mode, recording: Recording, agent: Agent, provider: 
     if questions:
         cases = [Case(case.id, {**case.fields, "question": questions[case.id]}) if case.id in questions else case
                  for case in cases]
-    return execute(task=load_task(suite), cases=cases, prompt=PROMPT, model=MODEL, judge=None, mode=mode,
-                   recording=recording, where="the recording", version="test",
-                   live=_live(provider or Counting(), budget) if mode is not Mode.REPLAY else None, agent=agent)
+    return execute(CallSettings(mode, MODEL, version="test"), Workload(load_task(suite), cases, PROMPT, agent),
+                   Source(recording, "the recording",
+                          _live(provider or Counting(), budget) if mode is not Mode.REPLAY else None))
 
 
 # --- tools --------------------------------------------------------------------------------------------------------

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalkit.core import provider_specs as registry
 from evalkit.core import registry as plugins_registry
+from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ConfigError
 from evalkit.core.provider_specs import ProviderSpec, provider_specs
 from evalkit.live.contract import StopKind, known_stop_reasons
@@ -78,6 +80,64 @@ def test_a_broken_or_clashing_plugin_is_refused_in_one_line(entry_points: list[E
     with pytest.raises(ConfigError, match=message) as raised:
         provider_specs()
     assert "\n" not in str(raised.value)
+
+
+class LooseOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ToyOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n_threads: int | None = None
+    region: str | None = None
+
+
+LOOSE = ProviderSpec(name="loose", factory=lambda config: None, options=LooseOptions)
+STRICT = ProviderSpec(name="strict", factory=lambda config: None, options=ToyOptions)
+
+
+def test_a_provider_options_model_that_takes_any_key_is_refused(entry_points: list[EntryPoint]) -> None:
+    entry_points.append(EntryPoint("loose", f"{__name__}:LOOSE", registry.GROUP))
+    with pytest.raises(ConfigError, match=r"provider 'loose': its options model LooseOptions must set "
+                                          r"model_config = ConfigDict\(extra='forbid'\)"):
+        provider_specs()
+
+
+def test_a_providers_own_options_model_checks_model_options(entry_points: list[EntryPoint]) -> None:
+    entry_points.append(EntryPoint("strict", f"{__name__}:STRICT", registry.GROUP))
+    # a setting only this provider has is validated by its own model, with no field of it in core/config.py
+    assert ModelConfig(name="m", provider="strict", options={"n_threads": 2, "region": "eu"}).options == {
+        "n_threads": 2, "region": "eu"}
+    with pytest.raises(ValidationError, match=r"not an option of the strict provider: unknown key "
+                                              r"'options.n_thread' \(did you mean 'n_threads'\?; allowed: n_threads, "
+                                              r"region\)"):
+        ModelConfig(name="m", provider="strict", options={"n_thread": 2})
+    with pytest.raises(ValidationError, match=r"the strict provider's options: options.n_threads: Input should be"):
+        ModelConfig(name="m", provider="strict", options={"n_threads": "many"})
+
+
+def test_gemini_options_are_checked_when_the_config_is_read_and_kept_as_written() -> None:
+    with pytest.raises(ValidationError, match=r"unknown key 'options.max_tokens' \(did you mean 'max_output_tokens'"):
+        ModelConfig(name="g", provider="gemini", options={"max_tokens": 10})
+    written = {"temperature": 0, "thinking_level": "low"}
+    assert ModelConfig(name="g", provider="gemini", options=written).options == written  # the key reads these
+    # a provider without an options model passes its options on (an OpenAI-compatible server's extra body)
+    assert ModelConfig(name="m", provider="ollama", options={"think": False}).options == {"think": False}
+
+
+def test_the_architecture_names_every_legacy_provider_setting_and_each_providers_options_model() -> None:
+    """New provider settings go to a provider's options model; the top-level ones that predate it are listed as
+    kept for compatibility, so a new top-level one (or a provider's new options model) cannot go unexplained."""
+    text = (PROJECT_ROOT / "docs" / "explanation" / "architecture.md").read_text()
+    paragraph = next(" ".join(p.split()) for p in text.split("\n\n")
+                     if p.startswith("A provider's own settings go to its options model"))
+    assert "legacy, kept for compatibility" in paragraph
+    assert all(f"`{name}`" in paragraph for name in registry.PROVIDER_SETTINGS), registry.PROVIDER_SETTINGS
+    specs = provider_specs()
+    assert all(f"`{spec.options.__name__}`" in paragraph for spec in specs.values() if spec.options is not None)
+    # the built-ins without one are each said to pass options on or check them otherwise
+    assert all(f"`{name}`" in paragraph for name in BUILTIN if specs[name].options is None)
 
 
 # -- a real third-party package, installed with pip ------------------------------------------------------------

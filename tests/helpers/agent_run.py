@@ -42,13 +42,13 @@ def main() -> int:
     assert spec is not None and spec.loader is not None
     authored = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(authored)
-    import evalkit.run.runner as runner
+    import evalkit.run.record_or_replay as record_or_replay
     from evalkit.cli.run import main as run
 
     def provider(model: Any, role: str) -> Any:  # the scripted model's seat, and the scripted judge's
         return GoalJudge() if "judge" in role else authored.AuthoredModel()
 
-    runner._provider = provider  # noqa: SLF001
+    record_or_replay._provider = provider  # noqa: SLF001
     return run()
 
 

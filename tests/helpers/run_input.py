@@ -1,4 +1,4 @@
-"""A checks' process input written by hand for tests that run a suite's checks directly (evalkit.run.runner's
+"""A checks' process input written by hand for tests that run a suite's checks directly (evalkit.run.checking's
 run_checks): authored, as its provenance says, with every case's task call replayed as the text "x"."""
 
 from __future__ import annotations

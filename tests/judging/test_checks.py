@@ -197,8 +197,8 @@ def test_llm_rubric_requests_show_the_judge_the_rubric_case_and_reply():
 def test_a_schema_refers_within_itself_and_fetches_nothing_even_if_its_checks_yaml_was_not_read():
     local = check(**{"json-schema": {"$defs": {"label": {"enum": ["billing", "bug"]}},
                                      "properties": {"label": {"$ref": "#/$defs/label"}}}})
-    assert verdict('{"label": "bug"}', **{"json-schema": local.json_schema}).passed
-    assert not verdict('{"label": "other"}', **{"json-schema": local.json_schema}).passed
+    assert verdict('{"label": "bug"}', **{"json-schema": local.options}).passed
+    assert not verdict('{"label": "other"}', **{"json-schema": local.options}).passed
     # a spec that bypassed checks.yaml's refusal (built in code): the reference resolves to nothing, never to a fetch
     # (issue 35: a replay of 5 cases made 5 requests, and a file's text reached report.json)
     requests: list[str] = []
@@ -221,7 +221,8 @@ def test_a_schema_refers_within_itself_and_fetches_nothing_even_if_its_checks_ya
         try:
             for ref in (f"http://127.0.0.1:{server.server_address[1]}/schema.json", "file:///etc/hostname",
                         "#/$defs/nowhere"):
-                spec = CheckSpec.model_construct(name="c", json_schema={"$ref": ref}, where={}, field=None)
+                spec = CheckSpec.model_construct(name="c", kind="json-schema", options={"$ref": ref}, where={},
+                                                 field=None)
                 result = judge(spec, '"x"', CASE)
                 assert not result.ran and result.message.startswith("json-schema: "), result
         finally:

@@ -72,7 +72,8 @@ def _check(kind: str, entry: str | None = None) -> Any:
 @pytest.mark.parametrize("kind", CONVERSATION_KINDS)
 def test_each_judge_s_request_holds_the_whole_transcript_with_roles_and_the_system_prompt(kind: str) -> None:
     spec = _check(kind)
-    assert spec.kind == kind and spec.call == "judge" and spec.judges_steps and spec.metric_names == ("score",)
+    assert spec.kind == kind and spec.call == "judge" and spec.judges_trajectory and spec.metric_names == ("score",)
+    assert spec.check_kind.shown == "conversation"
     assert planned_judge_calls(spec, CASE, "a reply", JUDGE, None) == {}  # never planned from the reply alone
     request = planned_trajectory_judge(spec, CASE, TALK, JUDGE, TASK)["c"]
     assert request.model == "judge-1"

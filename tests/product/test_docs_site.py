@@ -53,6 +53,20 @@ def test_every_rule_is_in_the_policy_reference(site):
     assert len(RULES) > 20 and all(rule.id in text and rule.summary.replace("`", "") in text for rule in RULES)
 
 
+def test_every_check_kind_is_in_the_checks_reference(site):
+    from evalkit.core.registry import entries
+    from evalkit.judging.check_kind import CHECK_KINDS, check_kind
+
+    text = " ".join(_text(site / "reference" / "checks" / "index.html").split())
+    kinds = entries(CHECK_KINDS)
+    assert len(kinds) > 20
+    reads = {name: check_kind(name).reads for name in kinds}
+    reads |= {name: f"judge (of the {check_kind(name).shown})" for name, read in reads.items() if read == "judge"}
+    assert all(f"{name} {read} evalkit" in text for name, read in reads.items())
+    assert "trajectory-goal judge (of the trajectory) evalkit" in text and "steps trajectory evalkit" in text
+    assert "knowledge-retention judge (of the conversation) evalkit" in text
+
+
 def test_every_public_name_is_in_the_api_reference(site):
     import evalkit
 

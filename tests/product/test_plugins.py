@@ -45,7 +45,8 @@ def test_importing_the_plugin_face_imports_nothing_else_of_evalkit() -> None:
     assert done.stdout.strip() == "['evalkit.plugins']"
 
 
-@pytest.mark.parametrize("kind", [evalkit.plugins.PROVIDERS, evalkit.plugins.SOURCES], ids=lambda k: k.group)
+@pytest.mark.parametrize("kind", [evalkit.plugins.PROVIDERS, evalkit.plugins.SOURCES, evalkit.plugins.CHECK_KINDS],
+                         ids=lambda k: k.group)
 def test_a_source_tree_without_installed_metadata_still_finds_every_builtin(installed_entry_points: list[EntryPoint],
                                                                            kind: registry.Kind[object]) -> None:
     # nothing installed at all: the entries come from evalkit's own pyproject.toml, the one declaration of them

@@ -533,7 +533,7 @@ def test_the_checks_fingerprint_covers_what_judges_and_nothing_else(tmp_path: Pa
     import shutil
 
     from evalkit.programs.evidence import judging_files
-    from evalkit.run.runner import _checks_fingerprint
+    from evalkit.run.program_runner import _checks_fingerprint
 
     copy = tmp_path / "quality_lab"
     shutil.copytree(SUITE, copy, ignore=shutil.ignore_patterns("__pycache__", "runs"))

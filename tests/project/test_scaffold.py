@@ -131,7 +131,7 @@ def test_a_labelled_suite_declares_its_checks_labels_and_metrics(tmp_path: Path)
     checks = parse_checks(files["suites/tickets/checks.yaml"], "checks.yaml")
     assert checks.critical == ("reply_is_json",)
     assert [c.kind for c in checks.checks] == ["json-schema", "classification", "length"]
-    assert checks.checks[0].json_schema["properties"]["label"] == {"enum": ["billing", "bug", "account"]}
+    assert checks.checks[0].options["properties"]["label"] == {"enum": ["billing", "bug", "account"]}
     cases = json.loads(files["suites/tickets/datasets/v1.json"])["cases"]
     assert [c["label"] for c in cases] == ["billing", "bug", "account"]
     assert "exactly one of: billing, bug, account" in files["suites/tickets/prompts/v1.txt"]

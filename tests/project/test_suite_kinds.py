@@ -134,7 +134,7 @@ def test_extraction_checks_each_field_against_the_case(tmp_path: Path, cwd_free:
     assert [spec.kind for spec in parsed.checks] == ["json-schema", "equals", "equals", "number", "equals"]
     # the task asks for the schema the critical check holds the reply to
     task_schema = task_module(suite).ORDER_SCHEMA
-    assert set(task_schema["required"]) == set(checks["reply_is_json"].json_schema["required"])  # type: ignore[index]
+    assert set(task_schema["required"]) == set(checks["reply_is_json"].options["required"])
 
     def reply(case: Case, **changed: Any) -> str:
         fields = {k: case.fields[k] for k in ("order_id", "email", "total", "currency")}

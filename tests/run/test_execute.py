@@ -16,9 +16,10 @@ from evalkit.live.budget import Budget
 from evalkit.live.providers.base import CallFailure
 from evalkit.records.call import Message, Reply, Request, Usage
 from evalkit.render.sections import latency_rows
-from evalkit.run.execute import LiveSetup, execute, provider_limits
+from evalkit.run.execute import LiveSetup, Source, Workload, execute, provider_limits
 from evalkit.run.journal import Journal, read_journal
 from evalkit.run.recording import Provenance, Recording
+from evalkit.run.run_plan import CallSettings
 from evalkit.run.suite import SuiteTask
 
 # The stand-in providers below are handed to the engine directly; a config's provider only has to be installed.
@@ -76,8 +77,8 @@ def run(provider: StandIn, *, mode: Mode = Mode.LIVE, recording: Recording | Non
                      settings=RunSettings(out="unused", **settings), budget=Budget(budget or BudgetConfig()),
                      journal=journal, resumed=resumed or {}, sleep=slept.append, at_once=at_once or {})
     task = SuiteTask(build_task, build_judge if judge else None)
-    execution = execute(task=task, cases=CASES, prompt="p", model=MODEL, judge=JUDGE if judge else None,
-                        mode=mode, recording=recording or empty(), where="rec.json", version="test", live=live)
+    execution = execute(CallSettings(mode, MODEL, JUDGE if judge else None, version="test"),
+                        Workload(task, CASES, "p"), Source(recording or empty(), "rec.json", live))
     return execution, slept
 
 
@@ -143,8 +144,8 @@ def test_retries_run_out_into_an_outage():
         live = LiveSetup(providers={"model": StandIn({"p:c0": failures})},
                          settings=RunSettings(out="unused", retries=2, backoff_s=0.01, concurrency=1),
                          budget=Budget(BudgetConfig()), sleep=slept.append)
-        execute(task=SuiteTask(build_task, None), cases=CASES, prompt="p", model=MODEL, judge=None,
-                mode=Mode.LIVE, recording=empty(), where="rec.json", version="test", live=live)
+        execute(CallSettings(Mode.LIVE, MODEL, version="test"), Workload(SuiteTask(build_task, None), CASES, "p"),
+                Source(empty(), "rec.json", live))
     assert len(slept) == 2
 
 
@@ -230,8 +231,8 @@ def test_a_torn_last_journal_line_is_dropped(tmp_path: Path):
 
 def test_live_needs_a_live_setup():
     with pytest.raises(ValueError, match="needs a LiveSetup"):
-        execute(task=SuiteTask(build_task, None), cases=CASES, prompt="p", model=MODEL, judge=None,
-                mode=Mode.LIVE, recording=empty(), where="r", version="t", live=None)
+        execute(CallSettings(Mode.LIVE, MODEL, version="t"), Workload(SuiteTask(build_task, None), CASES, "p"),
+                Source(empty(), "r", None))
 
 
 def test_a_task_that_fails_on_a_case_is_one_line_naming_the_case():
@@ -243,8 +244,8 @@ def test_a_task_that_fails_on_a_case_is_one_line_naming_the_case():
     live = LiveSetup(providers={"model": StandIn()}, settings=RunSettings(out="unused"), budget=Budget(BudgetConfig()))
     with pytest.raises(InputError, match=r"test_execute\.py: picky failed on case c3: AttributeError: .*"
                                          r"check that every case has the fields it reads"):
-        execute(task=SuiteTask(picky, None), cases=CASES, prompt="p", model=MODEL, judge=None, mode=Mode.LIVE,
-                recording=empty(), where="rec.json", version="test", live=live)
+        execute(CallSettings(Mode.LIVE, MODEL, version="test"), Workload(SuiteTask(picky, None), CASES, "p"),
+                Source(empty(), "rec.json", live))
 
 
 @pytest.mark.parametrize("latency", [float("nan"), float("inf"), -1.0])

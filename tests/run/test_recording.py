@@ -170,3 +170,95 @@ def test_a_format_1_recording_migrates_to_the_identity_its_requests_were_sent_wi
                                                                              "temperature": 0}
     with pytest.raises(RecordingError, match="not a recording of an older format"):
         migrate_recording(data, "new.json")
+
+
+def _grown_lines() -> list[list[Request]]:
+    """Agents' step requests as the loop grows them (each step the last one's copy with messages added), over the
+    shapes a message takes: tool calls with every kind of JSON argument (floats, -0.0, NaN, unicode, nesting), a
+    signature, error results, content parts, options a local runtime loads (left out of the identity) and options
+    that are not JSON as they are."""
+    from evalkit.records.call import ImagePart, NamedTool, TextPart, Tool, ToolCall
+
+    tools = (Tool(name="lookup", description="Looks \"it\" up.\n", parameters={"type": "object"}),
+             Tool(name="other"))
+    image = ImagePart(media_type="image/png", sha256="a" * 64, size=3, path="img/a.png")
+    arguments: list[object] = [{"id": 1}, {"id": 1.0}, {"id": True}, {"x": -0.0}, {"x": float("nan")}, "not json",
+                               None, [1, "é\u2028", {"b": [None, 2.5e300]}], {"q": "a\"b\\c\n\t\u00e9\U0001f600"}]
+    lines = []
+    for n, argument in enumerate(arguments):
+        options: dict[str, object] = {"seed": n, "temperature": 0.5, "n_ctx": 4096}
+        if n % 3 == 1:
+            options["stop"] = ("a", "b")
+        if n % 3 == 2:
+            options["odd"] = {1, 2}  # not JSON as it is: pydantic's dump writes it
+        content: object = "Question é" if n % 2 else (TextPart(text="See:"), image)
+        first = Request(model="m", options=options, tools=tools,
+                        tool_choice=NamedTool(name="lookup") if n % 4 == 0 else "auto",
+                        messages=(Message(role="system", content="sys"), Message(role="user", content=content)))
+        line = [first]
+        for step in range(3):
+            call = ToolCall(id=f"c{step}", tool="lookup", arguments=argument,
+                            signature="c2lnbg==" if (n + step) % 5 == 0 else None)
+            said = Message(role="assistant", content="" if step else "thinking \u2603", tool_calls=(call,))
+            result = Message(role="tool", content=f"result {step} \"x\"", tool_call_id=call.id, error=step == 1)
+            line.append(line[-1].model_copy(update={"messages": (*line[-1].messages, said, result),
+                                                    "tool_choice": None}))
+        lines.append(line)
+    return lines
+
+
+def test_growing_requests_fingerprint_exactly_as_request_fingerprint():
+    from evalkit.run.recording import GrowingRequests
+
+    growing = GrowingRequests()
+    checked = 0
+    for n, line in enumerate(_grown_lines()):
+        for step in line:
+            assert growing.fingerprint(step, f"task/c{n}") == request_fingerprint(step)
+            checked += 1
+    # a line whose next request is not its last one grown (another case's, a shorter one) is made afresh
+    lines = _grown_lines()
+    assert growing.fingerprint(lines[1][1], "task/c0") == request_fingerprint(lines[1][1])
+    assert growing.fingerprint(lines[1][0], "task/c0") == request_fingerprint(lines[1][0])
+    assert growing.fingerprint(lines[2][1], "task/c0") == request_fingerprint(lines[2][1])  # longer, not grown
+    # options equal by value share the request's rest; options unequal by value (1 and 1.0) do not
+    for value in (1, 1.0, True, 1):
+        same = Request(model="m", options={"seed": value}, messages=(Message(role="user", content="q"),))
+        assert growing.fingerprint(same, f"v{value!r}") == request_fingerprint(same)
+    assert checked == 36
+
+
+def test_growing_requests_take_the_new_messages_only():
+    """What makes agent replay cheap: a step dumps only the messages the last one lacked."""
+    from evalkit.run import recording as module
+
+    line = _grown_lines()[1]
+    dumped: list[Message] = []
+    real = module._message_json
+
+    def counting(message: Message) -> str:
+        dumped.append(message)
+        return real(message)
+
+    growing = module.GrowingRequests()
+    try:
+        module._message_json = counting
+        for step in line:
+            growing.fingerprint(step, "task/c1")
+    finally:
+        module._message_json = real
+    assert len(dumped) == len(line[-1].messages) == 8
+
+
+def test_a_tool_result_is_served_only_for_arguments_of_the_same_json():
+    from evalkit.run.recording import ToolEntry, lookup_tool
+
+    for recorded, asked, served in [({"id": 1}, {"id": 1}, True), ({"id": 1}, {"id": 1.0}, False),
+                                    ({"id": 1}, {"id": True}, False), ({"x": 0.0}, {"x": -0.0}, False),
+                                    ({"a": 1, "b": [2]}, {"b": [2], "a": 1}, True), ([1], (1,), True),
+                                    ({"x": float("nan")}, {"x": float("nan")}, True), ("1", 1, False),
+                                    (1, "1", False), ("a", "a", True)]:
+        entry = ToolEntry(tool="t", fingerprint="f", arguments=recorded, content="r")
+        rec = Recording(key=KEY, provenance=Provenance(kind="authored"), tools={"k": entry})
+        found = lookup_tool(rec, "k", "t", asked, "f")
+        assert isinstance(found, ToolEntry) is served, (recorded, asked)

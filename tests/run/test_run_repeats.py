@@ -32,9 +32,10 @@ from evalkit.live.budget import Budget
 from evalkit.live.providers.base import CallFailure
 from evalkit.records.call import Message, Reply, Request, Usage
 from evalkit.records.report_reader import load_report, report_from_mapping
-from evalkit.run.execute import LiveSetup, execute
+from evalkit.run.execute import LiveSetup, Source, Workload, execute
 from evalkit.run.journal import Journal, read_journal
 from evalkit.run.recording import Provenance, Recording
+from evalkit.run.run_plan import CallSettings
 from evalkit.run.samples import seeded
 from evalkit.run.suite import SuiteTask
 
@@ -121,9 +122,10 @@ def sampled(provider: SeedEcho, repeats: int, *, mode: Mode = Mode.LIVE, recordi
                      budget=Budget(BudgetConfig()), journal=journal, resumed=resumed or {})
     task = SuiteTask(lambda case, prompt, model: Request(model=model.name, options=model.options,
                                                          messages=(Message(role="user", content=case.id),)), None)
-    return execute(task=task, cases=[Case("a"), Case("b")], prompt="p", model=ENGINE_MODEL, judge=None, mode=mode,
-                   recording=recording or Recording(key=ENGINE_KEY, provenance=Provenance(kind="recorded")),
-                   where="rec.json", version="test", live=live, repeats=repeats)
+    return execute(CallSettings(mode, ENGINE_MODEL, repeats=repeats, version="test"),
+                   Workload(task, [Case("a"), Case("b")], "p"),
+                   Source(recording or Recording(key=ENGINE_KEY, provenance=Provenance(kind="recorded")), "rec.json",
+                          live))
 
 
 ENGINE_MODEL = ModelConfig(name="m", provider="openai", options={"temperature": 0.9, "seed": 40})

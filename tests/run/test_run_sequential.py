@@ -30,10 +30,11 @@ from evalkit.live.budget import Budget
 from evalkit.live.providers.base import CallFailure
 from evalkit.records.call import Message, Reply, Request, Usage
 from evalkit.records.report_reader import Counts, report_from_mapping
-from evalkit.run.execute import LiveSetup, execute
+from evalkit.run.execute import LiveSetup, Source, Workload, execute
 from evalkit.run.journal import Journal, read_journal
 from evalkit.run.recording import Provenance, Recording
 from evalkit.run.rounds import sample_in_rounds
+from evalkit.run.run_plan import CallSettings
 from evalkit.run.suite import SuiteTask
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -374,9 +375,8 @@ def in_rounds(provider: SeedEcho, journal: Journal | None = None, resumed: dict[
     cases = [Case("steady"), Case("broke")]
 
     def obtain(samples: Any, prior: Any) -> Any:
-        return execute(task=task, cases=cases, prompt="p", model=ENGINE_MODEL, judge=None, mode=Mode.LIVE,
-                       recording=recording, where="rec.json", version="test", live=live, repeats=MOST,
-                       samples=samples, prior=prior)
+        return execute(CallSettings(Mode.LIVE, ENGINE_MODEL, repeats=MOST, version="test"),
+                       Workload(task, cases, "p"), Source(recording, "rec.json", live), samples=samples, prior=prior)
 
     def check(execution: Any, samples: Any) -> dict[str, Counts]:
         return {f"t[{case}]": counts([case == "steady"] * samples[case], case) for case in samples}

@@ -7,7 +7,7 @@ import base64
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalkit.core.config import ModelConfig
 from evalkit.core.errors import ProviderError, unknown_keys
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from google import genai
     from google.genai import types
 
-__all__ = ["GeminiProvider", "create", "GENERATION_OPTIONS", "THINKING_OPTIONS", "STOP_REASONS", "TOOL_CHOICES",
-           "SPEC"]
+__all__ = ["GeminiOptions", "GeminiProvider", "create", "GENERATION_OPTIONS", "THINKING_OPTIONS", "STOP_REASONS",
+           "TOOL_CHOICES", "SPEC"]
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
 API_VERSION = "v1beta"
@@ -41,11 +41,41 @@ API_VERSION = "v1beta"
 NO_KEY = "not-needed"
 """Sent to a base_url gateway that holds the credential itself (the client insists on a key)."""
 
-GENERATION_OPTIONS = frozenset({"temperature", "top_p", "top_k", "seed", "max_output_tokens", "stop_sequences",
-                                "presence_penalty", "frequency_penalty"})
-"""Options that are fields of Gemini's generation config, under their Gemini names."""
+
+class GeminiOptions(BaseModel):
+    """`model.options` for Gemini: the generation config's fields and its thinking config's, under their Gemini
+    names (an OpenAI name such as `max_tokens` is refused with the Gemini one closest to it)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    temperature: float | None = None
+    """Sampling temperature."""
+    top_p: float | None = None
+    """Nucleus sampling's probability mass."""
+    top_k: int | None = None
+    """Sample from this many most likely tokens."""
+    seed: int | None = None
+    """The sampling seed (repeated samples and judge repeats vary it)."""
+    max_output_tokens: int | None = None
+    """The most tokens of a reply."""
+    stop_sequences: list[str] | None = None
+    """Texts that end the reply."""
+    presence_penalty: float | None = None
+    """Penalty on tokens already present."""
+    frequency_penalty: float | None = None
+    """Penalty by how often a token has come."""
+    thinking_level: str | None = None
+    """How hard the model thinks (`low`, `high` ...): the thinking config's."""
+    thinking_budget: int | None = None
+    """The most thinking tokens: the thinking config's."""
+    include_thoughts: bool | None = None
+    """Whether the reply carries the model's thoughts: the thinking config's."""
+
+
 THINKING_OPTIONS = frozenset({"thinking_level", "thinking_budget", "include_thoughts"})
 """Options that go into the generation config's `thinking_config`."""
+GENERATION_OPTIONS = frozenset(GeminiOptions.model_fields) - THINKING_OPTIONS
+"""Options that are fields of Gemini's generation config, under their Gemini names."""
 
 
 class GeminiProvider:
@@ -305,5 +335,6 @@ TOOL_CHOICES: tuple[ToolChoiceName, ...] = ("auto", "none", "required", "named")
 """The function-calling modes AUTO, NONE and ANY (required; named: ANY with one allowed function name)."""
 
 SPEC = ProviderSpec(name="gemini", factory=create, stop_reasons=STOP_REASONS, extra="gemini",
-                    requirements=("google-genai",), tool_choices=TOOL_CHOICES, media=MEDIA)
+                    requirements=("google-genai",), tool_choices=TOOL_CHOICES, media=MEDIA,
+                    options=GeminiOptions)
 """Gemini stops with `stop` after calling a function: it has no stop reason of its own for tool use."""
