@@ -51,9 +51,9 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_ROOT))
 
 from evalkit.core.policy import Policy  # noqa: E402
-from evalkit.core.report import RunReport, report_from_mapping  # noqa: E402
 from evalkit.gate.decide import decide  # noqa: E402
 from evalkit.gate.decision import Verdict  # noqa: E402
+from evalkit.records.report_reader import RunReport, report_from_mapping  # noqa: E402
 from tests.fakes import FakeOpenAI  # noqa: E402
 from tests.fakes.flaky import flaky_model, write_suite  # noqa: E402
 

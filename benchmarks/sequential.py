@@ -63,10 +63,10 @@ sys.path.insert(0, str(PROJECT_ROOT))
 from evalkit.core.config import RunSettings  # noqa: E402
 from evalkit.core.key import EvalKey  # noqa: E402
 from evalkit.core.policy import Policy  # noqa: E402
-from evalkit.core.report import Counts, RunReport, report_from_mapping  # noqa: E402
 from evalkit.gate.decide import decide  # noqa: E402
 from evalkit.gate.decision import Decision, Verdict  # noqa: E402
 from evalkit.gate.sequential_rule import pool as pool_of  # noqa: E402
+from evalkit.records.report_reader import Counts, RunReport, report_from_mapping  # noqa: E402
 from evalkit.run.execute import Execution  # noqa: E402
 from evalkit.run.recording import Provenance, Recording  # noqa: E402
 from evalkit.run.rounds import sample_in_rounds  # noqa: E402

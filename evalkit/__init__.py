@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from evalkit.core.errors import EvalkitError
     from evalkit.core.key import EvalKey
     from evalkit.core.policy import Policy
-    from evalkit.core.report import RunReport
     from evalkit.core.version import __version__
     from evalkit.gate.decide import decide
     from evalkit.gate.decision import Decision, ExitCode, Verdict
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from evalkit.live.providers.base import CallFailure, Provider
     from evalkit.programs.grade import Grade
     from evalkit.records.call import Message, Reply, Request, Usage
+    from evalkit.records.report_reader import RunReport
     from evalkit.run.manifest import ManifestDataset, load_manifest_dataset
 
 __all__ = [
@@ -55,7 +55,7 @@ _WHERE = {
     "Provider": "evalkit.live.providers.base", "Reply": "evalkit.records.call",
     "Request": "evalkit.records.call", "Usage": "evalkit.records.call",
     "Mode": "evalkit.core.config", "ModelConfig": "evalkit.core.config", "RunConfig": "evalkit.core.config",
-    "Policy": "evalkit.core.policy", "RunReport": "evalkit.core.report", "decide": "evalkit.gate.decide",
+    "Policy": "evalkit.core.policy", "RunReport": "evalkit.records.report_reader", "decide": "evalkit.gate.decide",
     "NEW_FIRST": "evalkit.judging.pairwise", "OLD_FIRST": "evalkit.judging.pairwise",
     "VERDICT_SCHEMA": "evalkit.judging.pairwise", "PairOutcome": "evalkit.judging.pairwise",
     "PairVerdict": "evalkit.judging.pairwise", "combine": "evalkit.judging.pairwise",

@@ -17,9 +17,9 @@ from evalkit.core.errors import InputError
 from evalkit.core.fingerprint import fingerprint
 from evalkit.core.parsing import check_values, json_object, json_type, parse_json, refuse_lone_surrogates, unique_object
 from evalkit.core.policy import Policy
-from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Decision
+from evalkit.records.report_reader import report_from_mapping
 
 __all__ = ["DOCS_STAGE_POLICY", "PROTOCOL", "DocsStageComparison", "adapt_docs_stage", "compare_docs_stages",
            "parse_docs_stage"]

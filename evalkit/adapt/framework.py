@@ -48,11 +48,11 @@ from evalkit.core import registry
 from evalkit.core.errors import InputError
 from evalkit.core.policy import Policy
 from evalkit.core.registry import Kind
-from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.decide import changed_components, decide, refuse
 from evalkit.gate.decision import Decision
 from evalkit.gate.findings import Effect, Finding
 from evalkit.gate.rules import incomparable_finding
+from evalkit.records.report_reader import RunReport, report_from_mapping
 
 __all__ = ["ENTRY_POINT_GROUP", "SOURCES", "Adaptation", "Source", "available_sources", "gate_runs",
            "incomparable_fields", "load_source"]

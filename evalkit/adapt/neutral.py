@@ -3,7 +3,7 @@
 A source (evalkit/adapt/<source>.py) knows one tool's format; this module knows evalkit's. Between them stands a
 `NeutralRun`: the run's eval key as the tool recorded it (`SourceKey`), one `AdaptedTest` per sample x scorer,
 run-level metrics, the samples that errored or went unscored, and notes on what is not gated. `to_run_report`
-turns it into the run report the gate reads (evalkit.core.report), checking what every source must honour:
+turns it into the run report the gate reads (evalkit.records.report_reader), checking what every source must honour:
 unique test ids, a repeat count that agrees with its outcome, at least one test. Pure: no I/O.
 """
 

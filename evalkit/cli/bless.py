@@ -25,10 +25,10 @@ from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError
 from evalkit.core.files import read_text, read_text_sha256
 from evalkit.core.key import changed_settings
-from evalkit.core.report import RunReport, parse_report
 from evalkit.gate.decide import changed_components
 from evalkit.gate.decision import ExitCode
 from evalkit.project.paths import project_path
+from evalkit.records.report_reader import RunReport, parse_report
 from evalkit.render.text import render_changed, samples_spread
 from evalkit.run.canonical import canonical_text
 from evalkit.run.destinations import check_saved_report

@@ -20,7 +20,6 @@ from evalkit.core.errors import InputError
 from evalkit.core.files import read_bytes, read_text, read_text_sha256
 from evalkit.core.fingerprint import SHA_LENGTH, sha256
 from evalkit.core.parsing import parse_yaml
-from evalkit.core.report import parse_report
 from evalkit.gate.decision import ExitCode
 from evalkit.judging.agreement import WEIGHTS
 from evalkit.programs.calibrate import calibrate, calibrate_judges, parse_labels, render, render_judges
@@ -28,6 +27,7 @@ from evalkit.project.options import find_option
 from evalkit.project.paths import path_within, project_root
 from evalkit.records.calibration import CALIBRATION_FILE
 from evalkit.records.labels import LABELS_FORMAT, LabelsFile, read_labels
+from evalkit.records.report_reader import parse_report
 from evalkit.run.suite import load_module
 
 __all__ = ["main"]

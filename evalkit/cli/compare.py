@@ -15,10 +15,10 @@ from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, say
 from evalkit.cli.main import epilog
 from evalkit.core.files import read_text
-from evalkit.core.report import PASSING, RunReport, parse_report
 from evalkit.gate.compare import Comparison, compare_cases, compare_metrics
 from evalkit.gate.decide import changed_components, incomparability
 from evalkit.gate.decision import ExitCode
+from evalkit.records.report_reader import PASSING, RunReport, parse_report
 from evalkit.render.comparison import comparison_json, render_comparison
 
 __all__ = ["main", "compare_reports"]

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from evalkit.core.policy import Policy, policy_sha256
-from evalkit.core.report import RunReport
 from evalkit.core.version import __version__
 from evalkit.records.decision import Evidence, PolicyIdentity, ReportIdentity
+from evalkit.records.report_reader import RunReport
 
 __all__ = ["evidence", "policy_identity", "report_identity"]
 

@@ -18,7 +18,6 @@ from evalkit.core.errors import InputError
 from evalkit.core.key import changed_settings
 from evalkit.core.outputs import same_file
 from evalkit.core.policy import STRICT_DEFAULT, Policy, load_policy
-from evalkit.core.report import RunReport, read_reports
 from evalkit.gate.compared import critical_of
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import ExitCode, exit_code
@@ -26,6 +25,7 @@ from evalkit.gate.isolation import refuse_short_isolation
 from evalkit.project.options import find_option
 from evalkit.project.paths import shown
 from evalkit.records.decision import PolicyIdentity
+from evalkit.records.report_reader import RunReport, read_reports
 from evalkit.render.bundle import Decided, render_bundle
 from evalkit.render.markdown import render_policy
 from evalkit.render.text import render_decision

@@ -24,10 +24,12 @@ import argparse
 import hashlib
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, say, write_output
@@ -35,9 +37,10 @@ from evalkit.cli.main import epilog
 from evalkit.core.errors import EvalkitError, InputError, one_line
 from evalkit.core.files import decode, read_bytes
 from evalkit.core.parsing import parse_json
-from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.core.run_index import INDEX_NAME, RunIndex, signature
 from evalkit.project.paths import find_project, shown
+from evalkit.records.report import Execution, read_execution
+from evalkit.records.report_reader import RunReport, report_from_mapping
 from evalkit.render.history import PAGE_KIND, HistoryRun, render_history_html, render_history_text
 from evalkit.render.html import is_sealed_page
 from evalkit.run.saved_decision import saved_decision_field, saved_decision_policy
@@ -135,11 +138,9 @@ def collect_runs(paths: list[Path], notes: list[str], index: RunIndex | None = N
     return sorted(runs, key=lambda run: (run.time, run.path))
 
 
-def unserved_calls(execution: Mapping[str, Any]) -> int:
+def unserved_calls(execution: Execution) -> int:
     """Calls a replay could not serve, as an older run report counted them (`execution.calls.missing|stale`)."""
-    calls = execution.get("calls")
-    if not isinstance(calls, Mapping):
-        return 0
+    calls = execution.calls
     return sum(n for status in ("missing", "stale") if isinstance(n := calls.get(status), int)
                and not isinstance(n, bool))
 
@@ -160,7 +161,7 @@ def _read_run(path: Path, index: RunIndex | None = None) -> HistoryRun:
             summary = _summary(_from_report(path, data, decision))
         index.put(path, stat, sha, summary)
     report = RunReport(eval=summary["eval"], outcomes={}, metrics=summary["metrics"],
-                       execution=summary["execution"], provenance=summary["provenance"])
+                       execution=read_execution(summary["execution"]), provenance=summary["provenance"])
     created = summary["created"]
     time = path.stat().st_mtime if created is None else float(created)
     return HistoryRun(shown(path), report, time, created is None, decision, path, saved_decision_policy(path),
@@ -180,9 +181,9 @@ def _summary(run: HistoryRun) -> dict[str, Any]:
     """What the history reads of a report, as the index keeps it: the tests only as counts."""
     report = run.report
     passed, tests = run.tests
-    return {"eval": dict(report.eval), "metrics": dict(report.metrics), "execution": dict(report.execution),
-            "provenance": dict(report.provenance), "created": None if run.time_from_file else run.time,
-            "passed": passed, "tests": tests}
+    return {"eval": dict(report.eval), "metrics": dict(report.metrics),
+            "execution": msgspec.to_builtins(report.execution), "provenance": dict(report.provenance),
+            "created": None if run.time_from_file else run.time, "passed": passed, "tests": tests}
 
 
 def _checked(summary: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -193,7 +194,13 @@ def _checked(summary: dict[str, Any] | None) -> dict[str, Any] | None:
     counts_ok = all(isinstance(summary[n], int) and not isinstance(summary[n], bool) for n in ("passed", "tests"))
     blocks_ok = all(isinstance(summary[n], dict) for n in ("eval", "metrics", "execution", "provenance"))
     created_ok = summary["created"] is None or isinstance(summary["created"], int | float)
-    return summary if counts_ok and blocks_ok and created_ok else None
+    if not (counts_ok and blocks_ok and created_ok):
+        return None
+    try:  # its execution section as the report's model reads one (an index written by another evalkit may differ)
+        read_execution(summary["execution"])
+    except ValueError:
+        return None
+    return summary
 
 
 

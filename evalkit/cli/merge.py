@@ -14,8 +14,8 @@ from pathlib import Path
 from evalkit.cli.args import ArgumentParser
 from evalkit.cli.guard import command, say, write_outputs
 from evalkit.cli.main import epilog
-from evalkit.core.report import report_from_mapping
 from evalkit.gate.decision import ExitCode
+from evalkit.records.report_reader import report_from_mapping
 from evalkit.run.shards import merge_shard_files, read_shard
 
 __all__ = ["main"]

@@ -17,9 +17,9 @@ from evalkit.core.errors import InputError
 from evalkit.core.files import read_text
 from evalkit.core.parsing import parse_yaml
 from evalkit.core.prices import check_price_file
-from evalkit.core.report import read_reports
 from evalkit.gate.decision import ExitCode
 from evalkit.gate.plan import plan, recorded_pricing, table_pricing
+from evalkit.records.report_reader import read_reports
 from evalkit.render.plan import render_plan
 
 __all__ = ["main"]

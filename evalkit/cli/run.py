@@ -150,10 +150,10 @@ def _run(config: RunConfig, row: dict[str, Any], redact: Redactor, searched: lis
         raise refusal.for_command([*searched, *row.get("overrides", ())]) from None
     row["pass_rate"] = round(result.report.passed / len(result.report.outcomes), 3)
     row["case_pass_rate"] = result.report.metrics.get("case_pass_rate")
-    row["input_tokens"] = result.execution.get("cost", {}).get("input_tokens")
-    money = result.execution.get("money")
-    if isinstance(money, dict):  # the run's cost in dollars at the prices its report recorded; null: no price
-        row["cost_usd"] = money.get("usd")
+    execution = result.report.execution
+    row["input_tokens"] = execution.cost.input_tokens if execution.cost is not None else None
+    if execution.money is not None:  # the run's cost in dollars at the prices its report recorded; null: no price
+        row["cost_usd"] = execution.money.get("usd")
     # the sweep summary's metric columns: those config names (sweep.metrics), else every one the report has
     # (pass_rate and case_pass_rate have columns of their own)
     chosen = config.sweep.metrics if config.sweep.metrics is not None else tuple(

@@ -27,8 +27,8 @@ from evalkit.cli.guard import command, say, write_output
 from evalkit.cli.history import RUN_FOLDERS, collect_runs, run_index
 from evalkit.cli.main import epilog
 from evalkit.core.errors import InputError
-from evalkit.core.report import read_reports
 from evalkit.project.paths import find_project, shown
+from evalkit.records.report_reader import read_reports
 from evalkit.render.explorer import ExplorerRun, explorer_files
 from evalkit.run.saved_decision import saved_decision_field
 

@@ -74,7 +74,7 @@ def check_json(text: str, where: str, what: str = "file") -> bool:
 
     Returns False, having read nothing, where json's scanner cannot bound the nesting (another thread runs):
     only a walk of the parsed value can, so the caller must parse_json instead. For a reader that takes the
-    value from a faster parser that checks less (evalkit.core.report's reader of large reports)."""
+    value from a faster parser that checks less (evalkit.records.report_reader's reader of large reports)."""
     with _nesting_bounded() as bounded:
         if bounded:
             _strict_loads(text, where, what, _unique_dropped)

@@ -11,7 +11,7 @@ The reducer decides the test's outcome only; the test's `repeats` block keeps th
 the gate's tests for repeated runs read (evalkit.gate.repeats), and names the reducer (`"reduce": "majority"`), so
 a reader can check that the outcome follows from the counts. With one sample there is nothing to reduce.
 
-Pure: no pytest here (evalkit.run.sample_protocol applies a reducer; evalkit.core.report checks one).
+Pure: no pytest here (evalkit.run.sample_protocol applies a reducer; evalkit.records.report_reader checks one).
 """
 
 from __future__ import annotations

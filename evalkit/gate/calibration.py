@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import RunReport
 from evalkit.gate.findings import Effect, Finding
 from evalkit.records.calibration import JudgeCalibration
+from evalkit.records.report_reader import RunReport
 
 __all__ = ["Calibration", "Uncalibrated", "cap", "check_of", "uncalibrated"]
 

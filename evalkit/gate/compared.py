@@ -17,7 +17,6 @@ from typing import Any
 from evalkit.core.failure import first_line
 from evalkit.core.nodeid import matches_critical
 from evalkit.core.policy import Policy
-from evalkit.core.report import FAILING, PASSING, RunReport
 from evalkit.gate.calibration import Calibration, Uncalibrated, uncalibrated
 from evalkit.gate.classified import paired_intervals
 from evalkit.gate.compare import MetricChange, compare_metrics
@@ -26,6 +25,7 @@ from evalkit.gate.release import Grades, grades, paired_bootstrap
 from evalkit.gate.repeats import RepeatsOutcome, compare_repeats
 from evalkit.gate.sequential_rule import compare_sequential, pool
 from evalkit.gate.stats import PairedStatistics
+from evalkit.records.report_reader import FAILING, PASSING, RunReport
 
 __all__ = ["Compared", "TestChanges", "critical_of", "is_critical", "sampled", "unmatched_critical"]
 

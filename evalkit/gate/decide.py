@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import RunReport
 from evalkit.gate.calibration import Calibration, cap
 from evalkit.gate.comparable import changed_components, incomparability
 from evalkit.gate.compared import Compared, is_critical, unmatched_critical
@@ -20,6 +19,7 @@ from evalkit.gate.findings import Effect, Finding
 from evalkit.gate.release import failures
 from evalkit.gate.repeats import RepeatsOutcome
 from evalkit.gate.rules import Rule, Stage, policy_rules, repeat_messages
+from evalkit.records.report_reader import RunReport
 
 __all__ = ["decide", "refuse", "verdict_of", "incomparability", "changed_components", "is_critical",
            "unmatched_critical"]

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from evalkit.core.report import RunReport
+from evalkit.records.report_reader import RunReport
 
 __all__ = ["Bound", "bound", "informative"]
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import PASSING, RunReport, case_heads
 from evalkit.gate.detectable import (
     Spread,
     cases_needed,
@@ -34,6 +33,7 @@ from evalkit.gate.floor import bound, informative
 from evalkit.gate.release import Grades
 from evalkit.gate.repeats import RepeatsOutcome
 from evalkit.gate.sequential_rule import unpaired
+from evalkit.records.report_reader import PASSING, RunReport, case_heads
 
 __all__ = ["Detectable", "Headline", "RepeatedDrops", "detectable", "points", "suite_sentence", "tests_sentence"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from evalkit.core.errors import InputError
 from evalkit.core.isolation import layers_held
 from evalkit.core.policy import Policy
-from evalkit.core.report import RunReport
+from evalkit.records.report_reader import RunReport
 
 __all__ = ["refuse_short_isolation"]
 

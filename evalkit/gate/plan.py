@@ -21,10 +21,11 @@ from pydantic import ValidationError
 from evalkit.core.errors import InputError, describe_validation
 from evalkit.core.money import Side, Tokens, call_cost
 from evalkit.core.prices import PriceEntry, price_of
-from evalkit.core.report import PASSING, RunReport, case_heads
 from evalkit.gate.detectable import Spread, cases_needed, one_test_drop, one_test_repeats, suite_drop
 from evalkit.gate.floor import bound, informative
 from evalkit.gate.headline import Headline
+from evalkit.records.report import Cost, Latency
+from evalkit.records.report_reader import PASSING, RunReport, case_heads
 
 __all__ = ["LADDER", "Design", "Plan", "Pricing", "Usage", "plan", "recorded_pricing", "table_pricing"]
 
@@ -197,22 +198,21 @@ def _base(report: RunReport, metric: str) -> float | None:
 def _usage(report: RunReport, rows: int, repeats: int) -> Usage | None:
     """Per row (case, or test for a report without cases) and sample: the calls the report made (model and
     judge), their tokens and their latency."""
-    execution: Mapping[str, Any] = report.execution
-    cost: Mapping[str, Any] = execution.get("cost") or {}
-    counted = execution.get("calls") or {}
-    calls = sum(v for v in counted.values() if isinstance(v, int)) if isinstance(counted, Mapping) else 0
-    calls = calls or int(cost.get("model_calls") or 0) + int(cost.get("judge_calls") or 0)
+    execution = report.execution
+    cost, latency = execution.cost or Cost(), execution.latency or Latency()
+    # status -> calls; a candidate-program run's nested section counts nothing here (its cost does)
+    calls = sum(v for v in execution.calls.values() if isinstance(v, int))
+    calls = calls or (cost.model_calls or 0) + (cost.judge_calls or 0)
     if not calls:
         return None
     per = max(1, rows) * repeats
-    latency: Mapping[str, Any] = execution.get("latency") or {}
-    measured = bool(latency.get("measured_calls"))
-    judge_in, judge_out = int(cost.get("judge_input_tokens") or 0), int(cost.get("judge_output_tokens") or 0)
+    measured = bool(latency.measured_calls)
+    judge_in, judge_out = cost.judge_input_tokens or 0, cost.judge_output_tokens or 0
     return Usage(calls / per,
-                 (int(cost.get("input_tokens") or 0) + judge_in) / per,
-                 (int(cost.get("output_tokens") or 0) + judge_out) / per,
-                 float(latency["mean_ms"]) if measured and latency.get("mean_ms") is not None else None,
-                 float(latency["p95_ms"]) if measured and latency.get("p95_ms") is not None else None,
+                 ((cost.input_tokens or 0) + judge_in) / per,
+                 ((cost.output_tokens or 0) + judge_out) / per,
+                 float(latency.mean_ms) if measured and latency.mean_ms is not None else None,
+                 float(latency.p95_ms) if measured and latency.p95_ms is not None else None,
                  judge_in / per, judge_out / per)
 
 
@@ -240,8 +240,8 @@ def _costed(design: Design, usage: Usage | None, pricing: Pricing | None, concur
 def recorded_pricing(report: RunReport) -> Pricing | None:
     """The prices the report's cost in money was computed at (`execution.money`, each side's entry as the run's
     price table held it); None for a report without them (made before evalkit priced runs, or adapted)."""
-    money = report.execution.get("money")
-    if not isinstance(money, Mapping) or not isinstance(money.get("model"), Mapping):
+    money = report.execution.money
+    if money is None or not isinstance(money.get("model"), Mapping):
         return None
 
     def side(block: Any, role: str) -> Side | None:
@@ -272,11 +272,11 @@ def table_pricing(report: RunReport, table: Mapping[str, PriceEntry], source: st
 def _side_names(report: RunReport) -> dict[str, str]:
     """The model under test's name, and the judge's where the report has judge calls: as its money section names
     them, else as its eval key does."""
-    money = report.execution.get("money")
+    money = report.execution.money or {}
     recorded = {role: str(block["name"]) for role in ("model", "judge")
-                if isinstance(money, Mapping) and isinstance(block := money.get(role), Mapping) and block.get("name")}
-    cost = report.execution.get("cost")
-    judged = isinstance(cost, Mapping) and bool(cost.get("judge_calls"))
+                if isinstance(block := money.get(role), Mapping) and block.get("name")}
+    cost = report.execution.cost
+    judged = cost is not None and bool(cost.judge_calls)
     names = {"model": recorded.get("model") or str(report.eval.get("model") or "(unnamed model)")}
     judge = recorded.get("judge") or report.eval.get("judge_model")
     if judged and judge:

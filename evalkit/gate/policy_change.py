@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import RunReport
 from evalkit.gate.calibration import Calibration
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Decision, exit_code
 from evalkit.gate.findings import Effect
+from evalkit.records.report_reader import RunReport
 
 __all__ = ["Pair", "PairChange", "PolicyChange", "decide_again"]
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalkit.core.policy import PairedRule
-from evalkit.core.report import RunReport
 from evalkit.gate.stats import PairedStatistics, paired_cluster_bootstrap
+from evalkit.records.report_reader import RunReport
 
 __all__ = ["Grades", "grades", "failures", "paired_bootstrap", "scored", "why_unpaired"]
 

@@ -22,8 +22,8 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from evalkit.core.report import Counts
 from evalkit.gate.stats import PairedStatistics, paired_fraction_bootstrap
+from evalkit.records.report_reader import Counts
 
 __all__ = ["MOST_REPEATS", "RepeatsOutcome", "compare_repeats", "fisher_lower_p", "holm", "min_fisher_p",
            "repeats_for_any_outcome", "sign_flip_p", "wilson_interval"]

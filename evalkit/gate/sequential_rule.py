@@ -22,10 +22,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from evalkit.core.report import FAILING, PASSING, Counts, RunReport
 from evalkit.gate.repeats import RepeatsOutcome
 from evalkit.gate.sequential import Counts2, SuiteBets, Verdict, drop_evalue, rise_evalue, settle
 from evalkit.gate.stats import paired_fraction_bootstrap
+from evalkit.records.report_reader import FAILING, PASSING, Counts, RunReport
 
 __all__ = ["compare_sequential", "decided_block", "open_cases", "pool", "unpaired", "verdicts"]
 

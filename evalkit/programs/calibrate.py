@@ -27,9 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evalkit.core.errors import InputError
-from evalkit.core.report_format import JudgedCheck
 from evalkit.judging.agreement import Weights, weighted_kappa
 from evalkit.programs.grade import Grade
+from evalkit.records.report import JudgedCheck
 
 __all__ = ["JUDGE_KIND", "KIND", "Label", "calibrate", "calibrate_judges", "cohen_kappa", "confusion",
            "false_positive_rate", "parse_labels", "render", "render_judges"]

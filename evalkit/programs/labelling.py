@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.core.report import RunReport
 from evalkit.judging.ready_judges import LEVELS as SCORE_LEVELS
 from evalkit.judging.rubric import LEVELS as RUBRIC_LEVELS
 from evalkit.judging.rubric import METRIC_PREFIX
+from evalkit.records.report_reader import RunReport
 
 __all__ = ["PASS_FAIL", "SCORE_SUFFIX", "Unsure", "label_targets", "unsure"]
 

@@ -36,9 +36,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from evalkit.core.errors import InputError, describe_validation
 from evalkit.core.fingerprint import SHA_LENGTH, sha256
-from evalkit.core.report import report_from_mapping
 from evalkit.programs.labelling import label_targets
 from evalkit.records.labels import LabelsFile
+from evalkit.records.report_reader import report_from_mapping
 
 __all__ = ["IDENTITY_ASSURANCE", "DecisionsFile", "ReviewDecision", "PresentationVerdict", "apply_labels",
            "apply_review"]

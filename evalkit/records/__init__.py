@@ -3,10 +3,10 @@
 It holds the call contract (evalkit.records.call: messages, requests, replies, tools and tool calls), the
 trajectory (evalkit.records.trajectory) and the labels file a reviewer exports from the run explorer
 (evalkit.records.labels), decision.json (evalkit.records.decision), the recording (evalkit.records.recording),
-its journal lines (evalkit.records.journal) and the run input (evalkit.records.run_input); the run report moves in
-next. Suites, adapters and how-tos import these
-names from here. They are re-exported lazily, as in `evalkit/__init__.py`, so `import evalkit.records` stays cheap;
-type checkers read them through the imports under TYPE_CHECKING.
+its journal lines (evalkit.records.journal), the run input (evalkit.records.run_input) and the run report (its
+format, evalkit.records.report; what the gate reads of it, evalkit.records.report_reader). Suites, adapters and
+how-tos import these names from here. They are re-exported lazily, as in `evalkit/__init__.py`, so
+`import evalkit.records` stays cheap; type checkers read them through the imports under TYPE_CHECKING.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from evalkit.records.journal import JournalLine
     from evalkit.records.labels import LABELS_FORMAT, Label, LabelsFile, LabelsHeader, read_labels
     from evalkit.records.recording import Entry, Failure, Provenance, Recording, ToolEntry
+    from evalkit.records.report import Execution, RunReportFormat
+    from evalkit.records.report_reader import RunReport
     from evalkit.records.run_input import CallInput, RunInput, SliceInput, SuiteInput
     from evalkit.records.trajectory import (
         MAX_TOOL_RESULT_CHARS,
@@ -53,11 +55,11 @@ if TYPE_CHECKING:
     )
 
 __all__ = ["LABELS_FORMAT", "MAX_TOOL_RESULT_CHARS", "AssistantTurn", "AudioPart", "CallInput", "ContentPart",
-           "DecisionFile", "Entry", "Evidence", "Failure", "FinalAnswer", "FindingEntry", "ImagePart", "JournalLine",
-           "Label", "LabelsFile", "LabelsHeader", "Message", "ModelCall", "NamedTool", "PolicyIdentity", "Provenance",
-           "Recording", "Reply", "ReportIdentity", "Request", "RunInput", "SliceInput", "Step", "SuiteInput",
-           "TextPart", "Tool", "ToolCall", "ToolChoice", "ToolEntry", "ToolResult", "Trajectory", "Usage", "UserTurn",
-           "read_decision", "read_labels"]
+           "DecisionFile", "Entry", "Evidence", "Execution", "Failure", "FinalAnswer", "FindingEntry", "ImagePart",
+           "JournalLine", "Label", "LabelsFile", "LabelsHeader", "Message", "ModelCall", "NamedTool", "PolicyIdentity",
+           "Provenance", "Recording", "Reply", "ReportIdentity", "Request", "RunInput", "RunReport", "RunReportFormat",
+           "SliceInput", "Step", "SuiteInput", "TextPart", "Tool", "ToolCall", "ToolChoice", "ToolEntry", "ToolResult",
+           "Trajectory", "Usage", "UserTurn", "read_decision", "read_labels"]
 
 _MODULES = {
     "evalkit.records.call": ("AudioPart", "ContentPart", "ImagePart", "Message", "NamedTool", "Reply", "Request",
@@ -66,6 +68,8 @@ _MODULES = {
                                  "read_decision"),
     "evalkit.records.journal": ("JournalLine",),
     "evalkit.records.recording": ("Entry", "Failure", "Provenance", "Recording", "ToolEntry"),
+    "evalkit.records.report": ("Execution", "RunReportFormat"),
+    "evalkit.records.report_reader": ("RunReport",),
     "evalkit.records.run_input": ("CallInput", "RunInput", "SliceInput", "SuiteInput"),
     "evalkit.records.labels": ("LABELS_FORMAT", "Label", "LabelsFile", "LabelsHeader", "read_labels"),
     "evalkit.records.trajectory": ("MAX_TOOL_RESULT_CHARS", "AssistantTurn", "FinalAnswer", "ModelCall", "Step",

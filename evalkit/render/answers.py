@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.core.report import RunReport
 from evalkit.core.untrusted import pre_text
+from evalkit.records.report_reader import RunReport
 
 __all__ = ["MAX_CASES", "regressed_cases", "render_answers"]
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import RunReport
 from evalkit.gate.compared import critical_of
 from evalkit.gate.decision import Decision
 from evalkit.records.decision import Evidence
+from evalkit.records.report_reader import RunReport
 from evalkit.render.junit import render_junit
 from evalkit.render.markdown import render_markdown
 

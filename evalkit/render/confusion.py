@@ -11,7 +11,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.core.report import RunReport
+from evalkit.records.report_reader import RunReport
 
 __all__ = ["LABEL_CHARS", "confusion_markdown", "confusion_tables", "confusion_text"]
 

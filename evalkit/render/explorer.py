@@ -26,10 +26,10 @@ from importlib.resources import files
 from typing import Any
 
 from evalkit.core.nodeid import matches_critical
-from evalkit.core.report import RunReport
 from evalkit.core.untrusted import visible
 from evalkit.core.version import __version__
 from evalkit.programs.labelling import PASS_FAIL, Unsure, label_targets, unsure
+from evalkit.records.report_reader import RunReport
 from evalkit.render.html import environment
 
 __all__ = ["CONTENT_SECURITY_POLICY", "OUTPUT_CHARS", "ExplorerRun", "explorer_files", "run_data"]

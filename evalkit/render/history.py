@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.core.report import RunReport
 from evalkit.gate.decide import changed_components, incomparability
+from evalkit.records.report_reader import RunReport
 from evalkit.render.html import render_page
 from evalkit.render.money import run_usd, usd, usd_cell
 from evalkit.render.numbers import NO_VALUE, number
@@ -138,17 +138,23 @@ def _metric_names(runs: Sequence[HistoryRun]) -> list[str]:
     return builtin + sorted(n for n in names if n not in builtin)
 
 
-def _cost(report: RunReport, name: str) -> float | None:
-    cost = report.execution.get("cost")
-    value = cost.get(name) if isinstance(cost, Mapping) else None
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+def _cost(report: RunReport) -> list[float | None]:
+    """Input tokens, output tokens and model calls, as the report's cost section counted them."""
+    cost = report.execution.cost
+    if cost is None:
+        return [None, None, None]
+    return [_figure(cost.input_tokens), _figure(cost.output_tokens), _figure(cost.model_calls)]
 
 
-def _latency(report: RunReport, name: str) -> float | None:
-    latency = report.execution.get("latency")
-    if not isinstance(latency, Mapping) or not latency.get("measured_calls"):
-        return None
-    value = latency.get(name)
+def _latency(report: RunReport) -> list[float | None]:
+    """Mean and p95 time in flight, where the run measured any call."""
+    latency = report.execution.latency
+    if latency is None or not latency.measured_calls:
+        return [None, None]
+    return [_figure(latency.mean_ms), _figure(latency.p95_ms)]
+
+
+def _figure(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
@@ -168,8 +174,7 @@ def history_rows(runs: Sequence[HistoryRun]) -> tuple[list[str], list[list[str]]
     for position, (label, run) in enumerate(zip(key_labels(runs), runs, strict=True), start=1):
         report = run.report
         values = [_pass_rate(run), *(report.metrics.get(m) for m in metrics)]
-        cost = [_cost(report, "input_tokens"), _cost(report, "output_tokens"), _cost(report, "model_calls")]
-        latency = [_latency(report, "mean_ms"), _latency(report, "p95_ms")]
+        cost, latency = _cost(report), _latency(report)
         for one, value in zip(series, [*values, cost[0], run_usd(report), latency[0]], strict=True):
             one.values.append(value)
         # each run at the prices its report recorded: the history never reprices an old run

@@ -36,10 +36,10 @@ from itertools import chain, compress, count, repeat
 from operator import not_
 
 from evalkit.core.nodeid import name_parts
-from evalkit.core.report import PASSING, RunReport
 from evalkit.gate.decision import Decision, Verdict
 from evalkit.gate.findings import Effect
 from evalkit.gate.rules import rules_for
+from evalkit.records.report_reader import PASSING, RunReport
 
 __all__ = ["render_junit", "xml_safe", "junit_names"]
 

@@ -9,10 +9,10 @@ import re
 from collections.abc import Mapping
 
 from evalkit.core.key import changed_settings
-from evalkit.core.report import RunReport
 from evalkit.core.untrusted import MAX_VALUE_CHARS, markdown, terminal
 from evalkit.gate.decision import Decision
 from evalkit.records.decision import Evidence, PolicyIdentity
+from evalkit.records.report_reader import RunReport
 from evalkit.render.answers import regressed_cases, render_answers
 from evalkit.render.confusion import confusion_markdown
 from evalkit.render.numbers import change, number

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.core.report import RunReport
+from evalkit.records.report_reader import RunReport
 
 __all__ = ["NO_PRICE", "usd", "money_rows", "money_line", "run_usd", "usd_text", "usd_cell"]
 
@@ -32,8 +32,7 @@ def usd(value: float) -> str:
 
 
 def _money(report: RunReport) -> Mapping[str, Any] | None:
-    money = report.execution.get("money")
-    return money if isinstance(money, Mapping) else None
+    return report.execution.money
 
 
 def _amount(value: Any) -> float | None:

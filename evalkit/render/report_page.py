@@ -21,11 +21,11 @@ from markupsafe import Markup
 
 from evalkit.core.isolation import isolation_label
 from evalkit.core.key import changed_settings
-from evalkit.core.report import PASSING, RunReport
 from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
 from evalkit.judging.judge_health import judge_warnings
 from evalkit.records.decision import Evidence
+from evalkit.records.report_reader import PASSING, RunReport
 from evalkit.render.confusion import confusion_tables
 from evalkit.render.html import breakable, render_page, shown
 from evalkit.render.markdown import render_policy

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.isolation import isolation_label
-from evalkit.core.report import RunReport
+from evalkit.records.report import Live
+from evalkit.records.report_reader import RunReport
 from evalkit.render.money import money_line
 from evalkit.render.text import sequential_line
 from evalkit.run.run_plan import RunResult
@@ -24,7 +25,7 @@ def run_summary(suite: str, mode: str, result: RunResult) -> str:
     refusals and cost where the run has them."""
     report, tests = result.report, tests_line(result.report)
     if result.recording_path is None:  # a candidate-program suite: no model calls, nothing recorded
-        budget_used = result.execution.get("budget", {})
+        budget_used = report.execution.budget or {}
         text = (f"run: suite {suite}, candidate {report.candidate.get('option')} on split "
                 f"{report.dataset.get('split')}, {tests} (candidate programs, no model calls); "
                 f"units spent {budget_used.get('spent_units')}, unknown reservations "
@@ -36,17 +37,18 @@ def run_summary(suite: str, mode: str, result: RunResult) -> str:
                 f"{report.provenance.get('recording_provenance')}); report {result.report_path}")
     if report.sequential is not None:
         text += "\n" + sequential_line(report.sequential)
-    live = result.execution.get("live")
-    if live:
-        budget = live["budget"]
-        text += (f"\nlive: {live['sent']} calls sent ({live['retried']} retried) in {live['seconds']:.1f} s; "
-                 f"input tokens {budget['input_tokens']}, output tokens {budget['output_tokens']} "
-                 f"(estimated where the provider reported none; {budget['unknown_usage_calls']} calls "
-                 f"with unknown usage); calls {result.execution['calls']}")
-        denied = live.get("denied")
-        if denied:  # the budget's refusals, said plainly: their cases are unscored, not failed
-            text += (f"\nbudget: {denied['calls']} call(s) denied before they were sent: "
-                     f"{str(denied['first']).removeprefix('budget_denied: ')}; their cases are unscored, and a "
+    live = report.execution.live
+    if live is not None and live != Live():
+        budget = live.budget
+        seconds = live.seconds if live.seconds is not None else 0.0
+        text += (f"\nlive: {live.sent} calls sent ({live.retried} retried) in {seconds:.1f} s; "
+                 f"input tokens {budget.get('input_tokens')}, output tokens {budget.get('output_tokens')} "
+                 f"(estimated where the provider reported none; {budget.get('unknown_usage_calls')} calls "
+                 f"with unknown usage); calls {report.execution.calls}")
+        denied = live.denied
+        if denied is not None:  # the budget's refusals, said plainly: their cases are unscored, not failed
+            text += (f"\nbudget: {denied.calls} call(s) denied before they were sent: "
+                     f"{denied.first.removeprefix('budget_denied: ')}; their cases are unscored, and a "
                      "gate treats the run as incomplete")
     cost = money_line(report)
     if cost is not None:

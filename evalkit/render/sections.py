@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from evalkit.core.report import RunReport
+import msgspec
+
 from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
+from evalkit.records.report import Cost, Live
+from evalkit.records.report_reader import RunReport
 from evalkit.render.money import money_rows
 from evalkit.render.numbers import number
 
@@ -53,25 +56,29 @@ def sections(report: RunReport, baseline: RunReport | None = None, *,
                                             f"{'; '.join(sorted(set(denied.values())))}"))
     quality += _split(report, listed)
     quality += judge_rows(report)
-    cost_data: dict[str, Any] = dict(report.execution.get("cost") or {})
+    cost_data = report.execution.cost
     cost = []
-    if cost_data:
-        estimated = cost_data.get("estimated_calls") or {}
-        for name in ("model_calls", "input_tokens", "output_tokens"):
+    if cost_data is not None and cost_data != Cost():  # an empty section shows nothing, as it always did
+        estimated = cost_data.estimated_calls or {}
+        for name, value in (("model_calls", cost_data.model_calls), ("input_tokens", cost_data.input_tokens),
+                            ("output_tokens", cost_data.output_tokens)):
             note = f" (estimated for {estimated[name]} calls: characters / 4)" if estimated.get(name) else ""
-            cost.append((name, f"{cost_data.get(name, 0)}{note}"))
-        if cost_data.get("judge_calls"):
-            cost.append(("judge calls (apart)", f"{cost_data['judge_calls']}: {cost_data['judge_input_tokens']} "
-                                                f"input, {cost_data['judge_output_tokens']} output tokens"))
-        if cost_data.get("simulator_calls"):  # a conversation's simulated user (evalkit.run.conversation)
-            cost.append(("simulated user calls (apart)", f"{cost_data['simulator_calls']}: "
-                                                         f"{cost_data['simulator_input_tokens']} input, "
-                                                         f"{cost_data['simulator_output_tokens']} output tokens"))
+            cost.append((name, f"{0 if value is None else value}{note}"))
+        if cost_data.judge_calls:
+            cost.append(("judge calls (apart)", f"{cost_data.judge_calls}: {cost_data.judge_input_tokens} "
+                                                f"input, {cost_data.judge_output_tokens} output tokens"))
+        if cost_data.simulator_calls:  # a conversation's simulated user (evalkit.run.conversation)
+            cost.append(("simulated user calls (apart)", f"{cost_data.simulator_calls}: "
+                                                         f"{cost_data.simulator_input_tokens} input, "
+                                                         f"{cost_data.simulator_output_tokens} output tokens"))
     cost += money_rows(report, baseline)
-    live = report.execution.get("live") or {}
-    if live:
-        cost.append(("live calls sent", f"{live['sent']} ({live['retried']} retried) in {live['seconds']:.1f} s"))
-    return {"quality": quality, "cost": cost, "latency": latency_rows(dict(report.execution.get("latency") or {}))}
+    live = report.execution.live
+    if live is not None and live != Live():
+        seconds = live.seconds if live.seconds is not None else 0.0
+        cost.append(("live calls sent", f"{live.sent} ({live.retried} retried) in {seconds:.1f} s"))
+    latency = report.execution.latency
+    return {"quality": quality, "cost": cost,
+            "latency": latency_rows(msgspec.to_builtins(latency) if latency is not None else {})}
 
 
 def latency_rows(data: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -6,10 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.core.report_format import Sequential
 from evalkit.core.untrusted import terminal
 from evalkit.gate.decision import Decision, Verdict
 from evalkit.gate.headline import suite_sentence, tests_sentence
+from evalkit.records.report import Sequential
 from evalkit.render.numbers import change, number
 from evalkit.render.sections import decision_lists
 

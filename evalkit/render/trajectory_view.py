@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
-from evalkit.core.report import RunReport
 from evalkit.core.untrusted import MAX_VALUE_CHARS, squeezed
+from evalkit.records.report_reader import RunReport
 from evalkit.records.trajectory import (
     AssistantTurn,
     FinalAnswer,

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from evalkit.core.report import RunReport
 from evalkit.core.untrusted import MAX_VALUE_CHARS, squeezed
+from evalkit.records.report_reader import RunReport
 from evalkit.records.trajectory import AssistantTurn, Trajectory, UserTurn
 from evalkit.render.trajectory_view import STEP_CHARS, TRAJECTORY_CHARS, trajectory_of
 

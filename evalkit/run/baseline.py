@@ -9,11 +9,11 @@ from typing import NamedTuple
 from evalkit.core.errors import InputError
 from evalkit.core.files import decode, read_text_sha256
 from evalkit.core.parsing import parse_json
-from evalkit.core.report import RunReport, parse_report
 from evalkit.gate.calibration import Calibration
 from evalkit.project.git import GIT, show, split_spec
 from evalkit.project.paths import find_project, project_path
 from evalkit.records.calibration import CALIBRATION_FILE, JudgeCalibration, read_calibration
+from evalkit.records.report_reader import RunReport, parse_report
 
 __all__ = ["DEFAULT", "Baseline", "calibration_beside", "load_baseline", "load_calibration"]
 

@@ -21,11 +21,11 @@ from evalkit.core.atomic import write_atomic
 from evalkit.core.config import RunConfig
 from evalkit.core.errors import InputError
 from evalkit.core.json_text import compact_json, indented_json, json_value
-from evalkit.core.report import Counts, RunReport, report_from_mapping
 from evalkit.core.version import __version__
 from evalkit.judging.check_spec import ChecksFile
 from evalkit.live.redact import Redactor
 from evalkit.project.paths import PROJECT_ENV, project_root, shown
+from evalkit.records.report_reader import Counts, RunReport, report_from_mapping
 from evalkit.run.canonical import canonical_text
 from evalkit.run.plugin import RUN_OPTION
 from evalkit.run.recording import Provenance

@@ -22,9 +22,9 @@ from evalkit.core.config import RunConfig
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_text
 from evalkit.core.outputs import refuse_input, refuse_link, same_file
-from evalkit.core.report import parse_report
 from evalkit.project.git import GIT
 from evalkit.project.paths import conf_dirs, project_path, project_root
+from evalkit.records.report_reader import parse_report
 from evalkit.run.baseline import DEFAULT
 
 __all__ = ["check_run_destinations", "check_saved_report"]

@@ -19,12 +19,12 @@ from typing import Any, Final
 
 from evalkit.core.call_id import CallId
 from evalkit.core.key import with_settings
-from evalkit.core.report import PASSING
 from evalkit.judging.agreement import self_agreement
 from evalkit.judging.classification import classify
 from evalkit.judging.slices import language_of_field, slice_cases
 from evalkit.programs.candidate import is_scorable
 from evalkit.programs.grade import Grade
+from evalkit.records.report_reader import PASSING
 from evalkit.run.execute import UNSCORED  # a case with such a call is reported unscored
 from evalkit.run.run_input import RunInput
 

@@ -21,13 +21,13 @@ from evalkit.core.errors import ConfigError, InputError
 from evalkit.core.files import read_text
 from evalkit.core.key import recording_path
 from evalkit.core.loaders import load_cases
-from evalkit.core.report import Counts, RunReport, report_from_mapping
 from evalkit.core.version import __version__
 from evalkit.gate.sequential_rule import pool, verdicts
 from evalkit.judging.check_spec import ChecksFile
 from evalkit.live.contract import contract_problems
 from evalkit.live.redact import Redactor
 from evalkit.project.paths import project_path, project_root, shown
+from evalkit.records.report_reader import Counts, RunReport, report_from_mapping
 from evalkit.run.agent_loop import Agent, agent_metrics, suite_agent, trajectories_json
 from evalkit.run.checking import check_and_report, checks_report, run_provenance, suite_input
 from evalkit.run.conversation import conversation_metrics, scripts_of

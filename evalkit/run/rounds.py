@@ -28,8 +28,8 @@ import math
 from collections.abc import Callable, Mapping
 
 from evalkit.core.config import RunSettings
-from evalkit.core.report import Counts
 from evalkit.gate.sequential_rule import decided_block, open_cases, verdicts
+from evalkit.records.report_reader import Counts
 from evalkit.run.execute import Execution
 from evalkit.run.recording import Recording
 

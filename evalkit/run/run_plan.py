@@ -17,8 +17,8 @@ from typing import Any, Literal
 from evalkit.core.config import Mode, ModelConfig, RunConfig, SimulatorConfig
 from evalkit.core.key import EvalKey
 from evalkit.core.prices import PriceEntry
-from evalkit.core.report import RunReport
 from evalkit.core.version import __version__
+from evalkit.records.report_reader import RunReport
 
 __all__ = ["CallSettings", "RunPlan", "RunResult", "SuiteKind", "plan_run"]
 

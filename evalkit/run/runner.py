@@ -9,7 +9,7 @@ A model suite (evalkit.run.model_runner) sends each case to the model under test
 from __future__ import annotations
 
 from evalkit.core.config import RunConfig
-from evalkit.core.report import RunReport
+from evalkit.records.report_reader import RunReport
 from evalkit.run.checking import run_checks
 from evalkit.run.destinations import check_run_destinations
 from evalkit.run.model_runner import baseline_replies, run_model_suite

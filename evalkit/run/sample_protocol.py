@@ -26,7 +26,7 @@ from typing import Any, Final
 import pytest
 
 from evalkit.core.reducer import ALL, Reducer, parse_reducer
-from evalkit.core.report import PASSING
+from evalkit.records.report_reader import PASSING
 
 __all__ = ["SUPPORTED", "index_teardown_reports", "reducer_of", "run_samples", "shown_sample"]
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from evalkit.core.errors import EvalkitError, one_line
 from evalkit.core.files import read_text
-from evalkit.core.report import RunReport, parse_report
 from evalkit.gate.policy_change import Pair
 from evalkit.project.git import GIT
 from evalkit.project.paths import project_root, shown
+from evalkit.records.report_reader import RunReport, parse_report
 from evalkit.run.baseline import calibration_beside, load_baseline, load_calibration
 from evalkit.run.saved_decision import saved_decision_field
 

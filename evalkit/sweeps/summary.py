@@ -16,10 +16,10 @@ from hydra.experimental.callback import Callback
 from evalkit.core.atomic import write_atomic
 from evalkit.core.console import say
 from evalkit.core.errors import EvalkitError
-from evalkit.core.report import read_reports
 from evalkit.core.untrusted import MAX_VALUE_CHARS, markdown
 from evalkit.gate.decision import ExitCode
 from evalkit.live.redact import Redactor
+from evalkit.records.report_reader import read_reports
 from evalkit.render.money import usd_text
 from evalkit.render.sweep_page import JobCase, render_summary_html
 

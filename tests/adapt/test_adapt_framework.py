@@ -16,9 +16,9 @@ from evalkit.adapt.framework import ENTRY_POINT_GROUP, Source, available_sources
 from evalkit.adapt.neutral import AdaptedTest, NeutralRun, SourceKey, fingerprint_inputs, to_run_report
 from evalkit.core.errors import InputError
 from evalkit.core.policy import STRICT_DEFAULT, Policy
-from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import incomparability
 from evalkit.gate.decision import Verdict
+from evalkit.records.report_reader import report_from_mapping
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from evalkit.core.errors import ConfigError
 from evalkit.core.money import Side, Tokens, call_cost, money_section, unpriced_reason
 from evalkit.core.prices import PriceEntry, check_price_file, price_of
-from evalkit.core.report import RunReport
+from evalkit.records.report import read_execution
+from evalkit.records.report_reader import RunReport
 from evalkit.render.money import NO_PRICE, money_line, money_rows, run_usd, usd, usd_cell
 
 DEFAULT_TABLE = Path(__file__).resolve().parents[2] / "evalkit" / "conf" / "prices" / "default.yaml"
@@ -187,7 +188,7 @@ def test_a_price_file_that_is_not_a_mapping_is_refused():
 
 def _report(money: dict[str, Any] | None) -> RunReport:
     return RunReport(eval={"model": "m"}, outcomes={"t::a": "passed"},
-                     execution={"money": money} if money is not None else {})
+                     execution=read_execution({"money": money} if money is not None else {}))
 
 
 def test_the_rows_show_each_side_the_run_and_the_prices_with_their_date_and_source():

@@ -14,9 +14,9 @@ from conftest import KEY
 from evalkit.core.errors import InputError
 from evalkit.core.nodeid import matches_critical, qualified_name
 from evalkit.core.policy import Policy
-from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Verdict
+from evalkit.records.report_reader import report_from_mapping
 from evalkit.render.markdown import render_markdown
 from evalkit.render.text import render_decision
 
@@ -214,7 +214,7 @@ def test_regressions_and_fixes_by_outcome(before, after, regressed, fixed):
 
 
 def test_evalkits_own_reports_keep_pytests_record_and_it_reads_clean():
-    from evalkit.core.report import load_report
+    from evalkit.records.report_reader import load_report
     PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
     path = PROJECT_ROOT / "suites/issue_triage/runs/baseline.json"

@@ -1,6 +1,6 @@
 """Reducers (evalkit.core.reducer): how N samples' outcomes become a test's, read from checks.yaml, markers and run
 reports; the sample shown follows the reducer (evalkit.run.sample_protocol), and a report whose outcome does not
-follow its counts and reducer is refused (evalkit.core.report)."""
+follow its counts and reducer is refused (evalkit.records.report_reader)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from evalkit.core.errors import InputError
 from evalkit.core.reducer import ALL, Reducer, parse_reducer
-from evalkit.core.report import report_from_mapping
+from evalkit.records.report_reader import report_from_mapping
 from evalkit.run.sample_protocol import shown_sample
 
 

@@ -26,8 +26,8 @@ def _readers() -> dict[str, Callable[[Path], Any]]:
     from evalkit.core.files import read_text
     from evalkit.core.loaders import load_cases
     from evalkit.core.policy import load_policy
-    from evalkit.core.report import read_reports
     from evalkit.judging.rubric import load_rubric
+    from evalkit.records.report_reader import read_reports
     from evalkit.run.declared import read_checks
     from evalkit.run.journal import read_journal
     from evalkit.run.manifest import load_manifest_dataset

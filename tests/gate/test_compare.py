@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from evalkit.core.errors import InputError
-from evalkit.core.report import report_from_mapping
 from evalkit.gate.compare import Comparison, MetricChange, compare_cases, compare_metrics
+from evalkit.records.report_reader import report_from_mapping
 
 
 def test_metric_changes():

@@ -15,7 +15,6 @@ import pytest
 from conftest import PROJECT_ROOT, evalkit_env
 
 from evalkit.core.policy import PairedRule, Policy, RepeatsRule, policy_sha256
-from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Verdict
 from evalkit.gate.detectable import (
@@ -30,6 +29,7 @@ from evalkit.gate.detectable import (
 )
 from evalkit.gate.repeats import fisher_lower_p, min_fisher_p, repeats_for_any_outcome, sign_flip_p
 from evalkit.gate.rules import rules_for
+from evalkit.records.report_reader import RunReport, report_from_mapping
 from evalkit.render.junit import render_junit
 from evalkit.render.markdown import render_markdown
 from evalkit.render.report_page import render_report_html

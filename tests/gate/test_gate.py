@@ -6,9 +6,9 @@ import pytest
 from conftest import report
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import changed_components, decide, is_critical
 from evalkit.gate.decision import ExitCode, Verdict, exit_code
+from evalkit.records.report_reader import report_from_mapping
 
 POLICY = Policy(max_regressions=0, min_pass_rate=0.9, critical=("test_priority", "test_reply_matches_schema"))
 BASE = {f"test_label[c{i}]": "passed" for i in range(20)} | {"test_priority[c0]": "passed"}

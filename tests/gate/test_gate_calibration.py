@@ -12,12 +12,12 @@ from conftest import KEY
 
 from evalkit.core.errors import InputError
 from evalkit.core.policy import Policy, policy_from_mapping, policy_sha256
-from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.calibration import Calibration
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Verdict
 from evalkit.gate.findings import Effect, Finding
 from evalkit.records.calibration import JudgeCalibration, read_calibration
+from evalkit.records.report_reader import RunReport, report_from_mapping
 from evalkit.run.baseline import calibration_beside
 
 JUDGE = {"judge_model": "fake-judge", "judge_sha": "j1"}

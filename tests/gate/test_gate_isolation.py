@@ -13,8 +13,8 @@ from conftest import evalkit_cli
 from evalkit.core.errors import ConfigError, InputError
 from evalkit.core.isolation import Layer, isolation_label, layers_held
 from evalkit.core.policy import Policy, policy_from_mapping
-from evalkit.core.report import RunReport
 from evalkit.gate.isolation import refuse_short_isolation
+from evalkit.records.report_reader import RunReport
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LAB_BASELINE = PROJECT_ROOT / "suites" / "quality_lab" / "runs" / "baseline.json"

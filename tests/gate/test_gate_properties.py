@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from evalkit.core.errors import EvalkitError
 from evalkit.core.policy import Policy
-from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Verdict
+from evalkit.records.report_reader import RunReport, report_from_mapping
 
 OUTCOMES = ["passed", "failed", "skipped", "xfailed", "xpassed", "error"]
 NODEIDS = st.sampled_from([f"t.py::test_{name}[{case}]" for name in ("a", "priority", "cite") for case in "xyz"])

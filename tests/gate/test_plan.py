@@ -18,9 +18,9 @@ from conftest import PROJECT_ROOT, evalkit_env
 from evalkit.core.errors import InputError
 from evalkit.core.money import Side
 from evalkit.core.prices import PriceEntry
-from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.plan import Pricing, plan, recorded_pricing
 from evalkit.gate.repeats import fisher_lower_p, sign_flip_p
+from evalkit.records.report_reader import RunReport, report_from_mapping
 from evalkit.render.plan import render_plan
 
 Z = NormalDist()

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from evalkit.core.policy import PairedRule, Policy
-from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Verdict
+from evalkit.records.report_reader import RunReport, report_from_mapping
 from evalkit.render.markdown import render_markdown
 from evalkit.render.text import render_decision
 

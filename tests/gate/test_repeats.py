@@ -11,11 +11,11 @@ import pytest
 
 from evalkit.core.errors import InputError
 from evalkit.core.policy import Policy, RepeatsRule, policy_sha256
-from evalkit.core.report import Counts, RunReport, report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Verdict
 from evalkit.gate.repeats import compare_repeats, fisher_lower_p, holm, min_fisher_p, sign_flip_p, wilson_interval
 from evalkit.gate.stats import FRACTION_ESTIMAND, StatisticsInputError, paired_fraction_bootstrap
+from evalkit.records.report_reader import Counts, RunReport, report_from_mapping
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,13 +11,13 @@ import pytest
 from conftest import report
 
 from evalkit.core.policy import Policy, policy_schema
-from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate import rules
 from evalkit.gate.compared import Compared
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Verdict
 from evalkit.gate.findings import Effect, Finding
 from evalkit.gate.policy_change import Pair, decide_again
+from evalkit.records.report_reader import RunReport, report_from_mapping
 from evalkit.render.junit import render_junit
 from evalkit.render.policy_diff import render_policy_diff
 

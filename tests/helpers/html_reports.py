@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Decision
+from evalkit.records.report_reader import RunReport, report_from_mapping
 
 KEY = {"key_version": 1, "suite": "hostile", "dataset": "hostile@1", "dataset_sha": "d1", "model": "m",
        "prompt_version": "v1", "prompt_sha": "p1", "judge_model": "j",

@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.judging.judge_health import MIN_CASES, judge_warnings
+from evalkit.records.report_reader import RunReport, report_from_mapping
 from evalkit.render.markdown import render_markdown
 from evalkit.render.report_page import render_report_html
 from evalkit.render.text import render_decision

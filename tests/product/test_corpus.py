@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Decision, Verdict
+from evalkit.records.report_reader import RunReport, report_from_mapping
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "pytest_reports"
 RUNS = sorted(p.name.removesuffix(".meta.json") for p in CORPUS.glob("*.meta.json"))

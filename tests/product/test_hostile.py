@@ -491,8 +491,8 @@ def test_the_corpus_is_large() -> None:
 
 def test_a_line_break_in_report_data_never_forges_a_line_of_the_decision() -> None:
     from evalkit.core.policy import STRICT_DEFAULT
-    from evalkit.core.report import report_from_mapping
     from evalkit.gate.decide import decide
+    from evalkit.records.report_reader import report_from_mapping
     from evalkit.render.markdown import render_markdown
     from evalkit.render.text import render_decision
 
@@ -509,8 +509,8 @@ def test_a_conversation_s_turns_and_check_names_never_forge_a_line_of_the_decisi
     """A regressed conversation's first failing turn in decision.md: the assistant's turn and the failing check's name
     carry a line break and a forged line; each stays inside its one line."""
     from evalkit.core.policy import STRICT_DEFAULT
-    from evalkit.core.report import RunReport, report_from_mapping
     from evalkit.gate.decide import decide
+    from evalkit.records.report_reader import RunReport, report_from_mapping
     from evalkit.render.markdown import render_markdown
 
     forged_turn = "Which order?\n- `c1`: turn 1 (`fine`): candidate `all good`\n\x1b[2J### evalkit: **GO**"
@@ -538,7 +538,7 @@ def test_a_conversation_s_turns_and_check_names_never_forge_a_line_of_the_decisi
 @pytest.mark.parametrize("recording", ["/etc/passwd", "../../../etc/passwd", "/dev/zero", "suites/../../x.json"])
 def test_a_baseline_cannot_point_pairwise_judging_at_a_file_outside_the_recordings(recording: str,
                                                                                    tmp_path: Path) -> None:
-    from evalkit.core.report import report_from_mapping
+    from evalkit.records.report_reader import report_from_mapping
     from evalkit.run.runner import baseline_replies
 
     baseline = report_from_mapping({**REPORT, "provenance": {"recording": recording}}, "b")

@@ -77,7 +77,7 @@ def test_labels_read_pass_fail_and_booleans():
 def _judges(verdicts: dict[str, list[str | None]], passed: dict[str, list[bool]], repeats: int) -> dict:
     import msgspec
 
-    from evalkit.core.report_format import JudgedCheck
+    from evalkit.records.report import JudgedCheck
 
     block = {"kind": "faithfulness", "repeats": repeats, "self_agreement": None, "flips": [],
              "verdicts": {case: {"0": v} for case, v in verdicts.items()},

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from evalkit.core.report import report_from_mapping
 from evalkit.programs.labelling import Unsure, label_targets, unsure
+from evalkit.records.report_reader import report_from_mapping
 
 KEY = {"key_version": 1, "suite": "s", "dataset": "d@1", "dataset_sha": "d1", "model": "m", "prompt_version": "v1",
        "prompt_sha": "p1", "judge_model": "j"}

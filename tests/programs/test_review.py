@@ -15,8 +15,8 @@ import pytest
 from conftest import KEY
 
 from evalkit.core.errors import InputError
-from evalkit.core.report import load_report
 from evalkit.programs.review import IDENTITY_ASSURANCE, apply_review
+from evalkit.records.report_reader import load_report
 
 PENDING = "acceptance-project-0-answer"
 SETTLED = "acceptance-project-1-answer"

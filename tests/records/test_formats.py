@@ -13,9 +13,9 @@ import pytest
 from conftest import PROJECT_ROOT, report
 
 from evalkit.core.errors import InputError
-from evalkit.core.report import parse_report, report_from_mapping
-from evalkit.core.report_format import RunReportFormat, run_report_schema
 from evalkit.records.decision import decision_schema, read_decision
+from evalkit.records.report import RunReportFormat, run_report_schema
+from evalkit.records.report_reader import parse_report, report_from_mapping
 from evalkit.run.journal import read_journal
 from evalkit.run.recording import Recording
 from evalkit.run.run_input import RunInput, read_run_input, run_input_schema

@@ -17,12 +17,13 @@ from pydantic import BaseModel
 
 import evalkit
 from evalkit.core.policy import Policy
-from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.records.decision import DecisionFile, Evidence, FindingEntry, PolicyIdentity, ReportIdentity
+from evalkit.records.report import Execution
+from evalkit.records.report_reader import RunReport, report_from_mapping
 
 RECORDS = Path(evalkit.__file__).parent / "records"
-FORMAT_MODULES = ("decision", "recording", "journal", "run_input")
+FORMAT_MODULES = ("decision", "recording", "journal", "run_input", "report")
 """The records modules of the files evalkit writes that the check below holds (the others follow as they move in)."""
 
 
@@ -59,6 +60,17 @@ def test_no_record_field_is_a_mapping_of_any(module_name):
     found = [spot for model in models for name, hint in _public_fields(model).items()
              for spot in _any_mappings(hint, f"{model.__name__}.{name}")]
     assert found == []
+
+
+RUN_REPORT_TYPED = ("eval", "provenance", "execution")
+"""The fields of the gate's RunReport (evalkit.records.report_reader) typed so far; the rest follow."""
+
+
+def test_the_run_reports_typed_fields_hold_no_mapping_of_any():
+    hints = typing.get_type_hints(RunReport, include_extras=True)
+    found = [spot for name in RUN_REPORT_TYPED for spot in _any_mappings(hints[name], f"RunReport.{name}")]
+    assert found == []
+    assert hints["execution"] is Execution
 
 
 def test_the_any_check_can_fail():

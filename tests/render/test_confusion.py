@@ -3,8 +3,8 @@ place, and a predicted label taken from a reply cut and escaped so it cannot for
 
 from __future__ import annotations
 
-from evalkit.core.report import RunReport
 from evalkit.gate.decision import Decision, Verdict
+from evalkit.records.report_reader import RunReport
 from evalkit.render.confusion import confusion_markdown, confusion_tables, confusion_text
 from evalkit.render.markdown import render_markdown
 from evalkit.render.report_page import render_report_html

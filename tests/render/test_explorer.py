@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from helpers.html_reports import SCRIPT, hostile_pair
 
-from evalkit.core.report import report_from_mapping
+from evalkit.records.report_reader import report_from_mapping
 from evalkit.render.explorer import CONTENT_SECURITY_POLICY, OUTPUT_CHARS, ExplorerRun, explorer_files, run_data
 
 KEY = {"key_version": 1, "suite": "s", "dataset": "d@1", "dataset_sha": "d1", "model": "m", "prompt_version": "v1",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from helpers.html_reports import BANGLA, IMG, SCRIPT, hostile_pair
 
-from evalkit.core.report import RunReport, report_from_mapping
+from evalkit.records.report_reader import RunReport, report_from_mapping
 from evalkit.render.explorer import ExplorerRun, explorer_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]

@@ -16,8 +16,8 @@ import pytest
 from conftest import evalkit_env
 from helpers.html_reports import IMG, SCRIPT
 
-from evalkit.core.report import load_report
 from evalkit.core.version import __version__
+from evalkit.records.report_reader import load_report
 from evalkit.render.explorer import ExplorerRun, explorer_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]

@@ -13,9 +13,9 @@ from helpers.html_reports import BANGLA, KEY, MEGABYTE, RTL, SCRIPT, hostile_pai
 
 from evalkit.core.key import ABSENT, changed_settings, with_settings
 from evalkit.core.policy import Policy
-from evalkit.core.report import report_from_mapping
 from evalkit.gate.compared import critical_of
 from evalkit.gate.decide import decide
+from evalkit.records.report_reader import report_from_mapping
 from evalkit.render.html import content_security_policy, environment, render_page
 from evalkit.render.markdown import render_markdown
 from evalkit.render.report_page import MAX_PANELS, SHOWN_CHARS, diff_sides, render_report_html
@@ -167,7 +167,7 @@ def test_beyond_the_row_limit_every_tagged_test_stays_and_the_cut_is_said():
 def test_a_candidate_program_run_shows_its_grades_and_the_isolation_that_held():
     from conftest import PROJECT_ROOT
 
-    from evalkit.core.report import load_report
+    from evalkit.records.report_reader import load_report
 
     report = load_report(PROJECT_ROOT / "suites" / "quality_lab" / "runs" / "baseline.json")  # recorded by a run
     page = render_report_html(report)

@@ -15,8 +15,8 @@ from conftest import PROJECT_ROOT, evalkit_cli
 from helpers.html_reports import BANGLA, KEY, RTL, SCRIPT, hostile_pair, large_pair
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import decide
+from evalkit.records.report_reader import report_from_mapping
 from evalkit.render.report_page import render_report_html
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]

@@ -10,8 +10,8 @@ import junitparser
 from conftest import evalkit_cli, report, write_json
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import decide
+from evalkit.records.report_reader import report_from_mapping
 from evalkit.render.junit import junit_names, render_junit, xml_safe
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project

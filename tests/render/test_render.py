@@ -5,8 +5,8 @@ from __future__ import annotations
 from conftest import report
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import decide
+from evalkit.records.report_reader import report_from_mapping
 from evalkit.render.markdown import render_markdown
 from evalkit.render.sections import render_sections
 from evalkit.render.text import render_decision

@@ -15,7 +15,7 @@ import pytest
 from conftest import PROJECT_ROOT, evalkit_cli
 from helpers.html_reports import IMG, SCRIPT, agent_pair, hostile_pair
 
-from evalkit.core.report import report_from_mapping
+from evalkit.records.report_reader import report_from_mapping
 from evalkit.render.report_page import render_report_html
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]

@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import report_from_mapping
 from evalkit.gate.decide import decide
+from evalkit.records.report_reader import report_from_mapping
 from evalkit.records.trajectory import (
     FinalAnswer,
     ModelCall,

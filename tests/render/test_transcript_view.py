@@ -15,9 +15,9 @@ from helpers.html_reports import ESCAPE, IMG, LINK, RTL, SCRIPT, conversation_pa
 from markupsafe import escape
 
 from evalkit.core.policy import Policy
-from evalkit.core.report import RunReport, report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Decision
+from evalkit.records.report_reader import RunReport, report_from_mapping
 from evalkit.records.trajectory import AssistantTurn, ModelCall, Trajectory, UserTurn
 from evalkit.render.markdown import render_markdown
 from evalkit.render.report_page import render_report_html

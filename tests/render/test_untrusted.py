@@ -17,11 +17,11 @@ from conftest import KEY
 from evalkit.cli.evidence import evidence, policy_identity, report_identity
 from evalkit.cli.guard import say
 from evalkit.core.policy import Policy
-from evalkit.core.report import report_from_mapping
 from evalkit.core.untrusted import MAX_LINE_CHARS, annotation, cut, markdown, terminal, visible
 from evalkit.gate.decide import decide
 from evalkit.gate.policy_change import Pair, decide_again
 from evalkit.live.redact import Redactor
+from evalkit.records.report_reader import report_from_mapping
 from evalkit.render.history import HistoryRun, render_history_text
 from evalkit.render.junit import render_junit
 from evalkit.render.markdown import render_markdown

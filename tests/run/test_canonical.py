@@ -11,7 +11,7 @@ import pytest
 from conftest import evalkit_cli
 from helpers.docs_text import docs_text
 
-from evalkit.core.report import parse_report
+from evalkit.records.report_reader import parse_report
 from evalkit.run.canonical import canonical_report, canonical_text
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project

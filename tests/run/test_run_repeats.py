@@ -26,12 +26,12 @@ from evalkit.core.dataset import Case
 from evalkit.core.errors import ConfigError, InputError, OutageError
 from evalkit.core.key import EvalKey
 from evalkit.core.policy import Policy
-from evalkit.core.report import load_report, report_from_mapping
 from evalkit.gate.decide import decide
 from evalkit.gate.decision import Verdict
 from evalkit.live.budget import Budget
 from evalkit.live.providers.base import CallFailure
 from evalkit.records.call import Message, Reply, Request, Usage
+from evalkit.records.report_reader import load_report, report_from_mapping
 from evalkit.run.execute import LiveSetup, Source, Workload, execute
 from evalkit.run.journal import Journal, read_journal
 from evalkit.run.recording import Provenance, Recording

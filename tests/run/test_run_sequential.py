@@ -23,13 +23,13 @@ from evalkit.core.config import BudgetConfig, Mode, ModelConfig, RunSettings, va
 from evalkit.core.dataset import Case
 from evalkit.core.errors import ConfigError, InputError, OutageError
 from evalkit.core.key import EvalKey
-from evalkit.core.report import Counts, report_from_mapping
 from evalkit.gate.detectable import sequential_test_drop
 from evalkit.gate.sequential import Counts2, Verdict, settle
 from evalkit.gate.sequential_rule import compare_sequential, decided_block, open_cases, pool, unpaired, verdicts
 from evalkit.live.budget import Budget
 from evalkit.live.providers.base import CallFailure
 from evalkit.records.call import Message, Reply, Request, Usage
+from evalkit.records.report_reader import Counts, report_from_mapping
 from evalkit.run.execute import LiveSetup, Source, Workload, execute
 from evalkit.run.journal import Journal, read_journal
 from evalkit.run.recording import Provenance, Recording

@@ -1,4 +1,4 @@
-"""evalkit/core/report.py's reader of large reports (msgspec after parsing.check_json) against the careful path
+"""evalkit/records/report_reader.py's reader of large reports (msgspec after parsing.check_json) against the careful path
 (parse_json + report_from_mapping): a valid report reads alike on both, and what either refuses is refused in
 the careful path's words. The reports here are authored in this file unless they are the shipped baselines."""
 
@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from evalkit.core import report as report_module
 from evalkit.core.errors import InputError
 from evalkit.core.parsing import check_json, parse_json
-from evalkit.core.report import CaseTexts, RunReport, parse_report, read_reports, report_from_mapping
+from evalkit.records import report_reader as report_module
+from evalkit.records.report_reader import CaseTexts, RunReport, parse_report, read_reports, report_from_mapping
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 KEY = {"key_version": 1, "suite": "s", "dataset": "d@1", "dataset_sha": "abc", "model": "m", "prompt_version": "v1",

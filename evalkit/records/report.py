@@ -2,9 +2,9 @@
 
 A run report is pytest-json-report's file (its tests, summary, exit code and collectors, which pytest-json-report
 defines) with evalkit's eval block beside them: the eval key, provenance, the cases, pass rates, metrics and the
-optional sections below. evalkit.run.eval_block writes it; evalkit.core.report reads it, on its fast path through
-the same definitions (`Repeats`) and on its careful path through `check_repeats`, so the two readers cannot drift
-apart on what a valid block is. The JSON Schema published in docs/reference/schemas.md is generated from here.
+optional sections below. evalkit.run.eval_block writes it; evalkit.records.report_reader reads it, on its fast path
+through the same definitions (`Repeats`) and on its careful path through `check_repeats`, so the two readers cannot
+drift apart on what a valid block is. The JSON Schema published in docs/reference/schemas.md is generated from here.
 
 The format is versioned by its `format` field. Version 1 is the first that carried one; a pytest-json-report file
 that names no format is read as a hand-made report of an existing pytest suite (an `eval` block added in
@@ -18,9 +18,10 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-__all__ = ["FORMAT", "FORMATS", "CaseEntry", "CaseRepeats", "Classification", "JudgeFlip", "JudgedCheck",
-           "MetricSummary", "Repeats", "RunReportFormat", "SelfAgreementBlock", "Sequential", "TestEntry", "Text",
-           "check_repeats", "run_report_schema"]
+__all__ = ["FORMAT", "FORMATS", "CaseEntry", "CaseRepeats", "Classification", "Cost", "Denied", "Execution",
+           "JudgeFlip", "JudgedCheck", "Latency", "Live", "MetricSummary", "Pace", "Repeats", "RunReportFormat",
+           "SelfAgreementBlock", "Sequential", "Spread", "TestEntry", "Text", "check_repeats", "read_execution",
+           "run_report_schema"]
 
 FORMAT: Final = "evalkit-run-report/1"
 FORMATS: Final = (FORMAT,)
@@ -87,8 +88,8 @@ class CaseEntry(msgspec.Struct, forbid_unknown_fields=True):
     judge_replies: dict[str, str | None] = {}
     repeats: CaseRepeats | None = None
     group: Any = None
-    program: dict[str, Any] | None = None
-    grade: dict[str, Any] | None = None
+    program: dict[str, object] | None = None
+    grade: dict[str, object] | None = None
 
 
 class Classification(msgspec.Struct, forbid_unknown_fields=True):
@@ -181,13 +182,117 @@ class Sequential(msgspec.Struct, forbid_unknown_fields=True):
     baseline), against that baseline when sampling stopped."""
 
 
+# The execution section (evalkit.run.execute writes it; a program suite's runner writes `programs`, `budget` and its
+# model calls' own section as `calls`). Every field is optional: reports written before a section existed, and
+# hand-made or adapted ones, read as they always did; a field a reader finds absent is None, never 0, so nothing
+# unmeasured reads as measured. The writer still writes plain dicts; omit_defaults makes a section read here and
+# written again (msgspec.to_builtins) hold the keys it was read with.
+
+
+class Cost(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
+    """`execution.cost`: calls and tokens of the model under test (task calls), of the judge and of a simulated
+    user apart, from the provider's usage where it reported some and estimated (characters / 4) where not."""
+
+    model_calls: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    estimated_calls: dict[str, int] | None = None
+    """Token kind (`input_tokens`, `output_tokens`) -> the model's calls whose count was estimated."""
+    judge_calls: int | None = None
+    judge_input_tokens: int | None = None
+    judge_output_tokens: int | None = None
+    simulator_calls: int | None = None
+    """Present only where a simulated user (evalkit.run.conversation) made calls."""
+    simulator_input_tokens: int | None = None
+    simulator_output_tokens: int | None = None
+
+
+class Spread(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
+    """Mean and 95th percentile of some calls' milliseconds."""
+
+    calls: int | None = None
+    mean_ms: int | float | None = None
+    p95_ms: int | float | None = None
+    """One call's own figure (the percentile is taken, not interpolated): an integer where the replies' were."""
+
+
+class Pace(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
+    """A live wave's wall time per call and the mean number of calls in flight (Little's law)."""
+
+    calls: int | None = None
+    seconds: float | None = None
+    concurrency: int | None = None
+    ms_per_call: float | None = None
+    in_flight_mean: float | None = None
+
+
+class Latency(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
+    """`execution.latency`: per-call times in flight where known (`recorded_calls` of them from a recording), and
+    where measured the server's own time, the wait for a concurrency slot and the pace."""
+
+    measured_calls: int | None = None
+    mean_ms: int | float | None = None
+    p95_ms: int | float | None = None
+    recorded_calls: int | None = None
+    service: Spread | None = None
+    wait: Spread | None = None
+    pace: Pace | None = None
+
+
+class Denied(msgspec.Struct, kw_only=True, frozen=True):
+    """The calls the budget denied before they were sent, and the first one's reason."""
+
+    calls: int
+    first: str
+
+
+class Live(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
+    """`execution.live`: how a live run's calls went (absent in a replay): sent, retried, wall and CPU seconds, the
+    budget spent (evalkit.live.budget's summary) and the calls it denied."""
+
+    sent: int | None = None
+    retried: int | None = None
+    seconds: float | None = None
+    cpu_seconds: float | None = None
+    budget: dict[str, object] = {}
+    """evalkit.live.budget.Budget.summary(): calls, tokens, cost, usd, unknown_usage_calls, kept_reservations."""
+    denied: Denied | None = None
+
+
+class Execution(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
+    """A run report's `execution` section: call statistics, cost, latency, money, live figures and budget."""
+
+    calls: dict[str, object] = {}
+    """Call status (`replayed`, `recorded`, `budget_denied` ...) -> calls; in a candidate-program run, the
+    execution section of the model calls its programs made through evalkit's endpoint."""
+    cost: Cost | None = None
+    latency: Latency | None = None
+    money: dict[str, object] | None = None
+    """The cost in money (evalkit.core.money.money_section): per call, case, side and run, with each side's price."""
+    live: Live | None = None
+    agent: dict[str, object] | None = None
+    """An agent suite's loop in figures (evalkit.run.execute.agent_section)."""
+    programs: dict[str, int] | None = None
+    """A candidate-program run: program status -> cases."""
+    budget: dict[str, object] | None = None
+    """A candidate-program run: its unit budget's summary (evalkit.live.budget)."""
+
+
+def read_execution(section: object) -> Execution:
+    """A report's execution section (a JSON object, or absent) as its model; ValueError, worded, when it is not."""
+    try:
+        return msgspec.convert(section if section is not None else {}, Execution)
+    except msgspec.ValidationError as error:
+        raise ValueError(str(error).replace("`$", "`execution")) from None
+
+
 class RunReportFormat(msgspec.Struct, kw_only=True):
     """A run report as evalkit writes it: pytest-json-report's fields (kept as they are) and the eval block."""
 
     format: Literal["evalkit-run-report/1"]
-    eval: dict[str, Any]
+    eval: dict[str, object]
     """The eval key, with the settings its fingerprints cover."""
-    provenance: dict[str, Any]
+    provenance: dict[str, object]
     tests: list[TestEntry]
     cases: list[CaseEntry]
     pass_rate: float | None
@@ -196,20 +301,20 @@ class RunReportFormat(msgspec.Struct, kw_only=True):
     classification: dict[str, Classification] = {}
     judges: dict[str, JudgedCheck] = {}
     """Per judged declared check: the judge's repeats, verdicts, self-agreement and flips."""
-    slices: dict[str, dict[str, Any]] = {}
-    execution: dict[str, Any] = {}
+    slices: dict[str, dict[str, object]] = {}
+    execution: Execution = msgspec.field(default_factory=Execution)
     """Call statistics, latency, cost and budget sections."""
-    dataset: dict[str, Any] = {}
-    candidate: dict[str, Any] = {}
+    dataset: dict[str, object] = {}
+    candidate: dict[str, object] = {}
     texts: dict[str, Text] = {}
     """The texts the run measured, by what they are (`prompt`, `program`), for the diff a reviewer reads."""
-    media: dict[str, list[dict[str, Any]]] = {}
+    media: dict[str, list[dict[str, object]]] = {}
     """Per case with images (dataset.images): each image's field, media type, SHA-256, size, path relative to the
     dataset, and thumbnail (a `data:` URI, or null with `why`)."""
     sequential: Sequential | None = None
     """Present when the run sampled in rounds (`run.repeats=auto`)."""
     exitcode: int | None = None
-    summary: dict[str, Any] = {}
+    summary: dict[str, object] = {}
 
 
 def check_repeats(block: Any) -> Repeats:
@@ -222,4 +327,11 @@ def check_repeats(block: Any) -> Repeats:
 
 def run_report_schema() -> dict[str, Any]:
     """The JSON Schema of the run report (docs/reference/schemas.md)."""
-    return msgspec.json.schema(RunReportFormat)
+    return msgspec.json.schema(RunReportFormat, schema_hook=_any_json)
+
+
+def _any_json(kind: type) -> dict[str, Any]:
+    """`object`, where a section keeps JSON it does not model field by field: any JSON value."""
+    if kind is object:
+        return {"description": "any JSON value"}
+    raise NotImplementedError(kind)

@@ -12,7 +12,7 @@ from conftest import report, write_json
 
 from evalkit.core.errors import InputError
 from evalkit.core.failure import MESSAGE_CHARS, failure_message
-from evalkit.core.report import load_report, parse_report
+from evalkit.records.report_reader import load_report, parse_report
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 

@@ -1,5 +1,7 @@
-"""Run reports: what one run produced. Read from evalkit's own reports or any pytest-json-report
-file that carries an `eval` block, so a team can gate an existing pytest eval suite.
+"""Run reports as the gate reads them (`RunReport`): what one run produced. Read from evalkit's own reports or any
+pytest-json-report file that carries an `eval` block, so a team can gate an existing pytest eval suite. The file's
+format (its models and published schema) is evalkit.records.report; this reader sits beside it, in records, because
+it reads through those models (a reader in core could not import them).
 
 Every outcome pytest and its common plugins write is read: the six of pytest itself, `rerun`
 (pytest-rerunfailures: the test's last attempt decides, read from its phases) and `subtests passed` /
@@ -26,7 +28,17 @@ from evalkit.core.failure import failure_message
 from evalkit.core.files import decode, read_bytes, read_text, read_text_sha256
 from evalkit.core.parsing import check_json, check_json_aside, parse_json
 from evalkit.core.reducer import parse_reducer
-from evalkit.core.report_format import FORMATS, JudgedCheck, Repeats, Sequential, Text, check_repeats
+from evalkit.records.report import (
+    FORMATS,
+    Execution,
+    JudgedCheck,
+    Repeats,
+    Sequential,
+    Text,
+    check_repeats,
+    read_execution,
+)
+from evalkit.records.values import Json
 
 __all__ = ["CaseHead", "CaseTexts", "Counts", "RunReport", "case_heads", "report_from_mapping", "load_report",
            "parse_report", "read_reports"]
@@ -61,17 +73,20 @@ class RunReport:
     """The parts of a run report the gate reads: the eval key, each test's outcome, the cases (with their grades
     in program suites), metrics, slices, execution, and the dataset and candidate blocks of program suites."""
 
-    eval: Mapping[str, Any]
+    eval: Mapping[str, Json]
+    """The eval key, with the settings its fingerprints cover: JSON as the report holds it (a hand-made report's
+    `eval` block names what it likes, so it is not read as evalkit.core.key.EvalKey)."""
     outcomes: Mapping[str, str]
     """nodeid -> pytest outcome, in report order."""
     cases: Sequence[Mapping[str, Any]] = ()
-    provenance: Mapping[str, Any] = field(default_factory=dict)
+    provenance: Mapping[str, Json] = field(default_factory=dict)
+    """Where the run came from (commit, recording, isolation ...), as JSON."""
     metrics: Mapping[str, float | None] = field(default_factory=dict)
     """Run-level metrics: each one's mean over the cases that measured it; None when none could."""
     slices: Mapping[str, Any] = field(default_factory=dict)
     """Per cut (`language(input) where kind=rag`): per value, cases, pass_rate, failures, unsafe."""
-    execution: Mapping[str, Any] = field(default_factory=dict)
-    """Call statistics, cost and latency sections (evalkit's own reports)."""
+    execution: Execution = field(default_factory=Execution)
+    """Call statistics, cost, latency, money and live sections (evalkit's own reports; empty for other tools')."""
     dataset: Mapping[str, Any] = field(default_factory=dict)
     """Manifest datasets: name, version, split, synthetic, purpose (absent for single-file datasets)."""
     candidate: Mapping[str, Any] = field(default_factory=dict)
@@ -92,7 +107,7 @@ class RunReport:
     """Per classification check: its labels, confusion matrix (expected -> predicted -> cases) and case count."""
     texts: Mapping[str, Any] = field(default_factory=dict)
     """The texts the run measured (`prompt`, `program`): version, path, SHA-256 and the text, for a reviewer's diff
-    (evalkit.core.report_format.Text); absent from reports written before they were kept."""
+    (evalkit.records.report.Text); absent from reports written before they were kept."""
     sequential: Sequential | None = None
     """A run that sampled in rounds (`run.repeats=auto`): its settings and each case's samples; None otherwise."""
     judges: Mapping[str, JudgedCheck] = field(default_factory=dict)
@@ -200,7 +215,8 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
         if data.get(name) is not None and not isinstance(data[name], dict):
             raise InputError(f"{where}: '{name}' is {type(data[name]).__name__}; it must be an object (or absent)")
     return RunReport(data["eval"], outcomes, cases, provenance, _metrics(data.get("metrics"), where),
-                     _mapping(data.get("slices")), _mapping(data.get("execution")), _mapping(data.get("dataset")),
+                     _mapping(data.get("slices")), _execution(data.get("execution"), where),
+                     _mapping(data.get("dataset")),
                      _mapping(data.get("candidate")), problems=_problems(data, outcomes, where), messages=messages,
                      repeats=repeats, critical=_critical(data.get("critical_checks"), where),
                      classification=_mapping(data.get("classification")), texts=_texts(data.get("texts"), where),
@@ -209,8 +225,16 @@ def _assemble(data: Mapping[str, Any], outcomes: dict[str, str], messages: dict[
                      media=_mapping(data.get("media")))
 
 
+def _execution(value: Any, where: str) -> Execution:
+    """The report's execution section, checked against its model (evalkit.records.report.Execution)."""
+    try:
+        return read_execution(value)
+    except ValueError as error:
+        raise InputError(f"{where}: {error}; regenerate the report with `evalkit run`") from None
+
+
 def _judges(value: Any, where: str) -> dict[str, JudgedCheck]:
-    """The report's judges block, checked against its model (evalkit.core.report_format.JudgedCheck)."""
+    """The report's judges block, checked against its model (evalkit.records.report.JudgedCheck)."""
     if value is None:
         return {}
     try:
@@ -221,7 +245,7 @@ def _judges(value: Any, where: str) -> dict[str, JudgedCheck]:
 
 
 def _sequential(value: Any, where: str) -> Sequential | None:
-    """The report's sequential block, checked against its model (evalkit.core.report_format.Sequential)."""
+    """The report's sequential block, checked against its model (evalkit.records.report.Sequential)."""
     if value is None:
         return None
     try:
@@ -518,7 +542,7 @@ def parse_report(text: str, where: str) -> RunReport:
     whole tree: a full report of a million tests is read in a fraction of the memory json's own objects take.
     A report that part does not describe (a plugin's outcome, a field of another type, a test id given twice)
     is read by the careful path, report_from_mapping, which words the error; both read a valid report alike
-    (tests/core/test_report_reader.py)."""
+    (tests/records/test_report_reader.py)."""
     report = _read_fast(text, where) if check_json(text, where, "report") else None
     return report if report is not None else report_from_mapping(parse_json(text, where, "report"), where)
 
