@@ -25,18 +25,20 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
 
 from evalkit.agents.mcp_tools import start_mcp_server
 from evalkit.agents.tools import ToolBox, ToolImpl, ToolOutcome, load_python_tools
-from evalkit.core.call_id import CallId
+from evalkit.core.call_id import STEP_MARK, CallId
 from evalkit.core.config import AgentConfig, Mode
 from evalkit.core.errors import InputError
 from evalkit.core.money import Tokens, call_cost
 from evalkit.core.prices import PriceEntry
 from evalkit.live.budget import estimate_tokens
 from evalkit.records.call import Message, Reply, Request, ToolCall
-from evalkit.records.trajectory import FinalAnswer, ModelCall, Step, ToolResult, Trajectory
+from evalkit.records.trajectory import MAX_TOOL_RESULT_CHARS, FinalAnswer, ModelCall, Step, ToolResult, Trajectory
 from evalkit.run.mismatch import ReplayRefusal
 from evalkit.run.recording import GrowingRequests, Miss, Recording, ToolEntry, check_tool, lookup_tool, tool_key
 
@@ -177,6 +179,21 @@ class _Case:
     request: Request
     steps: list[Step] = field(default_factory=list)
     final: CallResult | None = None
+    step_id: str = ""
+    """The call id of the step being taken (`task/<case>@<step>`, with `#<i>` for sample i)."""
+    _around: tuple[str, str] = ("", "")
+
+    def __post_init__(self) -> None:
+        # CallId writes step 1's id once; a later step's differs only in the number after the step mark (a case id
+        # never holds one), so it is spliced in, not made and written again for every step of every case
+        head, _, rest = str(CallId.agent_step(self.which.case, 1, self.which.sample)).partition(STEP_MARK)
+        self._around = (head + STEP_MARK, rest[1:])
+
+    def take(self, step: int) -> str:
+        """Start step `step` (from 1): its call id."""
+        head, tail = self._around
+        self.step_id = f"{head}{step}{tail}"
+        return self.step_id
 
 
 def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
@@ -202,14 +219,15 @@ def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
     for step in range(1, agent.max_steps + 1):
         if not active:
             break
-        ids = {case.base: str(CallId.agent_step(case.which.case, step, case.which.sample)) for case in active}
-        shas = {ids[case.base]: growing.fingerprint(case.request, case.base) for case in active}
-        results = wave([(ids[case.base], case.request, "model") for case in active], shas)
+        shas: dict[str, str] = {}
+        for case in active:
+            shas[case.take(step)] = growing.fingerprint(case.request, case.base)
+        results = wave([(case.step_id, case.request, "model") for case in active], shas)
         settle(len(active))
         out.steps |= results
         calling: list[tuple[_Case, str, Reply]] = []
         for case in active:
-            step_id = ids[case.base]
+            step_id = case.step_id
             result = results[step_id]
             reply = result.reply
             if reply is None:
@@ -225,15 +243,12 @@ def run_agents(planned: Sequence[tuple[str, Request]], agent: Agent, *,
         answered = _answer_all(calling, tools, concurrency)
         tools.refuse_misses(where)
         for (case, _, reply), outcomes in zip(calling, answered, strict=True):
-            messages = [reply.as_message()]
+            messages = [_assistant(reply)]
             for call, outcome in zip(reply.tool_calls, outcomes, strict=True):
                 assert outcome is not None
-                case.steps.append(ToolResult(call_id=call.id, content=outcome.content, error=outcome.error,
-                                             error_message=outcome.error_message))
-                messages.append(Message(role="tool", content=outcome.content, tool_call_id=call.id,
-                                        error=outcome.error))
-            case.request = case.request.model_copy(update={"messages": (*case.request.messages, *messages),
-                                                           "tool_choice": None})
+                case.steps.append(_tool_result(call, outcome))
+                messages.append(_tool_message(call, outcome))
+            case.request = _next_request(case.request, messages)
         active = [case for case in active if case.final is None]
     for case in active:  # still calling tools after the last step it may take
         last = [step.tool for step in case.steps if isinstance(step, ToolCall)][-1:]
@@ -277,8 +292,77 @@ def model_call(step_id: str, model: str, reply: Reply, request: Request, price: 
                         usage.cache_read_tokens or 0, usage.cache_write_tokens or 0)
         figure = call_cost(price, tokens)
         cost = float(figure) if figure is not None else None
+    if cost is None or (type(cost) is float and cost >= 0):  # NaN is not >= 0: validated below, and refused
+        # the tokens and the time are the reply's, validated with it under the same bounds (ints >= 0, a time >= 0)
+        return _trusted(ModelCall, {"kind": "model_call", "call_id": step_id, "model": model,
+                                    "input_tokens": input_tokens, "output_tokens": output_tokens, "cost_usd": cost,
+                                    "milliseconds": reply.latency_ms}, _MODEL_CALL_SET)
     return ModelCall(call_id=step_id, model=model, input_tokens=input_tokens, output_tokens=output_tokens,
                      cost_usd=cost, milliseconds=reply.latency_ms)
+
+
+# An agent's step makes four records of values validated already (the reply's, the tool result's), and pydantic's
+# validation of them, with a Request copied per step, was a third of what a replayed step cost beyond a single call.
+# model_construct costs more than validating here (it searches each field's aliases), so `_trusted` sets what it
+# sets directly: every field, in declaration order, and the fields set as validation would have set them. Tests
+# (tests/run/test_agent_records.py) pin each record equal to the validated one, dumped alike.
+_Record = TypeVar("_Record", bound=BaseModel)
+_MODEL_CALL_SET = frozenset({"call_id", "model", "input_tokens", "output_tokens", "cost_usd", "milliseconds"})
+_ASSISTANT_SET = frozenset({"role", "content", "tool_calls"})
+_TOOL_MESSAGE_SET = frozenset({"role", "content", "tool_call_id", "error"})
+_TOOL_RESULT_SET = frozenset({"call_id", "content", "error", "error_message"})
+_setattr = object.__setattr__
+
+
+def _trusted(cls: type[_Record], fields: dict[str, Any], given: frozenset[str]) -> _Record:
+    """A record of `cls` holding `fields` (all of them, each valid for it), with `given` as its fields set."""
+    made = cls.__new__(cls)
+    _setattr(made, "__dict__", fields)
+    _setattr(made, "__pydantic_fields_set__", set(given))
+    _setattr(made, "__pydantic_extra__", None)
+    _setattr(made, "__pydantic_private__", None)
+    return made
+
+
+# none of these has private attributes, a post-init hook or a field alias, which _trusted would skip
+assert not any(cls.__private_attributes__ or cls.__pydantic_post_init__ or
+               any(f.alias or f.validation_alias for f in cls.model_fields.values())
+               for cls in (Message, ModelCall, ToolResult, Request))
+
+
+def _assistant(reply: Reply) -> Message:
+    """`reply.as_message()`: its text and tool calls are the validated reply's, and an assistant turn may call tools."""
+    return _trusted(Message, {"role": "assistant", "content": reply.text or "", "tool_calls": reply.tool_calls,
+                              "tool_call_id": None, "error": False}, _ASSISTANT_SET)
+
+
+def _tool_message(call: ToolCall, outcome: ToolOutcome) -> Message:
+    """The tool message answering `call`: its content a text and its error a bool as a recording or a tool gave them
+    (anything else is validated, and refused, as before)."""
+    if type(outcome.content) is not str or type(outcome.error) is not bool:
+        return Message(role="tool", content=outcome.content, tool_call_id=call.id, error=outcome.error)
+    return _trusted(Message, {"role": "tool", "content": outcome.content, "tool_calls": (), "tool_call_id": call.id,
+                              "error": outcome.error}, _TOOL_MESSAGE_SET)
+
+
+def _tool_result(call: ToolCall, outcome: ToolOutcome) -> ToolResult:
+    """The trajectory's step for `outcome`; a content longer than a trajectory keeps is validated, and so cut."""
+    content, error, message = outcome.content, outcome.error, outcome.error_message
+    if type(content) is not str or len(content) > MAX_TOOL_RESULT_CHARS or type(error) is not bool or \
+            (message is not None and type(message) is not str):
+        return ToolResult(call_id=call.id, content=content, error=error, error_message=message)
+    return _trusted(ToolResult, {"kind": "tool_result", "call_id": call.id, "content": content, "error": error,
+                                 "error_message": message}, _TOOL_RESULT_SET)
+
+
+def _next_request(request: Request, messages: Sequence[Message]) -> Request:
+    """`request.model_copy(update={"messages": ... + messages, "tool_choice": None})`: the next step's request (its
+    tool choice was for the first step only). The same objects but the two fields, as model_copy leaves them
+    (GrowingRequests compares the options, schema and tools by identity)."""
+    fields = dict(request.__dict__)
+    fields["messages"] = (*request.messages, *messages)
+    fields["tool_choice"] = None
+    return _trusted(Request, fields, frozenset(request.__pydantic_fields_set__ | {"messages", "tool_choice"}))
 
 
 def agent_metrics(cases: Sequence[Mapping[str, Any]], trajectories: Mapping[str, Trajectory]) -> dict[str, Any]:

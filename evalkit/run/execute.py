@@ -36,6 +36,7 @@ from evalkit.live.providers.base import CallFailure, Provider
 from evalkit.live.retry import RetryPolicy, backoff_seconds
 from evalkit.programs.endpoint import Unserved
 from evalkit.records.call import Reply, Request
+from evalkit.records.trajectory import ModelCall, ToolResult
 from evalkit.run.agent_loop import Agent, ToolResults, run_agents
 from evalkit.run.conversation import Script, run_conversations
 from evalkit.run.journal import Journal
@@ -649,12 +650,20 @@ def agent_section(trajectories: Mapping[str, Any], tools: ToolResults | None) ->
     """An agent suite's loop in figures: cases, model steps (mean and most), tool calls and the share of them that
     were errors, and the tools called live by this run (none in a replay; in a resumed run, those taken from the
     interrupted run's journal are `tools_resumed`)."""
-    steps = [len(t.model_calls()) for t in trajectories.values()]
-    results = [r for t in trajectories.values() for _, r in t.tool_results()]
-    errors = sum(1 for r in results if r.error)
+    steps: list[int] = []
+    results = errors = 0
+    for trajectory in trajectories.values():  # one pass over each case's steps (a replay's figures are this cheap)
+        calls = 0
+        for step in trajectory.steps:
+            if isinstance(step, ModelCall):
+                calls += 1
+            elif isinstance(step, ToolResult):
+                results += 1
+                errors += bool(step.error)
+        steps.append(calls)
     return {"cases": len(steps), "mean_steps": round(sum(steps) / len(steps), 3) if steps else None,
-            "most_steps": max(steps, default=0), "tool_calls": len(results), "tool_errors": errors,
-            "tool_error_rate": round(errors / len(results), 4) if results else None,
+            "most_steps": max(steps, default=0), "tool_calls": results, "tool_errors": errors,
+            "tool_error_rate": round(errors / results, 4) if results else None,
             "tools_called_live": tools.called if tools is not None else 0,
             # only in a resumed run: the results its interrupted run journaled, served instead of called again
             **({"tools_resumed": tools.taken} if tools is not None and tools.taken else {})}

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
+from json.encoder import c_make_encoder  # type: ignore[attr-defined]  # the C encoder JSONEncoder makes per call
 from json.encoder import encode_basestring as _string  # the string escaping canonical_json's encoder uses
 from pathlib import Path
 from typing import Any, Literal
@@ -193,14 +194,28 @@ def _message_json(message: Message) -> str:
         for call in message.tool_calls:
             if call.signature is not None or not _floatless(call.arguments):
                 return canonical_json(message.model_dump(mode="json"))
-            calls.append(f'{{"arguments":{_canonical(call.arguments)},"id":{_string(call.id)},'
+            calls.append(f'{{"arguments":{_arguments_json(call.arguments)},"id":{_string(call.id)},'
                          f'"kind":{_string(call.kind)},"tool":{_string(call.tool)}}}')
         text += ',"tool_calls":[' + ",".join(calls) + "]"
     return text + "}"
 
 
-_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_canonical = _ENCODER.encode
 """canonical_json's encoder, made once (json.dumps makes one per call with these settings)."""
+
+
+def _arguments_json(value: Any) -> str:
+    """`_canonical(value)` for a tool call's float-free arguments, with the C encoder made once: JSONEncoder.encode
+    makes one per call, which cost more than the writing. Validated JSON values (JsonValue) cannot hold themselves,
+    so the encoder keeps no circular-reference markers."""
+    return _canonical(value) if _ARGUMENTS is None else "".join(_ARGUMENTS(value, 0))
+
+
+_ARGUMENTS = None if c_make_encoder is None else c_make_encoder(
+    None, _ENCODER.default, _string, None, ":", ",", True, False, True)
+"""canonical_json's settings (sorted keys, compact separators, strings as they are, NaN allowed); None where Python
+has no C encoder."""
 
 
 def _floatless(value: Any) -> bool:

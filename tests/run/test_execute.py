@@ -305,3 +305,31 @@ def test_replayed_latency_is_marked_as_recorded_and_has_no_wait_or_pace():
     rows = dict(latency_rows(latency))
     assert rows["in flight (send to reply)"].startswith("mean 109.5 ms, p95 119.0 ms over 20 calls; all recorded")
     assert "queueing at the server" in rows["server's own time"]
+
+
+def test_the_agent_section_counts_each_cases_steps():
+    """Model steps per case (mean, most), tool results and the errors among them; a conversation's turns and the
+    final answers are no model steps of their own."""
+    from evalkit.records.call import ToolCall
+    from evalkit.records.trajectory import AssistantTurn, FinalAnswer, ModelCall, ToolResult, Trajectory, UserTurn
+    from evalkit.run.execute import agent_section
+
+    def case(n: int, failing: int) -> Trajectory:  # n model steps, n - 1 tool calls, `failing` of them errors
+        steps: list = []
+        for i in range(n - 1):
+            steps += [ModelCall(call_id=f"task/c@{i + 1}"), ToolCall(id=f"t{i}", tool="lookup"),
+                      ToolResult(call_id=f"t{i}", content="r", error=i < failing)]
+        return Trajectory(steps=(*steps, ModelCall(call_id=f"task/c@{n}"), FinalAnswer(text="done")))
+
+    talk = Trajectory(steps=(UserTurn(turn=1, text="hi"), ModelCall(call_id="task/t@1"), AssistantTurn(turn=1, text="x")))
+    trajectories = {"task/a": case(5, 2), "task/b": case(1, 0), "task/c": case(3, 1), "task/t": talk}
+    assert agent_section(trajectories, None) == {
+        "cases": 4, "mean_steps": round((5 + 1 + 3 + 1) / 4, 3), "most_steps": 5, "tool_calls": 4 + 0 + 2,
+        "tool_errors": 3, "tool_error_rate": round(3 / 6, 4), "tools_called_live": 0}
+    # the figures read each trajectory as its own accessors do
+    for trajectory in trajectories.values():
+        one = agent_section({"task/x": trajectory}, None)
+        assert one["most_steps"] == len(trajectory.model_calls())
+        assert one["tool_calls"] == len(trajectory.tool_results())
+    assert agent_section({}, None) == {"cases": 0, "mean_steps": None, "most_steps": 0, "tool_calls": 0,
+                                       "tool_errors": 0, "tool_error_rate": None, "tools_called_live": 0}

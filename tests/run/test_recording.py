@@ -262,3 +262,14 @@ def test_a_tool_result_is_served_only_for_arguments_of_the_same_json():
         rec = Recording(key=KEY, provenance=Provenance(kind="authored"), tools={"k": entry})
         found = lookup_tool(rec, "k", "t", asked, "f")
         assert isinstance(found, ToolEntry) is served, (recorded, asked)
+
+
+def test_a_tool_calls_arguments_are_written_as_canonical_json():
+    """The encoder made once for the arguments (recording._arguments_json) writes what canonical_json writes."""
+    from evalkit.core.fingerprint import canonical_json
+    from evalkit.run.recording import _arguments_json
+
+    values = [{"id": 3}, {"b": [1, {"z": None, "a": True}], "a": "é\n\"x\"\u2028"}, "not json", None, False, 0,
+              -(10**30), [], {}, {"k": ["", "\x00"]}, {"ü": {"nested": {"deeper": [1, 2, [3]]}}}]
+    for value in values:
+        assert _arguments_json(value) == canonical_json(value), value
