@@ -380,6 +380,26 @@ def test_a_suite_routing_an_mcp_server_records_live_and_replays_from_the_cli_and
     assert "(MCP server stock)" in refused.stderr
     assert not (folder / "upgraded" / "report.json").exists()
 
+    # the servers' tools are in the run's eval key, as an agent's: a baseline made with the other server version is
+    # incomparable, unless the policy declares the change
+    baseline = folder / "live" / "report.json"
+    assert sorted(json.loads(baseline.read_text(encoding="utf-8"))["eval"]["tools"]) == ["stock.reorder",
+                                                                                         "stock.stock_level"]
+    with FakeOpenAI(shop_model) as model:
+        run_suite(validate_config(composed("suite=sql_agent", "mode=live", f"model.base_url={model.base_url}",
+                                           f"run.out={folder / 'live2'}", *common),
+                                  {"agent_code": "baseline", "model": "shop-agent", "dataset": "sql_agent"}))
+    gated = run_evalkit("suite=sql_agent", f"baseline={baseline}", f"run.out={folder / 'gated'}", *common)
+    assert gated.returncode == 2, gated.stdout[-2000:] + gated.stderr[-2000:]
+    decision = json.loads((folder / "gated" / "decision.json").read_text(encoding="utf-8"))
+    assert decision["decision"] == "incomparable"
+    assert "tools.stock.stock_level" in json.dumps(decision) and "tool_changes" in json.dumps(decision)
+    declared = run_evalkit("suite=sql_agent", f"baseline={baseline}", f"run.out={folder / 'declared'}",
+                           "+policy.tool_changes=[stock.reorder,stock.stock_level]", *common)
+    assert declared.returncode in (0, 1), declared.stdout[-2000:] + declared.stderr[-2000:]
+    decision = json.loads((folder / "declared" / "decision.json").read_text(encoding="utf-8"))
+    assert decision["decision"] != "incomparable" and "tools.stock.stock_level" in decision["changed"]
+
 
 def test_a_proxied_server_that_cannot_start_is_refused_in_one_line_naming_its_setting(folder: Path) -> None:
     from evalkit.core.errors import InputError
