@@ -64,7 +64,8 @@ class EvalKey(BaseModel):
     options and dialect, named by the model); the others are the suite's declared components."""
     tools: dict[str, str] = {}
     """An agent suite's tools (evalkit.agents.tools): tool name -> the fingerprint of its implementation and
-    schema, so a changed tool is `tools.<name>`; absent for suites without tools, whose keys stay as they were."""
+    schema, so a changed tool is `tools.<name>`; a program suite's MCP servers' tools as `<server>.<tool>`
+    (evalkit.run.program_mcp); absent for suites without tools, whose keys stay as they were."""
 
     @model_serializer(mode="wrap")
     def _without_absent_settings(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -146,7 +146,8 @@ class Policy(BaseModel):
     tool_changes: tuple[str, ...] = ()
     """An agent suite's tools whose change this policy declares (`*`: any): a baseline made with another
     implementation or schema of these, or without them, is compared, the change shown as `tools.<name>`. A tool
-    changed and not declared makes the runs incomparable: its results were not those the baseline's model read."""
+    changed and not declared makes the runs incomparable: its results were not those the baseline's model read.
+    A program suite's MCP servers (`suite.program.mcp`) are named `<server>.<tool>` here."""
 
     on_budget_denied: Literal["block", "review"] = "block"
     """What a candidate run cut short by its budget (cases whose calls `budget.*` denied) leads to: the run is

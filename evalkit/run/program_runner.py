@@ -26,7 +26,7 @@ from evalkit.run.eval_block import kept_text
 from evalkit.run.execute import Execution, LiveSetup, ProgramCalls, Source
 from evalkit.run.identity import run_settings
 from evalkit.run.manifest import load_manifest_dataset
-from evalkit.run.program_mcp import ProgramMcp
+from evalkit.run.program_mcp import McpServers, ProgramMcp
 from evalkit.run.record_or_replay import obtain
 from evalkit.run.recording import Recording
 from evalkit.run.run_input import RunInput
@@ -66,33 +66,42 @@ def run_program_suite(plan: RunPlan) -> RunResult:
     suite_dir = project_path(config.suite.path)
     declared = read_checks(suite_dir, data_set.cases)  # a mistake in it is refused before the program runs
     model = _endpoint_model(config)
-    key = build_key(suite=config.suite.name, dataset=data_set.identity(name), prompt_version="none",
-                    prompt_text="", judge_model=_checks_fingerprint(suite_dir, program), components=components, **model)
-    # Where the candidate is not confined to its task folder it runs as evalkit's own OS user: whatever it changed
-    # in the suite or in evalkit's code while it ran (a grader that always passes) must refuse the run, never
-    # become a decision. Checked again after the checks ran, for a descendant that escaped the kill of its process
-    # tree (see provenance.isolation).
-    before = snapshot(suite_dir)
-    judging = judging_files(suite_dir, program)
-    budget = UnitBudget(config.budget.max_units)
-    where = shown(project_path(config.dataset.manifest))
-    rec_path: Path | None = None
-    recording: Recording | None = None
-    calls: Execution | None = None
-    if spec.endpoint:
-        # The recording's identity leaves the program's file and bytes out (the candidate option's name stays):
-        # each call's request is fingerprinted, so an edit that changes what the program asks is refused at its
-        # first changed call, naming the field, and one that does not (a refactoring) replays as recorded.
-        rec_components = {g: (config.choices.get(g, g), {k: v for k, v in s.items()
-                                                          if g != spec.component or k != "program"})
-                          for g, s in config.components.items()}
-        rec_key = build_key(suite=config.suite.name, dataset=data_set.identity(name), prompt_version="none",
-                            prompt_text="", judge_model=None, components=rec_components, **model)
-        results, rec_path, recording, calls = _run_with_endpoint(
-            plan, rec_key, lambda access: run_programs(data_set.cases, spec, candidate, program, budget, access,
-                                                       where))
-    else:
-        results = run_programs(data_set.cases, spec, candidate, program, budget, where=where)
+    # the program's MCP servers, behind evalkit's proxy, are started and listed before the key is built: their tools
+    # are in it as an agent's are (`tools.<server>.<tool>`), so a baseline made with another server version or tool
+    # list is incomparable or a declared change (policy tool_changes), never a silent one
+    servers = McpServers(spec.mcp, suite_dir) if spec.mcp else None
+    try:  # closed once the cases ran
+        key = build_key(suite=config.suite.name, dataset=data_set.identity(name), prompt_version="none",
+                        prompt_text="", judge_model=_checks_fingerprint(suite_dir, program), components=components,
+                        tools=servers.identity() if servers is not None else None, **model)
+        # Where the candidate is not confined to its task folder it runs as evalkit's own OS user: whatever it
+        # changed in the suite or in evalkit's code while it ran (a grader that always passes) must refuse the run,
+        # never become a decision. Checked again after the checks ran, for a descendant that escaped the kill of its
+        # process tree (see provenance.isolation).
+        before = snapshot(suite_dir)
+        judging = judging_files(suite_dir, program)
+        budget = UnitBudget(config.budget.max_units)
+        where = shown(project_path(config.dataset.manifest))
+        rec_path: Path | None = None
+        recording: Recording | None = None
+        calls: Execution | None = None
+        if spec.endpoint:
+            # The recording's identity leaves the program's file and bytes out (the candidate option's name stays):
+            # each call's request is fingerprinted, so an edit that changes what the program asks is refused at its
+            # first changed call, naming the field, and one that does not (a refactoring) replays as recorded.
+            rec_components = {g: (config.choices.get(g, g), {k: v for k, v in s.items()
+                                                              if g != spec.component or k != "program"})
+                              for g, s in config.components.items()}
+            rec_key = build_key(suite=config.suite.name, dataset=data_set.identity(name), prompt_version="none",
+                                prompt_text="", judge_model=None, components=rec_components, **model)
+            results, rec_path, recording, calls = _run_with_endpoint(
+                plan, rec_key, servers,
+                lambda access: run_programs(data_set.cases, spec, candidate, program, budget, access, where))
+        else:
+            results = run_programs(data_set.cases, spec, candidate, program, budget, where=where)
+    finally:
+        if servers is not None:
+            servers.close()
     refuse_changes(before, snapshot(suite_dir), suite_dir, program, "while the candidate program ran")
 
     def verify() -> None:
@@ -140,7 +149,7 @@ def _endpoint_model(config: RunConfig) -> dict[str, Any]:
             "deployment": config.model.deployment, "api_version": config.model.api_version}
 
 
-def _run_with_endpoint(plan: RunPlan, rec_key: EvalKey,
+def _run_with_endpoint(plan: RunPlan, rec_key: EvalKey, servers: McpServers | None,
                        run: Callable[[ModelAccess], dict[str, dict[str, Any]]]
                        ) -> tuple[dict[str, dict[str, Any]], Path, Recording, Execution]:
     """Run the program's cases with evalkit's endpoint answering their model calls: replayed from the recording of
@@ -155,15 +164,11 @@ def _run_with_endpoint(plan: RunPlan, rec_key: EvalKey,
 
     def run_calls(recording: Recording, live: LiveSetup | None) -> Execution:
         answering = ProgramCalls(calls, Source(recording, shown(rec_path), live))
-        if spec.mcp:  # the program's MCP servers, behind evalkit's proxy: started before the first case
-            answering.mcp = ProgramMcp(spec.mcp, project_path(config.suite.path), config.mode, recording,
-                                       shown(rec_path), redactor_for(config), answering.caller.proxied)
-        try:
-            results.update(run(ModelAccess(answering.answer, model.name, python_env, lambda: answering.ended,
-                                           answering.mcp)))
-        finally:
-            if answering.mcp is not None:
-                answering.mcp.close()
+        if servers is not None:  # the program's MCP servers, behind evalkit's proxy (started before the key)
+            answering.mcp = ProgramMcp(servers, config.mode, recording, shown(rec_path), redactor_for(config),
+                                       answering.caller.proxied)
+        results.update(run(ModelAccess(answering.answer, model.name, python_env, lambda: answering.ended,
+                                       answering.mcp)))
         return answering.finish()
 
     recording, execution = obtain(config, rec_key, settings, rec_path, redactor_for(config),

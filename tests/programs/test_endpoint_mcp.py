@@ -6,6 +6,7 @@ are refused like a stale model call."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import stat
@@ -22,12 +23,14 @@ pytest.importorskip("mcp", reason="the `agents` extra (in `test` too) installs t
 
 from evalkit.core.config import McpServerConfig, Mode  # noqa: E402
 from evalkit.core.key import EvalKey  # noqa: E402
+from evalkit.gate.comparable import changed_components, undeclared_tool_changes  # noqa: E402
 from evalkit.programs.endpoint import Endpoint  # noqa: E402
 from evalkit.programs.endpoint.mcp_proxy import McpProxy  # noqa: E402
 from evalkit.programs.sandbox import run_program  # noqa: E402
 from evalkit.records.call import Reply, Request  # noqa: E402
+from evalkit.records.trajectory import MAX_TOOL_RESULT_CHARS  # noqa: E402
 from evalkit.run.mismatch import ReplayRefusal  # noqa: E402
-from evalkit.run.program_mcp import ProgramMcp  # noqa: E402
+from evalkit.run.program_mcp import McpServers, ProgramMcp, cut_result  # noqa: E402
 from evalkit.run.recording import Provenance, Recording, ToolEntry  # noqa: E402
 
 SERVER = '''
@@ -127,8 +130,8 @@ def _run_case(folder: Path, venv: Path, backend: ProgramMcp, sku: str = "A1") ->
 
 
 def _proxy(folder: Path, mode: Mode, recording: Recording, new: dict[str, ToolEntry]) -> ProgramMcp:
-    servers = {"stock": McpServerConfig(command=("python", "stock_server.py"))}
-    return ProgramMcp(servers, folder, mode, recording, "the recording", lambda text: text, new)
+    servers = McpServers({"stock": McpServerConfig(command=("python", "stock_server.py"))}, folder)
+    return ProgramMcp(servers, mode, recording, "the recording", lambda text: text, new)
 
 
 def test_a_program_s_mcp_calls_are_recorded_live_replayed_without_the_tools_and_refused_when_stale(
@@ -140,7 +143,7 @@ def test_a_program_s_mcp_calls_are_recorded_live_replayed_without_the_tools_and_
     try:
         seen, proxy = _run_case(folder, venv, live)
     finally:
-        live.close()
+        live.running.close()
     assert "reorder" in seen, seen
     assert seen == {"server": ["stock", "1.2.0"], "tools": ["reorder", "stock_level"], "level": [{"result": 4}, False],
                     "reorder": [seen["reorder"][0], True]}, seen  # type: ignore[index]
@@ -165,7 +168,7 @@ def test_a_program_s_mcp_calls_are_recorded_live_replayed_without_the_tools_and_
                                                  r"other arguments \(MCP server stock\)"):
             replay.refuse_misses()
     finally:
-        replay.close()
+        replay.running.close()
 
     # a new version of the server, whose tool list the program would read: refused at the list, naming it
     (folder / "stock_server.py").write_text(textwrap.dedent(SERVER.format(version="2.0.0")), encoding="utf-8")
@@ -177,7 +180,7 @@ def test_a_program_s_mcp_calls_are_recorded_live_replayed_without_the_tools_and_
                                                  r"recorded"):
             upgraded.refuse_misses()
     finally:
-        upgraded.close()
+        upgraded.running.close()
     assert log.read_text(encoding="utf-8") == "A1\n"
 
 
@@ -213,6 +216,105 @@ def test_the_proxy_answers_what_it_serves_and_names_what_it_does_not() -> None:
     after = ask("tools/list")  # the case's trajectory ended at the refusal
     assert "an earlier call of this case was not served" in json.dumps(after)
     assert ask("ping") == {"jsonrpc": "2.0", "id": 7, "result": {}}
+
+
+def _identity(folder: Path, version: str, server: str = SERVER) -> dict[str, str]:
+    (folder / "stock_server.py").write_text(textwrap.dedent(server.format(version=version)), encoding="utf-8")
+    servers = McpServers({"stock": McpServerConfig(command=("python", "stock_server.py"))}, folder)
+    try:
+        return servers.identity()
+    finally:
+        servers.close()
+
+
+def test_the_proxied_servers_tools_are_in_the_eval_key_as_an_agents_are(folder: Path) -> None:
+    first = _identity(folder, "1.2.0")
+    assert sorted(first) == ["stock.reorder", "stock.stock_level"]
+    assert _identity(folder, "1.2.0") == first  # a restarted server of the same version and tools: the same key
+    upgraded = _identity(folder, "2.0.0")  # the server's version is in each of its tools' fingerprints
+    assert sorted(upgraded) == sorted(first) and all(upgraded[name] != first[name] for name in first)
+    renamed = _identity(folder, "1.2.0", SERVER.replace("def reorder(", "def restock("))
+    assert sorted(renamed) == ["stock.restock", "stock.stock_level"]
+
+    def key(tools: dict[str, str]) -> dict[str, Any]:
+        return EvalKey(suite="mcp_agent", dataset="d@1", dataset_sha="0", model="m", prompt_version="none",
+                       prompt_sha="0", tools=tools).model_dump(mode="json")
+
+    # a baseline made with another server version: incomparable unless the policy declares the change
+    reasons = undeclared_tool_changes(key(first), key(upgraded), ())
+    assert len(reasons) == 1 and "tools.stock.reorder" in reasons[0] and "tools.stock.stock_level" in reasons[0]
+    assert "tool_changes ([stock.reorder, stock.stock_level])" in reasons[0]
+    assert undeclared_tool_changes(key(first), key(upgraded), ("stock.reorder", "stock.stock_level")) == []
+    assert undeclared_tool_changes(key(first), key(upgraded), ("*",)) == []
+    assert set(changed_components(key(first), key(upgraded))) == {"tools.stock.reorder", "tools.stock.stock_level"}
+    # another tool list: the tool gone and the tool added are each a change
+    assert "tools.stock.restock (absent -> " in undeclared_tool_changes(key(first), key(renamed), ())[0]
+    assert undeclared_tool_changes(key(first), key(first), ()) == []
+
+
+PICTURES = '''
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.utilities.types import Image
+
+server = MCPServer("pictures", version="1")
+
+
+@server.tool()
+def photo() -> Image:
+    """A shelf's photo."""
+    return Image(data=bytes(range(256)) * 64, format="png")
+
+
+@server.tool()
+def page(token: str) -> str:
+    """A long page that echoes what it was given."""
+    return "token " + token + " " + "x" * 9000
+
+
+if __name__ == "__main__":
+    server.run("stdio")
+'''
+
+
+def test_a_proxied_tool_result_is_cut_and_masked_as_an_agents_tool_result_is(folder: Path) -> None:
+    (folder / "pictures.py").write_text(textwrap.dedent(PICTURES), encoding="utf-8")
+    servers = McpServers({"pictures": McpServerConfig(command=("python", "pictures.py"))}, folder)
+    new: dict[str, ToolEntry] = {}
+    try:
+        live = ProgramMcp(servers, Mode.LIVE, _recording(), "the recording",
+                          lambda text: text.replace("sk-secret", "[redacted]"), new)
+        image = live.call_tool("case-1", "pictures", 0, "photo", {})
+        page = live.call_tool("case-1", "pictures", 1, "page", {"token": "sk-secret"})
+        replay = ProgramMcp(servers, Mode.REPLAY, _recording().model_copy(update={"tools": new}), "the recording",
+                            lambda text: text, {})
+        assert replay.call_tool("case-1", "pictures", 0, "photo", {}) == image  # replay serves what live gave
+        assert replay.call_tool("case-1", "pictures", 1, "page", {"token": "sk-secret"}) == page
+    finally:
+        servers.close()
+    assert isinstance(image, dict) and isinstance(page, dict)
+    # the base64 is not kept: the program reads what the recording holds, a note naming what was cut
+    data = len(base64.b64encode(bytes(range(256)) * 64))
+    assert image["content"] == [{"type": "text", "text": f"[image image/png: {data:,} characters of data, cut]"}]
+    text = page["content"][0]["text"]
+    assert len(text) == MAX_TOOL_RESULT_CHARS and text.endswith(" characters in all, cut]")
+    assert text.startswith("token [redacted] x") and "sk-secret" not in json.dumps(page)
+    assert "structuredContent" not in page  # `{"result": <the page>}` is over the bound too: dropped, said so
+    size = len(json.dumps({"result": "token [redacted] " + "x" * 9000}))
+    assert page["content"][-1] == {"type": "text", "text": f"[structured content of {size:,} characters as JSON, cut]"}
+    recorded = {key: json.loads(entry.content) for key, entry in new.items()}
+    assert recorded == {"mcp/case-1/pictures|0": image, "mcp/case-1/pictures|1": page}
+    assert max(len(entry.content) for entry in new.values()) < 2 * MAX_TOOL_RESULT_CHARS
+
+
+def test_a_result_within_the_bound_is_kept_as_it_came() -> None:
+    small = {"content": [{"type": "text", "text": "4"}, {"type": "image", "data": "iVBO", "mimeType": "image/png"},
+                         {"type": "resource", "resource": {"uri": "file:///a", "text": "short"}}],
+             "structuredContent": {"result": 4}, "isError": False}
+    assert cut_result(small) == small
+    blob = {"content": [{"type": "resource", "resource": {"uri": "file:///big", "mimeType": "application/pdf",
+                                                          "blob": "A" * 5000}}]}
+    assert cut_result(blob) == {"content": [{"type": "text", "text": "[resource application/pdf file:///big: 5,000 "
+                                                                     "characters of blob, cut]"}]}
 
 
 RUN_PROGRAM = '''
@@ -278,11 +380,31 @@ def test_a_suite_routing_an_mcp_server_records_live_and_replays_from_the_cli_and
     assert "(MCP server stock)" in refused.stderr
     assert not (folder / "upgraded" / "report.json").exists()
 
+    # the servers' tools are in the run's eval key, as an agent's: a baseline made with the other server version is
+    # incomparable, unless the policy declares the change
+    baseline = folder / "live" / "report.json"
+    assert sorted(json.loads(baseline.read_text(encoding="utf-8"))["eval"]["tools"]) == ["stock.reorder",
+                                                                                         "stock.stock_level"]
+    with FakeOpenAI(shop_model) as model:
+        run_suite(validate_config(composed("suite=sql_agent", "mode=live", f"model.base_url={model.base_url}",
+                                           f"run.out={folder / 'live2'}", *common),
+                                  {"agent_code": "baseline", "model": "shop-agent", "dataset": "sql_agent"}))
+    gated = run_evalkit("suite=sql_agent", f"baseline={baseline}", f"run.out={folder / 'gated'}", *common)
+    assert gated.returncode == 2, gated.stdout[-2000:] + gated.stderr[-2000:]
+    decision = json.loads((folder / "gated" / "decision.json").read_text(encoding="utf-8"))
+    assert decision["decision"] == "incomparable"
+    assert "tools.stock.stock_level" in json.dumps(decision) and "tool_changes" in json.dumps(decision)
+    declared = run_evalkit("suite=sql_agent", f"baseline={baseline}", f"run.out={folder / 'declared'}",
+                           "+policy.tool_changes=[stock.reorder,stock.stock_level]", *common)
+    assert declared.returncode in (0, 1), declared.stdout[-2000:] + declared.stderr[-2000:]
+    decision = json.loads((folder / "declared" / "decision.json").read_text(encoding="utf-8"))
+    assert decision["decision"] != "incomparable" and "tools.stock.stock_level" in decision["changed"]
+
 
 def test_a_proxied_server_that_cannot_start_is_refused_in_one_line_naming_its_setting(folder: Path) -> None:
     from evalkit.core.errors import InputError
 
     servers = {"gone": McpServerConfig(command=("python", "no_such_server.py"))}
     with pytest.raises(InputError, match=r"^suite.program.mcp.gone: cannot start the server") as refused:
-        ProgramMcp(servers, folder, Mode.REPLAY, _recording(), "the recording", lambda text: text, {})
+        McpServers(servers, folder)
     assert "\n" not in str(refused.value)
