@@ -156,7 +156,8 @@ def test_a_simulated_user_plays_a_program_live_replays_identically_and_a_changed
     changed = evalkit("simulator.prompt='You play a user. {persona} Be curt. Goal: {goal}. Then say {stop}'",
                       "hydra.run.dir=outputs/changed")
     assert changed.returncode == 3, changed.stdout + changed.stderr
-    assert "simulator.prompt" in changed.stderr, changed.stderr
+    assert "no recording of this identity; the closest, " in changed.stderr, changed.stderr
+    assert "was recorded with simulator.prompt: recorded \"You play a user." in changed.stderr, changed.stderr
     assert not (tmp_path / "outputs/changed/report.json").exists()
 
     # a simulated user with no simulator: one line, before any case ran
