@@ -10,8 +10,8 @@ by `answer` (the run's replay or live calls), and its result lists the call ids 
 call it was not (`unserved`) and any request turned away (`rejected`). Once `ended` says the run can measure nothing
 more (a refused replay, an outage), no further case is started.
 
-A case with a `conversation` (scripted user turns) is run once per turn through the turn protocol
-(evalkit.programs.turns): each turn reserves and settles its own budget, and one endpoint serves the whole
+A case with a `conversation` (scripted user turns, or a simulated user's brief) is run once per turn through the
+turn protocol (evalkit.programs.turns): each turn reserves and settles its own budget, and one endpoint serves the whole
 conversation, so its call ids run on from turn to turn.
 """
 
@@ -36,7 +36,7 @@ from evalkit.live.budget import UnitBudget
 from evalkit.programs.endpoint import Answer, Endpoint
 from evalkit.programs.endpoint.mcp_proxy import McpBackend
 from evalkit.programs.sandbox import check_python_env, run_program
-from evalkit.programs.turns import converse, scripted_turns
+from evalkit.programs.turns import UserSide, converse, user_side
 
 __all__ = ["CandidateConfig", "ModelAccess", "candidate_config", "is_scorable", "public_task", "run_programs"]
 
@@ -87,13 +87,13 @@ def public_task(case: Case, spec: ProgramSpec) -> bytes:
 
 
 def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateConfig, program: Path,
-                 budget: UnitBudget, access: ModelAccess | None = None, where: str = "the dataset"
-                 ) -> dict[str, dict[str, Any]]:
+                 budget: UnitBudget, access: ModelAccess | None = None, where: str = "the dataset",
+                 simulate: Callable[[Case], UserSide] | None = None) -> dict[str, dict[str, Any]]:
     """case id -> what the run produced, in case order: the sandbox's ProgramRun fields (or a `budget_denied`
     stand-in with the same keys) plus `units` spent and `usage_state` (known, unknown, not_started); with `access`,
     the endpoint's `model_calls`, `unserved` and `rejected`. A case with a `conversation` (its scripted user turns)
     is driven turn by turn through the turn protocol (evalkit.programs.turns) and adds its transcript, `turns`;
-    `where` names the dataset in a refusal of one."""
+    `where` names the dataset in a refusal of one; `simulate` plays a case's simulated user (the run's simulator)."""
     results: dict[str, dict[str, Any]] = {}
     if access is not None and access.python_env is not None:
         check_python_env(access.python_env)  # one line before any case, not the same failure in every case
@@ -103,7 +103,7 @@ def run_programs(cases: Sequence[Case], spec: ProgramSpec, candidate: CandidateC
         files = case.get(spec.files_field, {}) if spec.files_field else {}
         if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
             raise InputError(f"case {case.id}: field {spec.files_field!r} must map file names to their text")
-        turns = scripted_turns(case, where)
+        turns = user_side(case, where, simulate)
         try:
             with _endpoint(case, access) as socket_path:
                 run_turn = functools.partial(_run_once, files=files, spec=spec, candidate=candidate,

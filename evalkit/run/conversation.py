@@ -37,8 +37,8 @@ from evalkit.run.agent_loop import AgentOutcome, model_call
 if TYPE_CHECKING:
     from evalkit.run.execute import CallResult
 
-__all__ = ["FIELD", "OPENING", "ConversationOutcome", "Script", "conversation_metrics", "run_conversations",
-           "scripts_of"]
+__all__ = ["FIELD", "OPENING", "ConversationOutcome", "Script", "conversation_metrics", "persona_request",
+           "run_conversations", "script_of", "scripts_of", "stop_phrase", "turn_limit"]
 
 FIELD = "conversation"
 """The case field that makes a case a conversation."""
@@ -71,10 +71,12 @@ def scripts_of(cases: Sequence[Case], where: str) -> dict[str, Script] | None:
     case must hold one: a mistake is one line naming the dataset, the case and what to write."""
     if not any(FIELD in case.fields for case in cases):
         return None
-    return {case.id: _script(case, where) for case in cases}
+    return {case.id: script_of(case, where) for case in cases}
 
 
-def _script(case: Case, where: str) -> Script:
+def script_of(case: Case, where: str) -> Script:
+    """The case's conversation script (it has the field); a mistake is one line naming `where`, the case and what
+    to write. A candidate program's simulated users (evalkit.run.program_runner) are read here too."""
     value = case.get(FIELD)
     said = f"{where}: case {case.id}: field '{FIELD}'"
     if value is None:
@@ -147,9 +149,9 @@ def run_conversations(planned: Sequence[tuple[str, Request]], scripts: Mapping[s
                              "simulator=NAME)")
         talks.append(_Conversation(call_id, which, script, request))
     out = ConversationOutcome()
-    most = max((_limit(t.script, simulator) for t in talks), default=0)
+    most = max((turn_limit(t.script, simulator) for t in talks), default=0)
     for turn in range(1, most + 1):
-        active = [t for t in talks if t.final is None and turn <= _limit(t.script, simulator)]
+        active = [t for t in talks if t.final is None and turn <= turn_limit(t.script, simulator)]
         if not active:
             break
         _user_turns(turn, [t for t in active if t.script.simulated], simulator, wave, settle, out)
@@ -172,7 +174,7 @@ def run_conversations(planned: Sequence[tuple[str, Request]], scripts: Mapping[s
                                                                         Message(role="assistant", content=text))})
             talk.heard.append(Message(role="user", content=text or "(no reply)"))
             talk.last = result
-            if turn >= _limit(talk.script, simulator):
+            if turn >= turn_limit(talk.script, simulator):
                 talk.final = result
     for talk in talks:
         out.finals[talk.base] = talk.final or talk.last or _ended(None, f"{talk.base}: no turn was taken")
@@ -215,7 +217,7 @@ def _user_turns(turn: int, talks: Sequence[_Conversation], simulator: SimulatorC
             continue
         text = result.reply.text or ""
         talk.heard.append(Message(role="assistant", content=text or "(silence)"))
-        if _stop_phrase(talk.script, simulator) in text:
+        if stop_phrase(talk.script, simulator) in text:
             talk.steps.append(UserTurn(turn=turn, text=text, call_id=user_id))
             talk.reached = turn - 1
             talk.final = talk.last or _ended(result, f"{user_id}: the simulated user ended the conversation "
@@ -225,25 +227,32 @@ def _user_turns(turn: int, talks: Sequence[_Conversation], simulator: SimulatorC
 
 
 def _simulator_request(talk: _Conversation, simulator: SimulatorConfig) -> Request:
+    return persona_request(talk.script, talk.heard, simulator)
+
+
+def persona_request(script: Script, heard: Sequence[Message], simulator: SimulatorConfig) -> Request:
     """What the simulated user is asked: its persona prompt (the case's persona, goal and stop phrase put in by
     plain replacement, so braces or markup in a case's text are never read as a template), then the conversation
-    from its side."""
-    values = {"persona": talk.script.persona, "goal": talk.script.goal, "stop": _stop_phrase(talk.script, simulator)}
+    from its side (`heard`: its own turns as `assistant`, the other side's as `user`)."""
+    values = {"persona": script.persona, "goal": script.goal, "stop": stop_phrase(script, simulator)}
     # one pass over the prompt only: a case's persona that says `{goal}` is text, never filled in
     system = _SLOT.sub(lambda slot: values[slot.group(1)], simulator.prompt)
     return Request(model=simulator.name, options=simulator.options,
                    messages=(Message(role="system", content=system), Message(role="user", content=OPENING),
-                             *talk.heard))
+                             *heard))
 
 
-def _limit(script: Script, simulator: SimulatorConfig | None) -> int:
+def turn_limit(script: Script, simulator: SimulatorConfig | None) -> int:
+    """The most user turns the script takes: its length, or a simulated user's limit (the case's, within the
+    simulator's)."""
     if not script.simulated:
         return len(script.turns)
     most = simulator.max_turns if simulator is not None else MAX_TURNS
     return min(script.max_turns, most) if script.max_turns is not None else most
 
 
-def _stop_phrase(script: Script, simulator: SimulatorConfig | None) -> str:
+def stop_phrase(script: Script, simulator: SimulatorConfig | None) -> str:
+    """The phrase that ends a simulated conversation as having reached its goal: the case's, else the simulator's."""
     return script.stop or (simulator.stop if simulator is not None else "GOAL REACHED")
 
 

@@ -341,6 +341,9 @@ class ProgramCalls:
         self.model, self.live, self.version = model, live, settings.version
         # the program's calls are all the model's: a judge of the run's config has no part in them
         self.caller = _Caller(mode, source.recording, source.where, live, model, None, settings.prices or {})
+        if settings.simulator is not None:  # a simulated user's turns (evalkit.run.program_runner) are the run's too
+            self.caller.configs["simulator"] = settings.simulator
+            self.caller.listed["simulator"] = price_of(settings.prices or {}, settings.simulator.name)
         self.calls: dict[str, CallResult] = {}
         self.mcp: ProgramMcp | None = None
         """The program's proxied MCP servers, when the suite routes any (set by the runner)."""
@@ -354,6 +357,14 @@ class ProgramCalls:
         if result.reply is not None:
             return result.reply
         return Unserved("denied" if result.status == "budget_denied" else "failed", result.reason or result.status)
+
+    def simulate(self, call_id: str, request: Request) -> CallResult | None:
+        """A simulated user's turn (`user/<case>@<n>`), asked of the run's simulator through the same path; None
+        where a replay cannot serve it (refuse_misses names it once the cases ran)."""
+        result = self.caller.wave([(call_id, request, "simulator")]).get(call_id)
+        if result is not None:
+            self.calls[call_id] = result
+        return result
 
     @property
     def ended(self) -> bool:

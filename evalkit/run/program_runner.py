@@ -1,6 +1,15 @@
 """Run a program suite: run the candidate program once per case (its model calls, if any, answered through
 evalkit's endpoint: replayed from the recording or called live and recorded), then the suite's checks, and write the
-run report."""
+run report.
+
+A conversation case with a simulated user (`conversation: {persona, goal, stop, max_turns}`) is played against the
+program through the turn protocol (evalkit.programs.turns): each user turn is asked of the run's `simulator` with the
+persona request of a model suite's conversation (evalkit.run.conversation.persona_request), through the same
+recorded call path as the program's own model calls (ProgramCalls), as `user/<case>@<n>`; so a replay plays it back
+offline, and the simulator (model, options, persona prompt) is the `simulator` component of the key, as for a model
+suite: a changed persona is refused in replay naming it. The stop phrase ends the conversation as having reached its
+goal (the program's turns before it are the turns to goal), `max_turns` as not having reached it.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evalkit.core.config import RunConfig
+from evalkit.core.call_id import CallId
+from evalkit.core.config import RunConfig, SimulatorConfig
+from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.core.fingerprint import sha256
 from evalkit.core.key import EvalKey, build_key, recording_path
@@ -17,14 +28,16 @@ from evalkit.live.budget import UnitBudget
 from evalkit.programs.candidate import ModelAccess, candidate_config, run_programs
 from evalkit.programs.evidence import checks_fingerprint, judging_files, refuse_changes, snapshot
 from evalkit.programs.isolation import probe_isolation
-from evalkit.programs.turns import transcript
+from evalkit.programs.turns import FIELD, UserSide, UserTurnFailed, transcript
 from evalkit.project.paths import project_path, shown
+from evalkit.records.call import Message
 from evalkit.run.agent_loop import trajectories_json
 from evalkit.run.checking import check_and_report, run_provenance, suite_input
+from evalkit.run.conversation import conversation_metrics, persona_request, script_of, stop_phrase, turn_limit
 from evalkit.run.declared import read_checks
 from evalkit.run.eval_block import kept_text
 from evalkit.run.execute import Execution, LiveSetup, ProgramCalls, Source
-from evalkit.run.identity import run_settings
+from evalkit.run.identity import run_settings, simulator_settings
 from evalkit.run.manifest import load_manifest_dataset
 from evalkit.run.program_mcp import McpServers, ProgramMcp
 from evalkit.run.record_or_replay import obtain
@@ -66,6 +79,18 @@ def run_program_suite(plan: RunPlan) -> RunResult:
     suite_dir = project_path(config.suite.path)
     declared = read_checks(suite_dir, data_set.cases)  # a mistake in it is refused before the program runs
     model = _endpoint_model(config)
+    where = shown(project_path(config.dataset.manifest))
+    simulated = any(isinstance(case.get(FIELD), dict) for case in data_set.cases)
+    if simulated and (config.simulator is None or not spec.endpoint):
+        # one line before any case runs; the first such case is named (user_side says the same per case)
+        case = next(c for c in data_set.cases if isinstance(c.get(FIELD), dict))
+        raise InputError(f"{where}: case {case.id}: field '{FIELD}' holds a simulated user's brief, but the run "
+                         f"{'has no simulator' if config.simulator is None else 'calls no model'}: add `- /simulator: "
+                         "NAME` to the suite option's defaults (or pass simulator=NAME), and `suite.program.endpoint: "
+                         "true` (the simulated user's turns are recorded calls)")
+    sim = simulator_settings(config)
+    if sim is not None:  # a changed persona prompt is a changed component, named as `simulator.prompt`
+        components["simulator"] = (config.choices.get("simulator", sim["model"]), sim)
     # the program's MCP servers, behind evalkit's proxy, are started and listed before the key is built: their tools
     # are in it as an agent's are (`tools.<server>.<tool>`), so a baseline made with another server version or tool
     # list is incomparable or a declared change (policy tool_changes), never a silent one
@@ -81,8 +106,10 @@ def run_program_suite(plan: RunPlan) -> RunResult:
         before = snapshot(suite_dir)
         judging = judging_files(suite_dir, program)
         budget = UnitBudget(config.budget.max_units)
-        where = shown(project_path(config.dataset.manifest))
         rec_path: Path | None = None
+        played: dict[str, dict[str, Any]] = {}
+        """Each simulated conversation, by case id: its turns to goal (`reached`, None: not reached), and the
+        simulated user's closing turn (`closing`, the one that said the stop phrase; None: it never did)."""
         recording: Recording | None = None
         calls: Execution | None = None
         if spec.endpoint:
@@ -92,17 +119,27 @@ def run_program_suite(plan: RunPlan) -> RunResult:
             rec_components = {g: (config.choices.get(g, g), {k: v for k, v in s.items()
                                                               if g != spec.component or k != "program"})
                               for g, s in config.components.items()}
+            if sim is not None:
+                rec_components["simulator"] = components["simulator"]
             rec_key = build_key(suite=config.suite.name, dataset=data_set.identity(name), prompt_version="none",
                                 prompt_text="", judge_model=None, components=rec_components, **model)
             results, rec_path, recording, calls = _run_with_endpoint(
                 plan, rec_key, servers,
-                lambda access: run_programs(data_set.cases, spec, candidate, program, budget, access, where))
+                lambda access, simulate: run_programs(data_set.cases, spec, candidate, program, budget, access,
+                                                      where, simulate),
+                where, played)
         else:
             results = run_programs(data_set.cases, spec, candidate, program, budget, where=where)
     finally:
         if servers is not None:
             servers.close()
     refuse_changes(before, snapshot(suite_dir), suite_dir, program, "while the candidate program ran")
+    for case_id, outcome in played.items():  # the simulated user's calls and outcome, in the case's transcript
+        if case_id in results:
+            for entry in results[case_id].get("turns", ()):
+                entry["user_call"] = str(CallId.user_turn(case_id, int(entry["turn"])))
+            results[case_id]["simulated"] = outcome
+    reached = {f"task/{case_id}": outcome["reached"] for case_id, outcome in played.items() if case_id in results}
 
     def verify() -> None:
         refuse_changes(judging, judging_files(suite_dir, program), suite_dir, program, "while the checks ran")
@@ -135,7 +172,12 @@ def run_program_suite(plan: RunPlan) -> RunResult:
                                                redact)}
     except (OSError, UnicodeDecodeError):
         pass
-    report, report_path = check_and_report(config, suite_dir, run_input, redact, extra, verify)
+
+    def finish(data: dict[str, Any]) -> None:
+        if reached:  # goal rate and turns to goal, as a model suite's simulated conversations have them
+            data.setdefault("metrics", {}).update(conversation_metrics(data.get("cases", []), reached))
+
+    report, report_path = check_and_report(config, suite_dir, run_input, redact, extra, verify, finish=finish)
     return RunResult(key, report, report_path, rec_path, execution)
 
 
@@ -150,10 +192,13 @@ def _endpoint_model(config: RunConfig) -> dict[str, Any]:
 
 
 def _run_with_endpoint(plan: RunPlan, rec_key: EvalKey, servers: McpServers | None,
-                       run: Callable[[ModelAccess], dict[str, dict[str, Any]]]
+                       run: Callable[[ModelAccess, Callable[[Case], UserSide] | None], dict[str, dict[str, Any]]],
+                       where: str, played: dict[str, dict[str, Any]]
                        ) -> tuple[dict[str, dict[str, Any]], Path, Recording, Execution]:
     """Run the program's cases with evalkit's endpoint answering their model calls: replayed from the recording of
-    `rec_key` (a call it cannot serve refuses the run, exit 3), or called live and recorded, as a model suite's."""
+    `rec_key` (a call it cannot serve refuses the run, exit 3), or called live and recorded, as a model suite's; a
+    simulated user's turns are the simulator's calls on the same path (each conversation's outcome kept in
+    `played`)."""
     config, calls = plan.config, plan.calls
     spec, model = config.suite.program, config.model
     assert spec is not None and model is not None and calls is not None
@@ -167,13 +212,52 @@ def _run_with_endpoint(plan: RunPlan, rec_key: EvalKey, servers: McpServers | No
         if servers is not None:  # the program's MCP servers, behind evalkit's proxy (started before the key)
             answering.mcp = ProgramMcp(servers, config.mode, recording, shown(rec_path), redactor_for(config),
                                        answering.caller.proxied)
+        simulator = config.simulator
+        simulate = (None if simulator is None else
+                    lambda case: _simulated_user(case, where, answering, simulator, played))
         results.update(run(ModelAccess(answering.answer, model.name, python_env, lambda: answering.ended,
-                                       answering.mcp)))
+                                       answering.mcp), simulate))
         return answering.finish()
 
-    recording, execution = obtain(config, rec_key, settings, rec_path, redactor_for(config),
-                                  {"model": (model, "the model the program calls")}, run_calls)
+    roles = {"model": (model, "the model the program calls")}
+    if config.simulator is not None:  # a live run with a simulated user needs the simulator's provider too
+        roles["simulator"] = (config.simulator, "the simulated user")
+    recording, execution = obtain(config, rec_key, settings, rec_path, redactor_for(config), roles, run_calls)
     return results, rec_path, recording, execution
+
+
+def _simulated_user(case: Case, where: str, calls: ProgramCalls, simulator: SimulatorConfig,
+                    played: dict[str, dict[str, Any]]) -> UserSide:
+    """The user side of a case with a simulated user: each turn asked of the simulator (`user/<case>@<n>`), shown
+    the conversation so far from its side; its stop phrase ends the conversation as having reached its goal, its
+    turn limit as not. Its text is data: sent as a message's content, never formatted, parsed or run."""
+    script = script_of(case, where)
+    heard: list[Message] = []
+    outcome: dict[str, Any] = {"reached": None, "closing": None}
+    played[case.id] = outcome
+
+    def turn(n: int, reply: str | None) -> str | None:
+        if reply is not None:
+            heard.append(Message(role="user", content=reply or "(no reply)"))
+        if n > turn_limit(script, simulator):
+            return None
+        call_id = str(CallId.user_turn(case.id, n))
+        result = calls.simulate(call_id, persona_request(script, heard, simulator))
+        if result is None:  # the run is refused once the cases ran, naming the call
+            raise UserTurnFailed("failed", f"{call_id}: the recording cannot serve it")
+        if result.reply is None:
+            raise UserTurnFailed(result.status, f"{call_id}: {result.reason}")
+        text = result.reply.text or ""
+        heard.append(Message(role="assistant", content=text or "(silence)"))
+        if stop_phrase(script, simulator) in text:
+            outcome.update(reached=n - 1, closing={"turn": n, "user": text, "user_call": call_id})
+            if n == 1:
+                raise UserTurnFailed("failed", f"{call_id}: the simulated user ended the conversation before the "
+                                     "program's first turn")
+            return None
+        return text
+
+    return turn
 
 
 def _checks_fingerprint(suite_dir: Path, program: Path) -> str:

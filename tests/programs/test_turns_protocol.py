@@ -15,7 +15,7 @@ from evalkit.core.dataset import Case
 from evalkit.core.errors import InputError
 from evalkit.live.budget import UnitBudget
 from evalkit.programs.candidate import CandidateConfig, run_programs
-from evalkit.programs.turns import converse, scripted_turns, transcript, turn_task
+from evalkit.programs.turns import UserTurnFailed, converse, scripted_turns, transcript, turn_task, user_side
 
 # keeps a count and every message it heard in its state; its reply says both
 COUNTER = """
@@ -132,3 +132,60 @@ def test_a_bad_script_is_one_line_naming_the_dataset_and_the_case(value: object,
     with pytest.raises(InputError, match=f"^data/manifest.json: case c1: field 'conversation'.*{message}"):
         scripted_turns(Case("c1", {"conversation": value}), "data/manifest.json")
     assert scripted_turns(Case("c1", {"question": "q"}), "x") is None
+
+
+def _finished(n: int, task: bytes) -> dict[str, Any]:
+    return {"status": "finished", "reason": None, "wall_ms": 1.0, "units": len(task), "usage_state": "known",
+            "response": {"reply": f"r{n}", "state": n}}
+
+
+def test_a_user_side_is_asked_each_turn_with_the_last_reply_and_ends_the_conversation() -> None:
+    asked: list[tuple[int, str | None]] = []
+
+    def user(n: int, reply: str | None) -> str | None:  # a simulated user: says "done" after hearing r2
+        asked.append((n, reply))
+        return None if reply == "r2" else f"u{n}"
+
+    result = converse({"id": "c"}, user, _finished)
+    assert asked == [(1, None), (2, "r1"), (3, "r2")]
+    assert [(t["user"], t["reply"]) for t in result["turns"]] == [("u1", "r1"), ("u2", "r2")]
+    assert result["status"] == "finished" and result["response"]["reply"] == "r2"
+
+
+@pytest.mark.parametrize(("fails_on", "kept"), [(1, []), (2, ["r1"])])
+def test_a_user_turn_that_fails_ends_the_case_naming_the_turn(fails_on: int, kept: list[str]) -> None:
+    def user(n: int, reply: str | None) -> str | None:
+        if n == fails_on:
+            raise UserTurnFailed("failed", f"user/c@{n}: HTTP 500")
+        return f"u{n}"
+
+    result = converse({"id": "c"}, user, _finished)
+    assert (result["status"], result["reason"]) == ("failed", f"turn {fails_on}: user/c@{fails_on}: HTTP 500")
+    assert [t["reply"] for t in result["turns"]] == kept and result["response"] is None
+    assert result["usage_state"] == ("not_started" if fails_on == 1 else "known")
+
+
+def test_a_program_that_breaks_the_protocol_against_a_user_side_ends_naming_the_turn() -> None:
+    def broken(n: int, task: bytes) -> dict[str, Any]:
+        return _finished(n, task) if n == 1 else {**_finished(n, task), "response": {"answer": "no reply key"}}
+
+    said: list[int] = []
+
+    def user(n: int, reply: str | None) -> str:
+        said.append(n)
+        return f"u{n}"
+
+    result = converse({"id": "c"}, user, broken)
+    assert result["status"] == "invalid_response" and result["reason"].startswith("turn 2: response.json has no")
+    assert said == [1, 2]  # turn 3 is never asked of the user's side
+
+
+def test_a_simulated_brief_needs_a_simulator_and_is_played_by_it() -> None:
+    case = Case("c1", {"conversation": {"persona": "p", "goal": "g"}})
+    with pytest.raises(InputError, match=r"^data/manifest.json: case c1: .*but the run has no simulator: add "):
+        user_side(case, "data/manifest.json")
+    played = user_side(case, "x", lambda c: lambda n, _reply: f"{c.id} says {n}")
+    assert played is not None and played(1, None) == "c1 says 1"
+    scripted = user_side(Case("c2", {"conversation": ["a"]}), "x")
+    assert scripted is not None and (scripted(1, None), scripted(2, "r1")) == ("a", None)
+    assert user_side(Case("c3", {"q": 1}), "x") is None
