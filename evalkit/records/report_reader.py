@@ -40,8 +40,8 @@ from evalkit.records.report import (
 )
 from evalkit.records.values import Json
 
-__all__ = ["CaseHead", "CaseTexts", "Counts", "RunReport", "case_heads", "report_from_mapping", "load_report",
-           "parse_report", "read_reports"]
+__all__ = ["CaseHead", "CaseTexts", "Counts", "RunReport", "case_heads", "json_list", "json_object",
+           "report_from_mapping", "load_report", "parse_report", "read_reports"]
 
 OUTCOMES = frozenset({"passed", "failed", "skipped", "xfailed", "xpassed", "error"})
 # One shared string per outcome: a million-test report then holds 6 outcome strings, not a million.
@@ -87,9 +87,9 @@ class RunReport:
     """Per cut (`language(input) where kind=rag`): per value, cases, pass_rate, failures, unsafe."""
     execution: Execution = field(default_factory=Execution)
     """Call statistics, cost, latency, money and live sections (evalkit's own reports; empty for other tools')."""
-    dataset: Mapping[str, Any] = field(default_factory=dict)
+    dataset: Mapping[str, Json] = field(default_factory=dict)
     """Manifest datasets: name, version, split, synthetic, purpose (absent for single-file datasets)."""
-    candidate: Mapping[str, Any] = field(default_factory=dict)
+    candidate: Mapping[str, Json] = field(default_factory=dict)
     """Candidate-program suites: the option, its change, the program and its SHA-256."""
     problems: tuple[str, ...] = ()
     """What the run's own record shows wrong: collection errors, an interrupted run, an exit code that
@@ -105,17 +105,17 @@ class RunReport:
     policy's `critical:` entries."""
     classification: Mapping[str, Any] = field(default_factory=dict)
     """Per classification check: its labels, confusion matrix (expected -> predicted -> cases) and case count."""
-    texts: Mapping[str, Any] = field(default_factory=dict)
+    texts: Mapping[str, Json] = field(default_factory=dict)
     """The texts the run measured (`prompt`, `program`): version, path, SHA-256 and the text, for a reviewer's diff
     (evalkit.records.report.Text); absent from reports written before they were kept."""
     sequential: Sequential | None = None
     """A run that sampled in rounds (`run.repeats=auto`): its settings and each case's samples; None otherwise."""
     judges: Mapping[str, JudgedCheck] = field(default_factory=dict)
     """Per judged declared check: the judge's repeats, each reply's verdicts, self-agreement and flips."""
-    trajectories: Mapping[str, Any] = field(default_factory=dict)
+    trajectories: Mapping[str, Json] = field(default_factory=dict)
     """An agent suite's trajectories as report.json holds them, by `task/<case>` (evalkit.records.trajectory's
     form, read only by the pages that show them); empty for every other suite."""
-    media: Mapping[str, Any] = field(default_factory=dict)
+    media: Mapping[str, Json] = field(default_factory=dict)
     """Per case with images (dataset.images): each image's field, description and thumbnail (a `data:` URI, or
     None with why); report.html shows the thumbnails. Empty for runs without images."""
 
@@ -255,7 +255,7 @@ def _sequential(value: Any, where: str) -> Sequential | None:
                          "the report with `evalkit run`") from None
 
 
-def _texts(value: Any, where: str) -> Mapping[str, Any]:
+def _texts(value: Any, where: str) -> Mapping[str, Json]:
     """The report's texts, each checked against its model, so a page never meets a text that is not one."""
     if value is None:
         return {}
@@ -410,7 +410,19 @@ def case_heads(cases: Sequence[Mapping[str, Any]]) -> list[CaseHead]:
                      c.get("could_not_run"), c.get("denied")) for c in cases]
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
+def json_object(value: Json) -> Mapping[str, Json]:
+    """`value` when it is a JSON object, else an empty one: how the readers of a report's JSON blocks (slices,
+    classification ...) narrow a value they read as an object, here in one place rather than casts at each."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_list(value: Json) -> Sequence[Json]:
+    """`value` when it is a JSON array, else an empty one (json_object's counterpart for arrays)."""
+    return value if isinstance(value, list) else []
+
+
+def _mapping(value: object) -> Mapping[str, Json]:
+    """A block of the report as JSON (its readers narrow the values: json_object, json_list); {} when absent."""
     return value if isinstance(value, dict) else {}
 
 
