@@ -83,7 +83,7 @@ class RunReport:
     """Where the run came from (commit, recording, isolation ...), as JSON."""
     metrics: Mapping[str, float | None] = field(default_factory=dict)
     """Run-level metrics: each one's mean over the cases that measured it; None when none could."""
-    slices: Mapping[str, Any] = field(default_factory=dict)
+    slices: Mapping[str, Json] = field(default_factory=dict)
     """Per cut (`language(input) where kind=rag`): per value, cases, pass_rate, failures, unsafe."""
     execution: Execution = field(default_factory=Execution)
     """Call statistics, cost, latency, money and live sections (evalkit's own reports; empty for other tools')."""

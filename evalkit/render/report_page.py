@@ -25,7 +25,7 @@ from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
 from evalkit.judging.judge_health import judge_warnings
 from evalkit.records.decision import Evidence
-from evalkit.records.report_reader import PASSING, RunReport
+from evalkit.records.report_reader import PASSING, RunReport, json_list
 from evalkit.render.confusion import confusion_tables
 from evalkit.render.html import breakable, render_page, shown
 from evalkit.render.markdown import render_policy
@@ -522,8 +522,8 @@ def _slices(report: RunReport) -> list[dict[str, Any]]:
             if isinstance(s, Mapping):
                 rows.append({"cut": clip(str(cut), ID_CHARS), "value": clip(str(name), ID_CHARS),
                              "cases": s.get("cases"), "pass_rate": number(s.get("pass_rate")),
-                             "failures": clip(", ".join(map(str, s.get("failures") or [])) or "-", MESSAGE_CHARS),
-                             "unsafe": clip(", ".join(map(str, s.get("unsafe") or [])) or "-", MESSAGE_CHARS)})
+                             "failures": clip(", ".join(map(str, json_list(s.get("failures")))) or "-", MESSAGE_CHARS),
+                             "unsafe": clip(", ".join(map(str, json_list(s.get("unsafe")))) or "-", MESSAGE_CHARS)})
     return rows
 
 
