@@ -103,7 +103,7 @@ class RunReport:
     critical: tuple[str, ...] = ()
     """The checks the suite's `checks.yaml` marks critical (`critical_checks`): the gate treats them as the
     policy's `critical:` entries."""
-    classification: Mapping[str, Any] = field(default_factory=dict)
+    classification: Mapping[str, Json] = field(default_factory=dict)
     """Per classification check: its labels, confusion matrix (expected -> predicted -> cases) and case count."""
     texts: Mapping[str, Json] = field(default_factory=dict)
     """The texts the run measured (`prompt`, `program`): version, path, SHA-256 and the text, for a reviewer's diff
