@@ -78,7 +78,7 @@ class RunReport:
     `eval` block names what it likes, so it is not read as evalkit.core.key.EvalKey)."""
     outcomes: Mapping[str, str]
     """nodeid -> pytest outcome, in report order."""
-    cases: Sequence[Mapping[str, Any]] = ()
+    cases: Sequence[Mapping[str, Json]] = ()
     provenance: Mapping[str, Json] = field(default_factory=dict)
     """Where the run came from (commit, recording, isolation ...), as JSON."""
     metrics: Mapping[str, float | None] = field(default_factory=dict)
@@ -324,7 +324,7 @@ def _check_ids(outcomes: Mapping[str, str], where: str) -> None:
 _GRADE_FLAGS = ("task_pass", "quality_pass", "safety_pass", "review_pending")
 
 
-def _cases(value: Any, where: str) -> Sequence[Mapping[str, Any]]:
+def _cases(value: Any, where: str) -> Sequence[Mapping[str, Json]]:
     """The report's cases: a list of objects, each with a string id; a grade is an object whose verdicts are
     true, false or null. Anything else is refused here, naming the case, so the gate never meets it."""
     if value is None:
@@ -354,7 +354,7 @@ def _check_case(index: int, case: Any, where: str) -> None:
                          "mark a case that could not be scored status 'unscored' with a reason")
 
 
-class CaseTexts(Sequence[Mapping[str, Any]]):
+class CaseTexts(Sequence[Mapping[str, Json]]):
     """A report's cases kept as their JSON text, each read into a fresh dict when it is reached.
 
     A case read into Python objects takes about four times its text (a dict per block, an object per value):
@@ -368,10 +368,10 @@ class CaseTexts(Sequence[Mapping[str, Any]]):
     def __len__(self) -> int:
         return len(self._texts)
 
-    def __getitem__(self, index: int) -> Mapping[str, Any]:  # type: ignore[override]
+    def __getitem__(self, index: int) -> Mapping[str, Json]:  # type: ignore[override]
         return _CASE.decode(self._texts[index])  # type: ignore[no-any-return]
 
-    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+    def __iter__(self) -> Iterator[Mapping[str, Json]]:
         return map(_CASE.decode, self._texts)
 
     def __eq__(self, other: object) -> bool:
@@ -401,7 +401,7 @@ class CaseHead(msgspec.Struct, frozen=True, gc=False):
 _HEAD = msgspec.json.Decoder(CaseHead)
 
 
-def case_heads(cases: Sequence[Mapping[str, Any]]) -> list[CaseHead]:
+def case_heads(cases: Sequence[Mapping[str, Json]]) -> list[CaseHead]:
     """Each case's head, reading from a CaseTexts only those fields (its other fields, the replies and inputs
     that make a case long, are skipped unread)."""
     if isinstance(cases, CaseTexts):

@@ -62,7 +62,7 @@ def test_no_record_field_is_a_mapping_of_any(module_name):
     assert found == []
 
 
-RUN_REPORT_TYPED = ("eval", "provenance", "execution", "slices", "classification", "dataset", "candidate", "texts", "trajectories", "media")
+RUN_REPORT_TYPED = ("eval", "provenance", "execution", "cases", "slices", "classification", "dataset", "candidate", "texts", "trajectories", "media")
 """The fields of the gate's RunReport (evalkit.records.report_reader) typed so far; the rest follow."""
 
 
