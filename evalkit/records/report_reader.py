@@ -390,12 +390,13 @@ class CaseHead(msgspec.Struct, frozen=True, gc=False):
     (None when absent)."""
 
     id: str
-    passed: Any = None
-    group: Any = None
-    status: Any = None
-    repeats: Any = None
-    could_not_run: Any = None
-    denied: Any = None
+    # `object`: JSON as the report holds it (msgspec reads any value into these; the readers narrow them)
+    passed: object = None
+    group: object = None
+    status: object = None
+    repeats: object = None
+    could_not_run: object = None
+    denied: object = None
 
 
 _HEAD = msgspec.json.Decoder(CaseHead)

@@ -21,7 +21,7 @@ from evalkit.core.policy import Policy
 from evalkit.gate.decide import decide
 from evalkit.records.decision import DecisionFile, Evidence, FindingEntry, PolicyIdentity, ReportIdentity
 from evalkit.records.report import Execution
-from evalkit.records.report_reader import RunReport, report_from_mapping
+from evalkit.records.report_reader import CaseHead, RunReport, report_from_mapping
 
 RECORDS = Path(evalkit.__file__).parent / "records"
 FORMAT_MODULES = ("decision", "recording", "journal", "run_input", "report")
@@ -72,6 +72,8 @@ def test_the_run_reports_fields_hold_no_any():
     assert found == [] and [name for name in fields if hints[name] is typing.Any] == []
     assert {"cases", "slices", "dataset", "candidate", "classification", "texts", "trajectories", "media"} <= set(fields)
     assert hints["execution"] is Execution
+    heads = typing.get_type_hints(CaseHead)  # the few fields of a case the gate pairs, read from the case's text
+    assert [name for name in CaseHead.__struct_fields__ if heads[name] is typing.Any] == []
 
 
 def test_the_any_check_can_fail():
