@@ -19,15 +19,24 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from evalkit.judging.classification import NO_LABEL
+from evalkit.records.report_reader import json_object
+from evalkit.records.values import Json
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["ClassifiedPairs", "paired_intervals"]
+__all__ = ["ClassifiedPairs", "classified_pairs", "paired_intervals"]
 
-ClassifiedPairs = Mapping[str, Sequence[str | None]]
+ClassifiedPairs = Mapping[str, Sequence[Json]]
 """case id -> [expected label, predicted label or None], as a run report's classification block keeps them."""
+
+
+def classified_pairs(block: Json) -> ClassifiedPairs:
+    """A report's block for one classification check (RunReport.classification) narrowed to its `pairs`: the
+    entries that are [expected, predicted] arrays; {} when the report kept none (reports before pairs were kept)."""
+    return {case: pair for case, pair in json_object(json_object(block).get("pairs")).items()
+            if isinstance(pair, list)}
 
 
 def paired_intervals(before: ClassifiedPairs, after: ClassifiedPairs, groups: Mapping[str, str], *,

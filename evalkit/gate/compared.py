@@ -18,7 +18,7 @@ from evalkit.core.failure import first_line
 from evalkit.core.nodeid import matches_critical
 from evalkit.core.policy import Policy
 from evalkit.gate.calibration import Calibration, Uncalibrated, uncalibrated
-from evalkit.gate.classified import paired_intervals
+from evalkit.gate.classified import classified_pairs, paired_intervals
 from evalkit.gate.compare import MetricChange, compare_metrics
 from evalkit.gate.headline import Detectable, detectable
 from evalkit.gate.release import Grades, grades, paired_bootstrap
@@ -187,8 +187,8 @@ class Compared:
         checks = sorted(self.baseline.classification.keys() & self.candidate.classification.keys())
         groups = {str(c.get("id")): str(c.get("group", c.get("id"))) for c in self.candidate.cases}
         for check in checks:
-            before = self.baseline.classification[check].get("pairs") or {}
-            after = self.candidate.classification[check].get("pairs") or {}
+            before = classified_pairs(self.baseline.classification[check])
+            after = classified_pairs(self.candidate.classification[check])
             prefix = "" if len(self.candidate.classification) == 1 else f"{check}."
             for name, interval in paired_intervals(before, after, groups).items():
                 change = changes.get(prefix + name)

@@ -40,8 +40,8 @@ from evalkit.records.report import (
 )
 from evalkit.records.values import Json
 
-__all__ = ["CaseHead", "CaseTexts", "Counts", "RunReport", "case_heads", "report_from_mapping", "load_report",
-           "parse_report", "read_reports"]
+__all__ = ["CaseHead", "CaseTexts", "Counts", "RunReport", "case_heads", "json_list", "json_object",
+           "report_from_mapping", "load_report", "parse_report", "read_reports"]
 
 OUTCOMES = frozenset({"passed", "failed", "skipped", "xfailed", "xpassed", "error"})
 # One shared string per outcome: a million-test report then holds 6 outcome strings, not a million.
@@ -78,18 +78,18 @@ class RunReport:
     `eval` block names what it likes, so it is not read as evalkit.core.key.EvalKey)."""
     outcomes: Mapping[str, str]
     """nodeid -> pytest outcome, in report order."""
-    cases: Sequence[Mapping[str, Any]] = ()
+    cases: Sequence[Mapping[str, Json]] = ()
     provenance: Mapping[str, Json] = field(default_factory=dict)
     """Where the run came from (commit, recording, isolation ...), as JSON."""
     metrics: Mapping[str, float | None] = field(default_factory=dict)
     """Run-level metrics: each one's mean over the cases that measured it; None when none could."""
-    slices: Mapping[str, Any] = field(default_factory=dict)
+    slices: Mapping[str, Json] = field(default_factory=dict)
     """Per cut (`language(input) where kind=rag`): per value, cases, pass_rate, failures, unsafe."""
     execution: Execution = field(default_factory=Execution)
     """Call statistics, cost, latency, money and live sections (evalkit's own reports; empty for other tools')."""
-    dataset: Mapping[str, Any] = field(default_factory=dict)
+    dataset: Mapping[str, Json] = field(default_factory=dict)
     """Manifest datasets: name, version, split, synthetic, purpose (absent for single-file datasets)."""
-    candidate: Mapping[str, Any] = field(default_factory=dict)
+    candidate: Mapping[str, Json] = field(default_factory=dict)
     """Candidate-program suites: the option, its change, the program and its SHA-256."""
     problems: tuple[str, ...] = ()
     """What the run's own record shows wrong: collection errors, an interrupted run, an exit code that
@@ -103,19 +103,19 @@ class RunReport:
     critical: tuple[str, ...] = ()
     """The checks the suite's `checks.yaml` marks critical (`critical_checks`): the gate treats them as the
     policy's `critical:` entries."""
-    classification: Mapping[str, Any] = field(default_factory=dict)
+    classification: Mapping[str, Json] = field(default_factory=dict)
     """Per classification check: its labels, confusion matrix (expected -> predicted -> cases) and case count."""
-    texts: Mapping[str, Any] = field(default_factory=dict)
+    texts: Mapping[str, Json] = field(default_factory=dict)
     """The texts the run measured (`prompt`, `program`): version, path, SHA-256 and the text, for a reviewer's diff
     (evalkit.records.report.Text); absent from reports written before they were kept."""
     sequential: Sequential | None = None
     """A run that sampled in rounds (`run.repeats=auto`): its settings and each case's samples; None otherwise."""
     judges: Mapping[str, JudgedCheck] = field(default_factory=dict)
     """Per judged declared check: the judge's repeats, each reply's verdicts, self-agreement and flips."""
-    trajectories: Mapping[str, Any] = field(default_factory=dict)
+    trajectories: Mapping[str, Json] = field(default_factory=dict)
     """An agent suite's trajectories as report.json holds them, by `task/<case>` (evalkit.records.trajectory's
     form, read only by the pages that show them); empty for every other suite."""
-    media: Mapping[str, Any] = field(default_factory=dict)
+    media: Mapping[str, Json] = field(default_factory=dict)
     """Per case with images (dataset.images): each image's field, description and thumbnail (a `data:` URI, or
     None with why); report.html shows the thumbnails. Empty for runs without images."""
 
@@ -255,7 +255,7 @@ def _sequential(value: Any, where: str) -> Sequential | None:
                          "the report with `evalkit run`") from None
 
 
-def _texts(value: Any, where: str) -> Mapping[str, Any]:
+def _texts(value: Any, where: str) -> Mapping[str, Json]:
     """The report's texts, each checked against its model, so a page never meets a text that is not one."""
     if value is None:
         return {}
@@ -324,7 +324,7 @@ def _check_ids(outcomes: Mapping[str, str], where: str) -> None:
 _GRADE_FLAGS = ("task_pass", "quality_pass", "safety_pass", "review_pending")
 
 
-def _cases(value: Any, where: str) -> Sequence[Mapping[str, Any]]:
+def _cases(value: Any, where: str) -> Sequence[Mapping[str, Json]]:
     """The report's cases: a list of objects, each with a string id; a grade is an object whose verdicts are
     true, false or null. Anything else is refused here, naming the case, so the gate never meets it."""
     if value is None:
@@ -354,7 +354,7 @@ def _check_case(index: int, case: Any, where: str) -> None:
                          "mark a case that could not be scored status 'unscored' with a reason")
 
 
-class CaseTexts(Sequence[Mapping[str, Any]]):
+class CaseTexts(Sequence[Mapping[str, Json]]):
     """A report's cases kept as their JSON text, each read into a fresh dict when it is reached.
 
     A case read into Python objects takes about four times its text (a dict per block, an object per value):
@@ -368,10 +368,10 @@ class CaseTexts(Sequence[Mapping[str, Any]]):
     def __len__(self) -> int:
         return len(self._texts)
 
-    def __getitem__(self, index: int) -> Mapping[str, Any]:  # type: ignore[override]
+    def __getitem__(self, index: int) -> Mapping[str, Json]:  # type: ignore[override]
         return _CASE.decode(self._texts[index])  # type: ignore[no-any-return]
 
-    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+    def __iter__(self) -> Iterator[Mapping[str, Json]]:
         return map(_CASE.decode, self._texts)
 
     def __eq__(self, other: object) -> bool:
@@ -390,18 +390,19 @@ class CaseHead(msgspec.Struct, frozen=True, gc=False):
     (None when absent)."""
 
     id: str
-    passed: Any = None
-    group: Any = None
-    status: Any = None
-    repeats: Any = None
-    could_not_run: Any = None
-    denied: Any = None
+    # `object`: JSON as the report holds it (msgspec reads any value into these; the readers narrow them)
+    passed: object = None
+    group: object = None
+    status: object = None
+    repeats: object = None
+    could_not_run: object = None
+    denied: object = None
 
 
 _HEAD = msgspec.json.Decoder(CaseHead)
 
 
-def case_heads(cases: Sequence[Mapping[str, Any]]) -> list[CaseHead]:
+def case_heads(cases: Sequence[Mapping[str, Json]]) -> list[CaseHead]:
     """Each case's head, reading from a CaseTexts only those fields (its other fields, the replies and inputs
     that make a case long, are skipped unread)."""
     if isinstance(cases, CaseTexts):
@@ -410,7 +411,19 @@ def case_heads(cases: Sequence[Mapping[str, Any]]) -> list[CaseHead]:
                      c.get("could_not_run"), c.get("denied")) for c in cases]
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
+def json_object(value: Json) -> Mapping[str, Json]:
+    """`value` when it is a JSON object, else an empty one: how the readers of a report's JSON blocks (slices,
+    classification ...) narrow a value they read as an object, here in one place rather than casts at each."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_list(value: Json) -> Sequence[Json]:
+    """`value` when it is a JSON array, else an empty one (json_object's counterpart for arrays)."""
+    return value if isinstance(value, list) else []
+
+
+def _mapping(value: object) -> Mapping[str, Json]:
+    """A block of the report as JSON (its readers narrow the values: json_object, json_list); {} when absent."""
     return value if isinstance(value, dict) else {}
 
 

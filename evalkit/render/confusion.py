@@ -11,7 +11,8 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.records.report_reader import RunReport
+from evalkit.records.report_reader import RunReport, json_list, json_object
+from evalkit.records.values import Json
 
 __all__ = ["LABEL_CHARS", "confusion_markdown", "confusion_tables", "confusion_text"]
 
@@ -23,13 +24,14 @@ def _label(text: str) -> str:
     return one if len(one) <= LABEL_CHARS else one[:LABEL_CHARS - 3] + "..."
 
 
-def _matrices(report: RunReport) -> list[tuple[str, list[str], list[str], Mapping[str, Mapping[str, int]]]]:
+def _matrices(report: RunReport) -> list[tuple[str, list[str], list[str], Mapping[str, Mapping[str, Json]]]]:
     out = []
     for check, block in sorted(report.classification.items()):
         if not isinstance(block, Mapping) or not isinstance(block.get("confusion"), Mapping):
             continue
-        confusion: Mapping[str, Mapping[str, int]] = block["confusion"]
-        columns = [str(label) for label in block.get("labels", [])]
+        confusion: Mapping[str, Mapping[str, Json]] = {row: json_object(counts)
+                                                       for row, counts in json_object(block["confusion"]).items()}
+        columns = [str(label) for label in json_list(block.get("labels"))]
         out.append((str(check), list(confusion), columns, confusion))
     return out
 
@@ -42,7 +44,7 @@ def confusion_text(report: RunReport) -> str:
         lines.append(f"CONFUSION {check} (rows: expected label, columns: predicted)")
         lines.append("  " + "".ljust(width) + "".join(_label(c).rjust(width) for c in columns))
         for row in rows:
-            counts: Mapping[str, Any] = confusion[row]
+            counts = confusion[row]
             lines.append("  " + _label(row).ljust(width) + "".join(str(counts.get(c, 0)).rjust(width)
                                                                    for c in columns))
     return "\n".join(lines)
@@ -76,11 +78,16 @@ def confusion_tables(report: RunReport) -> list[dict[str, Any]]:
     red (drawn with SVG attributes: the pages' Content-Security-Policy admits no inline styles)."""
     out = []
     for check, rows, columns, confusion in _matrices(report):
-        counts = [[int(confusion[row].get(c, 0)) for c in columns] for row in rows]
+        counts = [[_count(confusion[row].get(c, 0)) for c in columns] for row in rows]
         out.append({"check": check, "columns": [_label(c) for c in columns],
                     "rows": [(_label(row), line) for row, line in zip(rows, counts, strict=True)],
                     "chart": _chart(rows, columns, counts)})
     return out
+
+
+def _count(cell: Json) -> int:
+    """A matrix cell's count as the report holds it (a JSON number; 0 for anything else)."""
+    return int(cell) if isinstance(cell, int | float) else 0
 
 
 def _chart(rows: list[str], columns: list[str], counts: list[list[int]]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
 from evalkit.judging.judge_health import judge_warnings
 from evalkit.records.decision import Evidence
-from evalkit.records.report_reader import PASSING, RunReport
+from evalkit.records.report_reader import PASSING, RunReport, json_list, json_object
 from evalkit.render.confusion import confusion_tables
 from evalkit.render.html import breakable, render_page, shown
 from evalkit.render.markdown import render_policy
@@ -390,7 +390,7 @@ def _panels(candidate: RunReport, decision: Decision | None,
             "baseline": base_side, "candidate": cand_side, "has_baseline": old is not None,
             "checks": _checks(old, case), "messages": messages.get(case_id, []),
             "judges": _judges(old, case), "grades": _grades(old, case, graded.get(case_id)),
-            "problems": [clip(p, MESSAGE_CHARS) for p in case.get("problems") or []],
+            "problems": [clip(p, MESSAGE_CHARS) for p in json_list(case.get("problems"))],
             "program": _program(case),
             "images": _case_images(baseline, candidate, case_id),
             **_steps(baseline, candidate, case_id, old is not None, messages.get(case_id, [])),
@@ -522,8 +522,8 @@ def _slices(report: RunReport) -> list[dict[str, Any]]:
             if isinstance(s, Mapping):
                 rows.append({"cut": clip(str(cut), ID_CHARS), "value": clip(str(name), ID_CHARS),
                              "cases": s.get("cases"), "pass_rate": number(s.get("pass_rate")),
-                             "failures": clip(", ".join(map(str, s.get("failures") or [])) or "-", MESSAGE_CHARS),
-                             "unsafe": clip(", ".join(map(str, s.get("unsafe") or [])) or "-", MESSAGE_CHARS)})
+                             "failures": clip(", ".join(map(str, json_list(s.get("failures")))) or "-", MESSAGE_CHARS),
+                             "unsafe": clip(", ".join(map(str, json_list(s.get("unsafe")))) or "-", MESSAGE_CHARS)})
     return rows
 
 
@@ -536,9 +536,9 @@ def _provenance(report: RunReport) -> list[tuple[str, Clipped]]:
     rows += [(f"candidate {name}", clip(value, MESSAGE_CHARS)) for name, value in report.candidate.items()]
     labels: dict[str, int] = {}
     for case in report.cases:
-        program = case.get("program")
-        if isinstance(program, Mapping) and isinstance(program.get("isolation"), str):
-            labels[program["isolation"]] = labels.get(program["isolation"], 0) + 1
+        isolation = json_object(case.get("program")).get("isolation")
+        if isinstance(isolation, str):
+            labels[isolation] = labels.get(isolation, 0) + 1
     if labels and set(labels) != {run_label}:
         rows += [(f"isolation held for {count} case(s)", clip(label, MESSAGE_CHARS)) for label, count in labels.items()]
     return rows

@@ -10,7 +10,7 @@ import msgspec
 from evalkit.gate.decide import is_critical
 from evalkit.gate.decision import Decision
 from evalkit.records.report import Cost, Live
-from evalkit.records.report_reader import RunReport
+from evalkit.records.report_reader import RunReport, json_list, json_object
 from evalkit.render.money import money_rows
 from evalkit.render.numbers import number
 
@@ -43,10 +43,12 @@ def sections(report: RunReport, baseline: RunReport | None = None, *,
     quality = [(name, number(value))
                for name, value in sorted(report.metrics.items())]
     for cut, values in report.slices.items():
-        for name, s in values.items():
+        for name, block in json_object(values).items():
+            s = json_object(block)
+            failures, unsafe = (", ".join(map(str, json_list(s.get(key)))) for key in ("failures", "unsafe"))
             quality.append((f"slice {cut} = {name}",
-                            f"{s['pass_rate']:.3f} of {s['cases']}; failing: {', '.join(s['failures']) or '-'}; "
-                            f"unsafe: {', '.join(s['unsafe']) or '-'}"))
+                            f"{s['pass_rate']:.3f} of {s['cases']}; failing: {failures or '-'}; "
+                            f"unsafe: {unsafe or '-'}"))
     denied = report.denied  # not run: the budget denied their calls, so they are no failures of the model
     failing = sorted(str(c.get("id")) for c in report.cases if not c.get("passed") and str(c.get("id")) not in denied)
     if report.cases:

@@ -60,3 +60,20 @@ def test_identical_runs_have_a_zero_interval_and_unpaired_cases_are_left_out():
     # a case whose expected label changed between the runs is not a pair; no pair at all gives no interval
     relabelled = {case: ["other", predicted] for case, (_, predicted) in AFTER.items()}
     assert paired_intervals(BEFORE, relabelled, GROUPS) == {}
+
+
+def test_the_gate_reads_each_reports_pairs_into_the_metric_changes_interval():
+    from conftest import report
+
+    from evalkit.core.policy import Policy
+    from evalkit.gate.compared import Compared
+    from evalkit.records.report_reader import report_from_mapping
+
+    def run(pairs, accuracy):
+        cases = [{"id": case, "group": GROUPS[case]} for case in pairs]
+        return report_from_mapping(report({"test_a": "passed"}) | {
+            "cases": cases, "metrics": {"accuracy": accuracy},
+            "classification": {"label_matches": {"labels": list(LABELS), "pairs": pairs}}}, "r")
+
+    compared = Compared(Policy(), run(BEFORE, 23 / 24), run(AFTER, 18 / 24))
+    assert compared.metrics["accuracy"].interval == paired_intervals(BEFORE, AFTER, GROUPS)["accuracy"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import collections.abc
+import dataclasses
 import json
 import typing
 from pathlib import Path
@@ -20,7 +21,7 @@ from evalkit.core.policy import Policy
 from evalkit.gate.decide import decide
 from evalkit.records.decision import DecisionFile, Evidence, FindingEntry, PolicyIdentity, ReportIdentity
 from evalkit.records.report import Execution
-from evalkit.records.report_reader import RunReport, report_from_mapping
+from evalkit.records.report_reader import CaseHead, RunReport, report_from_mapping
 
 RECORDS = Path(evalkit.__file__).parent / "records"
 FORMAT_MODULES = ("decision", "recording", "journal", "run_input", "report")
@@ -62,15 +63,17 @@ def test_no_record_field_is_a_mapping_of_any(module_name):
     assert found == []
 
 
-RUN_REPORT_TYPED = ("eval", "provenance", "execution")
-"""The fields of the gate's RunReport (evalkit.records.report_reader) typed so far; the rest follow."""
-
-
-def test_the_run_reports_typed_fields_hold_no_mapping_of_any():
+def test_the_run_reports_fields_hold_no_any():
+    """Every public field of the gate's RunReport (evalkit.records.report_reader) names what it holds: JSON blocks
+    as Json, which their readers narrow (json_object, json_list), never Any, nor a mapping of it."""
     hints = typing.get_type_hints(RunReport, include_extras=True)
-    found = [spot for name in RUN_REPORT_TYPED for spot in _any_mappings(hints[name], f"RunReport.{name}")]
-    assert found == []
+    fields = [field.name for field in dataclasses.fields(RunReport)]
+    found = [spot for name in fields for spot in _any_mappings(hints[name], f"RunReport.{name}")]
+    assert found == [] and [name for name in fields if hints[name] is typing.Any] == []
+    assert {"cases", "slices", "dataset", "candidate", "classification", "texts", "trajectories", "media"} <= set(fields)
     assert hints["execution"] is Execution
+    heads = typing.get_type_hints(CaseHead)  # the few fields of a case the gate pairs, read from the case's text
+    assert [name for name in CaseHead.__struct_fields__ if heads[name] is typing.Any] == []
 
 
 def test_the_any_check_can_fail():

@@ -354,3 +354,16 @@ def test_a_baselines_thumbnail_that_is_no_image_data_uri_is_never_put_in_the_pag
     assert not re.search(r'src="(?!data:image/png;base64,)', page)
     panel = _panel(page)
     assert panel.count("<img") == 1 and "no thumbnail" in panel  # the candidate's, and the baseline's named missing
+
+
+def test_a_cases_problems_and_the_isolation_each_case_held_are_on_the_page():
+    cases = [{"id": "taxi", "status": "scored", "passed": False, "checks": {}, "calls": {},
+              "problems": ["the total is missing"], "program": {"isolation": "container"}},
+             {"id": "cafe", "status": "scored", "passed": True, "checks": {}, "calls": {}, "problems": [],
+              "program": {"isolation": "container"}}]
+    candidate = report_from_mapping({"eval": KEY, "tests": [{"nodeid": f"checks.yaml::reads_the_total[{case['id']}]",
+                                                             "outcome": "passed"} for case in cases],
+                                     "cases": cases}, "report.json")
+    page = render_report_html(candidate)
+    assert "the total is missing" in page
+    assert "isolation held for 2 case(s)" in page and ">container<" in page

@@ -158,3 +158,19 @@ def test_a_review_says_which_exit_code_it_got_and_so_what_ci_does() -> None:
     assert render_decision(decision, exits=1).splitlines()[0] == (
         "decision: REVIEW (exit 1: a CI job fails, as the policy's review_fails asks)")
     assert render_decision(decision).splitlines()[0] == "decision: REVIEW"  # a caller with no exit code says none
+
+
+SLICES = {"language(input)": {"bn": {"cases": 2, "pass_rate": 0.5, "failures": ["b"], "unsafe": []},
+                              "en": {"cases": 1, "pass_rate": 1.0, "failures": [], "unsafe": ["a"]}}}
+
+
+def test_each_slice_is_a_row_of_its_pass_rate_cases_failures_and_unsafe_cases():
+    from evalkit.render.report_page import _slices
+
+    candidate = report_from_mapping(report(BASE) | {"slices": SLICES}, "r")
+    text = render_sections(candidate)
+    assert f"  {'slice language(input) = bn':<31} 0.500 of 2; failing: b; unsafe: -\n" in text
+    assert f"  {'slice language(input) = en':<31} 1.000 of 1; failing: -; unsafe: a\n" in text
+    assert [(row["value"].text, row["cases"], row["failures"].text, row["unsafe"].text)
+            for row in _slices(candidate)] == [
+        ("bn", 2, "b", "-"), ("en", 1, "-", "a")]
