@@ -51,23 +51,11 @@ class AuthoredModel:
 
 
 def main(argv: list[str]) -> int:
-    """Run the suite live with the authored model in place of a provider, then mark the recording authored."""
-    import evalkit.run.record_or_replay as record_or_replay
-    from evalkit.cli.run import main as evalkit_main
-    from evalkit.run.recording import load_recording, save_recording
+    """Run the suite live with the authored model in place of the providers, then mark the recording authored."""
+    from evalkit.cli.authoring import record_authored
 
-    record_or_replay._provider = lambda model, role: AuthoredModel()  # noqa: SLF001 - the authored model plays the provider
-    sys.argv = [sys.argv[0], "suite=receipts", "mode=live", "baseline=none", *argv]  # Hydra reads sys.argv
-    code = evalkit_main()
-    if code not in (0, 1):  # 1: the misread case blocks, as it should
-        return code
-    for path in sorted(Path("recordings/receipts").glob("*.json")):
-        recording = load_recording(path)
-        if recording.provenance.kind == "recorded" and recording.provenance.note != NOTE:
-            authored = recording.provenance.model_copy(update={"kind": "authored", "note": NOTE, "producer": None})
-            save_recording(recording.model_copy(update={"provenance": authored}), path)
-            print(f"marked {path} as an authored fixture", file=sys.stderr)
-    return 0
+    # 1: the misread case blocks, as it should
+    return record_authored("receipts", AuthoredModel(), NOTE, argv, decided=(0, 1))
 
 
 if __name__ == "__main__":

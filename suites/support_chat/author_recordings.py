@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
 from evalkit.records.call import Message, Reply, Request, Usage
 
@@ -106,24 +105,10 @@ class AuthoredModel:
 
 
 def main(argv: list[str]) -> int:
-    """Run the suite live with the authored policies in place of both providers, then mark the recording
-    authored."""
-    import evalkit.run.record_or_replay as record_or_replay
-    from evalkit.cli.run import main as evalkit_main
-    from evalkit.run.recording import load_recording, save_recording
+    """Run the suite live with the authored policies in place of the providers, then mark the recording authored."""
+    from evalkit.cli.authoring import record_authored
 
-    record_or_replay._provider = lambda model, role: AuthoredModel()  # noqa: SLF001 - the authored policies play the providers
-    sys.argv = [sys.argv[0], "suite=support_chat", "mode=live", "baseline=none", *argv]  # Hydra reads sys.argv
-    code = evalkit_main()
-    if code != 0:
-        return code
-    for path in sorted(Path("recordings/support_chat").glob("*.json")):
-        recording = load_recording(path)
-        if recording.provenance.kind == "recorded" and recording.provenance.note != NOTE:
-            authored = recording.provenance.model_copy(update={"kind": "authored", "note": NOTE, "producer": None})
-            save_recording(recording.model_copy(update={"provenance": authored}), path)
-            print(f"marked {path} as an authored fixture", file=sys.stderr)
-    return 0
+    return record_authored("support_chat", AuthoredModel(), NOTE, argv)
 
 
 if __name__ == "__main__":
