@@ -5,10 +5,8 @@ deadline (the run bounded by tests/helpers/bounded.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +15,9 @@ from typing import Any
 import pytest
 from fakes.server import FakeOpenAI
 from helpers.bounded import run_bounded
+from helpers.chat_project import CHAT, chat_project, program_model_reply
 
 pytestmark = pytest.mark.slow
-CHAT = Path(__file__).resolve().parents[1] / "helpers" / "turn_chat" / "chat.py"
 CASES = {
     "ada": (["Hello, my name is Ada.", "Can you recommend a book?", "What is my name?"], "Ada"),
     "bo": (["Hi, my name is Bo.", "What is my name?"], "Bo"),
@@ -50,49 +48,20 @@ def test_remembers_the_name(program_run, reference):
     assert reference["name"] in last, last
 '''
 def model(body: dict[str, Any]) -> str:
-    """The loopback model: it knows the user's name only from the program's system prompt."""
-    system, last = body["messages"][0]["content"], body["messages"][-1]["content"]
-    if "What is my name?" in last:
-        known = re.search(r"The user's name is (\w+)\.", system)
-        return f"Your name is {known.group(1)}." if known else "I do not know your name."
-    return f"Noted ({len(body['messages']) // 2} messages so far)."
+    return program_model_reply(body["messages"])
 
 
 def _project(root: Path, env: dict[str, str]) -> None:
-    made = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "new", "project"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert made.returncode == 0, made.stderr
-    suite = root / "suites/chat"
-    (suite / "data").mkdir(parents=True)
-    (suite / "chat.py").write_bytes(CHAT.read_bytes())
+    suite = chat_project(root, env, conversations={case: turns for case, (turns, _) in CASES.items()},
+                         answers={case: {"name": name} for case, (_, name) in CASES.items()}, checks=CHECKS,
+                         purpose="the turn protocol's test",
+                         conf={"suite/chat": SUITE,
+                               "chat_program/hangs": "program: ${suite.path}/hangs.py\nchange: hangs\ntimeout_s: 1\n"})
     # the same program, hanging on its second turn after a first that called the model
     hangs = CHAT.read_text().replace('    state = task["state"] or', '    if task["turn"] == 2:\n'
                                      '        __import__("time").sleep(3600)\n    state = task["state"] or')
     assert "sleep(3600)" in hangs
     (suite / "hangs.py").write_text(hangs)
-    (suite / "test_chat.py").write_text(CHECKS)
-    samples = [{"id": case, "split": "acceptance", "group": case, "origin": "authored-synthetic-v1",
-                "conversation": turns} for case, (turns, _) in CASES.items()]
-    answers = {case: {"name": name} for case, (_, name) in CASES.items()}
-    (suite / "data/samples.json").write_text(json.dumps(samples))
-    (suite / "data/answers.json").write_text(json.dumps(answers))
-    manifest = {"version": "chat-v1", "synthetic": True, "purpose": "the turn protocol's test",
-                "splits": {"acceptance": {"samples": len(CASES), "groups": len(CASES)}},
-                "sha256": {name: hashlib.sha256((suite / "data" / name).read_bytes()).hexdigest()
-                           for name in ("samples.json", "answers.json")}}
-    (suite / "data/manifest.json").write_text(json.dumps(manifest))
-    for group, text in {
-        "suite/chat": SUITE,
-        "dataset/chat": "manifest: ${suite.path}/data/manifest.json\nsplit: acceptance\n",
-        "model/chat-model": "defaults: [gpt-local, _self_]\nname: chat-model\n",
-        "policy/chat": "version: 1\nmax_regressions: 0\n",
-        "chat_program/baseline": "program: ${suite.path}/chat.py\nchange: baseline\ntimeout_s: 20\n",
-        "chat_program/hangs": "program: ${suite.path}/hangs.py\nchange: hangs\ntimeout_s: 1\n",
-    }.items():
-        (root / "conf" / group).parent.mkdir(parents=True, exist_ok=True)
-        (root / "conf" / f"{group}.yaml").write_text(text)
-    config = root / "conf/config.yaml"
-    config.write_text(config.read_text().replace("  - _self_", "  - suite: chat\n  - _self_"))
 
 
 def test_a_chat_program_records_live_replays_identically_and_a_hang_is_named(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ simulator; a simulated user without a simulator is refused in one line before an
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -18,9 +17,9 @@ from typing import Any
 
 import pytest
 from fakes.server import FakeOpenAI
+from helpers.chat_project import chat_project, program_model_reply
 
 pytestmark = pytest.mark.slow
-CHAT = Path(__file__).resolve().parents[1] / "helpers" / "turn_chat" / "chat.py"
 CASES = {
     # says its name, asks for it, and ends the conversation once the program says it back: turns to goal 2
     "ada": {"persona": "I am Ada.", "goal": "hear the assistant say your name"},
@@ -73,41 +72,13 @@ def model(body: dict[str, Any]) -> str:
             name = re.search(r"I am (\w+)\.", system)
             return f"Hello, my name is {name.group(1)}." if name else "Hello there."
         return "What is my name?"
-    if "What is my name?" in last:
-        known = re.search(r"The user's name is (\w+)\.", system)
-        return f"Your name is {known.group(1)}." if known else "I do not know your name."
-    return f"Noted ({len(messages) // 2} messages so far)."
+    return program_model_reply(messages)
 
 
 def _project(root: Path, env: dict[str, str]) -> None:
-    made = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "new", "project"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert made.returncode == 0, made.stderr
-    suite = root / "suites/chat"
-    (suite / "data").mkdir(parents=True)
-    (suite / "chat.py").write_bytes(CHAT.read_bytes())
-    (suite / "test_chat.py").write_text(CHECKS)
-    samples = [{"id": case, "split": "acceptance", "group": case, "origin": "authored-synthetic-v1",
-                "conversation": brief} for case, brief in CASES.items()]
-    (suite / "data/samples.json").write_text(json.dumps(samples))
-    (suite / "data/answers.json").write_text(json.dumps({case: {} for case in CASES}))
-    manifest = {"version": "chat-v1", "synthetic": True, "purpose": "a simulated user against a program",
-                "splits": {"acceptance": {"samples": len(CASES), "groups": len(CASES)}},
-                "sha256": {name: hashlib.sha256((suite / "data" / name).read_bytes()).hexdigest()
-                           for name in ("samples.json", "answers.json")}}
-    (suite / "data/manifest.json").write_text(json.dumps(manifest))
-    for group, text in {
-        "suite/chat": SUITE,
-        "dataset/chat": "manifest: ${suite.path}/data/manifest.json\nsplit: acceptance\n",
-        "model/chat-model": "defaults: [gpt-local, _self_]\nname: chat-model\n",
-        "simulator/chat-user": SIMULATOR,
-        "policy/chat": "version: 1\nmax_regressions: 0\n",
-        "chat_program/baseline": "program: ${suite.path}/chat.py\nchange: baseline\ntimeout_s: 20\n",
-    }.items():
-        (root / "conf" / group).parent.mkdir(parents=True, exist_ok=True)
-        (root / "conf" / f"{group}.yaml").write_text(text)
-    config = root / "conf/config.yaml"
-    config.write_text(config.read_text().replace("  - _self_", "  - suite: chat\n  - _self_"))
+    chat_project(root, env, conversations=CASES, answers={case: {} for case in CASES}, checks=CHECKS,
+                 purpose="a simulated user against a program",
+                 conf={"suite/chat": SUITE, "simulator/chat-user": SIMULATOR})
 
 
 def test_a_simulated_user_plays_a_program_live_replays_identically_and_a_changed_persona_is_refused(

@@ -1,0 +1,61 @@
+"""A project around the turn protocol's example program (tests/helpers/turn_chat/chat.py), for the end-to-end tests of
+a program in conversation: `evalkit new project`, then the suite `chat` (the program, its checks, a dataset of
+conversations) and the config options the tests name. The program's model is a loopback one that answers as
+`program_model_reply` says."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+CHAT = Path(__file__).resolve().parent / "turn_chat" / "chat.py"
+
+
+def program_model_reply(messages: list[dict[str, Any]]) -> str:
+    """The program's model: it knows the user's name only from the program's system prompt."""
+    system, last = messages[0]["content"], messages[-1]["content"]
+    if "What is my name?" in last:
+        known = re.search(r"The user's name is (\w+)\.", system)
+        return f"Your name is {known.group(1)}." if known else "I do not know your name."
+    return f"Noted ({len(messages) // 2} messages so far)."
+
+
+def chat_project(root: Path, env: Mapping[str, str], *, conversations: Mapping[str, Any],
+                 answers: Mapping[str, Any], checks: str, purpose: str, conf: Mapping[str, str]) -> Path:
+    """Make the project in `root` and return the suite's folder: one case per conversation (its `conversation`
+    field), the references in answers.json, `checks` as the suite's test module, and `conf` (group/option ->
+    YAML text) beside the dataset's and the policy's options, the suite made the default."""
+    made = subprocess.run([sys.executable, "-m", "evalkit.cli.main", "new", "project"], cwd=root, env=dict(env),
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    suite = root / "suites/chat"
+    (suite / "data").mkdir(parents=True)
+    (suite / "chat.py").write_bytes(CHAT.read_bytes())
+    (suite / "test_chat.py").write_text(checks)
+    samples = [{"id": case, "split": "acceptance", "group": case, "origin": "authored-synthetic-v1",
+                "conversation": conversation} for case, conversation in conversations.items()]
+    (suite / "data/samples.json").write_text(json.dumps(samples))
+    (suite / "data/answers.json").write_text(json.dumps(answers))
+    manifest = {"version": "chat-v1", "synthetic": True, "purpose": purpose,
+                "splits": {"acceptance": {"samples": len(samples), "groups": len(samples)}},
+                "sha256": {name: hashlib.sha256((suite / "data" / name).read_bytes()).hexdigest()
+                           for name in ("samples.json", "answers.json")}}
+    (suite / "data/manifest.json").write_text(json.dumps(manifest))
+    for group, text in {
+        "dataset/chat": "manifest: ${suite.path}/data/manifest.json\nsplit: acceptance\n",
+        "model/chat-model": "defaults: [gpt-local, _self_]\nname: chat-model\n",
+        "policy/chat": "version: 1\nmax_regressions: 0\n",
+        "chat_program/baseline": "program: ${suite.path}/chat.py\nchange: baseline\ntimeout_s: 20\n",
+        **conf,
+    }.items():
+        (root / "conf" / group).parent.mkdir(parents=True, exist_ok=True)
+        (root / "conf" / f"{group}.yaml").write_text(text)
+    config = root / "conf/config.yaml"
+    config.write_text(config.read_text().replace("  - _self_", "  - suite: chat\n  - _self_"))
+    return suite
