@@ -23,6 +23,7 @@ import hashlib
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,31 +63,29 @@ class MediaStore:
         return self.image(url[match.end():], where)
 
     def image(self, encoded: object, where: str) -> ImagePart:
-        data = _decoded(encoded, where)
-        if len(data) > self.max_image_bytes:
-            raise WireError(f"{where}: the image is {len(data)} bytes, over the endpoint's limit of "
-                            f"{self.max_image_bytes}")
-        media_type = sniff_image(data)
-        if media_type is None:
-            raise WireError(f"{where}: not a PNG, JPEG, WebP or GIF image (its first bytes are {data[:8]!r}, "
-                            "whatever its label says)")
-        sha, source = self._kept(data, media_type)
+        data, media_type, sha, source = self._read(encoded, where, "image", self.max_image_bytes, sniff_image,
+                                                   "a PNG, JPEG, WebP or GIF image", "label")
         return ImagePart(media_type=media_type, sha256=sha, size=len(data),
                          path=f"endpoint/{source.name}").located(source)
 
     def audio(self, encoded: object, where: str) -> AudioPart:
         """Audio given as base64 (OpenAI's `input_audio.data`); the declared format is read from the bytes."""
-        data = _decoded(encoded, where)
-        if len(data) > self.max_audio_bytes:
-            raise WireError(f"{where}: the audio is {len(data)} bytes, over the endpoint's limit of "
-                            f"{self.max_audio_bytes}")
-        media_type = sniff_audio(data)
-        if media_type is None:
-            raise WireError(f"{where}: not WAV or MP3 audio (its first bytes are {data[:8]!r}, whatever its format "
-                            "says)")
-        sha, source = self._kept(data, media_type)
+        data, media_type, sha, source = self._read(encoded, where, "audio", self.max_audio_bytes, sniff_audio,
+                                                   "WAV or MP3 audio", "format")
         return AudioPart(media_type=media_type, sha256=sha, size=len(data),
                          path=f"endpoint/{source.name}").located(source)
+
+    def _read(self, encoded: object, where: str, what: str, limit: int, sniff: Callable[[bytes], str | None],
+              kinds: str, declared: str) -> tuple[bytes, str, str, Path]:
+        """A part's bytes decoded, held to `limit`, typed by their first bytes (never by what the request declares)
+        and kept: the bytes, their media type, their SHA-256 and the file that holds them."""
+        data = _decoded(encoded, where)
+        if len(data) > limit:
+            raise WireError(f"{where}: the {what} is {len(data)} bytes, over the endpoint's limit of {limit}")
+        media_type = sniff(data)
+        if media_type is None:
+            raise WireError(f"{where}: not {kinds} (its first bytes are {data[:8]!r}, whatever its {declared} says)")
+        return (data, media_type, *self._kept(data, media_type))
 
     def check_total(self, parts: tuple[ImagePart | AudioPart, ...]) -> None:
         total = sum(part.size for part in parts)
