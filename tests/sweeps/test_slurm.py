@@ -20,8 +20,10 @@ from helpers.suites import make_suite
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # this repository: the examples project
 
-# one worker runs them all (xdist_group): the cluster is one per machine, and its jobs queue on its 8 CPUs
-pytestmark = [pytest.mark.slow, pytest.mark.external, pytest.mark.xdist_group("slurm")]
+# The cluster is one per machine and its jobs queue on its 8 CPUs: each test holds it alone (`slurm`, below). Not
+# xdist_group: under pytest 9.2, --dist loadgroup silently stops grouping (pytest-dev/pytest-xdist#1386), and CI ran
+# two of these tests at once, one cancelling the other's job.
+pytestmark = [pytest.mark.slow, pytest.mark.external]
 
 SLURM = ["hydra/launcher=submitit_slurm", f"hydra.launcher.partition={PARTITION}", "hydra.launcher.timeout_min=5",
          "hydra.launcher.mem_gb=1", "hydra.launcher.signal_delay_s=5"]
@@ -30,11 +32,18 @@ SWEEP_TIMEOUT_S = 240
 
 
 @pytest.fixture(scope="session")
-def slurm() -> Iterator[Cluster]:
+def slurm_cluster() -> Iterator[Cluster]:
     """The test cluster: started for this session (or reused if running); stopped at the end, also after a failure,
     if a test session started it and no other session still uses it."""
     with Cluster(default_state()).session() as cluster:
         yield cluster
+
+
+@pytest.fixture
+def slurm(slurm_cluster: Cluster) -> Iterator[Cluster]:
+    """The cluster, held by this test alone while it runs (other workers' and sessions' tests wait)."""
+    with slurm_cluster.exclusive():
+        yield slurm_cluster
 
 
 def sweep(cluster: Cluster | None, sweep_dir: Path, *args: str, launcher: list[str] | None = None
@@ -88,15 +97,18 @@ def two_suites(tmp_path: Path, sleep_s: int) -> list[str]:
     return ["suite=leak_a,leak_b", f"hydra.searchpath=[file://{conf}]", f"run.recordings={rec}", "baseline=none"]
 
 
-def slurm_task(cluster: Cluster, index: int, state: str = "RUNNING", timeout: float = 120) -> str:
-    """The id (`ARRAY_INDEX`) of sweep job INDEX once Slurm reports it in STATE."""
+def slurm_task(cluster: Cluster, sweep_dir: Path, index: int, state: str = "RUNNING", timeout: float = 120) -> str:
+    """The id (`ARRAY_INDEX`) of job INDEX of the sweep in SWEEP_DIR once Slurm reports it in STATE: found through
+    the sweep's own submitit folder, so that no other sweep's task of the same index (jobs are all named evalkit)
+    can be taken for it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        listed = subprocess.run(["squeue", "-h", "-r", "-n", "evalkit", "-o", "%i %T"], env=cluster.env(),
-                                capture_output=True, text=True, timeout=30).stdout.split()
-        for job_id, job_state in zip(listed[::2], listed[1::2], strict=True):
-            if job_id.endswith(f"_{index}") and job_state == state:
-                return job_id
+        tasks = [p.name for p in (sweep_dir / ".submitit").glob(f"*_{index}") if re.fullmatch(r"\d+_\d+", p.name)]
+        if tasks:
+            listed = subprocess.run(["squeue", "-h", "-r", "-j", tasks[0], "-o", "%T"], env=cluster.env(),
+                                    capture_output=True, text=True, timeout=30).stdout.split()
+            if listed == [state]:
+                return tasks[0]
         time.sleep(0.5)
     pytest.fail(f"sweep job {index} never reached {state}")
 
@@ -117,7 +129,7 @@ def test_a_job_cancelled_with_scancel_is_an_error_row(slurm, tmp_path):
     args = two_suites(tmp_path, sleep_s=600)
     started = time.monotonic()
     process = sweep(slurm, tmp_path / "sweep", *args, launcher=SLURM)
-    task = slurm_task(slurm, 1)
+    task = slurm_task(slurm, tmp_path / "sweep", 1)
     subprocess.run(["scancel", task], env=slurm.env(), check=True, timeout=30)
     code, out = finish(process)
     check_lost_job(tmp_path, code, out, "CANCELLED")
