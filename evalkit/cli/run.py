@@ -77,6 +77,10 @@ def _job(cfg: Any) -> None:
         redact.install_log_filter()
         MaskedStream.redactors = [*MaskedStream.redactors[:2], redact]
         scrub_hydra_files(hydra_cfg, multirun, redact)
+        if multirun:  # a sweep's jobs may not write one another's saved report or trace
+            from evalkit.sweeps.claims import claim_outputs
+
+            claim_outputs(config, Path(hydra_cfg.sweep.dir), hydra_cfg.job.num)
         with collector.paused():  # the run builds large trees (evalkit.core.collector); its live calls resume it
             code = _run(config, row, redact, searched, brief=multirun and not _Outcome.verbose)
     except OutageError as error:  # the server failed, not the model: never a decision

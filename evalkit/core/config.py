@@ -765,6 +765,9 @@ def _check_run_paths(config: RunConfig) -> RunConfig:
             raise ConfigError(f"run.otel_export={export}: names a folder; name the file to write the trace to "
                               "(e.g. outputs/calls.otlp.json)")
         export = os.fspath(exported)
+        if export == save:
+            raise ConfigError(f"run.otel_export={config.run.otel_export}: is the file run.save_report names too; "
+                              "give the trace its own file (e.g. outputs/calls.otlp.json)")
     elif config.run.otel_messages:
         raise ConfigError("run.otel_messages=true: writes messages into the trace run.otel_export names, and none "
                           "is named; add run.otel_export=PATH")

@@ -141,9 +141,13 @@ class SweepSummary(Callback):
     sweep directory; sets the exit code."""
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
-        """Run the submitit launchers as evalkit's subclasses, which account for every job (see launchers.py)."""
+        """Run the submitit launchers as evalkit's subclasses, which account for every job (see launchers.py);
+        forget the output files an earlier sweep into the same folder claimed (claims.py)."""
         from omegaconf import open_dict, read_write
 
+        from evalkit.sweeps.claims import clear_claims
+
+        clear_claims(Path(config.hydra.sweep.dir))
         target = config.hydra.get("launcher", {}).get("_target_")
         if target in SUBMITIT_LAUNCHERS:
             with read_write(config.hydra), open_dict(config.hydra):
