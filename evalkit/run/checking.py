@@ -27,6 +27,7 @@ from evalkit.live.redact import Redactor
 from evalkit.project.paths import PROJECT_ENV, project_root, shown
 from evalkit.records.report_reader import Counts, RunReport, report_from_mapping
 from evalkit.run.canonical import canonical_text
+from evalkit.run.looped_metrics import LoopedMetrics
 from evalkit.run.plugin import RUN_OPTION
 from evalkit.run.recording import Provenance
 from evalkit.run.run_input import RunInput, SuiteInput, read_run_input
@@ -61,19 +62,20 @@ def checks_report(config: RunConfig, suite_dir: Path, run_input: RunInput, redac
 def check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Redactor,
                       extra: dict[str, Any], verify: Callable[[], None] = lambda: None,
                       sequential: Callable[[Mapping[str, Counts]], dict[str, Any]] | None = None,
-                      finish: Callable[[dict[str, Any]], None] | None = None) -> tuple[RunReport, Path]:
+                      finish: LoopedMetrics | None = None) -> tuple[RunReport, Path]:
     """Hand the run's input to the suite's checks, add `extra` sections (and `sequential`'s block, from the
-    tests' counts, and what `finish` adds from the checks' outcomes), write `report.json` (and save_report).
+    tests' counts, and `finish`'s metrics, from the checks' outcomes), write `report.json` (and save_report); a
+    shard of a run writes its shard file instead, `finish` in it for `evalkit merge`.
     `verify` runs after the checks, before anything is written: it may refuse the run."""
     out = Path(config.run.out)
     data = checks_report(config, suite_dir, run_input, redact)
     shard = config.run.shard_of
     verify()
     if shard is not None:
-        return _write_shard(out, shard, out / "run-input.json", data, extra, redact, config.suite.name)
+        return _write_shard(out, shard, out / "run-input.json", data, extra, finish, redact, config.suite.name)
     data.update(extra)
     if finish is not None:
-        finish(data)
+        finish.add_to(data)
     if sequential is not None:
         data["sequential"] = sequential(report_from_mapping(data, f"report of suite {config.suite.name}").repeats)
     compact = compact_json(data)
@@ -96,12 +98,14 @@ def check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, re
 
 
 def _write_shard(out: Path, shard: tuple[int, int], input_path: Path, partial: dict[str, Any],
-                 sections: dict[str, Any], redact: Redactor, suite: str) -> tuple[RunReport, Path]:
+                 sections: dict[str, Any], looped: LoopedMetrics | None, redact: Redactor,
+                 suite: str) -> tuple[RunReport, Path]:
     """Write a machine's shard file (evalkit.run.shards) instead of a report; return its block of the checks as a
     report for the terminal's line, never written or gated: a shard alone is not a run."""
     run_input = json.loads(input_path.read_text(encoding="utf-8"))  # as the checks read it, key values masked
     path = out / shard_name(*shard)
-    content = redact.scrub(shard_file(*shard, run_input, sections, partial))
+    content = redact.scrub(shard_file(*shard, run_input, sections, partial,
+                                      looped.to_json() if looped is not None else None))
     write_atomic(path, json.dumps(content, ensure_ascii=False, allow_nan=False) + "\n")
     own = merged_report([partial], RunInput.model_validate(run_input)) | sections
     return report_from_mapping(redact.scrub(own), f"shard {shard[0]}/{shard[1]} of suite {suite}"), path

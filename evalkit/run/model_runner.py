@@ -28,13 +28,14 @@ from evalkit.live.contract import contract_problems
 from evalkit.live.redact import Redactor
 from evalkit.project.paths import project_path, project_root, shown
 from evalkit.records.report_reader import Counts, RunReport, report_from_mapping
-from evalkit.run.agent_loop import Agent, agent_metrics, suite_agent, trajectories_json
+from evalkit.run.agent_loop import Agent, suite_agent, trajectories_json
 from evalkit.run.checking import check_and_report, checks_report, run_provenance, suite_input
-from evalkit.run.conversation import conversation_metrics, scripts_of
+from evalkit.run.conversation import scripts_of
 from evalkit.run.declared import read_checks, with_check_judges
 from evalkit.run.eval_block import kept_text
 from evalkit.run.execute import Execution, LiveSetup, Source, Workload, execute
 from evalkit.run.identity import run_key, run_settings
+from evalkit.run.looped_metrics import LoopedMetrics
 from evalkit.run.media import attach_media, media_fields, media_section, refuse_media
 from evalkit.run.otel_export import call_spans, export_text, write_export
 from evalkit.run.record_or_replay import obtain
@@ -164,9 +165,9 @@ def _roles(config: RunConfig, work: Workload) -> dict[str, tuple[ModelConfig, st
 
 
 def _sections(config: RunConfig, work: Workload, prompt_path: Path, dataset: Dataset, execution: Execution,
-              redact: Redactor) -> tuple[dict[str, Any], Callable[[dict[str, Any]], None] | None]:
+              redact: Redactor) -> tuple[dict[str, Any], LoopedMetrics | None]:
     """What the runner adds to the checks' report (the `extra` sections), and what it adds from the checks' outcomes
-    per case (`finish`: an agent's or a conversation's metrics)."""
+    per case (an agent's or a conversation's metrics)."""
     assert config.prompt is not None
     texts = {"prompt": kept_text(work.prompt, config.prompt.version, shown(prompt_path), redact)}
     extra: dict[str, Any] = {"execution": execution.stats, "texts": texts}
@@ -177,15 +178,8 @@ def _sections(config: RunConfig, work: Workload, prompt_path: Path, dataset: Dat
         return extra, None
     # each case's trajectory, cut and (with the whole report) redacted like the outputs
     extra["trajectories"] = trajectories_json(execution.trajectories)
-
-    def finish(data: dict[str, Any]) -> None:  # the agent's metrics need the checks' outcomes per case
-        cases = [c for c in data.get("cases", ()) if isinstance(c, dict)]
-        if work.agent is not None:
-            data.setdefault("metrics", {}).update(agent_metrics(cases, execution.trajectories))
-        if execution.reached:
-            data.setdefault("metrics", {}).update(conversation_metrics(cases, execution.reached))
-
-    return extra, finish
+    return extra, LoopedMetrics(agent=work.agent is not None, trajectories=execution.trajectories,
+                                reached=execution.reached)
 
 
 def _export_trace(config: RunConfig, execution: Execution, report: RunReport, redact: Redactor,

@@ -33,11 +33,12 @@ from evalkit.project.paths import project_path, shown
 from evalkit.records.call import Message
 from evalkit.run.agent_loop import trajectories_json
 from evalkit.run.checking import check_and_report, run_provenance, suite_input
-from evalkit.run.conversation import conversation_metrics, persona_request, script_of, stop_phrase, turn_limit
+from evalkit.run.conversation import persona_request, script_of, stop_phrase, turn_limit
 from evalkit.run.declared import read_checks
 from evalkit.run.eval_block import kept_text
 from evalkit.run.execute import Execution, LiveSetup, ProgramCalls, Source
 from evalkit.run.identity import run_settings, simulator_settings
+from evalkit.run.looped_metrics import LoopedMetrics
 from evalkit.run.manifest import load_manifest_dataset
 from evalkit.run.program_mcp import McpServers, ProgramMcp
 from evalkit.run.record_or_replay import obtain
@@ -173,10 +174,8 @@ def run_program_suite(plan: RunPlan) -> RunResult:
     except (OSError, UnicodeDecodeError):
         pass
 
-    def finish(data: dict[str, Any]) -> None:
-        if reached:  # goal rate and turns to goal, as a model suite's simulated conversations have them
-            data.setdefault("metrics", {}).update(conversation_metrics(data.get("cases", []), reached))
-
+    # goal rate and turns to goal, as a model suite's simulated conversations have them
+    finish = LoopedMetrics(agent=False, reached=reached) if reached else None
     report, report_path = check_and_report(config, suite_dir, run_input, redact, extra, verify, finish=finish)
     return RunResult(key, report, report_path, rec_path, execution)
 

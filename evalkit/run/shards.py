@@ -2,11 +2,12 @@
 
 Each machine replays the same recording, runs shard K of N of the collected checks (the same contiguous blocks
 `run.workers` uses, evalkit.run.workers) and writes `shard-K-of-N.json`: the input every shard's checks read,
-the runner's own sections (calls, cost, latency, texts) and its partial pytest report with what each test
-recorded. `merge_shard_files` checks that the files are the N shards of one run (the same run input, each shard
-once) and computes the report one machine would have written: the partial reports merged in shard order and the
-eval block computed once, exactly as `run.workers` does on one machine. Nothing is gated until then: a shard
-alone is not a run.
+the runner's own sections (calls, cost, latency, texts, trajectories), its partial pytest report with what each
+test recorded, and for an agent or simulated conversations what their metrics are computed from once every case's
+outcome is known (evalkit.run.looped_metrics). `merge_shard_files` checks that the files are the N shards of one
+run (the same run input, each shard once) and computes the report one machine would have written: the partial
+reports merged in shard order, the eval block computed once and the looped cases' metrics added, exactly as one
+machine does. Nothing is gated until then: a shard alone is not a run.
 
 Pure apart from `read_shard`.
 """
@@ -22,18 +23,20 @@ import msgspec
 from evalkit.core.errors import InputError
 from evalkit.core.files import read_bytes
 from evalkit.run.eval_block import EvalBlock
+from evalkit.run.looped_metrics import LoopedMetrics
 from evalkit.run.run_input import RunInput
 from evalkit.run.workers import RECORDED, SAMPLED, merge_shards
 
 __all__ = ["FORMAT", "ShardFile", "shard_file", "shard_name", "read_shard", "merge_shard_files", "merged_report"]
 
-FORMAT = "evalkit-shard/1"
+FORMAT = "evalkit-shard/2"
+"""Version 2 added `looped`; a version 1 file (no agent or conversation metrics) is refused: run its shard again."""
 
 
 class ShardFile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """What one machine of a sharded run writes (`shard-K-of-N.json`)."""
 
-    format: Literal["evalkit-shard/1"]
+    format: Literal["evalkit-shard/2"]
     shard: int
     shards: int
     run_input: dict[str, Any]
@@ -42,6 +45,9 @@ class ShardFile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The runner's own report sections (`execution`, `texts` ...), computed before the checks."""
     partial: dict[str, Any]
     """The shard's partial pytest-json-report, with what each test recorded (evalkit.run.workers)."""
+    looped: dict[str, Any] | None = None
+    """For an agent or simulated conversations, what their metrics are computed from (LoopedMetrics.to_json);
+    None for other suites."""
 
 
 def shard_name(shard: int, shards: int) -> str:
@@ -49,10 +55,10 @@ def shard_name(shard: int, shards: int) -> str:
 
 
 def shard_file(shard: int, shards: int, run_input: Mapping[str, Any], sections: Mapping[str, Any],
-               partial: Mapping[str, Any]) -> dict[str, Any]:
+               partial: Mapping[str, Any], looped: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The content of one machine's shard file."""
     return {"format": FORMAT, "shard": shard, "shards": shards, "run_input": dict(run_input),
-            "sections": dict(sections), "partial": dict(partial)}
+            "sections": dict(sections), "partial": dict(partial)} | ({"looped": dict(looped)} if looped else {})
 
 
 def read_shard(path: Path) -> ShardFile:
@@ -92,6 +98,8 @@ def merge_shard_files(files: Sequence[tuple[str, ShardFile]]) -> dict[str, Any]:
     ordered = [shard.partial for _, shard in sorted(files, key=lambda item: item[1].shard)]
     data = merged_report(ordered, RunInput.model_validate(first.run_input))
     data.update(first.sections)
+    if first.looped is not None:  # the same on every shard: computed from the run, before the checks
+        LoopedMetrics.from_json(first.looped, first.sections, first_where).add_to(data)
     return data
 
 

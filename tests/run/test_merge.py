@@ -52,6 +52,27 @@ def test_three_shards_merge_into_the_whole_runs_report_and_gate_alike(tmp_path: 
     assert decisions[0].stdout.split("policy:")[0] == decisions[1].stdout.split("policy:")[0]
 
 
+def test_an_agent_suites_merged_shards_have_its_agent_metrics(tmp_path: Path) -> None:
+    # the agent's metrics need every case's outcome: computed by merge from what each shard file carries
+    whole = run(tmp_path, "whole", "suite=order_agent", "model=gpt-local")
+    assert whole.returncode == 0, whole.stderr
+    files = []
+    for k in (1, 2):
+        done = run(tmp_path, f"shard{k}", "suite=order_agent", "model=gpt-local", f"run.shard={k}/2")
+        assert done.returncode == 0, done.stderr
+        files.append(tmp_path / f"shard{k}/shard-{k}-of-2.json")
+        assert json.loads(files[-1].read_text())["looped"] == {"agent": True, "reached": {}}
+    merged = tmp_path / "merged.json"
+    done = evalkit("merge", *map(str, files), "--out", str(merged))
+    assert done.returncode == 0, done.stderr
+    one, joined = json.loads((tmp_path / "whole/report.json").read_text()), json.loads(merged.read_text())
+    agent = {name: value for name, value in one["metrics"].items() if name.startswith("agent.")}
+    assert sorted(agent) == ["agent.solved_per_usd", "agent.solved_rate", "agent.step_efficiency",
+                             "agent.tool_success_rate"]
+    assert {name: joined["metrics"].get(name) for name in agent} == agent
+    assert canonical_report(joined) == canonical_report(one)
+
+
 def test_refusals_name_the_shard_and_what_to_do(tmp_path: Path) -> None:
     for k in (1, 2):
         assert run(tmp_path, f"s{k}", f"run.shard={k}/3").returncode == 0
@@ -68,11 +89,11 @@ def test_refusals_name_the_shard_and_what_to_do(tmp_path: Path) -> None:
                           "--out", out)
     assert foreign.returncode == 3 and "is of another run than" in foreign.stderr and "key" in foreign.stderr
     not_a_shard = evalkit("merge", str(BASELINE), "--out", out)
-    assert not_a_shard.returncode == 3 and "not a shard file of format evalkit-shard/1" in not_a_shard.stderr
+    assert not_a_shard.returncode == 3 and "not a shard file of format evalkit-shard/2" in not_a_shard.stderr
     onto_input = evalkit("merge", str(first), str(second), "--out", str(first))
     assert onto_input.returncode == 3
     assert not Path(out).exists()
-    assert json.loads(first.read_text())["format"] == "evalkit-shard/1"  # the input was not replaced
+    assert json.loads(first.read_text())["format"] == "evalkit-shard/2"  # the input was not replaced
 
     live = run(tmp_path, "live", "mode=live", "run.shard=1/2")
     assert live.returncode == 3 and "record on one machine first" in live.stderr
