@@ -58,6 +58,7 @@ class LoopedMetrics:
         try:
             steps = {str(k): Trajectory.model_validate(v) for k, v in trajectories.items()} if agent else {}
         except (AttributeError, ValueError) as error:
-            raise InputError(f"{where}: a trajectory in its report sections cannot be read ({one_line(str(error), 200)}); "
-                             "run the shard again") from None
+            why = one_line(str(error), 200)
+            raise InputError(f"{where}: a trajectory in its report sections cannot be read ({why}); run the shard "
+                             "again") from None
         return cls(agent=agent, trajectories=steps, reached={str(k): v for k, v in reached.items()})

@@ -148,7 +148,7 @@ def _run_loaded(plan: RunPlan, suite_dir: Path, dataset: Dataset, prompt_path: P
                                            finish=finish)
     if config.run.otel_export:
         _export_trace(config, execution, report, redact, started_ns)
-    return RunResult(key, report, report_path, rec_path, execution.stats)
+    return RunResult(key, report, report_path, rec_path)
 
 
 def _roles(config: RunConfig, work: Workload) -> dict[str, tuple[ModelConfig, str]]:

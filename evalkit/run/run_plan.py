@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from evalkit.core.config import Mode, ModelConfig, RunConfig, SimulatorConfig
 from evalkit.core.key import EvalKey
@@ -78,12 +78,11 @@ def plan_run(config: RunConfig, baseline: RunReport | None = None, baseline_name
 
 @dataclass(frozen=True)
 class RunResult:
-    """What one run produced: its key, its report (and where it was written), its recording and call statistics."""
+    """What one run produced: its key, its report (and where it was written) and its recording."""
 
     key: EvalKey
     report: RunReport
     report_path: Path
     recording_path: Path | None
-    """None for suites that run a candidate program making no model calls (they record nothing)."""
-    execution: dict[str, Any]
-    """Call statistics: statuses, and for live runs calls sent, retries, seconds and budget spent."""
+    """None for suites that run a candidate program making no model calls (they record nothing). The call
+    statistics are the report's, typed (`report.execution`)."""
