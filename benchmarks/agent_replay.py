@@ -5,9 +5,11 @@ results from the recording), 1,000 agent cases of 5 model steps each (4 tool cal
 single-call cases: the same number of model calls. Each recording is made first, untimed, by a live run against a
 scripted model (and, for the agents, an in-process tool), then the replay is timed a few times, interleaved, and
 the minimum kept. The replays run with Python's cyclic garbage collector paused, as `evalkit run` runs them
-(evalkit.core.collector.paused around the whole run); a line before the last gives the same ratio with the
+(evalkit.core.collector.paused around the whole run); the first line gives the same ratio with the
 collector on, for comparison (an agent's steps build more containers, which the collector rescans with the
-recording's). The last line is `agent_vs_single=<agent replay / single replay>` (target, issue 37: <= 1.2).
+recording's), and the one before the last the ratio of the replays' CPU time (the process's, min of the
+rounds), steadier than the wall clock on a shared machine. The last line is
+`agent_vs_single=<agent replay / single replay>` (target, issue 37: <= 1.2).
 The checks' pytest process is not part of it: it reads one final answer per case either way.
 
 Run from the project root:  .venv/bin/python benchmarks/agent_replay.py
@@ -94,16 +96,19 @@ def main() -> None:
     agent_recording, single_recording = _recorded(agent_cases, agent), _recorded(single_cases, None)
     assert len(agent_recording.calls) == len(single_recording.calls) == SINGLE_CASES
     times: dict[tuple[str, bool], list[float]] = {}
+    cpus: dict[tuple[str, bool], list[float]] = {}  # the process's CPU time: steadier than the wall on a shared machine
     for _ in range(ROUNDS):
         for paused in (False, True):
             with collector.paused() if paused else contextlib.nullcontext():
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 replayed = _execute(Mode.REPLAY, agent_cases, agent_recording, agent)
                 times.setdefault(("agent", paused), []).append(time.perf_counter() - started)
+                cpus.setdefault(("agent", paused), []).append(time.process_time() - cpu)
                 assert len(replayed.finals) == AGENT_CASES and replayed.stats["agent"]["tools_called_live"] == 0
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 _execute(Mode.REPLAY, single_cases, single_recording, None)
                 times.setdefault(("single", paused), []).append(time.perf_counter() - started)
+                cpus.setdefault(("single", paused), []).append(time.process_time() - cpu)
             gc.collect()  # what a round left, outside the timed replays
     best = {side: min(values) for side, values in times.items()}
     on = best["agent", False] / best["single", False]
@@ -113,6 +118,9 @@ def main() -> None:
           f"{AGENT_CASES * (STEPS - 1)} tool results in {best['agent', True]:.3f} s; single replay: {SINGLE_CASES} "
           f"calls in {best['single', True]:.3f} s (collector paused, as evalkit run; min of {ROUNDS}; cpus "
           f"{os.cpu_count()}, load {os.getloadavg()[0]:.2f})")
+    least = {side: min(values) for side, values in cpus.items()}
+    print(f"cpu time (collector paused): agent replay {least['agent', True]:.3f} s, single replay "
+          f"{least['single', True]:.3f} s: agent_vs_single_cpu={least['agent', True] / least['single', True]:.2f}")
     print(f"agent_vs_single={best['agent', True] / best['single', True]:.2f}")
 
 
