@@ -242,13 +242,14 @@ def execute(settings: CallSettings, work: Workload, source: Source, *, samples: 
             call_id = str(CallId.task(case.id, sample))
             if call_id not in calls and call_id not in finals:
                 planned.append((call_id, seeded(request, sample, repeats, call_id), "model"))
-    def settle_turns(planned: int) -> None:
+
+    def settle(planned: int) -> None:  # after each wave: a replay miss or an outage ends the run
         caller.refuse_misses(planned)
         caller.raise_outage()
 
     if conversations is not None:
         talked = run_conversations([(call_id, request) for call_id, request, _ in planned], conversations,
-                                   simulator=simulator, wave=caller.wave, settle=settle_turns, model=model.name,
+                                   simulator=simulator, wave=caller.wave, settle=settle, model=model.name,
                                    price=caller.listed["model"])
         calls |= talked.steps
         finals |= talked.finals
@@ -256,15 +257,9 @@ def execute(settings: CallSettings, work: Workload, source: Source, *, samples: 
         reached |= talked.reached
     elif agent is None:
         calls |= caller.wave(planned)
-        caller.refuse_misses(len(planned))
-        caller.raise_outage()
+        settle(len(planned))
     else:
         assert caller.tools is not None
-
-        def settle(planned: int) -> None:
-            caller.refuse_misses(planned)
-            caller.raise_outage()
-
         looped = run_agents([(call_id, request) for call_id, request, _ in planned], agent, wave=caller.wave,
                             settle=settle, tools=caller.tools, where=where, model=model.name,
                             price=caller.listed["model"], concurrency=live.settings.concurrency if live else 1)
@@ -273,34 +268,54 @@ def execute(settings: CallSettings, work: Workload, source: Source, *, samples: 
         trajectories |= looped.trajectories
     if judged:
         assert judge is not None
-        planned = []
-        for case in cases:
-            for sample in range(count(case)):  # each sample's reply is judged on its own
-                task_id = str(CallId.task(case.id, sample))
-                output = finals.get(task_id) or calls[task_id]
-                built = dict(_built(task.build_judge, case, output.text or "", judge)) if task.build_judge else {}
-                # a trajectory's judge reads the steps, so an agent stopped at max_steps without an answer is judged
-                traced = dict(task.build_trajectory_judge(case, trajectories[task_id], judge, asked[case.id])) \
-                    if task.build_trajectory_judge is not None and task_id in trajectories else {}
-                for metric, request in (built | traced).items():
-                    for repeat in range(judge_repeats):
-                        call_id = str(CallId.judge(metric, case.id, sample, repeat))
-                        if call_id in calls:
-                            continue
-                        if output.status in UNSCORED:
-                            # never sent because its input was never made: unscored for the same reason (the
-                            # budget's denial), so its test is skipped like the task's, never a failure the gate counts
-                            calls[call_id] = CallResult(output.status, reason=output.reason)
-                        elif output.text is None and metric not in traced:
-                            calls[call_id] = CallResult("blocked",
-                                                        reason=f"{call_id} needs {task_id}, which has no reply")
-                        else:
-                            sent = seeded(request, repeat, judge_repeats, call_id, "judge.repeats")
-                            planned.append((call_id, sent, "judge"))
+        unsent, planned = _judge_calls(task, cases, count, judge, judge_repeats, calls, finals, trajectories, asked)
+        calls |= unsent
         calls |= caller.wave(planned)
-        caller.refuse_misses(len(planned))
-        caller.raise_outage()
+        settle(len(planned))
+    stats = _statistics(settings, calls, caller, live, judged=judged)
+    if agent is not None:
+        stats["agent"] = agent_section(trajectories, caller.tools)
+    return Execution(calls, caller.recording_to_save(version), stats, caller, finals=finals,
+                     trajectories=trajectories, reached=reached)
 
+
+def _judge_calls(task: SuiteTask, cases: Sequence[Case], count: Callable[[Case], int], judge: ModelConfig,
+                 judge_repeats: int, calls: Mapping[str, CallResult], finals: Mapping[str, CallResult],
+                 trajectories: Mapping[str, Any], asked: Mapping[str, Request]
+                 ) -> tuple[dict[str, CallResult], list[Planned]]:
+    """Each sample's judge calls: those settled without being sent (their input was never made), and those to
+    send. Each sample's reply is judged on its own; a trajectory's judge reads the steps, so an agent stopped at
+    max_steps without an answer is judged."""
+    unsent: dict[str, CallResult] = {}
+    planned: list[Planned] = []
+    for case in cases:
+        for sample in range(count(case)):
+            task_id = str(CallId.task(case.id, sample))
+            output = finals.get(task_id) or calls[task_id]
+            built = dict(_built(task.build_judge, case, output.text or "", judge)) if task.build_judge else {}
+            traced = dict(task.build_trajectory_judge(case, trajectories[task_id], judge, asked[case.id])) \
+                if task.build_trajectory_judge is not None and task_id in trajectories else {}
+            for metric, request in (built | traced).items():
+                for repeat in range(judge_repeats):
+                    call_id = str(CallId.judge(metric, case.id, sample, repeat))
+                    if call_id in calls:
+                        continue
+                    if output.status in UNSCORED:
+                        # never sent because its input was never made: unscored for the same reason (the
+                        # budget's denial), so its test is skipped like the task's, never a failure the gate counts
+                        unsent[call_id] = CallResult(output.status, reason=output.reason)
+                    elif output.text is None and metric not in traced:
+                        unsent[call_id] = CallResult("blocked", reason=f"{call_id} needs {task_id}, which has no reply")
+                    else:
+                        sent = seeded(request, repeat, judge_repeats, call_id, "judge.repeats")
+                        planned.append((call_id, sent, "judge"))
+    return unsent, planned
+
+
+def _statistics(settings: CallSettings, calls: Mapping[str, CallResult], caller: _Caller, live: LiveSetup | None,
+                *, judged: bool) -> dict[str, Any]:
+    """The run's call statistics (the report's `execution` section, but an agent's loop): statuses, cost, latency,
+    money at the price table's prices, and a live run's figures."""
     counts: dict[str, int] = {}
     for result in calls.values():
         counts[result.status] = counts.get(result.status, 0) + 1
@@ -308,13 +323,14 @@ def execute(settings: CallSettings, work: Workload, source: Source, *, samples: 
                              "cost": cost_section(calls, caller.requests),
                              "latency": latency_section(calls, caller.live_seconds if live else None,
                                                         caller.most_at_once if live else None)}
-    if prices is not None:
-        sides = {"model": Side(model.name, price_of(prices, model.name))}
+    if settings.prices is not None:
+        prices = settings.prices
+        sides = {"model": Side(settings.model.name, price_of(prices, settings.model.name))}
         if judged:
-            assert judge is not None
-            sides["judge"] = Side(judge.name, price_of(prices, judge.name))
-        if simulator is not None:
-            sides["simulator"] = Side(simulator.name, price_of(prices, simulator.name))
+            assert settings.judge is not None
+            sides["judge"] = Side(settings.judge.name, price_of(prices, settings.judge.name))
+        if settings.simulator is not None:
+            sides["simulator"] = Side(settings.simulator.name, price_of(prices, settings.simulator.name))
         stats["money"] = money_section(call_tokens(calls, caller.requests), sides)
     if live is not None:
         stats["live"] = {"sent": caller.sent, "retried": caller.retried,
@@ -322,10 +338,7 @@ def execute(settings: CallSettings, work: Workload, source: Source, *, samples: 
                          "budget": live.budget.summary()}
         if caller.denied:
             stats["live"]["denied"] = {"calls": len(caller.denied), "first": caller.denied[0]}
-    if agent is not None:
-        stats["agent"] = agent_section(trajectories, caller.tools)
-    return Execution(calls, caller.recording_to_save(version), stats, caller, finals=finals,
-                     trajectories=trajectories, reached=reached)
+    return stats
 
 
 class ProgramCalls:
