@@ -1,11 +1,12 @@
-"""An authored plugin package installed offline, as a user installs one: its wheel written from its pyproject.toml
-(a wheel is a zip with its metadata beside the module), so a test needs no build backend beyond what pip itself
-carries, and no network."""
+"""Wheels for tests. An authored plugin package installed offline, as a user installs one: its wheel written from its
+pyproject.toml (a wheel is a zip with its metadata beside the module), so a test needs no build backend beyond what
+pip itself carries, and no network. And evalkit's own wheel, built by pip from a copy of the checkout."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -42,3 +43,24 @@ def install_offline(package: Path, tmp_path: Path) -> Path:
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     return target
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def evalkit_wheel(out: Path) -> Path:
+    """evalkit's wheel, as `pip wheel .` builds it, written into `out`. Built from a copy of the checkout's files
+    (tracked, and new ones git does not ignore) in `out`: setuptools writes `build/` and `evalkit.egg-info/` beside
+    the sources, and in the checkout they would land in the repository while other tests watch it stay untouched
+    (tests/product/test_hostile.py)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, check=True, timeout=60).stdout.decode().split("\0")
+    source = out / "source"
+    for name in filter(None, listed):
+        if (REPO / name).is_file():  # a file deleted but not yet committed is listed and absent
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, source / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(source)],
+                   check=True, capture_output=True, timeout=600)
+    (built,) = out.glob("evalkit-*.whl")
+    return built

@@ -12,11 +12,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers.wheel import evalkit_wheel
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "getting-started.md"
@@ -80,11 +80,7 @@ def test_the_page_promises_the_whole_path_and_the_readme_quotes_it() -> None:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)], check=True,
-                   capture_output=True, timeout=600)
-    (built,) = out.glob("evalkit-*.whl")
-    return built
+    return evalkit_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.mark.slow

@@ -10,12 +10,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes import FakeOpenAI
+from helpers.wheel import evalkit_wheel
 
 pytestmark = pytest.mark.slow
 
@@ -53,11 +53,7 @@ def fake_model(body: dict[str, Any]) -> str:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out),
-                    str(REPO)], check=True, capture_output=True, timeout=600)
-    (built,) = out.glob("evalkit-*.whl")
-    return built
+    return evalkit_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 def test_the_walkthrough_runs_as_written(wheel: Path, tmp_path: Path) -> None:
