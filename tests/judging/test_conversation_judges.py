@@ -234,7 +234,7 @@ def _suite(tmp_path: Path) -> Path:
 
 def _config(tmp_path: Path, *overrides: str) -> Any:
     suite = _suite(tmp_path)
-    return validate_config(composed("suite=support_chat", f"suite.path={suite}", "+judge=gemini-flash",
+    return validate_config(composed("suite=support_chat", f"suite.path={suite}", "judge=gemini-flash",
                                     "judge.name=fake-judge", "judge.provider=openai", "judge.api_key_env=null",
                                     f"dataset.file={tmp_path / 'retention.json'}", "baseline=none",
                                     f"run.recordings={tmp_path / 'rec'}", *overrides), CHOICES)
@@ -292,7 +292,7 @@ def test_the_command_refuses_a_conversation_judge_on_a_suite_without_conversatio
     plain = tmp_path / "plain.json"
     plain.write_text(json.dumps({"name": "plain", "version": 1, "cases": [{"id": "q", "question": "Where?"}]}),
                      encoding="utf-8")
-    done = run_evalkit("suite=support_chat", f"suite.path={suite}", "+judge=gemini-flash",
+    done = run_evalkit("suite=support_chat", f"suite.path={suite}", "judge=gemini-flash",
                        f"dataset.file={plain}", "baseline=none", job_dir=tmp_path / "job")
     assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]
     said = done.stderr.strip().splitlines()
