@@ -219,9 +219,8 @@ def test_the_shipped_suite_replays_its_judges_and_a_candidate_that_forgets_the_o
         candidate = run_evalkit("suite=support_chat", "mode=live", f"model.base_url={server.base_url}",
                                 f"simulator.base_url={server.base_url}", f"judge.base_url={judge_server.base_url}",
                                 f"run.recordings={tmp_path / 'rec'}", job_dir=tmp_path / "candidate")
-    # (the Gemini SDK's own log line may come first on stdout: the decision's line is looked for, not the first)
-    assert candidate.returncode == 1 and re.search(r"^decision: BLOCK$", candidate.stdout, re.M), \
-        candidate.stdout[-2000:]
+    # the decision comes first, before anything the SDKs log (the Gemini SDK logs each call at INFO)
+    assert candidate.returncode == 1 and candidate.stdout.startswith("decision: BLOCK\n"), candidate.stdout[-2000:]
     # the judge was shown the transcript in which turn 2 asks for the number again, and scored it from that
     shown = next(_judge_shown(r.body) for r in judge_server.requests if "The fact to keep:\n1007" in _judge_shown(r.body))
     assert "assistant, turn 2: I can help with that. Could you tell me your order number?" in shown
