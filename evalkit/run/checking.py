@@ -62,20 +62,20 @@ def checks_report(config: RunConfig, suite_dir: Path, run_input: RunInput, redac
 def check_and_report(config: RunConfig, suite_dir: Path, run_input: RunInput, redact: Redactor,
                       extra: dict[str, Any], verify: Callable[[], None] = lambda: None,
                       sequential: Callable[[Mapping[str, Counts]], dict[str, Any]] | None = None,
-                      finish: LoopedMetrics | None = None) -> tuple[RunReport, Path]:
+                      looped: LoopedMetrics | None = None) -> tuple[RunReport, Path]:
     """Hand the run's input to the suite's checks, add `extra` sections (and `sequential`'s block, from the
-    tests' counts, and `finish`'s metrics, from the checks' outcomes), write `report.json` (and save_report); a
-    shard of a run writes its shard file instead, `finish` in it for `evalkit merge`.
+    tests' counts, and `looped`'s metrics, from the checks' outcomes), write `report.json` (and save_report); a
+    shard of a run writes its shard file instead, `looped` in it for `evalkit merge`.
     `verify` runs after the checks, before anything is written: it may refuse the run."""
     out = Path(config.run.out)
     data = checks_report(config, suite_dir, run_input, redact)
     shard = config.run.shard_of
     verify()
     if shard is not None:
-        return _write_shard(out, shard, out / "run-input.json", data, extra, finish, redact, config.suite.name)
+        return _write_shard(out, shard, out / "run-input.json", data, extra, looped, redact, config.suite.name)
     data.update(extra)
-    if finish is not None:
-        finish.add_to(data)
+    if looped is not None:
+        looped.add_to(data)
     if sequential is not None:
         data["sequential"] = sequential(report_from_mapping(data, f"report of suite {config.suite.name}").repeats)
     compact = compact_json(data)

@@ -142,10 +142,10 @@ def _run_loaded(plan: RunPlan, suite_dir: Path, dataset: Dataset, prompt_path: P
     started_ns = time.time_ns()  # where a trace export lays the calls that were not sent now (replayed ones)
     recording, execution = obtain(config, key, settings, rec_path, redact, _roles(config, work), run_calls,
                                   cached=read)
-    extra, finish = _sections(config, work, prompt_path, dataset, execution, redact)
+    extra, looped = _sections(config, work, prompt_path, dataset, execution, redact)
     report, report_path = check_and_report(config, suite_dir, run_input(execution, recording.provenance), redact,
                                            extra, sequential=_sequential(config, execution, baseline, baseline_name),
-                                           finish=finish)
+                                           looped=looped)
     if config.run.otel_export:
         _export_trace(config, execution, report, redact, started_ns)
     return RunResult(key, report, report_path, rec_path)

@@ -175,8 +175,8 @@ def run_program_suite(plan: RunPlan) -> RunResult:
         pass
 
     # goal rate and turns to goal, as a model suite's simulated conversations have them
-    finish = LoopedMetrics(agent=False, reached=reached) if reached else None
-    report, report_path = check_and_report(config, suite_dir, run_input, redact, extra, verify, finish=finish)
+    looped = LoopedMetrics(agent=False, reached=reached) if reached else None
+    report, report_path = check_and_report(config, suite_dir, run_input, redact, extra, verify, looped=looped)
     return RunResult(key, report, report_path, rec_path)
 
 

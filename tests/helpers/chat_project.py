@@ -1,16 +1,17 @@
 """A project around the turn protocol's example program (tests/helpers/turn_chat/chat.py), for the end-to-end tests of
 a program in conversation: `evalkit new project`, then the suite `chat` (the program, its checks, a dataset of
 conversations) and the config options the tests name. The program's model is a loopback one that answers as
-`program_model_reply` says."""
+`program_model_reply` says. `project_env`, `evalkit_in` and `job_report` run evalkit there and read what it wrote."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,3 +60,24 @@ def chat_project(root: Path, env: Mapping[str, str], *, conversations: Mapping[s
     config = root / "conf/config.yaml"
     config.write_text(config.read_text().replace("  - _self_", "  - suite: chat\n  - _self_"))
     return suite
+
+
+def project_env() -> dict[str, str]:
+    """This environment without what would point evalkit at this repository's project or change pytest's runs."""
+    return {k: v for k, v in os.environ.items() if k not in ("EVALKIT_PROJECT", "PYTEST_ADDOPTS", "HYDRA_FULL_ERROR")}
+
+
+def evalkit_in(root: Path, env: Mapping[str, str]) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`python -m evalkit baseline=none run.progress=off ARGS` in the project at `root`."""
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "evalkit", "baseline=none", "run.progress=off", *args],
+                              cwd=root, env=dict(env), capture_output=True, text=True, timeout=300)
+
+    return run
+
+
+def job_report(root: Path, job: str) -> dict[str, Any]:
+    """The report.json of the run whose `hydra.run.dir` was `outputs/JOB`."""
+    data: dict[str, Any] = json.loads((root / f"outputs/{job}/report.json").read_text())
+    return data

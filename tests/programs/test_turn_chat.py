@@ -5,9 +5,6 @@ deadline (the run bounded by tests/helpers/bounded.py)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +12,7 @@ from typing import Any
 import pytest
 from fakes.server import FakeOpenAI
 from helpers.bounded import run_bounded
-from helpers.chat_project import CHAT, chat_project, program_model_reply
+from helpers.chat_project import CHAT, chat_project, evalkit_in, job_report, program_model_reply, project_env
 
 pytestmark = pytest.mark.slow
 CASES = {
@@ -65,16 +62,12 @@ def _project(root: Path, env: dict[str, str]) -> None:
 
 
 def test_a_chat_program_records_live_replays_identically_and_a_hang_is_named(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("EVALKIT_PROJECT", "PYTEST_ADDOPTS", "HYDRA_FULL_ERROR")}
+    env = project_env()
     _project(tmp_path, env)
-
-    def evalkit(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "evalkit", "baseline=none", "run.progress=off",
-                               *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    evalkit = evalkit_in(tmp_path, env)
 
     def report(job: str) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((tmp_path / f"outputs/{job}/report.json").read_text())
-        return data
+        return job_report(tmp_path, job)
 
     with FakeOpenAI(model) as server:
         live = evalkit("mode=live", f"model.base_url={server.base_url}", "hydra.run.dir=outputs/live")

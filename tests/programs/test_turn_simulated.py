@@ -7,17 +7,13 @@ simulator; a simulated user without a simulator is refused in one line before an
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.server import FakeOpenAI
-from helpers.chat_project import chat_project, program_model_reply
+from helpers.chat_project import chat_project, evalkit_in, job_report, program_model_reply, project_env
 
 pytestmark = pytest.mark.slow
 CASES = {
@@ -83,16 +79,12 @@ def _project(root: Path, env: dict[str, str]) -> None:
 
 def test_a_simulated_user_plays_a_program_live_replays_identically_and_a_changed_persona_is_refused(
         tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("EVALKIT_PROJECT", "PYTEST_ADDOPTS", "HYDRA_FULL_ERROR")}
+    env = project_env()
     _project(tmp_path, env)
-
-    def evalkit(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "evalkit", "baseline=none", "run.progress=off",
-                               *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    evalkit = evalkit_in(tmp_path, env)
 
     def report(job: str) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((tmp_path / f"outputs/{job}/report.json").read_text())
-        return data
+        return job_report(tmp_path, job)
 
     with FakeOpenAI(model) as server:
         live = evalkit("mode=live", f"model.base_url={server.base_url}", f"simulator.base_url={server.base_url}",
