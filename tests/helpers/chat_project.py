@@ -27,6 +27,28 @@ def program_model_reply(messages: list[dict[str, Any]]) -> str:
     return f"Noted ({len(messages) // 2} messages so far)."
 
 
+def chat_suite(*, simulator: str | None = None) -> str:
+    """The suite option `suite/chat`: the program, its model calls through evalkit's endpoint; with SIMULATOR, that
+    simulator option in its defaults."""
+    chosen = f"  - /simulator: {simulator}\n" if simulator else ""
+    return f"""# @package _global_
+defaults:
+  - /dataset: chat
+  - /model: chat-model
+{chosen}  - /chat_program: baseline
+  - /policy: chat
+
+suite:
+  name: chat
+  path: suites/chat
+  components: [chat_program]
+  program:
+    component: chat_program
+    files_field: null
+    endpoint: true
+"""
+
+
 def chat_project(root: Path, env: Mapping[str, str], *, conversations: Mapping[str, Any],
                  answers: Mapping[str, Any], checks: str, purpose: str, conf: Mapping[str, str]) -> Path:
     """Make the project in `root` and return the suite's folder: one case per conversation (its `conversation`

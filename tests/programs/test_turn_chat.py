@@ -12,29 +12,22 @@ from typing import Any
 import pytest
 from fakes.server import FakeOpenAI
 from helpers.bounded import run_bounded
-from helpers.chat_project import CHAT, chat_project, evalkit_in, job_report, program_model_reply, project_env
+from helpers.chat_project import (
+    CHAT,
+    chat_project,
+    chat_suite,
+    evalkit_in,
+    job_report,
+    program_model_reply,
+    project_env,
+)
 
 pytestmark = pytest.mark.slow
 CASES = {
     "ada": (["Hello, my name is Ada.", "Can you recommend a book?", "What is my name?"], "Ada"),
     "bo": (["Hi, my name is Bo.", "What is my name?"], "Bo"),
 }
-SUITE = """# @package _global_
-defaults:
-  - /dataset: chat
-  - /model: chat-model
-  - /chat_program: baseline
-  - /policy: chat
-
-suite:
-  name: chat
-  path: suites/chat
-  components: [chat_program]
-  program:
-    component: chat_program
-    files_field: null
-    endpoint: true
-"""
+SUITE = chat_suite()
 CHECKS = '''
 def test_every_turn_was_answered(program_run):
     assert all(turn["reply"] for turn in program_run["turns"])

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from fakes.server import FakeOpenAI
-from helpers.chat_project import chat_project, evalkit_in, job_report, program_model_reply, project_env
+from helpers.chat_project import chat_project, chat_suite, evalkit_in, job_report, program_model_reply, project_env
 
 pytestmark = pytest.mark.slow
 CASES = {
@@ -22,23 +22,7 @@ CASES = {
     # never says its name, so the program never learns it: the case's max_turns ends it, goal not reached
     "bo": {"persona": "You never say your name.", "goal": "hear the assistant say your name", "max_turns": 2},
 }
-SUITE = """# @package _global_
-defaults:
-  - /dataset: chat
-  - /model: chat-model
-  - /simulator: chat-user
-  - /chat_program: baseline
-  - /policy: chat
-
-suite:
-  name: chat
-  path: suites/chat
-  components: [chat_program]
-  program:
-    component: chat_program
-    files_field: null
-    endpoint: true
-"""
+SUITE = chat_suite(simulator="chat-user")
 SIMULATOR = """name: chat-user
 provider: openai
 base_url: http://127.0.0.1:9/v1
